@@ -1,0 +1,85 @@
+"""Command line: ``stoicheia convert`` turns source files into MDS shards.
+
+Example::
+
+    stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
+
+Exit status 0 on success, 2 on a usage or input error (the message names the file and fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
+    inputs: dict[str, list[Path]] = {}
+    for item in items:
+        tier, sep, path = item.partition("=")
+        if not sep or not tier or not path:
+            raise SystemExit(f"stoicheia convert: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus")
+        inputs.setdefault(tier, []).append(Path(path))
+    return inputs
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from stoicheia.data.shards import ConvertError, convert
+
+    t0 = time.perf_counter()
+    try:
+        summary = convert(
+            _parse_inputs(args.inputs),
+            Path(args.out),
+            val_fraction=args.val_fraction,
+            val_works=args.val_work or (),
+            max_record_letters=args.max_record_letters,
+            min_greek=args.min_greek,
+            skip_bad=args.skip_bad,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            progress=sys.stderr.isatty(),
+        )
+    except ConvertError as err:
+        print(f"stoicheia convert: error: {err}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - t0
+    for tier, st in summary["tiers"].items():
+        kept = st["records_kept"]
+        letters = st["letters"]
+        dropped = st["records_dropped"]
+        print(
+            f"{tier}: {st['files']} files, records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
+            f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
+            f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}"
+        )
+        for path, why in st["files_skipped"].items():
+            print(f"  skipped {path}: {why.splitlines()[0]}")
+    print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``stoicheia`` command."""
+    parser = argparse.ArgumentParser(prog="stoicheia", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("convert", help="source files (Perseus TEI, CoNLL-U, .txt, .jsonl) to MDS shards")
+    p.add_argument("inputs", nargs="+", metavar="TIER=PATH", help="a tier name and a file or directory; repeatable")
+    p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
+    p.add_argument("--val-fraction", type=float, default=0.005, help="share of records held out by id hash (default 0.005)")
+    p.add_argument("--val-work", action="append", metavar="WORK", help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable")
+    p.add_argument("--max-record-letters", type=int, default=2048, help="longer records are stored in word-aligned parts")
+    p.add_argument("--min-greek", type=float, default=0.95, help="reject records with a smaller share of Greek letters")
+    p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
+    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel reader processes")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    p.set_defaults(func=cmd_convert)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

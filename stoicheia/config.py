@@ -1,0 +1,188 @@
+"""Typed run configuration: YAML plus ``key=value`` overrides, checked against dataclasses.
+
+``load_config("yamls/demo.yaml", ["train.lr=1e-3"])`` returns a :class:`RunConfig`. An unknown
+key anywhere is a :class:`ConfigError` that names the key, the file, and the closest valid
+key; a value of the wrong type is an error naming the key and the expected type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from stoicheia.model.config import EncoderConfig
+from stoicheia.noise import NoiseConfig
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key and the fix."""
+
+
+@dataclass
+class DataConfig:
+    """Where the shards are and how records become packed rows.
+
+    ``seq_len`` is the row length T in letter slots; ``records_per_batch`` records are read
+    and noised per DataLoader worker batch; ``tier_weights`` are stream proportions
+    (normalised over tiers with weight > 0).
+    """
+
+    shard_root: str = "data/shards"
+    remote: str | None = None  # object-store URI with the same layout as shard_root
+    local_cache: str | None = None  # local folder for shards downloaded from `remote`
+    tier_weights: dict[str, float] = field(default_factory=lambda: {"gold": 1.0, "silver": 1.0, "bronze": 0.3})
+    seq_len: int = 8192
+    records_per_batch: int = 16
+    num_workers: int = 2
+    epoch_size: int | None = None  # samples per stream epoch; None = the streams' size
+    shuffle_seed: int = 9176
+    num_canonical_nodes: int | None = None
+    min_fragment: int = 16
+    eval_records: int = 256
+    eval_rows: int = 4
+    eval_t: float = 0.30
+    eval_seed: int = 1234
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, schedule, checkpointing and logging. Steps are optimizer steps (batches)."""
+
+    micro_batch_rows: int = 4  # rows per forward/backward on one device
+    grad_accum: int = 2  # micro-batches per optimizer step per device
+    lr: float = 3e-4
+    weight_decay: float = 0.1
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
+    eps: float = 1e-8
+    clip_norm: float = 1.0
+    aux_weight: float = 0.1  # lambda of the auxiliary cross-entropies
+    nominal_steps: int = 120_000
+    max_steps: int = 160_000
+    warmup_frac: float = 0.04
+    decay_frac: float = 0.20
+    final_lr_frac: float = 0.02
+    precision: str = "auto"  # auto | fp32 | amp_bf16
+    compile: bool = False
+    device: str = "auto"  # auto | cpu | gpu
+    save_folder: str = "checkpoints/{run_name}"
+    save_interval: int = 2000  # batches; evaluation runs at every checkpoint
+    save_num_checkpoints_to_keep: int = -1
+    autoresume: bool = True
+    load_path: str | None = None
+    log_every: int = 10  # batches between console lines
+    metrics_file: str = "{save_folder}/metrics.jsonl"
+    max_seconds: float | None = None  # stop (and checkpoint) after this wall time
+
+
+@dataclass
+class RunConfig:
+    """A whole run: ``run_name``, ``seed`` and the four sections."""
+
+    run_name: str = "stoicheia"
+    seed: int = 17
+    data: DataConfig = field(default_factory=DataConfig)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def _check_keys(user: Any, schema: type, where: str, source: str) -> None:
+    if not isinstance(user, DictConfig):
+        return
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for key in user.keys():
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.5)
+            hint = f"; did you mean '{where}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
+            raise ConfigError(f"{source}: unknown key '{where}{key}'{hint}")
+        ftype = fields[key].type
+        sub = _dataclass_type(ftype)
+        if sub is not None:
+            _check_keys(user[key], sub, f"{where}{key}.", source)
+
+
+def _dataclass_type(ftype: Any) -> type | None:
+    for cls in (DataConfig, TrainConfig, NoiseConfig, EncoderConfig):
+        if ftype in (cls, cls.__name__):
+            return cls
+    return None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Read a YAML run config and apply ``section.key=value`` overrides.
+
+    Raises:
+        ConfigError: missing file, YAML syntax error, unknown key (with the closest valid
+            key), wrong value type, or a value that a section's ``validate`` rejects.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found (the recipes' configs are in yamls/)")
+    try:
+        user = OmegaConf.load(path)
+    except Exception as err:  # yaml errors carry the line
+        raise ConfigError(f"{path}: cannot parse YAML: {err}") from err
+    if not isinstance(user, DictConfig):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys, not a list")
+    _check_keys(user, RunConfig, "", str(path))
+    if overrides:
+        try:
+            cli = OmegaConf.from_dotlist(list(overrides))
+        except Exception as err:
+            raise ConfigError(f"command line: cannot parse overrides {overrides}: {err}") from err
+        _check_keys(cli, RunConfig, "", "command line")
+        user = OmegaConf.merge(user, cli)
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(RunConfig), user)
+        cfg: RunConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"{path}: {err.msg if hasattr(err, 'msg') else err}".strip()) from err
+    validate(cfg, str(path))
+    return cfg
+
+
+def validate(cfg: RunConfig, source: str = "config") -> None:
+    """Check values that types alone cannot; raises :class:`ConfigError` naming the key."""
+
+    def bad(key: str, msg: str) -> ConfigError:
+        return ConfigError(f"{source}: {key}: {msg}")
+
+    d, t = cfg.data, cfg.train
+    if d.seq_len < 32:
+        raise bad("data.seq_len", f"must be >= 32 slots, got {d.seq_len}")
+    if d.records_per_batch < 1:
+        raise bad("data.records_per_batch", "must be >= 1")
+    if d.num_workers < 0:
+        raise bad("data.num_workers", "must be >= 0")
+    if not 0.0 < d.eval_t < 1.0:
+        raise bad("data.eval_t", f"must be in (0, 1), got {d.eval_t}")
+    if t.micro_batch_rows < 1 or t.grad_accum < 1:
+        raise bad("train.micro_batch_rows / train.grad_accum", "must be >= 1")
+    if not 0.0 <= t.warmup_frac < 1.0 or not 0.0 < t.decay_frac <= 1.0 or t.warmup_frac + t.decay_frac > 1.0:
+        raise bad("train.warmup_frac / train.decay_frac", "need 0 <= warmup, 0 < decay, warmup + decay <= 1")
+    if t.max_steps < t.nominal_steps:
+        raise bad("train.max_steps", f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps})")
+    if t.precision not in ("auto", "fp32", "amp_bf16"):
+        raise bad("train.precision", f"must be auto, fp32 or amp_bf16, got {t.precision!r}")
+    if t.device not in ("auto", "cpu", "gpu"):
+        raise bad("train.device", f"must be auto, cpu or gpu, got {t.device!r}")
+    if t.save_interval < 1 or t.log_every < 1:
+        raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
+    if len(t.betas) != 2:
+        raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
+    for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
+        try:
+            obj.validate()
+        except ValueError as err:
+            raise ConfigError(f"{source}: {section}: {err}") from err
+
+
+def to_dict(cfg: RunConfig) -> dict[str, Any]:
+    """Plain-dict copy of the config (for logging and checkpoints' hparams)."""
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]

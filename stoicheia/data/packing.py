@@ -1,0 +1,112 @@
+"""Greedy packing of noised records into rows of ``seq_len`` slots with per-document ``seg_id``.
+
+A row holds several documents (noised record pieces) one after another; ``seg_id`` numbers
+them 1, 2, ... within the row and is 0 on padding, and ``pos`` restarts at 0 at each document
+start, so attention (masked by ``seg_id``) and RoPE (driven by ``pos``) never cross a document.
+
+When the next piece does not fit the space left in a row, it is split at the last word start
+that fits (never inside a word) and its rest opens the next row, so rows stay nearly full and
+every letter is trained on. Fragments shorter than ``min_fragment`` slots are not started: the
+row is closed and padded instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from stoicheia.noise import Noised
+from stoicheia.text.alphabet import BOUNDARY_UNKNOWN, DIA_UNKNOWN, IGNORE_INDEX, PAD, PUNCT_UNKNOWN
+
+#: Input planes and their padding ids; target planes are padded with IGNORE_INDEX.
+INPUT_PAD = {"chars": PAD, "boundary": BOUNDARY_UNKNOWN, "dia": DIA_UNKNOWN, "punct": PUNCT_UNKNOWN}
+TARGETS = ("tgt_chars", "tgt_boundary", "tgt_dia", "tgt_cap", "tgt_punct")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where packing stands in a sequence of pieces: piece ``piece``, slot ``offset`` in it."""
+
+    piece: int = 0
+    offset: int = 0
+
+
+def split_point(piece: Noised, space: int) -> int:
+    """Largest word start ``p`` with ``0 < p <= space`` in ``piece`` (0 if none).
+
+    ``piece[:p]`` then fits into ``space`` slots and ends at a word edge of the original text.
+    """
+    starts = np.flatnonzero(piece.word_start[1 : space + 1]) + 1
+    return int(starts[-1]) if len(starts) else 0
+
+
+def pack_rows(
+    pieces: Iterable[Noised], seq_len: int, min_fragment: int = 16
+) -> Iterator[tuple[list[Noised], Cursor]]:
+    """Greedily fill rows of ``seq_len`` slots with ``pieces`` in order.
+
+    Yields ``(fragments, cursor)`` for each full row, where ``cursor`` is the position of the
+    first slot not yet packed (the piece index counts the pieces of ``pieces``). A trailing,
+    partly filled row is yielded last. Every piece must be at most ``seq_len`` slots long
+    (:func:`stoicheia.noise.noise_record` guarantees it via ``max_len``); raises ``ValueError``
+    otherwise.
+    """
+    row: list[Noised] = []
+    fill = 0
+    for index, piece in enumerate(pieces):
+        if len(piece) > seq_len:
+            raise ValueError(f"noised piece of {len(piece)} slots exceeds seq_len {seq_len}")
+        offset = 0
+        while offset < len(piece):
+            rest = piece[offset:] if offset else piece
+            space = seq_len - fill
+            if len(rest) <= space:
+                row.append(rest)
+                fill += len(rest)
+                offset = len(piece)
+            else:
+                cut = split_point(rest, space) if space >= min_fragment else 0
+                if cut >= min_fragment:
+                    row.append(rest[:cut])
+                    offset += cut
+                yield row, Cursor(index, offset)
+                row, fill = [], 0
+            if fill == seq_len:
+                yield row, Cursor(index + (offset == len(piece)), 0 if offset == len(piece) else offset)
+                row, fill = [], 0
+    if row:
+        yield row, Cursor(-1, 0)
+
+
+def collate_rows(rows: list[list[Noised]], seq_len: int) -> dict[str, torch.Tensor]:
+    """Stack packed rows into a batch of tensors, each of shape ``(len(rows), seq_len)``.
+
+    Keys: inputs ``chars``, ``boundary``, ``dia``, ``punct`` (int64, padded with PAD/UNKNOWN);
+    ``seg_id`` (int32, 0 = padding, documents 1..k); ``pos`` (int32, slot index within its
+    document); targets ``tgt_*`` (int64, IGNORE_INDEX where unsupervised or padding);
+    ``weight`` (float32 char-loss weight, 0 on padding).
+    """
+    b = len(rows)
+    out = {name: np.full((b, seq_len), pad, dtype=np.int64) for name, pad in INPUT_PAD.items()}
+    out.update({name: np.full((b, seq_len), IGNORE_INDEX, dtype=np.int64) for name in TARGETS})
+    out["weight"] = np.zeros((b, seq_len), dtype=np.float32)
+    out["seg_id"] = np.zeros((b, seq_len), dtype=np.int32)
+    out["pos"] = np.zeros((b, seq_len), dtype=np.int32)
+    for r, fragments in enumerate(rows):
+        start = 0
+        for doc, frag in enumerate(fragments, start=1):
+            end = start + len(frag)
+            for name in (*INPUT_PAD, *TARGETS, "weight"):
+                out[name][r, start:end] = getattr(frag, name)
+            out["seg_id"][r, start:end] = doc
+            out["pos"][r, start:end] = np.arange(len(frag), dtype=np.int32)
+            start = end
+    return {k: torch.from_numpy(v) for k, v in out.items()}
+
+
+def row_fill(batch: dict[str, torch.Tensor]) -> float:
+    """Share of non-padding slots in a collated batch (0..1)."""
+    return float((batch["seg_id"] != 0).float().mean())

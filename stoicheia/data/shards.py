@@ -1,0 +1,297 @@
+"""Source files to MDS shards: one directory per tier, each with a ``train`` and a ``val`` split.
+
+Layout written by :func:`convert`::
+
+    OUT/
+      stats.json               letters, words, records kept and dropped, stripped characters
+      gold/train/index.json    MDS shards (zstd) read by streaming.StreamingDataset
+      gold/val/index.json
+      silver/train/...
+
+Each MDS sample is one record (or one word-aligned part of a long record) with the columns in
+:data:`COLUMNS`: the five letter planes as raw ``uint8`` bytes of equal length, plus ``id``,
+``part``, ``source``, ``tier`` and ``work``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from streaming import MDSWriter
+
+from stoicheia.sources import SourceError, iter_source_files, read_source
+from stoicheia.text.alphabet import BOUNDARY_SENTENCE, BOUNDARY_WORD, PLANES
+from stoicheia.text.planes import Planes, normalise_record
+
+COLUMNS = {
+    "id": "str",
+    "part": "int",
+    "source": "str",
+    "tier": "str",
+    "work": "str",
+    **{name: "bytes" for name in PLANES},
+}
+SPLITS = ("train", "val")
+
+
+class ConvertError(Exception):
+    """A source could not be converted; the message names the file and the fix."""
+
+
+@dataclass
+class TierStats:
+    """Counts for one tier, written to ``stats.json`` (letters are Greek letters kept)."""
+
+    files: int = 0
+    files_skipped: dict[str, str] = field(default_factory=dict)  # file -> reason
+    records_kept: Counter = field(default_factory=Counter)  # split -> records (source records)
+    parts: Counter = field(default_factory=Counter)  # split -> MDS samples written
+    letters: Counter = field(default_factory=Counter)  # split -> letters
+    words: Counter = field(default_factory=Counter)  # split -> words
+    records_dropped: Counter = field(default_factory=Counter)  # reason -> records
+    stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
+
+    def to_json(self) -> dict:
+        return {
+            "files": self.files,
+            "files_skipped": dict(sorted(self.files_skipped.items())),
+            "records_kept": dict(self.records_kept),
+            "samples_written": dict(self.parts),
+            "letters": dict(self.letters),
+            "words": dict(self.words),
+            "records_dropped": dict(self.records_dropped),
+            "stripped_characters": dict(self.stripped.most_common()),
+        }
+
+
+def held_out_hash(record_id: str) -> float:
+    """Stable pseudo-random number in ``[0, 1)`` from a record id (BLAKE2b, first 8 bytes).
+
+    It does not depend on file order, Python's hash seed or the machine, so the held-out split
+    is the same on every run.
+    """
+    digest = hashlib.blake2b(record_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def choose_split(record_id: str, work: str, val_fraction: float, val_works: frozenset[str]) -> str:
+    """``"val"`` when the whole work is held out or the record id hashes below ``val_fraction``."""
+    if work in val_works or held_out_hash(record_id) < val_fraction:
+        return "val"
+    return "train"
+
+
+def split_at_words(planes: Planes, max_letters: int) -> list[Planes]:
+    """Cut ``planes`` into consecutive parts of at most ``max_letters`` letters at word starts.
+
+    No word is cut unless a single word is longer than ``max_letters`` (then it is cut hard,
+    which real Greek never needs at the sizes used here). Every letter lands in exactly one
+    part, in order. Raises ``ValueError`` if ``max_letters < 1``.
+    """
+    if max_letters < 1:
+        raise ValueError(f"max_letters must be >= 1, got {max_letters}")
+    n = len(planes)
+    if n <= max_letters:
+        return [planes]
+    starts = planes.word_starts()
+    parts = []
+    begin = 0
+    while n - begin > max_letters:
+        limit = begin + max_letters
+        # the last word start in (begin, limit]: cutting there keeps every word whole
+        k = np.searchsorted(starts, limit, side="right") - 1
+        cut = int(starts[k]) if k >= 0 and starts[k] > begin else limit
+        parts.append(planes[begin:cut])
+        begin = cut
+    parts.append(planes[begin:])
+    return parts
+
+
+def _count_words(planes: Planes) -> int:
+    return int(np.count_nonzero((planes.boundary == BOUNDARY_WORD) | (planes.boundary == BOUNDARY_SENTENCE)))
+
+
+@dataclass
+class _FileResult:
+    """What one worker made of one source file (picklable)."""
+
+    path: str
+    error: str | None = None
+    records: list[tuple[str, str, str, list[dict[str, bytes]], int]] = field(default_factory=list)
+    dropped: Counter = field(default_factory=Counter)
+    stripped: Counter = field(default_factory=Counter)
+
+
+def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
+    path, root, max_letters, min_greek = args
+    result = _FileResult(path=path)
+    try:
+        for rec in read_source(Path(path), Path(root) if root else None):
+            norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
+            result.stripped.update(norm.dropped)
+            if norm.planes is None:
+                result.dropped[norm.reject_reason or "rejected"] += 1
+                continue
+            parts = [
+                {name: getattr(p, name).tobytes() for name in PLANES}
+                for p in split_at_words(norm.planes, max_letters)
+            ]
+            result.records.append((rec.id, rec.source, rec.work, parts, _count_words(norm.planes)))
+    except SourceError as err:
+        result.error = str(err)
+        result.records.clear()
+    return result
+
+
+def convert(
+    inputs: Mapping[str, Sequence[Path]],
+    out: Path,
+    *,
+    val_fraction: float = 0.005,
+    val_works: Iterable[str] = (),
+    max_record_letters: int = 2048,
+    min_greek: float = 0.95,
+    skip_bad: bool = False,
+    workers: int = 1,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Read every source file of every tier and write MDS shards plus ``stats.json``.
+
+    Args:
+        inputs: tier name -> files or directories (directories are searched recursively for
+            ``.xml``, ``.conllu``, ``.txt`` and ``.jsonl``). Record ids are relative to each
+            directory given, e.g. ``Homer/hom.il_gk.xml#1``.
+        out: output directory; it must not exist unless ``overwrite``.
+        val_fraction: share of records (by a stable hash of the record id) held out.
+        val_works: work ids (``Author/file.xml``) sent to ``val`` whole.
+        max_record_letters: longer records are stored as several word-aligned parts (letters).
+        min_greek: records with a smaller share of Greek letters are dropped and counted.
+        skip_bad: if False, the first unreadable file stops the conversion with its error;
+            if True, it is skipped, and ``stats.json`` names it with the reason.
+        workers: processes that read and normalise files in parallel (output order is fixed).
+
+    Returns:
+        The statistics written to ``OUT/stats.json``.
+
+    Raises:
+        ConvertError: unreadable file without ``skip_bad``; output exists; no input files; a
+            tier with no records at all.
+    """
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
+        shutil.rmtree(out)
+    if not 0.0 <= val_fraction < 1.0:
+        raise ConvertError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    val_works = frozenset(val_works)
+    stats: dict[str, TierStats] = {}
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    seen_works: set[str] = set()
+
+    for tier, paths in inputs.items():
+        st = stats[tier] = TierStats()
+        jobs = []
+        for given in paths:
+            given = Path(given)
+            if not given.exists():
+                raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
+            root = given if given.is_dir() else given.parent
+            for f in iter_source_files([given]):
+                jobs.append((str(f), str(root), max_record_letters, min_greek))
+        if not jobs:
+            raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
+        writers = {
+            split: MDSWriter(out=str(tmp / tier / split), columns=COLUMNS, compression="zstd", size_limit=1 << 25)
+            for split in SPLITS
+        }
+        try:
+            for res in _map_files(jobs, workers, progress, tier):
+                st.files += 1
+                if res.error is not None:
+                    if not skip_bad:
+                        raise ConvertError(f"{res.error}\n(pass --skip-bad to convert the other files and count this one as skipped)")
+                    st.files_skipped[res.path] = res.error
+                    continue
+                st.records_dropped.update(res.dropped)
+                st.stripped.update(res.stripped)
+                for rec_id, source, work, parts, n_words in res.records:
+                    seen_works.add(work)
+                    split = choose_split(rec_id, work, val_fraction, val_works)
+                    st.records_kept[split] += 1
+                    st.words[split] += n_words
+                    for k, planes in enumerate(parts):
+                        st.parts[split] += 1
+                        st.letters[split] += len(planes["chars"])
+                        writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
+        finally:
+            for w in writers.values():
+                w.finish()
+        if sum(st.records_kept.values()) == 0:
+            raise ConvertError(f"tier {tier!r}: no record survived normalisation (dropped: {dict(st.records_dropped)})")
+        if st.records_kept["train"] == 0:
+            raise ConvertError(f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work")
+    unknown = sorted(val_works - seen_works)
+    if unknown:
+        raise ConvertError(f"--val-work names works that no input holds: {unknown}; ids look like 'Homer/hom.od_gk.xml'")
+    summary = {
+        "tiers": {tier: st.to_json() for tier, st in stats.items()},
+        "val_fraction": val_fraction,
+        "val_works": sorted(val_works),
+        "max_record_letters": max_record_letters,
+        "min_greek": min_greek,
+    }
+    (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # Publish atomically: a killed conversion never leaves a half-written OUT behind.
+    if out.exists():
+        out.rmdir()
+    tmp.rename(out)
+    return summary
+
+
+def _map_files(jobs: list[tuple], workers: int, progress: bool, tier: str) -> Iterator[_FileResult]:
+    from rich.progress import Progress
+
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"converting {tier}", total=len(jobs))
+        if workers <= 1:
+            for job in jobs:
+                yield _convert_file(job)
+                bar.advance(task)
+            return
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(workers) as pool:
+            # Largest files first would balance better, but the output order must not depend
+            # on timing: imap keeps the input order.
+            for res in pool.imap(_convert_file, jobs, chunksize=1):
+                yield res
+                bar.advance(task)
+
+
+def read_stats(shard_root: Path) -> dict:
+    """Load ``stats.json`` of a converted corpus. Raises ``FileNotFoundError`` with the fix."""
+    path = Path(shard_root) / "stats.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `stoicheia convert` first (see README)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def decode_planes(sample: Mapping[str, bytes]) -> Planes:
+    """Turn the plane columns of one MDS sample back into :class:`Planes` (uint8, shape (n,))."""
+    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES}
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard is corrupt, re-run convert")
+    return Planes(**arrays)
