@@ -20,6 +20,10 @@ from stoicheia.model.config import EncoderConfig
 from stoicheia.noise import NoiseConfig
 
 
+#: Mapping-valued keys: a YAML file that sets one replaces the whole default mapping.
+MAPPING_KEYS = ("data.tier_weights", "noise.weights", "noise.half_word_anchor", "noise.channel_known")
+
+
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the fix."""
 
@@ -131,18 +135,28 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
     if not isinstance(user, DictConfig):
         raise ConfigError(f"{path}: the top level must be a mapping of keys, not a list")
     _check_keys(user, RunConfig, "", str(path))
+    cli = None
     if overrides:
         try:
             cli = OmegaConf.from_dotlist(list(overrides))
         except Exception as err:
             raise ConfigError(f"command line: cannot parse overrides {overrides}: {err}") from err
         _check_keys(cli, RunConfig, "", "command line")
-        user = OmegaConf.merge(user, cli)
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(RunConfig), user)
+        base = OmegaConf.structured(RunConfig)
+        # A mapping given in the YAML file replaces the default mapping instead of being merged
+        # into it: `tier_weights: {gold: 1.0}` means gold only. Command-line keys still merge.
+        for key in MAPPING_KEYS:
+            if OmegaConf.select(user, key) is not None:
+                OmegaConf.update(base, key, {}, merge=False)
+        merged = OmegaConf.merge(base, user)
+        if cli is not None:
+            merged = OmegaConf.merge(merged, cli)
         cfg: RunConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as err:
         raise ConfigError(f"{path}: {err.msg if hasattr(err, 'msg') else err}".strip()) from err
+    except ValueError as err:  # a section's own check (NoiseConfig validates on construction)
+        raise ConfigError(f"{path}: {err}") from err
     validate(cfg, str(path))
     return cfg
 

@@ -164,6 +164,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         label="eval",
         dataloader=DataSpec(torch.utils.data.DataLoader(_ListDataset(eval_batches), batch_size=None)),
         metric_names=["bits_per_char", "boundary_f1", "dia_acc", "punct_acc"],
+        device_eval_microbatch_size=cfg.data.eval_rows,
     )
 
     model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)

@@ -1,0 +1,146 @@
+"""StoicheiaModel: the encoder wrapped for Composer, with the training loss and eval metrics.
+
+Loss of a batch (all terms are means over supervised slots, ``target != -100``):
+
+    L = L_char + aux_weight * (L_boundary + L_dia + L_cap + L_punct)
+
+    L_char  = sum_i w_i * CE(char_logits_i, tgt_chars_i) / max(1, N_char)
+
+where the sum runs over char-supervised slots, ``w_i = weight_i`` is the MDLM weight (``1/t``
+at masked slots, Sahoo et al. 2024, "Simple and Effective Masked Diffusion Language Models",
+eq. 10, continuous-time ELBO with a linear schedule) and ``N_char`` is the number of
+char-supervised slots in the (micro-)batch. The normaliser is that count, not the number of
+slots or of letters: it makes ``L_char`` the average weighted CE per predicted letter, whose
+scale does not depend on the row length or the amount of padding. Each auxiliary term is
+``sum CE / max(1, N_head)`` over its own supervised slots, i.e. its mean, and exactly 0 with a
+zero gradient (but still a gradient, so DDP sees every parameter used) when the batch has no
+label for that head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from composer.models import ComposerModel
+from torch import Tensor
+from torchmetrics import Metric
+
+from stoicheia.model.config import EncoderConfig
+from stoicheia.model.encoder import CharBertEncoder
+from stoicheia.model.metrics import BitsPerChar, BoundaryF1, DiaAccuracy, PunctAccuracy
+from stoicheia.text.alphabet import IGNORE_INDEX
+
+#: (head, target key) of the auxiliary losses.
+AUX_TERMS = (
+    ("boundary", "tgt_boundary"),
+    ("dia", "tgt_dia"),
+    ("cap", "tgt_cap"),
+    ("punct", "tgt_punct"),
+)
+
+
+def _ce_sum(logits: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """Per-slot natural-log CE ``(B, T)`` float32 (0 where ``target == -100``) and the mask."""
+    ce = F.cross_entropy(
+        logits.float().transpose(1, 2), target, ignore_index=IGNORE_INDEX, reduction="none"
+    )
+    return ce, target != IGNORE_INDEX
+
+
+def loss_terms(
+    outputs: Mapping[str, Tensor], batch: Mapping[str, Tensor], aux_weight: float
+) -> dict[str, Tensor]:
+    """All loss terms of the module docstring as 0-dim float32 tensors.
+
+    ``outputs``: the encoder's logits dict (``(B, T, C)`` per head); ``batch``: ``tgt_chars``,
+    ``tgt_boundary``, ``tgt_dia``, ``tgt_cap``, ``tgt_punct`` (``(B, T)`` int64, -100 = skip)
+    and ``weight`` (``(B, T)`` float32). Returns keys ``char``, ``boundary``, ``dia``, ``cap``,
+    ``punct`` and ``total`` (the differentiable loss). Raises ``KeyError`` naming a missing key.
+    """
+    missing = [k for k in ("tgt_chars", "weight", *(t for _, t in AUX_TERMS)) if k not in batch]
+    if missing:
+        raise KeyError(
+            f"batch lacks {missing}; the data pipeline must provide all targets (use -100 to skip)"
+        )
+    ce, sup = _ce_sum(outputs["char"], batch["tgt_chars"])
+    # Zero the weight off supervised slots *before* multiplying, so a stray non-finite weight at
+    # a padding slot cannot leak NaN into the value or the gradient.
+    w = torch.where(
+        sup, batch["weight"].to(ce.dtype), torch.zeros((), dtype=ce.dtype, device=ce.device)
+    )
+    terms = {"char": (w * ce).sum() / sup.sum().clamp(min=1)}
+    aux = torch.zeros((), dtype=ce.dtype, device=ce.device)
+    for head, key in AUX_TERMS:
+        # reduction="none" + sum keeps the graph through the head even with no labels (value 0,
+        # gradient 0), where a "mean" cross-entropy would be 0/0 = NaN.
+        ce_h, sup_h = _ce_sum(outputs[head], batch[key])
+        terms[head] = ce_h.sum() / sup_h.sum().clamp(min=1)
+        aux = aux + terms[head]
+    terms["total"] = terms["char"] + aux_weight * aux
+    return terms
+
+
+class StoicheiaModel(ComposerModel):
+    """Composer model around :class:`CharBertEncoder`.
+
+    ``cfg``: encoder shape (validated); ``aux_weight``: lambda of the auxiliary terms (>= 0).
+    After each :meth:`loss` call, ``last_loss_terms`` holds the detached 0-dim tensors of
+    :func:`loss_terms` (``char``, ``boundary``, ``dia``, ``cap``, ``punct``, ``total``); they stay
+    tensors to avoid a device sync per step, call ``float()`` when logging.
+    """
+
+    def __init__(self, cfg: EncoderConfig | None = None, aux_weight: float = 0.1) -> None:
+        super().__init__()
+        if not aux_weight >= 0:
+            raise ValueError(f"aux_weight={aux_weight!r}: must be a number >= 0 (train.aux_weight)")
+        self.encoder = CharBertEncoder(cfg)
+        self.aux_weight = float(aux_weight)
+        self.last_loss_terms: dict[str, Tensor] = {}
+        self.train_metrics: dict[str, Metric] = {"bits_per_char": BitsPerChar()}
+        self.eval_metrics: dict[str, Metric] = {
+            "bits_per_char": BitsPerChar(),
+            "boundary_f1": BoundaryF1(),
+            "dia_acc": DiaAccuracy(),
+            "punct_acc": PunctAccuracy(),
+        }
+
+    @property
+    def cfg(self) -> EncoderConfig:
+        """The encoder's config."""
+        return self.encoder.cfg
+
+    def forward(self, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        """Logits dict of :meth:`CharBertEncoder.forward` for a batch dict."""
+        return self.encoder(batch)
+
+    def loss(
+        self, outputs: Mapping[str, Tensor], batch: Mapping[str, Tensor], *args: Any, **kwargs: Any
+    ) -> Tensor:
+        """The total loss (module docstring), a 0-dim float32 tensor; stashes ``last_loss_terms``."""
+        terms = loss_terms(outputs, batch, self.aux_weight)
+        self.last_loss_terms = {k: v.detach() for k, v in terms.items()}
+        return terms["total"]
+
+    def eval_forward(
+        self, batch: Mapping[str, Tensor], outputs: Any | None = None
+    ) -> dict[str, Tensor]:
+        """Reuse ``outputs`` if Composer already has them, else run :meth:`forward`."""
+        return outputs if outputs is not None else self.forward(batch)
+
+    def get_metrics(self, is_train: bool = False) -> dict[str, Metric]:
+        """Train: ``bits_per_char``; eval: ``bits_per_char``, ``boundary_f1``, ``dia_acc``, ``punct_acc``."""
+        return self.train_metrics if is_train else self.eval_metrics
+
+    def update_metric(
+        self, batch: Mapping[str, Tensor], outputs: Mapping[str, Tensor], metric: Metric
+    ) -> None:
+        """Feed ``metric`` its head's logits and its target (the ``head`` / ``target_key`` it names)."""
+        head, key = getattr(metric, "head", None), getattr(metric, "target_key", None)
+        if not head or not key:
+            raise TypeError(
+                f"{type(metric).__name__} is not a stoicheia metric (it names no head / target_key)"
+            )
+        metric.update(outputs[head], batch[key])
