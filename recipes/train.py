@@ -24,14 +24,14 @@ def main(argv: list[str]) -> int:
     except ConfigError as err:
         print(f"train.py: config error: {err}", file=sys.stderr)
         return 2
-    from stoicheia.train.builder import build_trainer
+    from stoicheia.train.builder import build_trainer, fit_run
 
     try:
         built = build_trainer(cfg)
     except FileNotFoundError as err:
         print(f"train.py: {err}", file=sys.stderr)
         return 2
-    built.trainer.fit()
+    fit_run(built)
     built.trainer.close()
     return 0
 

@@ -108,29 +108,30 @@ class PackedLoader(DataLoader):
         dataset: NoisedRecordStream = self.dataset  # type: ignore[assignment]
         start = dataset.resume_from or {"epoch": 0, "batch": 0, "item": 0, "piece": 0, "offset": 0}
         dataset.resume_from = None
-        positions: dict[int, tuple[tuple[int, int, int, int], int]] = {}
+        # piece number (as pack_rows counts) -> (position, slot offset it starts at, slots)
+        positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
         counter = iter(range(1 << 62))
 
         def numbered() -> Iterator[Noised]:
             for piece, where, base in self._pieces(start):
                 k = next(counter)
-                positions[k] = (where, base)
+                positions[k] = (where, base, len(piece))
                 yield piece
 
         rows: list[list[Noised]] = []
         for row, cursor in pack_rows(numbered(), self.seq_len, self.min_fragment):
             rows.append(row)
             if len(rows) == self.rows:
-                (epoch, batch, item, piece), base = positions[cursor.piece]
-                for k in [k for k in positions if k < cursor.piece]:
+                if cursor.piece in positions:
+                    (epoch, batch, item, piece), base, _ = positions[cursor.piece]
+                    offset = base + cursor.offset
+                else:
+                    # The row ended exactly with the last piece fetched: resume at its end.
+                    (epoch, batch, item, piece), base, n = positions[cursor.piece - 1]
+                    offset = base + n
+                for k in [k for k in positions if k < cursor.piece - 1]:
                     del positions[k]
-                dataset.packer_state = {
-                    "epoch": epoch,
-                    "batch": batch,
-                    "item": item,
-                    "piece": piece,
-                    "offset": base + cursor.offset,
-                }
+                dataset.packer_state = {"epoch": epoch, "batch": batch, "item": item, "piece": piece, "offset": offset}
                 yield collate_rows(rows, self.seq_len)
                 rows = []
 

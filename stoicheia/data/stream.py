@@ -2,7 +2,8 @@
 
 :class:`NoisedRecordStream` is a ``StreamingDataset`` whose samples are records already split
 into word-aligned pieces and noised (in the DataLoader workers). Its noise depends only on
-``(noise_seed, epoch, sample id)``, so a resumed run re-creates exactly the same pieces.
+``(noise_seed, epoch, rank, position in the epoch)``, so a resumed run re-creates exactly the
+same pieces, and a record repeated by the tier mix is noised afresh each time.
 
 Its ``state_dict``/``load_state_dict`` are the hooks Composer calls to save and restore the
 data position; they hold the position of :class:`stoicheia.data.loader.PackedLoader`, which
@@ -11,12 +12,13 @@ packs pieces into rows in the main process (see that module for why).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from streaming import Stream, StreamingDataset
+from torch.utils.data import get_worker_info
 
 from stoicheia.data.shards import decode_planes, split_at_words
 from stoicheia.noise import NoiseConfig, Noised, noise_record
@@ -111,19 +113,42 @@ class NoisedRecordStream(StreamingDataset):
         self.noise = noise
         self.noise_seed = noise_seed
         self._epoch = 0
+        self._first_batch = 0
         self.packer_state: dict[str, Any] | None = None  # set by PackedLoader in the main process
         self.resume_from: dict[str, Any] | None = None  # set by load_state_dict
 
     def _resume_incr_epoch(self) -> tuple[int, int]:
-        # Runs in every worker at the start of an epoch: remember the epoch for the noise seed.
+        # Runs in every worker at the start of an epoch: remember the epoch and the first
+        # record batch of this (possibly resumed) epoch for the noise key.
         epoch, sample_in_epoch = super()._resume_incr_epoch()
         self._epoch = epoch
+        self._first_batch = sample_in_epoch // (self.batch_size * self._parallel_rank_world.num_ranks)
         return epoch, sample_in_epoch
 
-    def __getitem__(self, idx: int) -> list[Noised]:
-        sample = super().__getitem__(idx)
+    def __iter__(self) -> Iterator[list[Noised]]:
+        """Yield the noised pieces of each record of this worker's share of the epoch.
+
+        The noise of a record is keyed by ``(noise_seed, epoch, rank, position)``, where
+        ``position`` is the record's place in this rank's sequence of the epoch (batch
+        ``q`` of ``records_per_batch`` records, item ``i``: ``q * K + i``). A record that the
+        tier mix repeats within an epoch (a small, up-weighted tier) thus gets fresh noise
+        each time, and a resumed run re-creates exactly the same pieces. Streaming hands
+        worker ``w`` of ``W`` the rank's batches ``w, w + W, ...``, as the DataLoader reads them.
+        """
+        info = get_worker_info()
+        n_workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        k_per_batch = self.batch_size
+        rank = self._parallel_rank_world.rank
+        for k, sample in enumerate(super().__iter__()):
+            batch = self._first_batch + (k // k_per_batch) * n_workers + worker
+            position = batch * k_per_batch + k % k_per_batch
+            yield self.noise_sample(sample, [self.noise_seed, self._epoch, rank, position])
+
+    def noise_sample(self, sample: Mapping[str, Any], key: list[int]) -> list[Noised]:
+        """Split one MDS sample into pieces of at most ``max_piece`` letters at word starts and
+        noise each (``max_len = seq_len``) with an rng seeded by ``key``."""
         planes = decode_planes(sample)
-        rng = np.random.default_rng([self.noise_seed, self._epoch, int(idx)])
+        rng = np.random.default_rng(key)
         return [noise_record(p, rng, self.noise, max_len=self.seq_len) for p in split_at_words(planes, self.max_piece)]
 
     # --- data position, saved in Composer checkpoints -------------------------------------
@@ -138,13 +163,16 @@ class NoisedRecordStream(StreamingDataset):
 
         own = dict(self.packer_state or {"epoch": 0, "batch": 0, "item": 0, "piece": 0, "offset": 0})
         ranks = dist.all_gather_object(own)
+        # streaming resolves num_canonical_nodes lazily (in the workers); its own state_dict
+        # resolves it here too, so take the shuffle parameters from it.
+        base = super().state_dict(0, True)
         return {
             "version": 1,
             "ranks": ranks,
             "records_per_batch": self.batch_size,
-            "num_canonical_nodes": self.num_canonical_nodes,
-            "shuffle_seed": self.shuffle_seed,
-            "initial_physical_nodes": self.initial_physical_nodes,
+            "num_canonical_nodes": base["num_canonical_nodes"],
+            "shuffle_seed": base["shuffle_seed"],
+            "initial_physical_nodes": base["initial_physical_nodes"],
         }
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:

@@ -217,3 +217,18 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     trainer.state.run_name = run_name
     trainer.logger.log_hyperparameters(to_dict(cfg))
     return Built(trainer, model, loader, eval_batches, control, save_folder)
+
+
+def fit_run(built: Built) -> bool:
+    """Train until the schedule (or ``train.max_steps``) is done; return False if a previous
+    job of this run had already finished it (an autoresumed, complete run does not train on)."""
+    state = built.trainer.state
+    done_at = int(state.timestamp.batch)
+    if built.control.complete or (state.max_duration is not None and done_at >= int(state.max_duration.value)):
+        print(
+            f"[stoicheia] run {state.run_name!r} already complete at batch {done_at}; nothing to do "
+            f"(its checkpoints are in {built.save_folder}; delete them or change run_name to train again)"
+        )
+        return False
+    built.trainer.fit()
+    return True

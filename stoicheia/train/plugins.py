@@ -28,8 +28,9 @@ class GradientGuard(Algorithm):
     DDP all-reduce, so every rank sees the same norm and takes the same decision. A skipped
     update sets every ``p.grad = None``: AdamW then leaves those parameters and their moments
     untouched (no weight decay either); the schedule and the batch counter still advance.
-    The number of skipped updates is kept in ``state_dict`` and logged as
-    ``train/skipped_updates``.
+    The number of skipped updates is kept in ``state_dict``; :class:`TrainingMonitor` logs it
+    (``train/skipped_updates``) with the norm (``train/grad_norm``) at the end of the batch,
+    when the step counter has advanced.
     """
 
     def __init__(self, clip_norm: float | None = 1.0) -> None:
@@ -56,7 +57,6 @@ class GradientGuard(Algorithm):
             if scale < 1.0:
                 for p in params:
                     p.grad.detach().mul_(scale)
-        logger.log_metrics({"train/grad_norm": self.last_norm, "train/skipped_updates": self.skipped})
 
     def state_dict(self) -> dict[str, Any]:
         return {"skipped": self.skipped}
@@ -105,6 +105,9 @@ class TrainingMonitor(Callback):
                 "memory/gib": _memory_gib(),
             }
         )
+        if self.guard is not None:
+            metrics["train/grad_norm"] = self.guard.last_norm
+            metrics["train/skipped_updates"] = float(self.guard.skipped)
         logger.log_metrics(metrics)
         step = int(state.timestamp.batch)
         if step % self.log_every == 0 or step == 1:

@@ -1,0 +1,141 @@
+"""Reader for Universal Dependencies CoNLL-U treebanks (``shared/corpus/ud/*.conllu``).
+
+The sentence text is the ``# text =`` comment (UD requires it; a sentence without one raises
+:class:`SourceError` naming its line, rather than being rebuilt from tokens, which would
+guess the spacing). Sentences are grouped into documents that reflect real works:
+
+* ``# newdoc id = ...`` starts a document where the file has them (the Perseus treebank:
+  ``tlg0003.tlg001.perseus-grc1.1.tb.xml`` = Thucydides book 1); its ``work`` is the
+  ``tlgNNNN.tlgNNN`` part (author.work), so all books of one work go to the same split.
+* otherwise (PROIEL) each run of consecutive sentences with the same ``# source =`` is a
+  document (``Histories, Book 1, chapter 10``; ``The Greek New Testament, Matthew 5``); its
+  ``work`` drops the trailing book/chapter numbers (``Histories``, ``The Greek New
+  Testament, Matthew``).
+
+One record per document: sentences joined by a space, id ``<file>#<document>`` (the document
+name with runs of characters other than letters, digits, ``.``, ``-`` replaced by ``_``; a
+repeated name gets ``~2``...). ``source`` is ``"ud:<treebank>"`` from the file name
+(``grc_proiel-ud-dev.conllu`` -> ``ud:grc_proiel``). The PROIEL treebank records no
+punctuation: ``known = {"punct": False}``; its sentence ends are therefore not in the text.
+The Perseus treebank writes elision as a combining comma above on the consonant (``δ̓``):
+:func:`stoicheia.sources.plain.normalise_text` turns it into U+2019 like every other source.
+
+``counts`` (optional ``Counter``) receives ``records``, ``sentences``, ``chars`` and
+``elision_mark`` (U+0313 elisions rewritten).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import MappingProxyType
+
+import conllu as conllu_lib
+
+from .plain import normalise_text, read_utf8_lines
+from .record import SourceError, SourceRecord, relative_name
+
+__all__ = ["read_conllu", "NO_PUNCT_TREEBANKS"]
+
+#: Treebanks whose text carries no punctuation (the PROIEL annotation drops it).
+NO_PUNCT_TREEBANKS = frozenset({"grc_proiel"})
+
+_SLUG = re.compile(r"[^\w.\-]+")
+_TREEBANK = re.compile(r"^([a-z]{2,3}_[A-Za-z0-9]+)-ud-")
+_TLG_WORK = re.compile(r"^(tlg\d+\.tlg\d+)\.")
+_TRAILING_NUMBERS = re.compile(r"(?:,?\s*(?:book|chapter)?\s*\d+)+\s*$", re.I)
+
+
+def _slug(name: str) -> str:
+    return _SLUG.sub("_", name).strip("_") or "doc"
+
+
+def _treebank(path: Path) -> str:
+    m = _TREEBANK.match(path.name)
+    return m.group(1) if m else path.stem
+
+
+def read_conllu(
+    path: Path, root: Path | None = None, *, counts: Counter[str] | None = None
+) -> Iterator[SourceRecord]:
+    """Yield one record per document of a CoNLL-U file (see the module docstring).
+
+    ``path``: the ``.conllu`` file; ``root``: the directory ids are relative to (``None``: the
+    file name). Raises :class:`SourceError` (file, line, fix) for bytes that are not UTF-8,
+    a sentence without ``# text``, an empty ``# text``, or a block the ``conllu`` package
+    cannot parse.
+    """
+    path = Path(path)
+    file = str(path)
+    counts = counts if counts is not None else Counter()
+    rel = relative_name(path, root)
+    treebank = _treebank(path)
+    known = MappingProxyType({"punct": False} if treebank in NO_PUNCT_TREEBANKS else {})
+
+    docs: list[tuple[str, str, int, list[str]]] = []  # (name, work, line, sentences)
+    current_newdoc: str | None = None
+    for start, block in _blocks(read_utf8_lines(path)):
+        try:
+            sentence = conllu_lib.parse("".join(block))
+        except Exception as e:  # conllu raises ParseException and plain ValueErrors
+            raise SourceError(file, start, f"CoNLL-U block cannot be parsed ({e})",
+                              "make every token line 10 tab-separated columns") from None
+        if not sentence:
+            continue
+        meta = sentence[0].metadata
+        text = meta.get("text")
+        if text is None:
+            raise SourceError(
+                file, start, "sentence has no '# text =' comment",
+                "add '# text = <sentence>' (UD requires it); the reader does not rebuild "
+                "text from tokens",
+            )
+        text = normalise_text(text, counts)
+        if not text:
+            raise SourceError(file, start, "empty '# text ='", "give the sentence text")
+        if "newdoc id" in meta:
+            current_newdoc = meta["newdoc id"].strip()
+        if current_newdoc is not None:
+            m = _TLG_WORK.match(current_newdoc)
+            name, work = current_newdoc, (m.group(1) if m else current_newdoc)
+        elif meta.get("source"):
+            name = meta["source"].strip()
+            work = _TRAILING_NUMBERS.sub("", name) or name
+        else:
+            name, work = "doc", "doc"
+        if not docs or docs[-1][0] != name:
+            docs.append((name, work, start, []))
+        docs[-1][3].append(text)
+        counts["sentences"] += 1
+
+    seen: Counter[str] = Counter()
+    for name, work, line, sentences in docs:
+        key = _slug(name)
+        seen[key] += 1
+        if seen[key] > 1:
+            key = f"{key}~{seen[key]}"
+        text = " ".join(sentences)
+        counts["records"] += 1
+        counts["chars"] += len(text)
+        yield SourceRecord(
+            id=f"{rel}#{key}", text=text, source=f"ud:{treebank}",
+            work=f"{rel}#{_slug(work)}", file=file, line=line, known=known,
+        )
+
+
+def _blocks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """Sentence blocks (separated by blank lines) with their 1-based first line."""
+    block: list[str] = []
+    start = 0
+    for i, line in enumerate(lines, 1):
+        if line.strip():
+            if not block:
+                start = i
+            block.append(line if line.endswith("\n") else line + "\n")
+        elif block:
+            yield start, block
+            block = []
+    if block:
+        yield start, block

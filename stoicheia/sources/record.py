@@ -1,0 +1,70 @@
+"""The record type every reader yields, and the error every reader raises."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+__all__ = ["SourceRecord", "SourceError", "relative_name"]
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One unit of running Greek text from a source file.
+
+    Attributes:
+        id: stable, unique within its file: ``"<path relative to root>#<citation>"``,
+            e.g. ``"Homer/hom.il_gk.xml#1"`` (Iliad book 1).
+        text: NFC Unicode Greek with punctuation, words separated by single spaces, no
+            leading/trailing space. Never empty.
+        source: ``"perseus"``, ``"ud:grc_perseus"``, ``"ud:grc_proiel"``, ``"plain"`` or
+            ``"jsonl"``.
+        work: id of the whole work the record belongs to (a relative path, possibly with
+            ``#document``); the held-out split sends whole works, never parts of one.
+        file: path of the source file as given to the reader (for error messages).
+        line: 1-based line in ``file`` where the record starts.
+        known: the planes this source records, as ``{plane: False}`` for the planes it does
+            *not* record (e.g. ``{"punct": False}`` for PROIEL); planes absent are known.
+    """
+
+    id: str
+    text: str
+    source: str
+    work: str
+    file: str
+    line: int
+    known: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class SourceError(Exception):
+    """A source file cannot be read as it is.
+
+    ``str(error)`` reads ``"<file>:<line>: <message>. Fix: <fix>"`` so that a user can open
+    the file at the line and act. ``line`` is 1-based (0 when the whole file is at fault).
+    """
+
+    def __init__(self, file: str | Path, line: int, message: str, fix: str) -> None:
+        self.file = str(file)
+        self.line = int(line)
+        self.message = message
+        self.fix = fix
+        super().__init__(f"{self.file}:{self.line}: {message}. Fix: {fix}")
+
+
+def relative_name(path: Path, root: Path | None) -> str:
+    """``path`` relative to ``root`` as a POSIX string (the id prefix of its records).
+
+    With ``root=None`` the file name alone is used. Raises :class:`SourceError` if ``path``
+    is not inside ``root``.
+    """
+    if root is None:
+        return path.name
+    try:
+        return path.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        raise SourceError(
+            path, 0, f"file is not inside the corpus root {root}",
+            "pass the directory that contains the file as root (ids are relative to it)",
+        ) from None
