@@ -54,7 +54,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(
             f"{tier}: {st['files']} files, records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
             f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
-            f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}"
+            f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}, "
+            f"letter-unigram entropy {st['letter_unigram_entropy_bits']:.3f} bits"
         )
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")

@@ -532,7 +532,7 @@ def test_marks_in_any_order(letter, dia, perm):
 def _ud_sentences(name: str) -> list[str]:
     path = CORPUS / "ud" / name
     if not path.exists():
-        pytest.skip(f"real corpus missing: {path} (see shared/corpus/README.md)")
+        pytest.fail(f"real corpus missing: {path} (tests read ../shared/corpus; see its README.md)")
     out = []
     with path.open(encoding="utf-8") as f:
         for line in f:

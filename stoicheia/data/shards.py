@@ -28,7 +28,7 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.sources import SourceError, iter_source_files, read_source
-from stoicheia.text.alphabet import BOUNDARY_SENTENCE, BOUNDARY_WORD, PLANES
+from stoicheia.text.alphabet import BOUNDARY_SENTENCE, BOUNDARY_WORD, LETTERS, NUM_LETTERS, PLANES
 from stoicheia.text.planes import Planes, normalise_record
 
 COLUMNS = {
@@ -58,9 +58,12 @@ class TierStats:
     words: Counter = field(default_factory=Counter)  # split -> words
     records_dropped: Counter = field(default_factory=Counter)  # reason -> records
     stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
+    letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))  # train split
 
     def to_json(self) -> dict:
         return {
+            "letter_unigram_entropy_bits": unigram_entropy_bits(self.letter_counts),
+            "letter_counts_train": dict(zip(LETTERS, self.letter_counts.tolist())),
             "files": self.files,
             "files_skipped": dict(sorted(self.files_skipped.items())),
             "records_kept": dict(self.records_kept),
@@ -70,6 +73,29 @@ class TierStats:
             "records_dropped": dict(self.records_dropped),
             "stripped_characters": dict(self.stripped.most_common()),
         }
+
+
+def unigram_entropy_bits(counts: np.ndarray) -> float:
+    """Shannon entropy ``-sum p log2 p`` (bits per letter) of letter counts: the bits per
+    character of a model that knows only letter frequencies, the baseline for ``bits_per_char``."""
+    total = counts.sum()
+    if total == 0:
+        return float("nan")
+    p = counts[counts > 0] / total
+    return float(-(p * np.log2(p)).sum())
+
+
+def mixture_unigram_entropy(stats: dict, tier_weights: Mapping[str, float]) -> float:
+    """Unigram entropy (bits per letter) of the letter distribution the tier mix trains on:
+    each tier's train letter frequencies weighted by its tier weight. NaN if unknown."""
+    mix = np.zeros(NUM_LETTERS)
+    for tier, w in tier_weights.items():
+        counts = stats.get("tiers", {}).get(tier, {}).get("letter_counts_train")
+        if w <= 0 or not counts:
+            continue
+        c = np.array([counts[ch] for ch in LETTERS], dtype=np.float64)
+        mix += w * c / max(c.sum(), 1.0)
+    return unigram_entropy_bits(mix)
 
 
 def held_out_hash(record_id: str) -> float:
@@ -235,6 +261,10 @@ def convert(
                     for k, planes in enumerate(parts):
                         st.parts[split] += 1
                         st.letters[split] += len(planes["chars"])
+                        if split == "train":
+                            st.letter_counts += np.bincount(
+                                np.frombuffer(planes["chars"], dtype=np.uint8), minlength=NUM_LETTERS
+                            )
                         writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
         finally:
             for w in writers.values():

@@ -1,20 +1,21 @@
 """StoicheiaModel: the encoder wrapped for Composer, with the training loss and eval metrics.
 
-Loss of a batch (all terms are means over supervised slots, ``target != -100``):
+Loss of a batch:
 
     L = L_char + aux_weight * (L_boundary + L_dia + L_cap + L_punct)
 
-    L_char  = sum_i w_i * CE(char_logits_i, tgt_chars_i) / max(1, N_char)
+    L_char  = sum_i w_i * CE(char_logits_i, tgt_chars_i) / max(1, N_slots)
 
 where the sum runs over char-supervised slots, ``w_i = weight_i`` is the MDLM weight (``1/t``
 at masked slots, Sahoo et al. 2024, "Simple and Effective Masked Diffusion Language Models",
-eq. 10, continuous-time ELBO with a linear schedule) and ``N_char`` is the number of
-char-supervised slots in the (micro-)batch. The normaliser is that count, not the number of
-slots or of letters: it makes ``L_char`` the average weighted CE per predicted letter, whose
-scale does not depend on the row length or the amount of padding. Each auxiliary term is
-``sum CE / max(1, N_head)`` over its own supervised slots, i.e. its mean, and exactly 0 with a
-zero gradient (but still a gradient, so DDP sees every parameter used) when the batch has no
-label for that head.
+eq. 10, continuous-time ELBO with a linear schedule) and ``N_slots`` is the number of
+non-padding slots (``seg_id != 0``) in the (micro-)batch, as in that ELBO, which averages over
+every position of the sequence. Since E[sum over masked slots of (1/t) CE] = sum over all
+letters of CE, ``L_char`` keeps the scale of a per-letter cross-entropy whatever rates t the
+batch drew; dividing by the number of masked slots instead would scale the loss (and the
+step size) by 1/mean(t) of each batch. Each auxiliary term is ``sum CE / max(1, N_head)`` over
+its own supervised slots, i.e. its mean, and exactly 0 with a zero gradient (but still a
+gradient, so DDP sees every parameter used) when the batch has no label for that head.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ def loss_terms(
     w = torch.where(
         sup, batch["weight"].to(ce.dtype), torch.zeros((), dtype=ce.dtype, device=ce.device)
     )
-    terms = {"char": (w * ce).sum() / sup.sum().clamp(min=1)}
+    # MDLM (Sahoo et al. 2024, eq. 10) averages (1/t)-weighted masked CE over ALL slots of the
+    # sequence, not over the masked ones: E[sum_masked (1/t) CE] = sum_all CE, so the loss keeps
+    # the scale of a per-letter CE whatever rates t the batch happened to draw.
+    slots = (batch["seg_id"] != 0).sum() if "seg_id" in batch else sup.sum()
+    terms = {"char": (w * ce).sum() / slots.clamp(min=1)}
     aux = torch.zeros((), dtype=ce.dtype, device=ce.device)
     for head, key in AUX_TERMS:
         # reduction="none" + sum keeps the graph through the head even with no labels (value 0,

@@ -18,7 +18,7 @@ from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, to_dict
 from stoicheia.data.loader import PackedLoader, build_eval_batches
-from stoicheia.data.shards import decode_planes
+from stoicheia.data.shards import decode_planes, mixture_unigram_entropy, read_stats
 from stoicheia.data.stream import NoisedRecordStream, make_streams
 from stoicheia.model.composer_model import StoicheiaModel
 from stoicheia.text.planes import Planes
@@ -107,6 +107,13 @@ def read_eval_records(cfg: RunConfig) -> list[Planes]:
     return records
 
 
+def _unigram_bits(cfg: RunConfig) -> float | None:
+    try:
+        return mixture_unigram_entropy(read_stats(Path(cfg.data.shard_root)), cfg.data.tier_weights)
+    except (FileNotFoundError, ValueError, KeyError):
+        return None  # shards from an object store, or an older stats.json: no baseline shown
+
+
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW groups: weight decay on matrices (ndim >= 2: linear and embedding weights) only;
     norm gains (vectors) are not decayed."""
@@ -179,7 +186,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     guard = GradientGuard(cfg.train.clip_norm)
     callbacks = [
         control,
-        TrainingMonitor(cfg.train.log_every, guard),
+        TrainingMonitor(cfg.train.log_every, guard, unigram_bits=_unigram_bits(cfg)),
         RestorationExample(eval_records, seed=cfg.data.eval_seed),
     ]
     loggers = [JSONLLogger(metrics_file)]

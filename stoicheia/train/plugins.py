@@ -69,11 +69,14 @@ class TrainingMonitor(Callback):
     """Logs, per optimizer step: each loss term (mean over micro-batches), the LR, letters per
     second (non-padding slots of this device / wall seconds of the step, and times the world
     size for the whole job) and memory (GPU peak allocated, else process RSS, in GiB).
-    Prints one console line every ``log_every`` batches and the metrics of every evaluation.
+    Prints one console line every ``log_every`` batches and the metrics of every evaluation,
+    next to ``unigram_bits`` (bits per letter of a letter-frequency model, the baseline that
+    ``bits_per_char`` must beat).
     """
 
-    def __init__(self, log_every: int = 10, guard: GradientGuard | None = None) -> None:
+    def __init__(self, log_every: int = 10, guard: GradientGuard | None = None, unigram_bits: float | None = None) -> None:
         self.log_every = log_every
+        self.unigram_bits = unigram_bits
         self.guard = guard
         self._t0 = 0.0
         self._terms: dict[str, float] = {}
@@ -125,6 +128,8 @@ class TrainingMonitor(Callback):
         for label, metrics in state.eval_metrics.items():
             for name, metric in metrics.items():
                 parts.append(f"{label}/{name} {float(metric.compute()):.4f}")
+        if self.unigram_bits is not None and math.isfinite(self.unigram_bits):
+            parts.append(f"(letter-unigram entropy of the training mix: {self.unigram_bits:.3f} bits)")
         print(f"[eval] step {int(state.timestamp.batch):>6}  " + "  ".join(parts), flush=True)
 
 
