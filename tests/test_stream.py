@@ -96,3 +96,28 @@ def test_worker_count_does_not_change_the_data(small_shards):
 def test_missing_tier_names_the_index_and_the_fix(small_shards):
     with pytest.raises(FileNotFoundError, match=r"bronze.*index\.json.*stoicheia convert"):
         make_streams(small_shards, {"gold": 1.0, "bronze": 0.3}, "train")
+
+
+def test_row_fill_on_real_corpus_at_1024(small_shards):
+    ds = NoisedRecordStream(
+        streams=make_streams(small_shards, {"gold": 1.0, "silver": 1.0}, "train"),
+        seq_len=1024,
+        noise=NoiseConfig(),
+        noise_seed=3,
+        batch_size=8,
+    )
+    batches = _take(PackedLoader(ds, rows=4), 12)
+    letters = sum(int((b["seg_id"] != 0).sum()) for b in batches)
+    slots = sum(b["seg_id"].numel() for b in batches)
+    assert letters / slots >= 0.95
+
+
+def test_shards_from_a_remote_are_cached_in_their_own_local_folder(small_shards, tmp_path):
+    """The object-store path: ``remote`` + ``local_cache`` (a local folder stands in for the
+    store); each dataset in a test gets its own local folder."""
+    streams = make_streams(None, {"gold": 1.0}, "train", remote=str(small_shards), local_cache=tmp_path / "cache")
+    ds = NoisedRecordStream(streams=streams, seq_len=128, noise=NoiseConfig(), noise_seed=5, batch_size=4)
+    first = _take(PackedLoader(ds, rows=2), 3)
+    assert len(first) == 3 and (tmp_path / "cache" / "gold" / "train" / "index.json").exists()
+    with pytest.raises(ValueError, match="local_cache"):
+        make_streams(None, {"gold": 1.0}, "train", remote=str(small_shards))

@@ -213,10 +213,8 @@ def convert(
             tier with no records at all.
     """
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
-        shutil.rmtree(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
     if not 0.0 <= val_fraction < 1.0:
         raise ConvertError(f"val_fraction must be in [0, 1), got {val_fraction}")
     val_works = frozenset(val_works)
@@ -225,69 +223,78 @@ def convert(
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    seen_works: set[str] = set()
+    try:
+        seen_works: set[str] = set()
 
-    for tier, paths in inputs.items():
-        st = stats[tier] = TierStats()
-        jobs = []
-        for given in paths:
-            given = Path(given)
-            if not given.exists():
-                raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
-            root = given if given.is_dir() else given.parent
-            for f in iter_source_files([given]):
-                jobs.append((str(f), str(root), max_record_letters, min_greek))
-        if not jobs:
-            raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
-        writers = {
-            split: MDSWriter(out=str(tmp / tier / split), columns=COLUMNS, compression="zstd", size_limit=1 << 25)
-            for split in SPLITS
+        for tier, paths in inputs.items():
+            st = stats[tier] = TierStats()
+            jobs = []
+            for given in paths:
+                given = Path(given)
+                if not given.exists():
+                    raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
+                root = given if given.is_dir() else given.parent
+                for f in iter_source_files([given]):
+                    jobs.append((str(f), str(root), max_record_letters, min_greek))
+            if not jobs:
+                raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
+            writers = {
+                split: MDSWriter(out=str(tmp / tier / split), columns=COLUMNS, compression="zstd", size_limit=1 << 25)
+                for split in SPLITS
+            }
+            try:
+                for res in _map_files(jobs, workers, progress, tier):
+                    st.files += 1
+                    if res.error is not None:
+                        if not skip_bad:
+                            raise ConvertError(f"{res.error}\n(pass --skip-bad to convert the other files and count this one as skipped)")
+                        st.files_skipped[res.path] = res.error
+                        continue
+                    st.records_dropped.update(res.dropped)
+                    st.stripped.update(res.stripped)
+                    for rec_id, source, work, parts, n_words in res.records:
+                        seen_works.add(work)
+                        split = choose_split(rec_id, work, val_fraction, val_works)
+                        st.records_kept[split] += 1
+                        st.words[split] += n_words
+                        for k, planes in enumerate(parts):
+                            st.parts[split] += 1
+                            st.letters[split] += len(planes["chars"])
+                            if split == "train":
+                                st.letter_counts += np.bincount(
+                                    np.frombuffer(planes["chars"], dtype=np.uint8), minlength=NUM_LETTERS
+                                )
+                            writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
+            finally:
+                for w in writers.values():
+                    w.finish()
+            if sum(st.records_kept.values()) == 0:
+                raise ConvertError(f"tier {tier!r}: no record survived normalisation (dropped: {dict(st.records_dropped)})")
+            if st.records_kept["train"] == 0:
+                raise ConvertError(f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work")
+        unknown = sorted(val_works - seen_works)
+        if unknown:
+            raise ConvertError(f"--val-work names works that no input holds: {unknown}; ids look like 'Homer/hom.od_gk.xml'")
+        summary = {
+            "tiers": {tier: st.to_json() for tier, st in stats.items()},
+            "val_fraction": val_fraction,
+            "val_works": sorted(val_works),
+            "max_record_letters": max_record_letters,
+            "min_greek": min_greek,
         }
-        try:
-            for res in _map_files(jobs, workers, progress, tier):
-                st.files += 1
-                if res.error is not None:
-                    if not skip_bad:
-                        raise ConvertError(f"{res.error}\n(pass --skip-bad to convert the other files and count this one as skipped)")
-                    st.files_skipped[res.path] = res.error
-                    continue
-                st.records_dropped.update(res.dropped)
-                st.stripped.update(res.stripped)
-                for rec_id, source, work, parts, n_words in res.records:
-                    seen_works.add(work)
-                    split = choose_split(rec_id, work, val_fraction, val_works)
-                    st.records_kept[split] += 1
-                    st.words[split] += n_words
-                    for k, planes in enumerate(parts):
-                        st.parts[split] += 1
-                        st.letters[split] += len(planes["chars"])
-                        if split == "train":
-                            st.letter_counts += np.bincount(
-                                np.frombuffer(planes["chars"], dtype=np.uint8), minlength=NUM_LETTERS
-                            )
-                        writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
-        finally:
-            for w in writers.values():
-                w.finish()
-        if sum(st.records_kept.values()) == 0:
-            raise ConvertError(f"tier {tier!r}: no record survived normalisation (dropped: {dict(st.records_dropped)})")
-        if st.records_kept["train"] == 0:
-            raise ConvertError(f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work")
-    unknown = sorted(val_works - seen_works)
-    if unknown:
-        raise ConvertError(f"--val-work names works that no input holds: {unknown}; ids look like 'Homer/hom.od_gk.xml'")
-    summary = {
-        "tiers": {tier: st.to_json() for tier, st in stats.items()},
-        "val_fraction": val_fraction,
-        "val_works": sorted(val_works),
-        "max_record_letters": max_record_letters,
-        "min_greek": min_greek,
-    }
-    (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except BaseException:
+        # Nothing half-written survives a failure (or Ctrl-C): the output appears whole or not at all.
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     # Publish atomically: a killed conversion never leaves a half-written OUT behind.
+    # With --overwrite the old output is replaced only now, after the new one is complete.
+    old = out.with_name(out.name + ".old")
     if out.exists():
-        out.rmdir()
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
     tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return summary
 
 

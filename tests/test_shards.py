@@ -1,0 +1,129 @@
+"""Converting sources to MDS shards: splits, word-aligned parts, stats, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streaming import StreamingDataset
+
+from stoicheia.cli import main as cli_main
+from stoicheia.data.shards import (
+    ConvertError,
+    choose_split,
+    convert,
+    decode_planes,
+    held_out_hash,
+    split_at_words,
+)
+from stoicheia.text.planes import text_to_planes
+
+
+def test_split_at_words_keeps_words_whole_and_every_letter():
+    planes, _ = text_to_planes("ἄνδρα μοι ἔννεπε μοῦσα πολύτροπον ὃς μάλα πολλὰ πλάγχθη " * 20)
+    parts = split_at_words(planes, 50)
+    assert all(len(p) <= 50 for p in parts)
+    assert sum(len(p) for p in parts) == len(planes)
+    assert np.array_equal(np.concatenate([p.chars for p in parts]), planes.chars)
+    for p in parts:
+        assert p.boundary[-1] in (1, 2), "a part ends at a word end"
+
+
+def test_split_at_words_cuts_an_overlong_word_hard_and_rejects_bad_limit():
+    planes, _ = text_to_planes("α" * 30 + " βγ")
+    parts = split_at_words(planes, 10)
+    assert [len(p) for p in parts] == [10, 10, 10, 2]
+    with pytest.raises(ValueError):
+        split_at_words(planes, 0)
+
+
+def test_held_out_split_is_a_stable_function_of_the_id():
+    ids = [f"Homer/hom.il_gk.xml#{b}" for b in range(1, 2001)]
+    first = [choose_split(i, "Homer/hom.il_gk.xml", 0.05, frozenset()) for i in ids]
+    again = [choose_split(i, "Homer/hom.il_gk.xml", 0.05, frozenset()) for i in reversed(ids)][::-1]
+    assert first == again
+    share = first.count("val") / len(first)
+    assert 0.03 < share < 0.07
+    assert held_out_hash("x") == held_out_hash("x") and 0 <= held_out_hash("x") < 1
+    assert choose_split(ids[0], "Homer/hom.od_gk.xml", 0.0, frozenset({"Homer/hom.od_gk.xml"})) == "val"
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_convert_writes_tiers_splits_and_stats(tmp_path, corpus_root):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(src / "a.jsonl", "\n".join(json.dumps({"id": f"r{i}", "text": "λόγος ἐστὶν ἀληθής. " * (i + 1)}) for i in range(40)))
+    out = tmp_path / "out"
+    summary = convert(
+        {"gold": [corpus_root / "perseus" / "Hesiod"], "bronze": [src]},
+        out,
+        val_fraction=0.2,
+        val_works=["hes.sh_gk.xml"],
+        max_record_letters=300,
+        progress=False,
+    )
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats == json.loads(json.dumps(summary))
+    gold = stats["tiers"]["gold"]
+    assert gold["files"] == 3 and gold["records_kept"]["val"] > 0
+    assert 3.8 < gold["letter_unigram_entropy_bits"] < 4.3
+    assert gold["stripped_characters"]["space"] > 1000
+    for tier in ("gold", "bronze"):
+        for split in ("train", "val"):
+            assert (out / tier / split / "index.json").exists()
+    ds = StreamingDataset(local=str(out / "gold" / "val"), batch_size=1)
+    samples = [ds[i] for i in range(ds.num_samples)]
+    works = {s["work"] for s in samples}
+    assert "hes.sh_gk.xml" in works, "--val-work sends the whole Shield to val"
+    shield = [s for s in samples if s["work"] == "hes.sh_gk.xml"]
+    assert all(len(decode_planes(s)) <= 300 for s in shield)
+    assert len({s["part"] for s in shield}) > 1, "the long Shield record was split into parts"
+    assert {s["tier"] for s in samples} == {"gold"} and {s["source"] for s in samples} == {"perseus"}
+    assert not (tmp_path / "out.partial").exists()
+
+
+def test_bad_file_stops_with_its_name_or_is_skipped_and_counted(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(src / "good.txt", "ἐν ἀρχῇ ἦν ὁ λόγος.\n\nκαὶ ὁ λόγος ἦν πρὸς τὸν θεόν.\n")
+    _write(src / "bad.jsonl", '{"id": "a", "text": "λόγος"}\n{not json\n')
+    with pytest.raises(ConvertError, match=r"(?s)bad\.jsonl:2.*--skip-bad"):
+        convert({"gold": [src]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    assert not (tmp_path / "out").exists(), "a failed conversion leaves no output"
+    summary = convert({"gold": [src]}, tmp_path / "out", val_fraction=0.0, skip_bad=True, progress=False)
+    skipped = summary["tiers"]["gold"]["files_skipped"]
+    assert list(skipped) == [str(src / "bad.jsonl")] and "2" in skipped[str(src / "bad.jsonl")]
+    assert summary["tiers"]["gold"]["records_kept"]["train"] == 2
+
+
+def test_non_greek_records_are_dropped_and_counted(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(src / "mixed.txt", "This paragraph is English, not Greek.\n\nμῆνιν ἄειδε θεά.\n")
+    summary = convert({"gold": [src]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    assert summary["tiers"]["gold"]["records_dropped"] == {"not_greek": 1}
+    assert summary["tiers"]["gold"]["records_kept"]["train"] == 1
+    assert summary["tiers"]["gold"]["stripped_characters"]["latin"] > 20
+
+
+def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
+    assert cli_main(["convert", "--out", str(tmp_path / "o"), f"gold={tmp_path / 'missing'}"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["convert", "--out", str(tmp_path / "o"), f"gold={tmp_path / 'empty'}"]) == 2
+    assert "no .xml/.conllu/.txt/.jsonl files" in capsys.readouterr().err
+    hes = corpus_root / "perseus" / "Hesiod" / "hes.wd_gk.xml"
+    assert cli_main(["convert", "--out", str(tmp_path / "o"), "--workers", "1", f"gold={hes}", "--val-work", "Nope/x.xml"]) == 2
+    assert "Nope/x.xml" in capsys.readouterr().err
+    out = tmp_path / "ok"
+    assert cli_main(["convert", "--out", str(out), "--workers", "1", f"gold={hes}"]) == 0
+    assert "letter-unigram entropy" in capsys.readouterr().out
+    assert cli_main(["convert", "--out", str(out), "--workers", "1", f"gold={hes}"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="TIER=PATH"):
+        cli_main(["convert", "--out", str(out), str(hes)])
