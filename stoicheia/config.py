@@ -19,7 +19,6 @@ from omegaconf.errors import OmegaConfBaseException
 from stoicheia.model.config import EncoderConfig
 from stoicheia.noise import NoiseConfig
 
-
 #: Mapping-valued keys: a YAML file that sets one replaces the whole default mapping.
 MAPPING_KEYS = ("data.tier_weights", "noise.weights", "noise.half_word_anchor", "noise.channel_known")
 

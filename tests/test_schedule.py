@@ -20,7 +20,7 @@ def test_wsd_shape_warmup_peak_decay_floor():
     assert s.multiplier(1000) == pytest.approx(0.02)
     assert s.multiplier(5000) == pytest.approx(0.02)
     values = [s.multiplier(b) for b in range(800, 1001)]
-    assert all(a >= b for a, b in zip(values, values[1:])), "the decay is monotone"
+    assert all(a >= b for a, b in zip(values, values[1:], strict=False)), "the decay is monotone"
 
 
 def test_moved_anneal_start_shifts_the_decay():

@@ -36,7 +36,7 @@ def _same(a, b):
 def test_batches_are_deterministic_and_packed(small_shards):
     a = _take(_loader(small_shards), 4)
     b = _take(_loader(small_shards), 4)
-    assert all(_same(x, y) for x, y in zip(a, b))
+    assert all(_same(x, y) for x, y in zip(a, b, strict=True))
     for batch in a:
         assert batch["chars"].shape == (2, 128)
         assert (batch["seg_id"] != 0).float().mean() > 0.8
@@ -54,7 +54,7 @@ def test_resume_anywhere_yields_the_same_batches(small_shards, epoch_size):
         resumed = _loader(small_shards, epoch_size=epoch_size)
         resumed.dataset.load_state_dict(state)
         rest = _take(resumed, 12 - n)
-        assert all(_same(x, y) for x, y in zip(full[n:], rest)), f"resume after {n} batches differs"
+        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), f"resume after {n} batches differs"
 
 
 def test_repeated_records_get_fresh_noise(small_shards, monkeypatch):
@@ -85,12 +85,12 @@ def test_resume_with_workers(small_shards):
     resumed = _loader(small_shards, workers=2)
     resumed.dataset.load_state_dict(state)
     rest = _take(resumed, n)
-    assert all(_same(x, y) for x, y in zip(full[n:], rest))
+    assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True))
 
 
 def test_worker_count_does_not_change_the_data(small_shards):
     """The noise key is the record's place in the rank's sequence, not in a worker's."""
-    assert all(_same(x, y) for x, y in zip(_take(_loader(small_shards, workers=0), 4), _take(_loader(small_shards, workers=2), 4)))
+    assert all(_same(x, y) for x, y in zip(_take(_loader(small_shards, workers=0), 4), _take(_loader(small_shards, workers=2), 4), strict=True))
 
 
 def test_missing_tier_names_the_index_and_the_fix(small_shards):

@@ -63,7 +63,7 @@ class TierStats:
     def to_json(self) -> dict:
         return {
             "letter_unigram_entropy_bits": unigram_entropy_bits(self.letter_counts),
-            "letter_counts_train": dict(zip(LETTERS, self.letter_counts.tolist())),
+            "letter_counts_train": dict(zip(LETTERS, self.letter_counts.tolist(), strict=False)),
             "files": self.files,
             "files_skipped": dict(sorted(self.files_skipped.items())),
             "records_kept": dict(self.records_kept),

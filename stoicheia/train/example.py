@@ -34,7 +34,7 @@ def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tupl
         starts = [int(s) for s in planes.word_starts() if s < n]
         bounds = [*starts, n]
         best = None
-        for a, b in list(zip(bounds[:-1], bounds[1:]))[:40]:
+        for a, b in list(zip(bounds[:-1], bounds[1:], strict=False))[:40]:
             if b - a >= min_len and (best is None or b - a > best[1] - best[0]):
                 best = (a, b)
         if best:
@@ -114,6 +114,6 @@ class RestorationExample(Callback):
         model = state.model.module if hasattr(state.model, "module") else state.model
         device = next(model.parameters()).device
         shown, truth, restored = self.restore(model, device)
-        hits = sum(x == y for x, y in zip(truth, restored))
+        hits = sum(x == y for x, y in zip(truth, restored, strict=False))
         print(f"[restore] {shown}\n[restore] truth {truth}  model {restored}  ({hits}/{len(truth)} letters)", flush=True)
         logger.log_metrics({"eval/example_letters_correct": hits / len(truth)})
