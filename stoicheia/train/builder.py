@@ -19,6 +19,7 @@ from composer.utils import dist, reproducibility
 from stoicheia.config import RunConfig, to_dict
 from stoicheia.data.loader import PackedLoader, build_eval_batches
 from stoicheia.data.shards import decode_planes, mixture_unigram_entropy, read_stats
+from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import NoisedRecordStream, make_streams
 from stoicheia.model.composer_model import StoicheiaModel
 from stoicheia.text.planes import Planes
@@ -133,11 +134,10 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     if not dist.is_initialized():
         dist.initialize_dist(device)
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
-    # on the first rank of each node, before any dataset of this run exists.
+    # on the first rank of each node, before any dataset of this run exists. Only segments
+    # that no live process maps are removed, so other jobs on the node are left alone.
     if dist.get_local_rank() == 0:
-        from streaming.base.util import clean_stale_shared_memory
-
-        clean_stale_shared_memory()
+        clean_stale_streaming_shm()
     dist.barrier()
 
     run_name = cfg.run_name

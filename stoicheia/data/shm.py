@@ -1,0 +1,73 @@
+"""Remove streaming's shared memory left behind by killed runs, and only that.
+
+``StreamingDataset`` keeps its coordination state in POSIX shared memory
+(``/dev/shm/NNNNNN_<name>``, NNNNNN a per-dataset prefix) and file locks
+(``/tmp/streaming/.../NNNNNN_*``). A SIGKILLed run leaves them behind, and a later dataset
+that lands on the same prefix fails or waits forever. streaming's own
+``clean_stale_shared_memory()`` removes *every* such segment on the machine, including
+those of other jobs still running on the same node (SLURM often packs several jobs on one
+node), so it is not used here.
+
+:func:`clean_stale_streaming_shm` removes a segment only when no live process has it
+mapped: every open ``SharedMemory`` is an ``mmap`` of its ``/dev/shm`` file, so a segment
+that no ``/proc/PID/maps`` names belongs to no running dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+_SEGMENT = re.compile(r"^\d{6}_")
+
+
+def _mapped_shm_files(proc: Path) -> set[str] | None:
+    """Names of ``/dev/shm`` files mapped by any process whose maps we can read, or None
+    without a ``/proc``."""
+    if not proc.is_dir():
+        return None
+    mapped: set[str] = set()
+    for pid_dir in proc.iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            with open(pid_dir / "maps", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    i = line.find("/dev/shm/")
+                    if i >= 0:
+                        mapped.add(line[i + len("/dev/shm/") :].strip().removesuffix(" (deleted)"))
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the process ended while we looked
+        except PermissionError:
+            # Another user's process (or a protected init): its segments are another user's
+            # files in /dev/shm, which the sticky bit stops us from unlinking anyway.
+            continue
+    return mapped
+
+
+def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Path("/proc")) -> list[str]:
+    """Unlink streaming segments in ``shm_dir`` that no live process maps; return their names.
+
+    Does nothing (returns ``[]``) where ``/proc`` is missing (e.g. macOS): then nothing is
+    known to be stale. Segments of other users are never removed (not ours to unlink).
+    """
+    if not shm_dir.is_dir():
+        return []
+    candidates = [p for p in shm_dir.iterdir() if _SEGMENT.match(p.name)]
+    if not candidates:
+        return []
+    mapped = _mapped_shm_files(proc)
+    if mapped is None:
+        return []
+    removed = []
+    for path in candidates:
+        if path.name not in mapped:
+            try:
+                os.unlink(path)
+                removed.append(path.name)
+            except (FileNotFoundError, PermissionError):
+                continue
+    if removed:
+        print(f"[stoicheia] removed {len(removed)} stale streaming shared-memory segments left by killed runs")
+    return removed
