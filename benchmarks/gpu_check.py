@@ -9,6 +9,13 @@ documents of random length, padding at the end) so the script needs no shards.
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+# Use the code of the checkout this script is in, even where the shared virtual environment's
+# editable install points at another checkout.
+_sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))
+
 import argparse
 import sys
 import time

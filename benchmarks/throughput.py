@@ -11,8 +11,16 @@ batches of the demo's shape, after warm-up steps.
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+# Use the code of the checkout this script is in, even where the shared virtual environment's
+# editable install points at another checkout.
+_sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))
+
 import argparse
 import itertools
+import os
 import statistics
 import tempfile
 import time
@@ -28,7 +36,7 @@ def ensure_shards(shards: Path | None) -> Path:
         return shards
     from stoicheia.data.shards import convert
 
-    corpus = REPO.parent / "shared" / "corpus"
+    corpus = Path(os.environ.get("STOICHEIA_CORPUS", REPO.parent / "shared" / "corpus"))
     out = Path(tempfile.mkdtemp(prefix="stoicheia-bench-")) / "shards"
     print(f"(no shards given: converting Hesiod + Homeric Hymns + PROIEL into {out})")
     convert(

@@ -11,6 +11,11 @@ complete checkpoint.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+# Use the code of the checkout this script is in, even where the shared virtual environment's
+# editable install points at another checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv: list[str]) -> int:
@@ -28,8 +33,20 @@ def main(argv: list[str]) -> int:
 
     try:
         built = build_trainer(cfg)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:
         print(f"train.py: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        if "size mismatch" in str(err) or "Missing key" in str(err) or "Unexpected key" in str(err):
+            print(
+                f"train.py: the checkpoint in {cfg.train.save_folder.format(run_name=cfg.run_name)} was made by a "
+                "model of another shape; use another run_name (or delete that folder) to start a new run, "
+                f"or restore the model.* settings it was trained with. "
+                f"({str(err).splitlines()[0]})",
+                file=sys.stderr,
+            )
+        else:
+            print(f"train.py: {err}", file=sys.stderr)
         return 2
     fit_run(built)
     built.trainer.close()

@@ -18,8 +18,10 @@ if [ ! -f "$venv/.complete" ]; then
   "$venv/bin/python" -m pip install -q '.[dev]'
   touch "$venv/.complete"
 fi
-# The package itself is (re)installed editable from this checkout every time: cheap, and the
-# cached environment never points at another clone's files.
+# The package itself is (re)installed editable from this checkout every time (cheap). The
+# cached environment is shared by all checkouts, so its editable install points at the last
+# one that ran this script: run commands from the checkout root (`python -m stoicheia`,
+# `python -m pytest`, `composer recipes/train.py`), which always use that checkout's code.
 "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
 ln -sfn "$venv" .venv
 echo "setup: ready (.venv -> $venv)"

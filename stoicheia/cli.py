@@ -21,7 +21,8 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
     for item in items:
         tier, sep, path = item.partition("=")
         if not sep or not tier or not path:
-            raise SystemExit(f"stoicheia convert: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus")
+            print(f"stoicheia convert: error: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus", file=sys.stderr)
+            raise SystemExit(2)
         inputs.setdefault(tier, []).append(Path(path))
     return inputs
 
@@ -59,6 +60,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")
+        for path in st["files_without_records"]:
+            print(f"  no record kept from {path}")
+        if st["files_not_read"]:
+            print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
+    for warning in summary.get("warnings", []):
+        print(f"warning: {warning}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
     return 0
 

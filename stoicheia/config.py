@@ -80,7 +80,6 @@ class TrainConfig:
     load_path: str | None = None
     log_every: int = 10  # batches between console lines
     metrics_file: str = "{save_folder}/metrics.jsonl"
-    max_seconds: float | None = None  # stop (and checkpoint) after this wall time
 
 
 @dataclass
@@ -153,7 +152,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
             merged = OmegaConf.merge(merged, cli)
         cfg: RunConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as err:
-        raise ConfigError(f"{path}: {err.msg if hasattr(err, 'msg') else err}".strip()) from err
+        where = f"{path} or the command line" if cli is not None else str(path)
+        raise ConfigError(f"{where}: {err.msg if hasattr(err, 'msg') else err}".strip()) from err
     except ValueError as err:  # a section's own check (NoiseConfig validates on construction)
         raise ConfigError(f"{path}: {err}") from err
     validate(cfg, str(path))
@@ -173,6 +173,8 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("data.records_per_batch", "must be >= 1")
     if d.num_workers < 0:
         raise bad("data.num_workers", "must be >= 0")
+    if d.eval_records < 1 or d.eval_rows < 1:
+        raise bad("data.eval_records / data.eval_rows", "must be >= 1")
     if not 0.0 < d.eval_t < 1.0:
         raise bad("data.eval_t", f"must be in (0, 1), got {d.eval_t}")
     if t.micro_batch_rows < 1 or t.grad_accum < 1:

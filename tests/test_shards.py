@@ -125,5 +125,12 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     assert "letter-unigram entropy" in capsys.readouterr().out
     assert cli_main(["convert", "--out", str(out), "--workers", "1", f"gold={hes}"]) == 2
     assert "--overwrite" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="TIER=PATH"):
+    with pytest.raises(SystemExit) as exc:
         cli_main(["convert", "--out", str(out), str(hes)])
+    assert exc.value.code == 2 and "TIER=PATH" in capsys.readouterr().err
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "precious.txt").write_text("keep me")
+    assert cli_main(["convert", "--out", str(tmp_path / "notes"), "--overwrite", f"gold={hes}"]) == 2
+    assert (tmp_path / "notes" / "precious.txt").exists(), "--overwrite never deletes what convert did not write"
+    assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--max-record-letters", "0", f"gold={hes}"]) == 2
+    assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--min-greek", "2", f"gold={hes}"]) == 2

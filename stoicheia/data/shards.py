@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import re
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -57,6 +58,9 @@ class TierStats:
     letters: Counter = field(default_factory=Counter)  # split -> letters
     words: Counter = field(default_factory=Counter)  # split -> words
     records_dropped: Counter = field(default_factory=Counter)  # reason -> records
+    reader_counts: Counter = field(default_factory=Counter)  # what readers excluded, by kind
+    files_without_records: list[str] = field(default_factory=list)
+    files_not_read: list[str] = field(default_factory=list)  # in the directories, not a source
     stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
     letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))  # train split
 
@@ -71,6 +75,9 @@ class TierStats:
             "letters": dict(self.letters),
             "words": dict(self.words),
             "records_dropped": dict(self.records_dropped),
+            "files_without_records": self.files_without_records,
+            "files_not_read": self.files_not_read,
+            "reader_counts": dict(self.reader_counts.most_common()),
             "stripped_characters": dict(self.stripped.most_common()),
         }
 
@@ -154,13 +161,14 @@ class _FileResult:
     records: list[tuple[str, str, str, list[dict[str, bytes]], int]] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)
     stripped: Counter = field(default_factory=Counter)
+    reader: Counter = field(default_factory=Counter)  # what the reader kept out of the text, by kind
 
 
 def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
     path, root, max_letters, min_greek = args
     result = _FileResult(path=path)
     try:
-        for rec in read_source(Path(path), Path(root) if root else None):
+        for rec in read_source(Path(path), Path(root) if root else None, counts=result.reader):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
             result.stripped.update(norm.dropped)
             if norm.planes is None:
@@ -215,8 +223,22 @@ def convert(
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
+    if out.exists() and not out.is_dir():
+        raise ConvertError(f"--out {out} is a file; give a directory")
+    if out.exists() and any(out.iterdir()) and not (out / "stats.json").exists():
+        raise ConvertError(
+            f"--out {out} is not empty and holds no stats.json, so it is not a converted corpus; "
+            "--overwrite only replaces earlier output of `stoicheia convert`: choose another --out"
+        )
     if not 0.0 <= val_fraction < 1.0:
-        raise ConvertError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        raise ConvertError(f"--val-fraction must be in [0, 1), got {val_fraction}")
+    if max_record_letters < 16:
+        raise ConvertError(f"--max-record-letters must be >= 16, got {max_record_letters}")
+    if not 0.0 <= min_greek <= 1.0:
+        raise ConvertError(f"--min-greek must be in [0, 1], got {min_greek}")
+    bad_tiers = [t for t in inputs if not re.fullmatch(r"[A-Za-z0-9_-]+", t)]
+    if bad_tiers:
+        raise ConvertError(f"tier names may use letters, digits, '_' and '-' only: {bad_tiers}")
     val_works = frozenset(val_works)
     stats: dict[str, TierStats] = {}
     tmp = out.with_name(out.name + ".partial")
@@ -225,6 +247,7 @@ def convert(
     tmp.mkdir(parents=True)
     try:
         seen_works: set[str] = set()
+        warnings: list[str] = []
 
         for tier, paths in inputs.items():
             st = stats[tier] = TierStats()
@@ -234,8 +257,10 @@ def convert(
                 if not given.exists():
                     raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
                 root = given if given.is_dir() else given.parent
-                for f in iter_source_files([given]):
+                not_read: list[Path] = []
+                for f in iter_source_files([given], skipped=not_read):
                     jobs.append((str(f), str(root), max_record_letters, min_greek))
+                st.files_not_read.extend(map(str, not_read))
             if not jobs:
                 raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
             writers = {
@@ -269,17 +294,32 @@ def convert(
                 for w in writers.values():
                     w.finish()
             if sum(st.records_kept.values()) == 0:
-                raise ConvertError(f"tier {tier!r}: no record survived normalisation (dropped: {dict(st.records_dropped)})")
+                raise ConvertError(
+                    f"tier {tier!r}: no Greek record in {', '.join(map(str, paths))} "
+                    f"(records dropped: {dict(st.records_dropped) or 'none'}; files without records: "
+                    f"{', '.join(st.files_without_records) or 'none'}). Check that these are Greek "
+                    "sources (Perseus TEI, CoNLL-U, .txt, .jsonl) or lower --min-greek"
+                )
+            if st.records_kept["val"] == 0:
+                warnings.append(
+                    f"tier {tier!r} has no held-out (val) record: it will not be evaluated; "
+                    "raise --val-fraction or name a --val-work to evaluate it"
+                )
             if st.records_kept["train"] == 0:
                 raise ConvertError(f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work")
         unknown = sorted(val_works - seen_works)
         if unknown:
-            raise ConvertError(f"--val-work names works that no input holds: {unknown}; ids look like 'Homer/hom.od_gk.xml'")
+            examples = ", ".join(sorted(seen_works)[:3])
+            raise ConvertError(
+                f"--val-work names works that no input holds: {unknown}. Work ids are paths relative to "
+                f"the directory given for the tier, e.g. {examples}"
+            )
         summary = {
             "tiers": {tier: st.to_json() for tier, st in stats.items()},
             "val_fraction": val_fraction,
             "val_works": sorted(val_works),
             "max_record_letters": max_record_letters,
+            "warnings": warnings,
             "min_greek": min_greek,
         }
         (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -315,6 +355,44 @@ def _map_files(jobs: list[tuple], workers: int, progress: bool, tier: str) -> It
             for res in pool.imap(_convert_file, jobs, chunksize=1):
                 yield res
                 bar.advance(task)
+
+
+def index_samples(split_dir: Path) -> int:
+    """Number of samples in the MDS split at ``split_dir``, after checking that every shard file
+    named by its ``index.json`` is present with the size the index records.
+
+    Raises ``FileNotFoundError`` (missing index or shard) or ``ValueError`` (a shard of the wrong
+    size: truncated or replaced), naming the file and the fix, so that a damaged corpus stops a
+    run at start-up instead of failing inside DataLoader workers.
+    """
+    index = Path(split_dir) / "index.json"
+    if not index.exists():
+        raise FileNotFoundError(f"{index} not found: run `stoicheia convert` (see README)")
+    try:
+        shards = json.loads(index.read_text(encoding="utf-8"))["shards"]
+    except (ValueError, KeyError) as err:
+        raise ValueError(f"{index} is not a valid MDS index ({err}); re-run `stoicheia convert`") from err
+    total = 0
+    for shard in shards:
+        total += int(shard["samples"])
+        zipped = shard.get("zip_data")
+        raw = shard["raw_data"]
+        candidates = [(zipped["basename"], zipped["bytes"])] if zipped else []
+        candidates.append((raw["basename"], raw["bytes"]))
+        present = [(name, size) for name, size in candidates if (Path(split_dir) / name).exists()]
+        if not present:
+            raise FileNotFoundError(
+                f"{Path(split_dir) / candidates[0][0]} is missing (listed in {index}); "
+                "the corpus is incomplete: re-run `stoicheia convert`"
+            )
+        for name, size in present:
+            actual = (Path(split_dir) / name).stat().st_size
+            if actual != size:
+                raise ValueError(
+                    f"{Path(split_dir) / name} has {actual} bytes, {index} says {size}: the shard is "
+                    "truncated or corrupt; re-run `stoicheia convert`"
+                )
+    return total
 
 
 def read_stats(shard_root: Path) -> dict:

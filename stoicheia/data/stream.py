@@ -20,7 +20,7 @@ import numpy as np
 from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
-from stoicheia.data.shards import decode_planes, split_at_words
+from stoicheia.data.shards import decode_planes, index_samples, split_at_words
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
 
@@ -52,6 +52,11 @@ def make_streams(
                 raise FileNotFoundError(
                     f"{local / 'index.json'} not found: tier {tier!r} has no {split} shards. "
                     f"Run `stoicheia convert` with {tier}=PATH, or set its weight to 0 in data.tier_weights"
+                )
+            if index_samples(local) == 0:
+                raise ValueError(
+                    f"{local} holds no records: tier {tier!r} has an empty {split} split. "
+                    f"Convert more text for it, or set its weight to 0 in data.tier_weights"
                 )
             streams.append(Stream(local=str(local), proportion=w / total))
         else:

@@ -8,6 +8,7 @@ shards -> tier mix -> noise -> pack -> model -> loss/metrics, plus the plugins.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, to_dict
 from stoicheia.data.loader import PackedLoader, build_eval_batches
-from stoicheia.data.shards import decode_planes, mixture_unigram_entropy, read_stats
+from stoicheia.data.shards import decode_planes, index_samples, mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import NoisedRecordStream, make_streams
 from stoicheia.model.composer_model import StoicheiaModel
@@ -82,8 +83,8 @@ def read_eval_records(cfg: RunConfig) -> list[Planes]:
         if weight <= 0:
             continue
         local = Path(cfg.data.shard_root) / tier / "val"
-        if cfg.data.remote is None and not (local / "index.json").exists():
-            print(f"[stoicheia] tier {tier!r} has no val shards at {local}; it is not evaluated")
+        if cfg.data.remote is None and (not (local / "index.json").exists() or index_samples(local) == 0):
+            print(f"[stoicheia] tier {tier!r} has no held-out records at {local}; it is not evaluated")
             continue
         if cfg.data.remote is None:
             ds = StreamingDataset(local=str(local), batch_size=1, shuffle=False)
@@ -104,7 +105,10 @@ def read_eval_records(cfg: RunConfig) -> list[Planes]:
                 records.append(t[k])
         k += 1
     if not records:
-        raise RuntimeError(f"no held-out records under {cfg.data.shard_root}/*/val: convert with a val fraction > 0")
+        raise ValueError(
+            f"no held-out records under {cfg.data.shard_root}/*/val for the tiers in data.tier_weights: "
+            "convert again with a larger --val-fraction or a --val-work"
+        )
     return records
 
 
@@ -130,6 +134,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     ``RuntimeError`` for an impossible device/precision choice.
     """
     device, precision = resolve_device(cfg)
+    # The last eval batch may hold fewer rows than data.eval_rows; Composer warns about it on
+    # every evaluation although nothing is wrong.
+    warnings.filterwarnings("ignore", message="Cannot split tensor of length", category=UserWarning)
     reproducibility.seed_all(cfg.seed)
     if not dist.is_initialized():
         dist.initialize_dist(device)
@@ -142,7 +149,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
 
     run_name = cfg.run_name
     save_folder = cfg.train.save_folder.format(run_name=run_name)
-    metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=save_folder)
+    # The JSONL log is a local file: with checkpoints in an object store it goes to runs/{run_name}.
+    local_folder = save_folder if "://" not in save_folder else str(Path("runs") / run_name)
+    metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=local_folder)
     if dist.get_global_rank() == 0 and "://" not in save_folder:
         repair_checkpoint_folder(Path(save_folder))
     dist.barrier()
@@ -237,5 +246,7 @@ def fit_run(built: Built) -> bool:
             f"(its checkpoints are in {built.save_folder}; delete them or change run_name to train again)"
         )
         return False
+    if done_at > 0:
+        print(f"[stoicheia] resuming run {state.run_name!r} from its checkpoint at batch {done_at}", flush=True)
     built.trainer.fit()
     return True

@@ -55,7 +55,12 @@ def repair_checkpoint_folder(folder: Path) -> list[str]:
                 break
             quarantine = folder / "corrupt"
             quarantine.mkdir(exist_ok=True)
-            shutil.move(str(f), quarantine / f.name)
+            target = quarantine / f.name
+            k = 1
+            while target.exists():  # an earlier kill left one of the same name: keep both
+                target = quarantine / f"{f.name}.{k}"
+                k += 1
+            shutil.move(str(f), target)
             actions.append(f"moved incomplete checkpoint {f} to {quarantine}/ (it cannot be loaded)")
         link = folder / f"latest-rank{rank}.pt"
         if newest_ok is None:
