@@ -141,6 +141,24 @@ def _finite_nonneg(name: str, value: Any) -> float:
     return v
 
 
+def _mixture_weights(name: str, weights: Any, known: tuple[str, ...], what: str) -> list[float]:
+    """Weights of the ``known`` names (a ``what``: pattern, anchor) from the mapping ``weights``;
+    missing names weigh 0.
+
+    Raises ``ValueError`` naming ``NoiseConfig.<name>`` for a non-mapping, an unknown name, a
+    negative or non-finite weight, or all weights zero.
+    """
+    if not isinstance(weights, Mapping):
+        raise ValueError(f"NoiseConfig.{name} = {weights!r} must be a mapping name -> weight")
+    for k in weights:
+        if k not in known:
+            raise ValueError(f"NoiseConfig.{name} has unknown {what} {k!r}; known: {', '.join(known)}")
+    values = [_finite_nonneg(f"{name}[{k!r}]", weights.get(k, 0.0)) for k in known]
+    if sum(values) <= 0:
+        raise ValueError(f"NoiseConfig.{name} weights are all zero; give at least one a weight > 0")
+    return values
+
+
 class _Prepared(NamedTuple):
     """A validated :class:`NoiseConfig` in the form the sampler uses."""
 
@@ -234,40 +252,8 @@ class NoiseConfig:
         return prep
 
     def _prepare(self) -> _Prepared:
-        # patterns
-        w = self.weights
-        if not isinstance(w, Mapping):
-            raise ValueError(
-                f"NoiseConfig.weights = {w!r} must be a mapping pattern name -> weight"
-            )
-        for k in w:
-            if k not in PATTERNS:
-                raise ValueError(
-                    f"NoiseConfig.weights has unknown pattern {k!r}; "
-                    f"known patterns: {', '.join(PATTERNS)}"
-                )
-        pw = np.array([_finite_nonneg(f"weights[{k!r}]", w.get(k, 0.0)) for k in PATTERNS])
-        if pw.sum() <= 0:
-            raise ValueError(
-                "NoiseConfig.weights are all zero; give at least one pattern a weight > 0"
-            )
-        # anchors
-        a = self.half_word_anchor
-        if not isinstance(a, Mapping):
-            raise ValueError(
-                f"NoiseConfig.half_word_anchor = {a!r} must be a mapping anchor -> weight"
-            )
-        for k in a:
-            if k not in ANCHORS:
-                raise ValueError(
-                    f"NoiseConfig.half_word_anchor has unknown anchor {k!r}; "
-                    f"known: {', '.join(ANCHORS)}"
-                )
-        pa = [_finite_nonneg(f"half_word_anchor[{k!r}]", a.get(k, 0.0)) for k in ANCHORS]
-        if sum(pa) <= 0:
-            raise ValueError(
-                "NoiseConfig.half_word_anchor weights are all zero; give one a weight > 0"
-            )
+        pw = np.array(_mixture_weights("weights", self.weights, PATTERNS, "pattern"))
+        pa = _mixture_weights("half_word_anchor", self.half_word_anchor, ANCHORS, "anchor")
         # rate
         try:
             ta, tb = (float(x) for x in self.t_beta)
