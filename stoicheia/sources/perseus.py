@@ -71,7 +71,7 @@ from types import MappingProxyType
 from lxml import etree
 
 from .betacode import beta_to_unicode, strip_latin_spans
-from .record import SourceError, SourceRecord, relative_name
+from .record import SourceError, SourceRecord, read_utf8, relative_name
 
 __all__ = ["ENTITIES", "read_perseus"]
 
@@ -363,13 +363,7 @@ def read_perseus(
     file = str(path)
     counts = counts if counts is not None else Counter()
     rel = relative_name(path, root)
-    data = path.read_bytes()
-    try:
-        raw = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise SourceError(file, line, f"bytes are not UTF-8 ({e.reason})",
-                          "re-save the file as UTF-8") from None
+    raw = read_utf8(path)
     table = _Table(_declared_entities(raw))
     root_el = _parse(_replace_entities(raw, table, file), file)
     content_texts = [t for t in root_el.iter("text") if t.find(".//text") is None]

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from .record import SourceError, SourceRecord, relative_name
+from .record import SourceError, SourceRecord, read_utf8, relative_name
 
 __all__ = ["normalise_text", "read_plaintext", "read_jsonl", "read_utf8_lines"]
 
@@ -42,14 +42,7 @@ def read_utf8_lines(path: Path) -> list[str]:
 
     Raises :class:`SourceError` naming the first line that is not valid UTF-8.
     """
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise SourceError(path, line, f"bytes are not UTF-8 ({e.reason})",
-                          "re-save the file as UTF-8") from None
-    return text.splitlines(keepends=True)
+    return read_utf8(Path(path), "utf-8-sig").splitlines(keepends=True)
 
 
 def read_plaintext(

@@ -68,3 +68,16 @@ def relative_name(path: Path, root: Path | None) -> str:
             path, 0, f"file is not inside the corpus root {root}",
             "pass the directory that contains the file as root (ids are relative to it)",
         ) from None
+
+
+def read_utf8(path: Path, encoding: str = "utf-8") -> str:
+    """The text of ``path`` decoded as ``encoding`` (``utf-8`` or ``utf-8-sig``).
+
+    Raises :class:`SourceError` naming the line of the first byte that is not valid UTF-8.
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise SourceError(str(path), line, f"bytes are not UTF-8 ({e.reason})", "re-save the file as UTF-8") from None
