@@ -24,8 +24,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from stoicheia.data.packing import collate_rows, pack_rows
+from stoicheia.data.shards import split_at_words
 from stoicheia.data.stream import NoisedRecordStream
-from stoicheia.noise import Noised
+from stoicheia.noise import Noised, reference_noise
 
 
 def _list_collate(items: list[list[Noised]]) -> list[list[Noised]]:
@@ -145,9 +146,6 @@ def build_eval_batches(
     ``records`` are :class:`stoicheia.text.planes.Planes`; pieces longer than 80% of
     ``seq_len`` are split at word starts. Returns a list of collated batches.
     """
-    from stoicheia.data.shards import split_at_words
-    from stoicheia.noise import reference_noise
-
     pieces: list[Noised] = []
     for k, planes in enumerate(records):
         rng = np.random.default_rng([seed, k])

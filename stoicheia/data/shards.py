@@ -29,7 +29,7 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.sources import SourceError, iter_source_files, read_source
-from stoicheia.text.alphabet import BOUNDARY_SENTENCE, BOUNDARY_WORD, LETTERS, NUM_LETTERS, PLANES
+from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
 from stoicheia.text.planes import Planes, normalise_record
 
 COLUMNS = {
@@ -148,10 +148,6 @@ def split_at_words(planes: Planes, max_letters: int) -> list[Planes]:
     return parts
 
 
-def _count_words(planes: Planes) -> int:
-    return int(np.count_nonzero((planes.boundary == BOUNDARY_WORD) | (planes.boundary == BOUNDARY_SENTENCE)))
-
-
 @dataclass
 class _FileResult:
     """What one worker made of one source file (picklable)."""
@@ -178,7 +174,7 @@ def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
                 {name: getattr(p, name).tobytes() for name in PLANES}
                 for p in split_at_words(norm.planes, max_letters)
             ]
-            result.records.append((rec.id, rec.source, rec.work, parts, _count_words(norm.planes)))
+            result.records.append((rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts())))
     except SourceError as err:
         result.error = str(err)
         result.records.clear()

@@ -196,7 +196,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     callbacks = [
         control,
         TrainingMonitor(cfg.train.log_every, guard, unigram_bits=_unigram_bits(cfg)),
-        RestorationExample(eval_records, seed=cfg.data.eval_seed),
+        RestorationExample(eval_records),
     ]
     loggers = [JSONLLogger(metrics_file)]
     interval = f"{cfg.train.save_interval}ba"

@@ -75,7 +75,7 @@ class RestorationExample(Callback):
     """At every ``EVAL_END``, print the context around one masked held-out word, the truth and
     the model's restoration (argmax over the 24 letters per slot)."""
 
-    def __init__(self, records: list[Planes], seed: int = 0, context: int = 120, max_letters: int = 400) -> None:
+    def __init__(self, records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
         self.context = context
         picked = pick_word(records, max_letters)
         self.example = None
