@@ -81,7 +81,7 @@ def bench_step(shards: Path, steps: int) -> None:
     from stoicheia.data.loader import PackedLoader
     from stoicheia.data.stream import NoisedRecordStream, make_streams
     from stoicheia.model.composer_model import StoicheiaModel
-    from stoicheia.train.builder import param_groups
+    from stoicheia.model.optim import param_groups
 
     cfg = load_config(REPO / "yamls" / "demo.yaml")
     torch.manual_seed(0)

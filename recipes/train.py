@@ -5,11 +5,16 @@
 ``composer`` starts one process per GPU (or one on a CPU machine); each reads the same YAML.
 Command-line ``key=value`` pairs override the YAML (e.g. ``train.lr=1e-3 data.num_workers=4``).
 An autoresumed run (same ``run_name`` and ``train.save_folder``) continues from its newest
-complete checkpoint.
+complete checkpoint. A run that is complete (``complete.json`` in its run folder) is not
+touched: the command prints which checkpoint to use and exits 0.
+
+Exit status: 0 done (or nothing to do), 2 configuration or input error, 3 the run diverged
+(non-finite gradients; the last good checkpoint stays the newest).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,9 +31,27 @@ def main(argv: list[str]) -> int:
 
     try:
         cfg = load_config(argv[0], argv[1:])
+        from stoicheia.train.registry import check_plugins
+
+        check_plugins(cfg)
     except ConfigError as err:
         print(f"train.py: config error: {err}", file=sys.stderr)
         return 2
+    from stoicheia.train import run_files
+
+    save_folder = cfg.train.save_folder.format(run_name=cfg.run_name)
+    run_folder = run_files.local_run_folder(save_folder, cfg.run_name)
+    done = run_files.read_json(run_folder, run_files.COMPLETE)
+    if done is not None:
+        if os.environ.get("RANK", "0") == "0":
+            best = done.get("best")
+            print(
+                f"run {cfg.run_name!r} is complete at step {done['step']} ({done['reason']}): use "
+                + (f"{run_folder / 'best.pt'} (step {best['step']}, {best['metric']} {best['value']:.4f}); " if best else "")
+                + f"final state {run_folder / done['final']}; nothing to do"
+            )
+        return 0
+    from stoicheia.train.algorithms.gradient_guard import TrainingDiverged
     from stoicheia.train.builder import build_trainer, fit_run
 
     try:
@@ -39,7 +62,7 @@ def main(argv: list[str]) -> int:
     except RuntimeError as err:
         if "size mismatch" in str(err) or "Missing key" in str(err) or "Unexpected key" in str(err):
             print(
-                f"train.py: the checkpoint in {cfg.train.save_folder.format(run_name=cfg.run_name)} was made by a "
+                f"train.py: the checkpoint in {save_folder} was made by a "
                 "model of another shape; use another run_name (or delete that folder) to start a new run, "
                 f"or restore the model.* settings it was trained with. "
                 f"({str(err).splitlines()[0]})",
@@ -48,10 +71,23 @@ def main(argv: list[str]) -> int:
         else:
             print(f"train.py: {err}", file=sys.stderr)
         return 2
-    fit_run(built)
+    try:
+        fit_run(built)
+    except TrainingDiverged as err:
+        from composer.utils import dist
+
+        if dist.get_global_rank() == 0:
+            latest = run_folder / "latest-rank0.pt"
+            last_good = os.readlink(latest) if latest.is_symlink() else None
+            run_files.write_json(
+                run_folder,
+                run_files.DIVERGED,
+                {"step": int(built.trainer.state.timestamp.batch), "message": str(err), "last_good_checkpoint": last_good, "time": run_files.now()},
+            )
+            print(f"train.py: {err} (last good checkpoint: {last_good or 'none'})", file=sys.stderr)
+        return 3
     built.trainer.close()
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -47,7 +47,8 @@ class DataConfig:
     shuffle_seed: int = 9176
     num_canonical_nodes: int | None = None
     min_fragment: int = 16
-    eval_records: int = 256
+    eval_sets: list[str] = field(default_factory=lambda: ["holdout", "dev"])  # holdout | dev | all
+    eval_records: int = 256  # per evaluation set
     eval_rows: int = 4
     eval_t: float = 0.30
     eval_seed: int = 1234
@@ -80,11 +81,17 @@ class TrainConfig:
     load_path: str | None = None
     log_every: int = 10  # batches between console lines
     metrics_file: str = "{save_folder}/metrics.jsonl"
+    decide_on: str | None = None  # SET/METRIC the plugins decide from; None = first set's bits_per_char
 
 
 @dataclass
 class RunConfig:
-    """A whole run: ``run_name``, ``seed`` and the four sections."""
+    """A whole run: ``run_name``, ``seed``, the four sections, and the plugins.
+
+    ``callbacks`` and ``algorithms`` map plugin names to their options (``{name: {kwargs}}``
+    or ``name: false``); they are merged into the defaults and checked by
+    :mod:`stoicheia.train.registry`.
+    """
 
     run_name: str = "stoicheia"
     seed: int = 17
@@ -92,6 +99,8 @@ class RunConfig:
     noise: NoiseConfig = field(default_factory=NoiseConfig)
     model: EncoderConfig = field(default_factory=EncoderConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    callbacks: dict[str, Any] = field(default_factory=dict)
+    algorithms: dict[str, Any] = field(default_factory=dict)
 
 
 def _check_keys(user: Any, schema: type, where: str, source: str) -> None:
@@ -191,11 +200,29 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
+    if not d.eval_sets or len(set(d.eval_sets)) != len(d.eval_sets):
+        raise bad("data.eval_sets", f"must list distinct sets (holdout, dev, all), got {d.eval_sets}")
+    for name in d.eval_sets:
+        if name not in ("holdout", "dev", "all"):
+            raise bad("data.eval_sets", f"unknown set {name!r}; the sets are holdout, dev, all")
+    if t.decide_on is not None:
+        label, sep, metric = t.decide_on.partition("/")
+        if not sep or label not in d.eval_sets or metric not in ("bits_per_char", "boundary_f1", "dia_acc", "punct_acc"):
+            raise bad(
+                "train.decide_on",
+                f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets ({', '.join(d.eval_sets)}) and METRIC one of "
+                "bits_per_char, boundary_f1, dia_acc, punct_acc (e.g. dev/bits_per_char)",
+            )
     for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
         try:
             obj.validate()
         except ValueError as err:
             raise ConfigError(f"{source}: {section}: {err}") from err
+
+
+def decision_metric(cfg: RunConfig) -> str:
+    """``train.decide_on``, or the first evaluation set's ``bits_per_char``."""
+    return cfg.train.decide_on or f"{cfg.data.eval_sets[0]}/bits_per_char"
 
 
 def to_dict(cfg: RunConfig) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from stoicheia.train.schedule import AnnealControl, WSDShape
+from stoicheia.train.callbacks.anneal_control import AnnealControl
+from stoicheia.train.schedule import WSDShape
 
 
 def test_wsd_shape_warmup_peak_decay_floor():
@@ -31,11 +32,11 @@ def test_moved_anneal_start_shifts_the_decay():
 
 
 def test_anneal_control_state_round_trip():
-    c = AnnealControl(WSDShape(nominal_steps=1000))
+    c = AnnealControl(WSDShape(nominal_steps=1000), 1000)
     assert c.effective_start == 800 and c.anneal_end == 1000
     c.start_anneal_at(650)
     c.complete = True
-    d = AnnealControl(WSDShape(nominal_steps=1000))
+    d = AnnealControl(WSDShape(nominal_steps=1000), 1000)
     d.load_state_dict(c.state_dict())
     assert d.effective_start == 650 and d.anneal_end == 850 and d.complete
     assert all(isinstance(v, (int, bool, type(None))) for v in c.state_dict().values())

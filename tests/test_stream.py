@@ -68,7 +68,7 @@ def test_repeated_records_get_fresh_noise(small_shards, monkeypatch):
         return original(self, sample, key)
 
     monkeypatch.setattr(NoisedRecordStream, "noise_sample", spy)
-    dataset = _loader(small_shards, epoch_size=600).dataset  # more draws than either tier has parts
+    dataset = _loader(small_shards, epoch_size=600).dataset_of(0)  # more draws than either tier has parts
     assert len(list(dataset)) == 600
     ids = [i for i, _ in seen]
     keys = [k for _, k in seen]

@@ -59,10 +59,10 @@ def test_fit_logs_metrics_and_checkpoints(small_shards, tmp_path, capsys):
     lines = [json.loads(x) for x in (tmp_path / "fit" / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in lines if "loss/total" in r]
     assert len(train) == 6
-    for key in ("train/lr", "train/grad_norm", "throughput/letters_per_sec", "memory/gib", "loss/char", "loss/punct"):
+    for key in ("lr-AdamW/group0", "train/grad_norm", "throughput/letters_per_sec", "memory/gib", "loss/char", "loss/punct"):
         assert key in train[-1], key
-    evals = [r for r in lines if "metrics/eval/bits_per_char" in r]
-    assert len(evals) == 2 and all(0 < r["metrics/eval/bits_per_char"] < 10 for r in evals)
+    evals = [r for r in lines if "metrics/holdout/bits_per_char" in r]
+    assert len(evals) == 2 and all(0 < r["metrics/holdout/bits_per_char"] < 10 for r in evals)
     assert (tmp_path / "fit" / "latest-rank0.pt").exists()
     assert built.control.complete
 

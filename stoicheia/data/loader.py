@@ -6,8 +6,15 @@ samples Composer keeps (``sample_in_epoch``) cannot say where a resumed run must
 with several workers each would hold a partial row of its own. The workers do the expensive
 part (reading, splitting, noising: a fixed ``records_per_batch`` records per DataLoader
 batch, which streaming can resume exactly); the main process only concatenates arrays, and
-keeps the exact position ``(epoch, batch, item, piece, offset)`` of the first slot not yet
-trained on. :class:`stoicheia.data.stream.NoisedRecordStream` saves and restores it.
+the packer keeps the exact position (:class:`PackPosition`) of the first slot not yet
+trained on. It owns that position; Composer saves and restores it through the hook object
+:class:`PackPositionHook` (Composer looks for ``state_dict`` on the loader's ``dataset``).
+
+Tier mixes change during a run (the anneal phases): the loader holds a mix schedule
+(``[(first batch, mix index), ...]``, set by a training plugin) and, before producing batch
+``b``, starts the mix that the schedule gives for ``b`` if it is not the current one. The
+rows in flight of the old mix are dropped and the new mix starts at its own stream position
+0, so a resumed run (even one resumed exactly at a switch) packs the same batches.
 
 The training loader never ends: it runs from stream epoch to stream epoch, so training is
 measured in batches (``max_duration: ...ba``) and every rank yields the same number of
@@ -16,125 +23,320 @@ batches (ranks that ran out of an epoch at different times would deadlock DDP).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import logging
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset
 
 from stoicheia.data.packing import collate_rows, pack_rows
 from stoicheia.data.shards import split_at_words
-from stoicheia.data.stream import NoisedRecordStream
+from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
 from stoicheia.noise import Noised, reference_noise
 
+log = logging.getLogger(__name__)
 
-def _list_collate(items: list[list[Noised]]) -> list[list[Noised]]:
+
+@dataclass
+class PackPosition:
+    """Where the packer of one rank stands (all counts 0-based).
+
+    Attributes:
+        batch: packed batches yielded so far (one batch = one optimizer step).
+        phase: index of the tier mix the records come from (0 = ``data.tier_weights``).
+        phase_start: the batch at which that mix began.
+        epoch: stream epoch of that mix's dataset.
+        record_batch: worker batch (``records_per_batch`` records) within the epoch.
+        item, piece, offset: record within that worker batch, piece within the record, and
+            slot within the piece of the first slot not yet packed.
+    """
+
+    batch: int = 0
+    phase: int = 0
+    phase_start: int = 0
+    epoch: int = 0
+    record_batch: int = 0
+    item: int = 0
+    piece: int = 0
+    offset: int = 0
+
+
+def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
     return items
 
 
+class PackPositionHook(IterableDataset):
+    """What Composer sees as the training loader's ``dataset``: its ``state_dict`` /
+    ``load_state_dict`` save and restore the :class:`PackPosition` of every rank. Never
+    iterated (the loader iterates its mixes' datasets itself)."""
+
+    def __init__(self, loader: PackedLoader) -> None:
+        self.loader = loader
+
+    def __iter__(self):
+        raise TypeError("PackPositionHook is not iterable; iterate the PackedLoader")
+
+    def state_dict(self, num_samples: int = 0, from_beginning: bool = True) -> dict[str, Any]:
+        """Composer hook: the positions of all ranks (``num_samples`` is ignored: Composer's
+        sample count cannot describe a packed position). Collective: call on every rank."""
+        from composer.utils import dist
+
+        ranks = dist.all_gather_object(dataclasses.asdict(self.loader.position))
+        return {"version": 2, "ranks": ranks, "records_per_batch": self.loader.records_per_batch}
+
+    def load_state_dict(self, obj: dict[str, Any]) -> None:
+        """Composer hook: the loader resumes at this rank's saved position.
+
+        Raises ``ValueError`` for a position saved by another world size, another
+        ``records_per_batch`` or an older format.
+        """
+        from composer.utils import dist
+
+        if not obj or obj.get("version") != 2:
+            raise ValueError(
+                f"unrecognised data position in checkpoint (format {obj.get('version') if obj else None}, expected 2): "
+                "it was written by an older Stoicheia; load weights only (train.load_path with a new run_name)"
+            )
+        ranks = [PackPosition(**r) for r in obj["ranks"]]
+        if len(ranks) != dist.get_world_size():
+            raise ValueError(
+                f"checkpoint data position was saved by {len(ranks)} ranks, this run has {dist.get_world_size()}; "
+                "resume with the same number of processes"
+            )
+        if obj["records_per_batch"] != self.loader.records_per_batch:
+            raise ValueError(
+                f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
+                f"{self.loader.records_per_batch}; keep it unchanged to resume"
+            )
+        self.loader.resume(ranks[dist.get_global_rank()], ranks)
+
+
 class PackedLoader(DataLoader):
-    """Endless iterator of packed micro-batches for one rank.
+    """Endless iterator of packed batches for one rank, over a schedule of tier mixes.
 
     Each batch is the dict of :func:`stoicheia.data.packing.collate_rows`: ``rows`` rows of
     ``seq_len`` slots. ``len()`` is undefined (raises ``TypeError``): the number of batches
     per stream epoch depends on the noise.
 
     Args:
-        dataset: the tier mix; its ``batch_size`` is the number of records per worker batch.
-        rows: rows per micro-batch (the device micro-batch size).
+        source: one :class:`NoisedRecordStream` (a single mix), or a
+            :class:`~stoicheia.data.stream.TierMixFactory` that builds the dataset of mix
+            ``k`` (weights ``mixes[k]``) when the schedule first reaches it.
+        rows: rows per batch (rows per device per optimizer step).
+        mixes: with a factory, the tier weights of each mix, mix 0 first.
         num_workers: DataLoader worker processes that read and noise records.
         min_fragment: shortest piece fragment started at the end of a row (slots).
+
+    Attributes:
+        position: the :class:`PackPosition` after the last batch yielded.
+        schedule: ``[(first_batch, phase), ...]`` sorted; batches before the first entry
+            use mix 0. Set with :meth:`set_schedule`.
+        records_drawn: ``Counter`` of ``(phase, tier)`` -> records taken from the workers.
+        record_log: ``None``, or a list to which ``(batch, phase, tier, "id#part")`` is
+            appended for every record taken (``batch`` is the batch being packed).
     """
 
     def __init__(
         self,
-        dataset: NoisedRecordStream,
+        source: NoisedRecordStream | TierMixFactory,
         *,
         rows: int,
+        mixes: list[Mapping[str, float]] | None = None,
         num_workers: int = 0,
         min_fragment: int = 16,
         prefetch_factor: int | None = None,
     ) -> None:
-        super().__init__(
-            dataset,
-            batch_size=dataset.batch_size,
-            collate_fn=_list_collate,
-            num_workers=num_workers,
-            prefetch_factor=prefetch_factor if num_workers > 0 else None,
-            persistent_workers=False,
-        )
+        if isinstance(source, NoisedRecordStream):
+            self.factory: TierMixFactory | None = None
+            first = source
+            self.mixes: list[dict[str, float]] = [{}]
+        else:
+            if not mixes:
+                raise ValueError("PackedLoader needs mixes (a list of tier weights, mix 0 first) with a TierMixFactory")
+            self.factory = source
+            self.mixes = []
+            self.set_mixes(mixes)
+            first = source.build(self.mixes[0], 0)
+        super().__init__(PackPositionHook(self), batch_size=None)
+        self._datasets: dict[int, NoisedRecordStream] = {0: first}
         self.rows = rows
-        self.seq_len = dataset.seq_len
+        self.seq_len = first.seq_len
+        self.records_per_batch = first.batch_size
+        self.num_workers = num_workers
+        self.worker_prefetch = prefetch_factor if num_workers > 0 else None
         self.min_fragment = min_fragment
+        self.position = PackPosition()
+        self.schedule: list[tuple[int, int]] = []
+        self.records_drawn: Counter = Counter()
+        self.record_log: list[tuple[int, int, str, str]] | None = None
+        self._resume: tuple[PackPosition, list[PackPosition]] | None = None
+
+    def set_mixes(self, mixes: list[Mapping[str, float]]) -> None:
+        """Set the tier mixes (mix 0 = the stable phase's); each is checked against the shards
+        now (``FileNotFoundError``/``ValueError`` naming the tier and the fix). Mix 0 cannot
+        change once its dataset exists."""
+        if self.factory is None:
+            raise ValueError("this PackedLoader was built with a single dataset; build it from a TierMixFactory to use several mixes")
+        mixes = [dict(m) for m in mixes]
+        if getattr(self, "_datasets", None) and mixes[0] != self.mixes[0]:
+            raise ValueError(f"mix 0 is fixed once built: {self.mixes[0]} (asked {mixes[0]})")
+        for m in mixes:
+            self.factory.check(m)
+        self.mixes = mixes
 
     def __len__(self) -> int:
         raise TypeError("PackedLoader has no length: measure training in batches (e.g. max_duration: 1000ba)")
 
-    def _pieces(self, start: dict[str, Any]) -> Iterator[tuple[Noised, tuple[int, int, int, int], int]]:
-        """All pieces from position ``start`` on, over stream epochs, each with its position
-        ``(epoch, batch, item, piece)`` and the slot offset it starts at (non-zero only for
-        the piece cut at ``start['offset']`` when resuming)."""
-        epoch = start["epoch"]
-        resuming = True
+    def set_schedule(self, schedule: list[tuple[int, int]]) -> None:
+        """Set the mix schedule ``[(first_batch, phase), ...]``; takes effect at the next batch."""
+        self.schedule = sorted((int(b), int(p)) for b, p in schedule)
+
+    def phase_at(self, batch: int) -> int:
+        """The mix index the schedule gives for batch ``batch`` (0-based)."""
+        phase = 0
+        for first, p in self.schedule:
+            if batch >= first:
+                phase = p
+        return phase
+
+    def resume(self, own: PackPosition, ranks: list[PackPosition] | None = None) -> None:
+        """Start the next iteration at ``own`` (``ranks``: every rank's position, to find the
+        worker batch that all ranks of this mix and epoch had started)."""
+        self._resume = (own, ranks or [own])
+        self.position = own
+
+    def dataset_of(self, phase: int) -> NoisedRecordStream:
+        """The dataset of mix ``phase``, built on first use. Raises ``ValueError`` for a mix
+        the loader does not have."""
+        if phase not in self._datasets:
+            if self.factory is None or not 0 <= phase < len(self.mixes):
+                raise ValueError(f"tier mix {phase} was scheduled, but the loader has {len(self.mixes)} mix(es)")
+            self._datasets[phase] = self.factory.build(self.mixes[phase], phase)
+        return self._datasets[phase]
+
+    def _records(self, dataset: NoisedRecordStream, start: PackPosition, first_record_batch: int) -> Iterator[tuple[NoisedRecord, int, int, int]]:
+        """``(record, epoch, record_batch, item)`` from ``start`` on, over stream epochs."""
+        epoch = start.epoch
+        record_batch = first_record_batch
+        resuming = (start.epoch, start.record_batch) != (0, 0)
+        if resuming:
+            dataset.seek(start.epoch, first_record_batch)
         while True:
-            # streaming resumes at the first batch that every rank had started; this rank
-            # may be a few batches further (``skip_batches``).
-            batch_no = start["batch"] - start.get("skip_batches", 0) if resuming else 0
+            inner = DataLoader(
+                dataset,
+                batch_size=dataset.batch_size,
+                collate_fn=_list_collate,
+                num_workers=self.num_workers,
+                prefetch_factor=self.worker_prefetch,
+                persistent_workers=False,
+            )
+            it = iter(inner)
             got_any = False
-            for records in super().__iter__():
-                got_any = True
-                if resuming and batch_no < start["batch"]:
-                    batch_no += 1
-                    continue
-                for i, pieces in enumerate(records):
-                    for j, piece in enumerate(pieces):
-                        offset = 0
-                        if resuming and batch_no == start["batch"]:
-                            if (i, j) < (start["item"], start["piece"]):
-                                continue
-                            if (i, j) == (start["item"], start["piece"]):
-                                offset = start["offset"]
-                        yield (piece[offset:] if offset else piece), (epoch, batch_no, i, j), offset
-                resuming = False
-                batch_no += 1
+            try:
+                for records in it:
+                    got_any = True
+                    if record_batch >= start.record_batch or epoch > start.epoch:
+                        for i, record in enumerate(records):
+                            yield record, epoch, record_batch, i
+                    record_batch += 1
+            finally:
+                shutdown = getattr(it, "_shutdown_workers", None)
+                if shutdown is not None:
+                    shutdown()
             if not got_any and not resuming:
                 raise RuntimeError(
                     "the training streams yielded no record in a whole epoch; check data.epoch_size and the shards"
                 )
             resuming = False
             epoch += 1
+            record_batch = 0
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        dataset: NoisedRecordStream = self.dataset  # type: ignore[assignment]
-        start = dataset.resume_from or {"epoch": 0, "batch": 0, "item": 0, "piece": 0, "offset": 0}
-        dataset.resume_from = None
+    def _pieces(self, start: PackPosition, first_record_batch: int) -> Iterator[tuple[Noised, tuple[int, int, int, int], int]]:
+        """All pieces of mix ``start.phase`` from ``start`` on, each with its position
+        ``(epoch, record_batch, item, piece)`` and the slot offset it starts at."""
+        dataset = self.dataset_of(start.phase)
+        for record, epoch, rb, i in self._records(dataset, start, first_record_batch):
+            at_start = (epoch, rb) == (start.epoch, start.record_batch)
+            if at_start and i < start.item:
+                continue
+            self.records_drawn[(start.phase, record.tier)] += 1
+            if self.record_log is not None:
+                self.record_log.append((self.position.batch, start.phase, record.tier, f"{record.id}#{record.part}"))
+            for j, piece in enumerate(record.pieces):
+                offset = 0
+                if at_start and i == start.item:
+                    if j < start.piece:
+                        continue
+                    if j == start.piece:
+                        offset = start.offset
+                if offset >= len(piece):
+                    continue
+                yield (piece[offset:] if offset else piece), (epoch, rb, i, j), offset
+
+    def _batches(self, start: PackPosition, first_record_batch: int) -> Iterator[dict[str, torch.Tensor]]:
+        """Packed batches of mix ``start.phase`` until the schedule changes mix."""
         # piece number (as pack_rows counts) -> (position, slot offset it starts at, slots)
         positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
         counter = iter(range(1 << 62))
 
         def numbered() -> Iterator[Noised]:
-            for piece, where, base in self._pieces(start):
+            for piece, where, base in self._pieces(start, first_record_batch):
                 k = next(counter)
                 positions[k] = (where, base, len(piece))
                 yield piece
 
         rows: list[list[Noised]] = []
-        for row, cursor in pack_rows(numbered(), self.seq_len, self.min_fragment):
-            rows.append(row)
-            if len(rows) == self.rows:
+        packer = pack_rows(numbered(), self.seq_len, self.min_fragment)
+        try:
+            for row, cursor in packer:
+                rows.append(row)
+                if len(rows) < self.rows:
+                    continue
                 if cursor.piece in positions:
-                    (epoch, batch, item, piece), base, _ = positions[cursor.piece]
+                    (epoch, rb, item, piece), base, _ = positions[cursor.piece]
                     offset = base + cursor.offset
                 else:
                     # The row ended exactly with the last piece fetched: resume at its end.
-                    (epoch, batch, item, piece), base, n = positions[cursor.piece - 1]
+                    (epoch, rb, item, piece), base, n = positions[cursor.piece - 1]
                     offset = base + n
                 for k in [k for k in positions if k < cursor.piece - 1]:
                     del positions[k]
-                dataset.packer_state = {"epoch": epoch, "batch": batch, "item": item, "piece": piece, "offset": offset}
+                self.position = PackPosition(
+                    self.position.batch + 1, start.phase, start.phase_start, epoch, rb, item, piece, offset
+                )
                 yield collate_rows(rows, self.seq_len)
                 rows = []
+                if self.phase_at(self.position.batch) != start.phase:
+                    return
+        finally:
+            packer.close()
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        if self._resume is not None:
+            start, ranks = self._resume
+            self._resume = None
+            # streaming resumes at the first worker batch that every rank (in this mix and
+            # epoch) had started; this rank then skips to its own.
+            same = [r.record_batch for r in ranks if (r.phase, r.epoch) == (start.phase, start.epoch)]
+            first_record_batch = min(same) if same else start.record_batch
+        else:
+            start, first_record_batch = PackPosition(), 0
+        self.position = dataclasses.replace(start)
+        while True:
+            phase = self.phase_at(self.position.batch)
+            if phase != start.phase:
+                self.dataset_of(phase)
+                log.debug("batch %d: tier mix %d starts (%s)", self.position.batch, phase, self.mixes[phase] if self.factory else "")
+                start = PackPosition(batch=self.position.batch, phase=phase, phase_start=self.position.batch)
+                first_record_batch = 0
+                self.position = dataclasses.replace(start)
+            yield from self._batches(start, first_record_batch)
+            start = self.position
 
 
 def build_eval_batches(

@@ -5,14 +5,15 @@ into word-aligned pieces and noised (in the DataLoader workers). Its noise depen
 ``(noise_seed, epoch, rank, position in the epoch)``, so a resumed run re-creates exactly the
 same pieces, and a record repeated by the tier mix is noised afresh each time.
 
-Its ``state_dict``/``load_state_dict`` are the hooks Composer calls to save and restore the
-data position; they hold the position of :class:`stoicheia.data.loader.PackedLoader`, which
-packs pieces into rows in the main process (see that module for why).
+The data position (which record, piece and slot comes next) is not kept here: the packer
+(:class:`stoicheia.data.loader.PackedLoader`) owns it and seeks a dataset with :meth:`NoisedRecordStream.seek`.
+:class:`TierMixFactory` builds one dataset per tier mix (the base mix and each anneal phase).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,23 @@ def make_streams(
     return streams
 
 
+@dataclass
+class NoisedRecord:
+    """One record of the tier mix, noised: its MDS ``id`` and ``part``, its ``tier``, and its
+    pieces (each at most ``seq_len`` slots, in text order)."""
+
+    id: str
+    part: int
+    tier: str
+    pieces: list[Noised]
+
+
 class NoisedRecordStream(StreamingDataset):
     """Records of the tier mix, split into pieces of at most ``max_piece`` letters and noised.
 
-    Each sample is a ``list[Noised]`` (one per piece, in text order), every piece at most
-    ``seq_len`` slots long after elastic expansion. Use with a DataLoader whose batch size is
-    ``batch_size`` records and a list-returning ``collate_fn``.
+    Each sample is a :class:`NoisedRecord`, every piece at most ``seq_len`` slots long after
+    elastic expansion. Use with a DataLoader whose batch size is ``batch_size`` records and a
+    list-returning ``collate_fn``.
 
     Args:
         streams: from :func:`make_streams`.
@@ -87,6 +99,8 @@ class NoisedRecordStream(StreamingDataset):
         batch_size: records per DataLoader batch per device (streaming needs it to resume).
         epoch_size: samples per epoch over all streams (``None``: the size of the streams).
         shuffle_seed, num_canonical_nodes: passed to ``StreamingDataset``.
+        phase: index of the tier mix this dataset serves (0 = ``data.tier_weights``, 1.. =
+            anneal phases); part of every noise key, so two mixes never share noise.
     """
 
     def __init__(
@@ -102,6 +116,7 @@ class NoisedRecordStream(StreamingDataset):
         shuffle_seed: int = 9176,
         num_canonical_nodes: int | None = None,
         predownload: int | None = None,
+        phase: int = 0,
     ) -> None:
         super().__init__(
             streams=streams,
@@ -117,10 +132,9 @@ class NoisedRecordStream(StreamingDataset):
         self.max_piece = max(1, int(seq_len * 0.8))
         self.noise = noise
         self.noise_seed = noise_seed
+        self.phase = phase
         self._epoch = 0
         self._first_batch = 0
-        self.packer_state: dict[str, Any] | None = None  # set by PackedLoader in the main process
-        self.resume_from: dict[str, Any] | None = None  # set by load_state_dict
 
     def _resume_incr_epoch(self) -> tuple[int, int]:
         # Runs in every worker at the start of an epoch: remember the epoch and the first
@@ -130,10 +144,10 @@ class NoisedRecordStream(StreamingDataset):
         self._first_batch = sample_in_epoch // (self.batch_size * self._parallel_rank_world.num_ranks)
         return epoch, sample_in_epoch
 
-    def __iter__(self) -> Iterator[list[Noised]]:
-        """Yield the noised pieces of each record of this worker's share of the epoch.
+    def __iter__(self) -> Iterator[NoisedRecord]:
+        """Yield each record of this worker's share of the epoch as a :class:`NoisedRecord`.
 
-        The noise of a record is keyed by ``(noise_seed, epoch, rank, position)``, where
+        The noise of a record is keyed by ``(noise_seed, phase, epoch, rank, position)``, where
         ``position`` is the record's place in this rank's sequence of the epoch (batch
         ``q`` of ``records_per_batch`` records, item ``i``: ``q * K + i``). A record that the
         tier mix repeats within an epoch (a small, up-weighted tier) thus gets fresh noise
@@ -147,7 +161,8 @@ class NoisedRecordStream(StreamingDataset):
         for k, sample in enumerate(super().__iter__()):
             batch = self._first_batch + (k // k_per_batch) * n_workers + worker
             position = batch * k_per_batch + k % k_per_batch
-            yield self.noise_sample(sample, [self.noise_seed, self._epoch, rank, position])
+            pieces = self.noise_sample(sample, [self.noise_seed, self.phase, self._epoch, rank, position])
+            yield NoisedRecord(str(sample["id"]), int(sample["part"]), str(sample["tier"]), pieces)
 
     def noise_sample(self, sample: Mapping[str, Any], key: list[int]) -> list[Noised]:
         """Split one MDS sample into pieces of at most ``max_piece`` letters at word starts and
@@ -156,62 +171,64 @@ class NoisedRecordStream(StreamingDataset):
         rng = np.random.default_rng(key)
         return [noise_record(p, rng, self.noise, max_len=self.seq_len) for p in split_at_words(planes, self.max_piece)]
 
-    # --- data position, saved in Composer checkpoints -------------------------------------
-    def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:
-        """Composer hook. Returns the packer position of every rank (``num_samples`` is ignored:
-        Composer's sample count cannot describe a packed position).
-
-        Must be called on every rank at once (Composer does so when it checkpoints), since the
-        ranks' positions are gathered.
-        """
+    def seek(self, epoch: int, record_batch: int) -> None:
+        """Make the next iteration start at worker batch ``record_batch`` (of ``batch_size``
+        records per rank) of stream epoch ``epoch``; call before iterating. Every rank of a job
+        must seek to the same ``record_batch`` (streaming counts samples over all ranks)."""
         from composer.utils import dist
 
-        own = dict(self.packer_state or {"epoch": 0, "batch": 0, "item": 0, "piece": 0, "offset": 0})
-        ranks = dist.all_gather_object(own)
-        # streaming resolves num_canonical_nodes lazily (in the workers); its own state_dict
-        # resolves it here too, so take the shuffle parameters from it.
-        base = super().state_dict(0, True)
-        return {
-            "version": 1,
-            "ranks": ranks,
-            "records_per_batch": self.batch_size,
-            "num_canonical_nodes": base["num_canonical_nodes"],
-            "shuffle_seed": base["shuffle_seed"],
-            "initial_physical_nodes": base["initial_physical_nodes"],
-        }
-
-    def load_state_dict(self, obj: dict[str, Any]) -> None:
-        """Composer hook: remember where the packer of this rank resumes, and point streaming at
-        the last record batch that every rank had fully started.
-
-        Raises ``ValueError`` if the checkpoint was written with another world size or another
-        number of records per batch (the packed position cannot be mapped then).
-        """
-        from composer.utils import dist
-
-        if not obj or obj.get("version") != 1:
-            raise ValueError(f"unrecognised data position in checkpoint: {obj!r}")
-        ranks = obj["ranks"]
-        if len(ranks) != dist.get_world_size():
-            raise ValueError(
-                f"checkpoint data position was saved by {len(ranks)} ranks, this run has {dist.get_world_size()}; "
-                "resume with the same number of GPUs, or load weights only (load_weights_only: true)"
-            )
-        if obj["records_per_batch"] != self.batch_size:
-            raise ValueError(
-                f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says {self.batch_size}; "
-                "keep it unchanged to resume"
-            )
-        own = ranks[dist.get_global_rank()]
-        first = min(r["batch"] for r in ranks)
-        self.resume_from = {**own, "skip_batches": own["batch"] - first}
-        world = dist.get_world_size()
+        base = super().state_dict(0, True)  # resolves num_canonical_nodes like streaming does
         super().load_state_dict(
             {
-                "epoch": own["epoch"],
-                "sample_in_epoch": first * self.batch_size * world,
-                "num_canonical_nodes": obj["num_canonical_nodes"],
-                "shuffle_seed": obj["shuffle_seed"],
-                "initial_physical_nodes": obj["initial_physical_nodes"],
+                "epoch": epoch,
+                "sample_in_epoch": record_batch * self.batch_size * dist.get_world_size(),
+                "num_canonical_nodes": base["num_canonical_nodes"],
+                "shuffle_seed": base["shuffle_seed"],
+                "initial_physical_nodes": base["initial_physical_nodes"],
             }
+        )
+
+
+@dataclass
+class TierMixFactory:
+    """Builds the :class:`NoisedRecordStream` of a tier mix: everything but the weights is
+    fixed for the run. ``build(weights, phase)`` is called by the packer when a mix starts;
+    ``check(weights)`` raises at start-up what ``build`` would raise later (missing tier,
+    empty split, all-zero weights)."""
+
+    shard_root: str | Path | None
+    seq_len: int
+    noise: NoiseConfig
+    noise_seed: int
+    records_per_batch: int
+    remote: str | None = None
+    local_cache: str | Path | None = None
+    epoch_size: int | None = None
+    shuffle_seed: int = 9176
+    num_canonical_nodes: int | None = None
+
+    def _streams(self, weights: Mapping[str, float], phase: int) -> list[Stream]:
+        cache = self.local_cache
+        if cache is not None and phase > 0:
+            # streaming refuses two live datasets on one local folder with a remote
+            cache = Path(cache) / f"_phase{phase}"
+        return make_streams(self.shard_root, weights, "train", self.remote, cache)
+
+    def check(self, weights: Mapping[str, float]) -> None:
+        """Raise ``FileNotFoundError``/``ValueError`` (naming the tier and the fix) if the mix
+        cannot be built from the shards."""
+        self._streams(weights, 0)
+
+    def build(self, weights: Mapping[str, float], phase: int = 0) -> NoisedRecordStream:
+        """The dataset of mix ``weights``; ``phase`` keys its noise and its shuffle seed."""
+        return NoisedRecordStream(
+            streams=self._streams(weights, phase),
+            seq_len=self.seq_len,
+            noise=self.noise,
+            noise_seed=self.noise_seed,
+            batch_size=self.records_per_batch,
+            epoch_size=self.epoch_size,
+            shuffle_seed=self.shuffle_seed + phase,
+            num_canonical_nodes=self.num_canonical_nodes,
+            phase=phase,
         )

@@ -1,12 +1,15 @@
 """Assemble a Composer ``Trainer`` from a :class:`stoicheia.config.RunConfig`.
 
 The recipe (``recipes/train.py``) is only: load the YAML, call :func:`build_trainer`,
-``fit()``. Everything the run needs is built here from the config, in data-flow order:
-shards -> tier mix -> noise -> pack -> model -> loss/metrics, plus the plugins.
+``fit()``. The builder wires parts made elsewhere, in data-flow order: the tier mixes and
+the packer (``data/``), the evaluation sets (``data/eval_sets.py``), the model and its AdamW
+groups (``model/``), the schedule, and the plugins by name (:mod:`stoicheia.train.registry`).
+It reads no data itself.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from dataclasses import dataclass
@@ -17,17 +20,24 @@ import torch
 from composer import DataSpec, Evaluator, Trainer
 from composer.utils import dist, reproducibility
 
-from stoicheia.config import RunConfig, to_dict
+from stoicheia.config import RunConfig, decision_metric, to_dict
+from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader, build_eval_batches
-from stoicheia.data.shards import decode_planes, index_samples, mixture_unigram_entropy, read_stats
+from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
-from stoicheia.data.stream import NoisedRecordStream, make_streams
+from stoicheia.data.stream import TierMixFactory
 from stoicheia.model.composer_model import StoicheiaModel
-from stoicheia.text.planes import Planes
+from stoicheia.model.optim import param_groups
+from stoicheia.train import registry, run_files
+from stoicheia.train.algorithms.gradient_guard import GradientGuard
+from stoicheia.train.callbacks.anneal_control import AnnealControl
+from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.checkpoints import repair_checkpoint_folder
-from stoicheia.train.example import RestorationExample
-from stoicheia.train.plugins import GradientGuard, JSONLLogger, TrainingMonitor
-from stoicheia.train.schedule import AnnealControl, WSDScheduler, WSDShape
+from stoicheia.train.console import configure_console
+from stoicheia.train.loggers.jsonl_logger import JSONLLogger
+from stoicheia.train.schedule import WSDScheduler, WSDShape
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -37,9 +47,11 @@ class Built:
     trainer: Trainer
     model: StoicheiaModel
     train_loader: PackedLoader
-    eval_batches: list[dict[str, torch.Tensor]]
+    eval_batches: dict[str, list[dict[str, torch.Tensor]]]
     control: AnnealControl
     save_folder: str
+    run_folder: Path
+    plugins: dict[str, Any]
 
 
 class _ListDataset(torch.utils.data.Dataset):
@@ -72,46 +84,6 @@ def resolve_device(cfg: RunConfig) -> tuple[str, str]:
     return device, precision
 
 
-def read_eval_records(cfg: RunConfig) -> list[Planes]:
-    """The first ``data.eval_records`` held-out records, taken round-robin over the tiers
-    with a positive weight, in shard order (deterministic). Tiers without val shards are
-    skipped with a message; no val record at all is an error."""
-    from streaming import StreamingDataset
-
-    per_tier: list[list[Planes]] = []
-    for tier, weight in cfg.data.tier_weights.items():
-        if weight <= 0:
-            continue
-        local = Path(cfg.data.shard_root) / tier / "val"
-        if cfg.data.remote is None and (not (local / "index.json").exists() or index_samples(local) == 0):
-            print(f"[stoicheia] tier {tier!r} has no held-out records at {local}; it is not evaluated")
-            continue
-        if cfg.data.remote is None:
-            ds = StreamingDataset(local=str(local), batch_size=1, shuffle=False)
-        else:
-            ds = StreamingDataset(
-                remote=f"{cfg.data.remote.rstrip('/')}/{tier}/val",
-                local=str(Path(cfg.data.local_cache or "shard_cache") / tier / "val"),
-                batch_size=1,
-                shuffle=False,
-            )
-        take = min(ds.num_samples, cfg.data.eval_records)
-        per_tier.append([decode_planes(ds.get_item(i)) for i in range(take)])
-    records: list[Planes] = []
-    k = 0
-    while len(records) < cfg.data.eval_records and any(k < len(t) for t in per_tier):
-        for t in per_tier:
-            if k < len(t) and len(records) < cfg.data.eval_records:
-                records.append(t[k])
-        k += 1
-    if not records:
-        raise ValueError(
-            f"no held-out records under {cfg.data.shard_root}/*/val for the tiers in data.tier_weights: "
-            "convert again with a larger --val-fraction or a --val-work"
-        )
-    return records
-
-
 def _unigram_bits(cfg: RunConfig) -> float | None:
     try:
         return mixture_unigram_entropy(read_stats(Path(cfg.data.shard_root)), cfg.data.tier_weights)
@@ -119,20 +91,42 @@ def _unigram_bits(cfg: RunConfig) -> float | None:
         return None  # shards from an object store, or an older stats.json: no baseline shown
 
 
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW groups: weight decay on matrices (ndim >= 2: linear and embedding weights) only;
-    norm gains (vectors) are not decayed."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+def _pad_to_world(batches: list[dict[str, torch.Tensor]], world: int) -> list[dict[str, torch.Tensor]]:
+    """Append all-padding batches (no slot scored) until ``len`` divides by ``world``, so each
+    rank evaluates the same number of batches and none is evaluated twice."""
+    out = list(batches)
+    while len(out) % world:
+        pad = {k: v.clone() for k, v in batches[-1].items()}
+        pad["seg_id"].zero_()
+        for k in pad:
+            if k.startswith("tgt_"):
+                pad[k].fill_(-100)
+        pad["weight"].zero_()
+        out.append(pad)
+    return out
+
+
+def _every(interval: int, control: AnnealControl):
+    """Evaluation interval: every ``interval`` batches and at the last batch of the run (when
+    the run completes), never again at ``FIT_END`` (which would evaluate the last batch twice)."""
+    from composer.core import Event
+
+    def check(state, event) -> bool:
+        if event != Event.BATCH_END:
+            return False
+        return int(state.timestamp.batch) % interval == 0 or control.complete
+
+    return check
 
 
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
-    Raises ``FileNotFoundError`` for missing shards (with the convert command to run) and
-    ``RuntimeError`` for an impossible device/precision choice.
+    Raises ``FileNotFoundError`` for missing shards (with the convert command to run),
+    :class:`~stoicheia.config.ConfigError` for a bad plugin section, ``ValueError`` for
+    unusable evaluation sets, and ``RuntimeError`` for an impossible device/precision choice.
     """
+    registry.check_plugins(cfg)
     device, precision = resolve_device(cfg)
     # The last eval batch may hold fewer rows than data.eval_rows; Composer warns about it on
     # every evaluation although nothing is wrong.
@@ -140,6 +134,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     reproducibility.seed_all(cfg.seed)
     if not dist.is_initialized():
         dist.initialize_dist(device)
+    configure_console(dist.get_global_rank())
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
     # on the first rank of each node, before any dataset of this run exists. Only segments
     # that no live process maps are removed, so other jobs on the node are left alone.
@@ -149,39 +144,62 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
 
     run_name = cfg.run_name
     save_folder = cfg.train.save_folder.format(run_name=run_name)
-    # The JSONL log is a local file: with checkpoints in an object store it goes to runs/{run_name}.
-    local_folder = save_folder if "://" not in save_folder else str(Path("runs") / run_name)
-    metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=local_folder)
+    run_folder = run_files.local_run_folder(save_folder, run_name)
+    metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=str(run_folder))
     if dist.get_global_rank() == 0 and "://" not in save_folder:
         repair_checkpoint_folder(Path(save_folder))
     dist.barrier()
 
-    rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
-    dataset = NoisedRecordStream(
-        streams=make_streams(cfg.data.shard_root, cfg.data.tier_weights, "train", cfg.data.remote, cfg.data.local_cache),
-        seq_len=cfg.data.seq_len,
+    d = cfg.data
+    factory = TierMixFactory(
+        shard_root=d.shard_root,
+        seq_len=d.seq_len,
         noise=cfg.noise,
         noise_seed=cfg.seed,
-        batch_size=cfg.data.records_per_batch,
-        epoch_size=cfg.data.epoch_size,
-        shuffle_seed=cfg.data.shuffle_seed,
-        num_canonical_nodes=cfg.data.num_canonical_nodes,
+        records_per_batch=d.records_per_batch,
+        remote=d.remote,
+        local_cache=d.local_cache,
+        epoch_size=d.epoch_size,
+        shuffle_seed=d.shuffle_seed,
+        num_canonical_nodes=d.num_canonical_nodes,
     )
-    loader = PackedLoader(dataset, rows=rows, num_workers=cfg.data.num_workers, min_fragment=cfg.data.min_fragment)
+    rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
+    loader = PackedLoader(
+        factory, mixes=[d.tier_weights], rows=rows, num_workers=d.num_workers, min_fragment=d.min_fragment
+    )
     train_spec = DataSpec(
         loader,
         get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
         get_num_tokens_in_batch=lambda b: int((b["seg_id"] != 0).sum()),
     )
 
-    eval_records = read_eval_records(cfg)
-    eval_batches = build_eval_batches(eval_records, cfg.data.seq_len, cfg.data.eval_rows, cfg.data.eval_t, cfg.data.eval_seed)
-    evaluator = Evaluator(
-        label="eval",
-        dataloader=DataSpec(torch.utils.data.DataLoader(_ListDataset(eval_batches), batch_size=None)),
-        metric_names=["bits_per_char", "boundary_f1", "dia_acc", "punct_acc"],
-        device_eval_microbatch_size=cfg.data.eval_rows,
-    )
+    shape = WSDShape(cfg.train.nominal_steps, cfg.train.warmup_frac, cfg.train.decay_frac, cfg.train.final_lr_frac)
+    control = AnnealControl(shape, cfg.train.max_steps, run_folder=run_folder, save_folder=save_folder)
+    decide_on = decision_metric(cfg)
+
+    eval_sets = read_eval_sets(d.shard_root, d.tier_weights, d.eval_sets, d.eval_records, d.remote, d.local_cache)
+    if decide_on.split("/")[0] not in eval_sets:
+        raise ValueError(
+            f"train.decide_on={decide_on} names the evaluation set {decide_on.split('/')[0]!r}, which has no records "
+            f"(sets with records: {', '.join(eval_sets)}); convert with --val-work for a dev set, or set train.decide_on"
+        )
+    eval_batches: dict[str, list[dict[str, torch.Tensor]]] = {}
+    evaluators = []
+    for label, records in eval_sets.items():
+        batches = build_eval_batches(records, d.seq_len, d.eval_rows, d.eval_t, d.eval_seed)
+        eval_batches[label] = batches
+        dataset = _ListDataset(_pad_to_world(batches, dist.get_world_size()))
+        evaluators.append(
+            Evaluator(
+                label=label,
+                dataloader=DataSpec(
+                    torch.utils.data.DataLoader(dataset, batch_size=None, sampler=dist.get_sampler(dataset, shuffle=False))
+                ),
+                metric_names=["bits_per_char", "boundary_f1", "dia_acc", "punct_acc"],
+                device_eval_microbatch_size=d.eval_rows,
+                eval_interval=_every(cfg.train.save_interval, control),
+            )
+        )
 
     model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
     optimizer = torch.optim.AdamW(
@@ -190,21 +208,32 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         betas=(cfg.train.betas[0], cfg.train.betas[1]),
         eps=cfg.train.eps,
     )
-    shape = WSDShape(cfg.train.nominal_steps, cfg.train.warmup_frac, cfg.train.decay_frac, cfg.train.final_lr_frac)
-    control = AnnealControl(shape)
-    guard = GradientGuard(cfg.train.clip_norm)
-    callbacks = [
-        control,
-        TrainingMonitor(cfg.train.log_every, guard, unigram_bits=_unigram_bits(cfg)),
-        RestorationExample(eval_records),
-    ]
-    loggers = [JSONLLogger(metrics_file)]
+
+    ctx = registry.RunContext(
+        control=control,
+        loader=loader,
+        decide_on=decide_on,
+        run_folder=run_folder,
+        save_folder=save_folder,
+        tier_weights=dict(d.tier_weights),
+        eval_records=next(iter(eval_sets.values())),
+        log_every=cfg.train.log_every,
+        clip_norm=cfg.train.clip_norm,
+    )
+    plugins: dict[str, Any] = {}
+    for name, kwargs in registry.resolve(cfg.algorithms, "algorithms"):
+        plugins[name] = registry.build("algorithms", name, kwargs, ctx)
+    ctx.guard = next((p for p in plugins.values() if isinstance(p, GradientGuard)), None)
+    for name, kwargs in registry.resolve(cfg.callbacks, "callbacks"):
+        plugins[name] = registry.build("callbacks", name, kwargs, ctx)
+    algorithms = [p for n, p in plugins.items() if n in registry.ALGORITHMS]
+    callbacks = [control, EvalHistory(run_folder, _unigram_bits(cfg))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
+
     interval = f"{cfg.train.save_interval}ba"
     trainer = Trainer(
         model=model,
         train_dataloader=train_spec,
-        eval_dataloader=evaluator,
-        eval_interval=interval,
+        eval_dataloader=evaluators,
         max_duration=f"{cfg.train.max_steps}ba",
         optimizers=optimizer,
         schedulers=WSDScheduler(control),
@@ -212,9 +241,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device=device,
         precision=precision,
         device_train_microbatch_size=cfg.train.micro_batch_rows,
-        algorithms=[guard],
+        algorithms=algorithms,
         callbacks=callbacks,
-        loggers=loggers,
+        loggers=[JSONLLogger(metrics_file)],
         run_name=run_name,
         save_folder=save_folder,
         save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",
@@ -232,21 +261,25 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     )
     trainer.state.run_name = run_name
     trainer.logger.log_hyperparameters(to_dict(cfg))
-    return Built(trainer, model, loader, eval_batches, control, save_folder)
+    return Built(trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins)
 
 
 def fit_run(built: Built) -> bool:
-    """Train until the schedule (or ``train.max_steps``) is done; return False if a previous
-    job of this run had already finished it (an autoresumed, complete run does not train on)."""
+    """Train until the run is complete (anneal done or early stop; hard cap
+    ``train.max_steps``); return False if a previous job of this run had already finished it
+    (an autoresumed, complete run does not train on; its ``final``/``complete.json`` are
+    written now if a kill had prevented it)."""
     state = built.trainer.state
     done_at = int(state.timestamp.batch)
     if built.control.complete or (state.max_duration is not None and done_at >= int(state.max_duration.value)):
-        print(
-            f"[stoicheia] run {state.run_name!r} already complete at batch {done_at}; nothing to do "
-            f"(its checkpoints are in {built.save_folder}; delete them or change run_name to train again)"
+        if built.control.complete and run_files.read_json(built.run_folder, run_files.COMPLETE) is None:
+            built.control.write_completion(state, built.trainer.logger)
+        log.info(
+            "[run] run %r already complete at batch %d; nothing to do (its checkpoints are in %s; "
+            "delete them or change run_name to train again)", state.run_name, done_at, built.save_folder,
         )
         return False
     if done_at > 0:
-        print(f"[stoicheia] resuming run {state.run_name!r} from its checkpoint at batch {done_at}", flush=True)
+        log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
     built.trainer.fit()
     return True

@@ -6,19 +6,22 @@ steps, a flat peak, then a cosine decay to ``final_lr_frac`` of the peak over
 ``decay_frac`` of the nominal steps, starting at the anneal start.
 
 The anneal start is not a scheduler attribute (those are not checkpointed): it lives in
-:class:`AnnealControl`, a callback whose ``state_dict`` Composer saves, so a plugin that moves
-it (e.g. a stall-triggered anneal) survives a resume. Without such a move, the anneal starts
-as planned at ``nominal_steps * (1 - decay_frac)``.
+:class:`stoicheia.train.callbacks.anneal_control.AnnealControl`, a callback whose
+``state_dict`` Composer saves, so a plugin that moves it (the stall-triggered
+:class:`~stoicheia.train.callbacks.auto_anneal.AutoAnneal`) survives a resume. Without such a
+plugin the anneal starts as planned at ``nominal_steps * (1 - decay_frac)``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from composer.core import Callback, State
-from composer.loggers import Logger
+from composer.core import State
+
+if TYPE_CHECKING:
+    from stoicheia.train.callbacks.anneal_control import AnnealControl
 
 
 @dataclass
@@ -52,52 +55,6 @@ class WSDShape:
         progress = min(1.0, (step - start) / self.decay_steps)
         floor = self.final_lr_frac
         return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-class AnnealControl(Callback):
-    """Holds the anneal start (checkpointed) and ends the run when the anneal is over.
-
-    ``anneal_start`` (batches) is ``None`` until a plugin moves it; :meth:`start_anneal_at`
-    moves it. When the decay has run its course (``anneal_start + decay_steps`` batches), the
-    run is marked complete in this callback's state and stopped, so that an autoresumed job
-    does not train on (Composer's ``stop_training`` alone is not persisted).
-    """
-
-    def __init__(self, shape: WSDShape) -> None:
-        self.shape = shape
-        self.anneal_start: int | None = None
-        self.complete = False
-
-    @property
-    def effective_start(self) -> int:
-        return self.shape.planned_anneal_start if self.anneal_start is None else self.anneal_start
-
-    @property
-    def anneal_end(self) -> int:
-        return self.effective_start + self.shape.decay_steps
-
-    def start_anneal_at(self, step: int) -> None:
-        """Move the anneal start to optimizer step ``step`` (only earlier or later than now)."""
-        self.anneal_start = int(step)
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        if self.complete or int(state.timestamp.batch) >= self.anneal_end:
-            print(f"[stoicheia] run already complete at batch {int(state.timestamp.batch)} (anneal ended at {self.anneal_end}); nothing to do")
-            self.complete = True
-            state.stop_training()
-
-    def batch_end(self, state: State, logger: Logger) -> None:
-        if int(state.timestamp.batch) >= self.anneal_end and not self.complete:
-            self.complete = True
-            logger.log_metrics({"schedule/complete": 1})
-            state.stop_training()
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"anneal_start": self.anneal_start, "complete": self.complete}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.anneal_start = state.get("anneal_start")
-        self.complete = bool(state.get("complete", False))
 
 
 class WSDScheduler:

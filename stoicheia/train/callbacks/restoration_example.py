@@ -8,10 +8,13 @@ is shown next to the truth.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 from composer.core import Callback, State
 from composer.loggers import Logger
+from composer.utils import dist
 
 from stoicheia.data.packing import collate_rows
 from stoicheia.noise import Noised
@@ -25,6 +28,8 @@ from stoicheia.text.alphabet import (
     PUNCT_UNKNOWN,
 )
 from stoicheia.text.planes import Planes, planes_to_text
+
+log = logging.getLogger(__name__)
 
 
 def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tuple[int, int, int] | None:
@@ -72,10 +77,11 @@ def masked_example(planes: Planes, start: int, end: int) -> Noised:
 
 
 class RestorationExample(Callback):
-    """At every ``EVAL_END``, print the context around one masked held-out word, the truth and
+    """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
     the model's restoration (argmax over the 24 letters per slot)."""
 
-    def __init__(self, records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
+    def __init__(self, eval_records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
+        records = eval_records
         self.context = context
         picked = pick_word(records, max_letters)
         self.example = None
@@ -104,16 +110,14 @@ class RestorationExample(Callback):
         shown = f"…{left[-self.context:]} [{'.' * (b - a)}] {right}…"
         return shown, truth, restored
 
-    def eval_end(self, state: State, logger: Logger) -> None:
+    def eval_after_all(self, state: State, logger: Logger) -> None:
         if self.example is None:
             return
-        from composer.utils import dist
-
         if dist.get_global_rank() != 0:
             return
         model = state.model.module if hasattr(state.model, "module") else state.model
         device = next(model.parameters()).device
         shown, truth, restored = self.restore(model, device)
         hits = sum(x == y for x, y in zip(truth, restored, strict=False))
-        print(f"[restore] {shown}\n[restore] truth {truth}  model {restored}  ({hits}/{len(truth)} letters)", flush=True)
+        log.info("[restore] %s\n[restore] truth %s  model %s  (%d/%d letters)", shown, truth, restored, hits, len(truth))
         logger.log_metrics({"eval/example_letters_correct": hits / len(truth)})

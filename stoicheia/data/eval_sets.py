@@ -1,0 +1,105 @@
+"""Labelled evaluation sets read from the held-out (``val``) shards.
+
+``stoicheia convert`` sends a record to ``val`` for one of two reasons: its id hashes below
+``--val-fraction`` (text of works the model also trains on), or its whole work was named
+with ``--val-work`` (unseen works). The sets:
+
+* ``holdout``: held-out records of works that are also in training (the id hash);
+* ``dev``: records of the ``--val-work`` works, i.e. works the model never sees;
+* ``all``: every held-out record.
+
+The list of ``--val-work`` works comes from ``stats.json`` (``val_works``); shards read from
+an object store without it have no ``dev`` records.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from stoicheia.data.shards import decode_planes, index_samples, read_stats
+from stoicheia.text.planes import Planes
+
+log = logging.getLogger(__name__)
+
+EVAL_SETS = ("holdout", "dev", "all")
+
+
+def _val_works(shard_root: str | Path | None) -> frozenset[str]:
+    try:
+        return frozenset(read_stats(Path(shard_root)).get("val_works", [])) if shard_root else frozenset()
+    except (FileNotFoundError, ValueError):
+        return frozenset()
+
+
+def read_eval_sets(
+    shard_root: str | Path | None,
+    tier_weights: Mapping[str, float],
+    names: list[str],
+    max_records: int,
+    remote: str | None = None,
+    local_cache: str | Path | None = None,
+) -> dict[str, list[Planes]]:
+    """The first ``max_records`` records of each named set, taken round-robin over the tiers
+    with a positive weight, in shard order (deterministic).
+
+    Sets without records (e.g. ``dev`` when no ``--val-work`` was given) are left out with a
+    logged message; tiers without val shards are skipped likewise. Raises ``ValueError`` for
+    an unknown set name or when no set has any record (with the convert options to use).
+    """
+    from streaming import StreamingDataset
+
+    for name in names:
+        if name not in EVAL_SETS:
+            raise ValueError(f"data.eval_sets: unknown set {name!r}; the sets are {', '.join(EVAL_SETS)}")
+    val_works = _val_works(shard_root)
+    per_set: dict[str, list[list[Planes]]] = {name: [] for name in names}
+    for tier, weight in tier_weights.items():
+        if weight <= 0:
+            continue
+        if remote is None:
+            local = Path(shard_root) / tier / "val"  # type: ignore[arg-type]
+            if not (local / "index.json").exists() or index_samples(local) == 0:
+                log.info("[eval] tier %r has no held-out records at %s; it is not evaluated", tier, local)
+                continue
+            ds = StreamingDataset(local=str(local), batch_size=1, shuffle=False)
+        else:
+            ds = StreamingDataset(
+                remote=f"{remote.rstrip('/')}/{tier}/val",
+                local=str(Path(local_cache or "shard_cache") / tier / "val"),
+                batch_size=1,
+                shuffle=False,
+            )
+        taken = {name: [] for name in names}
+        for i in range(ds.num_samples):
+            if all(len(t) >= max_records for t in taken.values()):
+                break
+            sample = ds.get_item(i)
+            unseen = str(sample["work"]) in val_works
+            for name in names:
+                wanted = name == "all" or (name == "dev") == unseen
+                if wanted and len(taken[name]) < max_records:
+                    taken[name].append(decode_planes(sample))
+        for name in names:
+            per_set[name].append(taken[name])
+    out: dict[str, list[Planes]] = {}
+    for name, tiers in per_set.items():
+        records: list[Planes] = []
+        k = 0
+        while len(records) < max_records and any(k < len(t) for t in tiers):
+            for t in tiers:
+                if k < len(t) and len(records) < max_records:
+                    records.append(t[k])
+            k += 1
+        if records:
+            out[name] = records
+        else:
+            why = "no work was sent to val with --val-work" if name == "dev" else "no held-out record"
+            log.info("[eval] evaluation set %r is empty (%s); it is not evaluated", name, why)
+    if not out:
+        raise ValueError(
+            f"no held-out records under {shard_root or remote}/*/val for the tiers in data.tier_weights and the sets "
+            f"{names}: convert again with a larger --val-fraction or a --val-work"
+        )
+    return out

@@ -1,0 +1,41 @@
+"""Console output of a training job: once per job, through ``logging``.
+
+Every module logs to its own module logger (``logging.getLogger(__name__)``, as Composer
+does). :func:`configure_console` gives the ``stoicheia`` logger one handler that prints the
+message text to the current ``sys.stdout``: INFO and above on global rank 0, only ERROR on the
+other ranks, so a line appears once per job, not once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+class _StdoutHandler(logging.StreamHandler):
+    """A stream handler that writes to whatever ``sys.stdout`` is at emit time (so output
+    redirected or captured after start-up still receives it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stdout)
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ assigns it
+        pass
+
+
+def configure_console(global_rank: int) -> None:
+    """Route the ``stoicheia`` loggers to stdout: INFO on rank 0, ERROR elsewhere. Idempotent."""
+    logger = logging.getLogger("stoicheia")
+    for h in list(logger.handlers):
+        if isinstance(h, _StdoutHandler):
+            logger.removeHandler(h)
+    handler = _StdoutHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if global_rank == 0 else logging.ERROR)
+    logger.propagate = False

@@ -1,0 +1,1 @@
+"""Logger destinations of a run (besides Composer's own)."""

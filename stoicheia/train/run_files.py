@@ -1,0 +1,124 @@
+"""Files a run keeps beside its checkpoints, in its local run folder.
+
+The run folder is ``train.save_folder`` when that is a local path, else ``runs/{run_name}``.
+Everything here is small, human-readable and written atomically (temporary file, then
+``os.replace``), by global rank 0 only:
+
+========================  ================================================================
+``evals.jsonl``           one line per evaluation set per evaluation: step, set, metrics
+``metrics.jsonl``         one line per step (:class:`JSONLLogger`)
+``anneal.json``           the anneal decision: step, reason (stall / cap / planned), the
+                          evaluations that triggered it, planned start, cap, end
+``best.json``             the best evaluation of the decision metric so far and its file
+``complete.json``         the run is over: step, reason (anneal_done / early_stop), which
+                          checkpoint to use
+``diverged.json``         the run aborted on non-finite gradients: step, skips, last good
+                          checkpoint
+``pre_anneal.pt``         the last peak-LR state (full checkpoint), written at the anneal start
+``best.pt``, ``final.pt`` full checkpoints of the best evaluation and of the end of the run
+========================  ================================================================
+
+Named checkpoints go where ``save_folder`` points: they are written locally and, with an
+object-store ``save_folder``, also uploaded through Composer's remote uploader.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from composer.core import State
+from composer.loggers import Logger
+
+log = logging.getLogger(__name__)
+
+ANNEAL = "anneal.json"
+BEST = "best.json"
+COMPLETE = "complete.json"
+DIVERGED = "diverged.json"
+EVALS = "evals.jsonl"
+
+
+def local_run_folder(save_folder: str, run_name: str) -> Path:
+    """The local folder of a run: ``save_folder`` itself, or ``runs/{run_name}`` when
+    ``save_folder`` is an object-store URI."""
+    return Path(save_folder) if "://" not in save_folder else Path("runs") / run_name
+
+
+def write_json(folder: Path, name: str, obj: dict[str, Any]) -> Path:
+    """Write ``obj`` as indented JSON to ``folder/name`` atomically; returns the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(json.dumps(obj, indent=2, default=float) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_json(folder: Path, name: str) -> dict[str, Any] | None:
+    """The object in ``folder/name``, or ``None`` if there is no such file. Raises
+    ``ValueError`` naming the file if it is not valid JSON."""
+    path = Path(folder) / name
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); delete it to let the run rewrite it") from err
+
+
+def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append ``rows`` (one JSON object per line) to ``path`` and flush."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, default=float) + "\n")
+        fh.flush()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """All complete lines of a JSONL file (a last line cut by a kill is ignored)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folder: str, name: str) -> Path:
+    """Write the full training state to ``folder/{name}.pt``, replacing it atomically, and
+    upload it to ``save_folder`` when that is an object-store URI.
+
+    Collective: every rank must call it (the data position is gathered from all ranks);
+    only rank 0 writes. Returns the local path.
+    """
+    from composer.utils import dist
+    from composer.utils.checkpoint import save_checkpoint
+
+    folder = Path(folder)
+    path = folder / f"{name}.pt"
+    tmp = folder / f".{name}.partial.pt"
+    written = save_checkpoint(state, filename=str(tmp), weights_only=False)
+    if dist.get_global_rank() == 0 and written is not None:
+        os.replace(written, path)
+        if "://" in save_folder:
+            prefix = urlparse(save_folder).path.strip("/")
+            logger.upload_file(remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt", file_path=path, overwrite=True)
+        log.info("[checkpoint] step %d: saved %s", int(state.timestamp.batch), path)
+    dist.barrier()
+    return path
+
+
+def now() -> float:
+    """Seconds since the epoch (for marker files)."""
+    return time.time()
