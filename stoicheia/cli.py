@@ -1,8 +1,12 @@
-"""Command line: ``stoicheia convert`` turns source files into MDS shards.
+"""Command line: ``stoicheia convert`` (sources to MDS shards), ``stoicheia status`` (of a run).
 
-Example::
+``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
+from the files in its run folder.
+
+Examples::
 
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
+    stoicheia status checkpoints/stoicheia-demo
 
 Exit status 0 on success, 2 on a usage or input error (the message names the file and fix).
 """
@@ -70,6 +74,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from stoicheia.train.status import format_status, run_status
+
+    try:
+        facts = run_status(Path(args.run_folder))
+    except ValueError as err:
+        print(f"stoicheia status: error: {err}", file=sys.stderr)
+        return 2
+    for line in format_status(facts):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command."""
     parser = argparse.ArgumentParser(prog="stoicheia", description=__doc__.splitlines()[0])
@@ -85,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel reader processes")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     p.set_defaults(func=cmd_convert)
+    p = sub.add_parser("status", help="where a training run stands, from the files in its run folder")
+    p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
+    p.set_defaults(func=cmd_status)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -121,3 +121,58 @@ def test_shards_from_a_remote_are_cached_in_their_own_local_folder(small_shards,
     assert len(first) == 3 and (tmp_path / "cache" / "gold" / "train" / "index.json").exists()
     with pytest.raises(ValueError, match="local_cache"):
         make_streams(None, {"gold": 1.0}, "train", remote=str(small_shards))
+
+
+def _mixed_loader(shards, schedule):
+    from stoicheia.data.stream import TierMixFactory
+
+    factory = TierMixFactory(shards, seq_len=128, noise=NoiseConfig(), noise_seed=5, records_per_batch=4, shuffle_seed=11)
+    loader = PackedLoader(factory, mixes=[{"gold": 1.0, "silver": 1.0}, {"silver": 1.0}, {"gold": 1.0}], rows=2, min_fragment=8)
+    loader.set_schedule(schedule)
+    loader.record_log = []
+    return loader
+
+
+def test_mix_schedule_switches_at_the_exact_batch(small_shards):
+    """Mix 1 (silver only) from batch 6, mix 2 (gold only) from batch 9: every record packed
+    into a batch comes from that batch's mix."""
+    loader = _mixed_loader(small_shards, [(6, 1), (9, 2)])
+    batches = _take(loader, 12)
+    assert len(batches) == 12 and loader.position.batch == 12
+    want = {b: (0 if b < 6 else 1 if b < 9 else 2) for b in range(12)}
+    tiers = {b: {t for bb, _, t, _ in loader.record_log if bb == b} for b in range(12)}
+    phases = {b: {p for bb, p, _, _ in loader.record_log if bb == b} for b in range(12)}
+    # A long record pulled for batch b may also fill batch b + 1, so a batch can pull none.
+    for b in range(12):
+        assert phases[b] <= {want[b]}, (b, phases[b])
+    assert {p for _, p, _, _ in loader.record_log} == {0, 1, 2}
+    assert phases[6] == {1} and phases[9] == {2}, "a new mix starts afresh at its first batch"
+    assert set().union(*(tiers[b] for b in range(6))) <= {"gold", "silver"}
+    assert set().union(*(tiers[b] for b in range(6, 9))) == {"silver"}
+    assert set().union(*(tiers[b] for b in range(9, 12))) == {"gold"}
+    assert loader.position.phase == 2 and loader.position.phase_start == 9
+
+
+def test_resume_inside_a_mix_and_at_a_switch_yields_the_same_batches(small_shards):
+    schedule = [(3, 1), (5, 2)]
+    full = _take(_mixed_loader(small_shards, schedule), 8)
+    for n in range(1, 8):  # after 3 and 5 batches: exactly at a switch
+        first = _mixed_loader(small_shards, schedule)
+        _take(first, n)
+        state = first.dataset.state_dict(0, True)
+        resumed = _mixed_loader(small_shards, schedule)
+        resumed.dataset.load_state_dict(state)
+        rest = _take(resumed, 8 - n)
+        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), f"resume after {n} batches differs"
+
+
+def test_schedule_set_while_iterating_takes_effect_at_the_next_batch(small_shards):
+    """The anneal decision arrives between two batches (at an evaluation): the next batch
+    already comes from the new mix, exactly as when the schedule was known from the start."""
+    known = _take(_mixed_loader(small_shards, [(4, 2)]), 6)
+    late = _mixed_loader(small_shards, [])
+    it = iter(late)
+    got = [next(it) for _ in range(4)]
+    late.set_schedule([(4, 2)])
+    got += [next(it) for _ in range(2)]
+    assert all(_same(x, y) for x, y in zip(known, got, strict=True))

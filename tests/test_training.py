@@ -22,6 +22,8 @@ def tiny_config(shards, folder, name, steps=6, save_interval=3) -> RunConfig:
             "data.num_workers=0",
             "data.eval_records=8",
             "data.eval_rows=4",
+            "data.eval_sets=[holdout]",
+            "train.decide_on=holdout/bits_per_char",
             "model.d_model=32",
             "model.n_layers=2",
             "model.n_heads=2",

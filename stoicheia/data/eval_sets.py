@@ -14,6 +14,7 @@ an object store without it have no ``dev`` records.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,16 @@ from stoicheia.text.planes import Planes
 log = logging.getLogger(__name__)
 
 EVAL_SETS = ("holdout", "dev", "all")
+
+
+@functools.lru_cache(maxsize=32)
+def _local_val_dataset(local: str):
+    """One read-only dataset per local val folder and process: a ``StreamingDataset`` holds
+    shared-memory handles for as long as the process lives, so it is not built anew for each
+    trainer a process builds."""
+    from streaming import StreamingDataset
+
+    return StreamingDataset(local=local, batch_size=1, shuffle=False)
 
 
 def _val_works(shard_root: str | Path | None) -> frozenset[str]:
@@ -63,7 +74,7 @@ def read_eval_sets(
             if not (local / "index.json").exists() or index_samples(local) == 0:
                 log.info("[eval] tier %r has no held-out records at %s; it is not evaluated", tier, local)
                 continue
-            ds = StreamingDataset(local=str(local), batch_size=1, shuffle=False)
+            ds = _local_val_dataset(str(local.resolve()))
         else:
             ds = StreamingDataset(
                 remote=f"{remote.rstrip('/')}/{tier}/val",

@@ -114,7 +114,7 @@ def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folde
         if "://" in save_folder:
             prefix = urlparse(save_folder).path.strip("/")
             logger.upload_file(remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt", file_path=path, overwrite=True)
-        log.info("[checkpoint] step %d: saved %s", int(state.timestamp.batch), path)
+        log.debug("step %d: saved %s", int(state.timestamp.batch), path)
     dist.barrier()
     return path
 

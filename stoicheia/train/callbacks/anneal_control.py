@@ -90,7 +90,10 @@ class AnnealControl(Callback):
         self.anneal_start = int(step)
         self.reason = reason
         planned = self.shape.planned_anneal_start
-        when = "as planned" if step == planned else (f"{planned - step} batches before" if step < planned else f"{step - planned} batches after") + f" the planned start {planned}"
+        if step == planned:
+            when = "at the planned start"
+        else:
+            when = (f"{planned - step} batches before" if step < planned else f"{step - planned} batches after") + f" the planned start {planned}"
         log.info(
             "[anneal] step %d: anneal starts (%s, %s); the decay runs %d batches, the run ends at batch %d",
             step, reason, when, self.shape.decay_steps, self.anneal_end,

@@ -51,7 +51,7 @@ class AnnealData(Callback):
     the first batch of a phase (``BEFORE_DATALOADER``), dropping the rows in flight, so a run
     resumed inside a phase or exactly at a switch sees the same batches.
 
-    Logs every switch (step, phase, mix) and ``data/phase`` every batch.
+    Logs every switch (step, phase, mix) and ``data/phase`` of every batch.
 
     Args:
         control, loader, tier_weights: injected (the run's :class:`AnnealControl`, packer,
@@ -111,4 +111,7 @@ class AnnealData(Callback):
             else:
                 log.info("[data] step %d: anneal phase %d of %d starts, tier mix: %s", step, phase, len(self.phases), mix)
             self._shown = phase
-        logger.log_metrics({"data/phase": float(phase)})
+
+    def batch_end(self, state: State, logger: Logger) -> None:
+        # logged with the batch's loss: the line of step s is batch s - 1
+        logger.log_metrics({"data/phase": float(self.loader.position.phase)})

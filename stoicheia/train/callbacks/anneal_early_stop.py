@@ -61,11 +61,6 @@ class AnnealEarlyStop(Callback):
             )
             self.control.finish(state, "early_stop")
 
-    def fit_start(self, state: State, logger: Logger) -> None:
-        if self.metric != self.decide_on:
-            log.info("[anneal] decision metric changed from %s to %s: the early-stop count starts again", self.metric, self.decide_on)
-            self.metric, self.best, self.since_best = self.decide_on, None, 0
-
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "best": self.best, "since_best": self.since_best}
 
@@ -73,3 +68,6 @@ class AnnealEarlyStop(Callback):
         self.metric = state.get("metric", self.decide_on)
         self.best = state.get("best")
         self.since_best = int(state.get("since_best", 0))
+        if self.metric != self.decide_on:
+            log.info("[anneal] decision metric changed from %s to %s: the early-stop count starts again", self.metric, self.decide_on)
+            self.metric, self.best, self.since_best = self.decide_on, None, 0

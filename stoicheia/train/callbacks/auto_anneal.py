@@ -129,12 +129,6 @@ class AutoAnneal(Callback):
                 why = "stall" if stalled else "planned"
                 self.control.decide(planned, why, self._evidence())
 
-    def fit_start(self, state: State, logger: Logger) -> None:
-        if self.metric != self.decide_on:
-            log.info("[anneal] decision metric changed from %s to %s: the stall window starts again", self.metric, self.decide_on)
-            self.metric = self.decide_on
-            self.window = []
-
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "window": [[s, v] for s, v in self.window], "extended": self.extended}
 
@@ -143,4 +137,5 @@ class AutoAnneal(Callback):
         self.window = [(int(s), float(v)) for s, v in state.get("window", [])]
         self.extended = bool(state.get("extended", False))
         if self.metric != self.decide_on:
-            self.fit_start(None, None)  # type: ignore[arg-type]
+            log.info("[anneal] decision metric changed from %s to %s: the stall window starts again", self.metric, self.decide_on)
+            self.metric, self.window, self.extended = self.decide_on, [], False

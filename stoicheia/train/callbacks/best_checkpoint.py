@@ -62,11 +62,6 @@ class BestCheckpoint(Callback):
             )
             log.info("[best] step %d: new best %s %.4f, saved %s", self.best_step, self.metric, self.best_value, path)
 
-    def fit_start(self, state: State, logger: Logger) -> None:
-        if self.metric != self.decide_on:
-            log.info("[best] decision metric changed from %s to %s: the best starts again", self.metric, self.decide_on)
-            self.metric, self.best_value, self.best_step = self.decide_on, None, None
-
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "best_value": self.best_value, "best_step": self.best_step}
 
@@ -74,3 +69,6 @@ class BestCheckpoint(Callback):
         self.metric = state.get("metric", self.decide_on)
         self.best_value = state.get("best_value")
         self.best_step = state.get("best_step")
+        if self.metric != self.decide_on:
+            log.info("[best] decision metric changed from %s to %s: the best starts again", self.metric, self.decide_on)
+            self.metric, self.best_value, self.best_step = self.decide_on, None, None
