@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,9 @@ from stoicheia.train.callbacks.anneal_data import check_phases
 from stoicheia.train.callbacks.auto_anneal import is_stalled
 from stoicheia.train.callbacks.eval_history import read_history
 
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny import tiny_run  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,31 +38,7 @@ def _chdir_repo(monkeypatch):
 
 
 def config(shards, folder, name, *extra):
-    return load_config(
-        "yamls/demo.yaml",
-        [
-            f"run_name={name}",
-            f"data.shard_root={shards}",
-            "data.seq_len=96",
-            "data.records_per_batch=4",
-            "data.num_workers=0",
-            "data.eval_records=4",
-            "data.eval_rows=4",
-            "data.eval_sets=[holdout]",
-            "train.decide_on=holdout/bits_per_char",
-            "model.d_model=32",
-            "model.n_layers=2",
-            "model.n_heads=2",
-            "model.char_window=16",
-            "train.micro_batch_rows=2",
-            "train.grad_accum=1",
-            "train.log_every=1000",
-            "train.warmup_frac=0.05",
-            f"train.save_folder={folder}/{{run_name}}",
-            "callbacks.restoration_example=false",
-            *extra,
-        ],
-    )
+    return tiny_run(shards, folder, name, *extra)
 
 
 def script_curve(monkeypatch, curve):
@@ -398,3 +378,24 @@ def test_a_run_of_non_finite_gradients_aborts_and_keeps_the_last_good_checkpoint
     assert "3 consecutive non-finite gradients" in err and "lower train.lr" in err
     with pytest.raises(TrainingDiverged):
         raise TrainingDiverged("importable for callers")
+
+
+def test_another_anneal_starts_from_pre_anneal_as_a_new_run(small_shards, tmp_path):
+    """The README's recipe: a new run with ``train.load_path=.../pre_anneal.pt``, another
+    decay length and another mix, resumes at the anneal start and anneals from there."""
+    first = run(config(small_shards, tmp_path, "base", *PHASED))
+    assert first.control.anneal_start == 12
+    pre = tmp_path / "base" / "pre_anneal.pt"
+    branch = config(
+        small_shards, tmp_path, "branch", *PHASED,
+        f"train.load_path={pre}", "train.decay_frac=0.2", "train.max_steps=30",
+        "callbacks.anneal_data.phases=[[1.0, {silver: 1}]]",
+    )
+    built = build_trainer(branch)
+    assert int(built.trainer.state.timestamp.batch) == 12 and built.control.anneal_start == 12
+    built.train_loader.record_log = []
+    fit_run(built)
+    built.trainer.close()
+    assert int(built.trainer.state.timestamp.batch) == 16, "12 + 0.2 x 20 batches of decay"
+    assert {t for _, _, t, _ in built.train_loader.record_log} == {"silver"}
+    assert (tmp_path / "branch" / "final.pt").exists() and json.loads((tmp_path / "base" / "complete.json").read_text())["step"] == 20

@@ -3,41 +3,26 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from stoicheia.config import RunConfig, load_config
+from stoicheia.config import RunConfig
 from stoicheia.train.builder import build_trainer, fit_run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny import tiny_run  # noqa: E402
 
 
 def tiny_config(shards, folder, name, steps=6, save_interval=3) -> RunConfig:
-    cfg = load_config(
-        "yamls/demo.yaml",
-        [
-            f"run_name={name}",
-            f"data.shard_root={shards}",
-            "data.seq_len=96",
-            "data.records_per_batch=4",
-            "data.num_workers=0",
-            "data.eval_records=8",
-            "data.eval_rows=4",
-            "data.eval_sets=[holdout]",
-            "train.decide_on=holdout/bits_per_char",
-            "model.d_model=32",
-            "model.n_layers=2",
-            "model.n_heads=2",
-            "model.char_window=16",
-            "train.micro_batch_rows=2",
-            "train.grad_accum=2",
-            f"train.nominal_steps={steps}",
-            f"train.max_steps={steps}",
-            f"train.save_interval={save_interval}",
-            "train.log_every=1",
-            f"train.save_folder={folder}/{{run_name}}",
-        ],
+    return tiny_run(
+        shards, folder, name,
+        "data.eval_records=8", "train.grad_accum=2", "train.log_every=1", "train.warmup_frac=0.04",
+        "callbacks.restoration_example=true",
+        f"train.nominal_steps={steps}", f"train.max_steps={steps}", f"train.save_interval={save_interval}",
     )
-    return cfg
 
 
 def _weights(model):

@@ -38,6 +38,7 @@ from stoicheia.data.packing import collate_rows, pack_rows
 from stoicheia.data.shards import split_at_words
 from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
 from stoicheia.noise import Noised, reference_noise
+from stoicheia.text.alphabet import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
 
@@ -362,3 +363,20 @@ def build_eval_batches(
     if rows_acc:
         batches.append(collate_rows(rows_acc, seq_len))
     return batches
+
+
+def pad_eval_batches(batches: list[dict[str, torch.Tensor]], world: int) -> list[dict[str, torch.Tensor]]:
+    """``batches`` plus all-padding batches (``seg_id`` 0, every target IGNORE_INDEX, weight 0:
+    nothing scored) until the count divides by ``world``, so that a DistributedSampler gives
+    every rank the same number of evaluation batches and evaluates none twice (it would
+    otherwise repeat batches to even out the ranks)."""
+    out = list(batches)
+    while len(out) % world:
+        pad = {k: v.clone() for k, v in batches[-1].items()}
+        pad["seg_id"].zero_()
+        for k in pad:
+            if k.startswith("tgt_"):
+                pad[k].fill_(IGNORE_INDEX)
+        pad["weight"].zero_()
+        out.append(pad)
+    return out

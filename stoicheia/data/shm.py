@@ -15,9 +15,12 @@ that no ``/proc/PID/maps`` names belongs to no running dataset.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _SEGMENT = re.compile(r"^\d{6}_")
 
@@ -69,5 +72,5 @@ def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Pat
             except (FileNotFoundError, PermissionError):
                 continue
     if removed:
-        print(f"[stoicheia] removed {len(removed)} stale streaming shared-memory segments left by killed runs")
+        log.info("[data] removed %d stale streaming shared-memory segments left by killed runs", len(removed))
     return removed

@@ -22,7 +22,7 @@ from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, decision_metric, to_dict
 from stoicheia.data.eval_sets import read_eval_sets
-from stoicheia.data.loader import PackedLoader, build_eval_batches
+from stoicheia.data.loader import PackedLoader, build_eval_batches, pad_eval_batches
 from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import TierMixFactory
@@ -89,21 +89,6 @@ def _unigram_bits(cfg: RunConfig) -> float | None:
         return mixture_unigram_entropy(read_stats(Path(cfg.data.shard_root)), cfg.data.tier_weights)
     except (FileNotFoundError, ValueError, KeyError):
         return None  # shards from an object store, or an older stats.json: no baseline shown
-
-
-def _pad_to_world(batches: list[dict[str, torch.Tensor]], world: int) -> list[dict[str, torch.Tensor]]:
-    """Append all-padding batches (no slot scored) until ``len`` divides by ``world``, so each
-    rank evaluates the same number of batches and none is evaluated twice."""
-    out = list(batches)
-    while len(out) % world:
-        pad = {k: v.clone() for k, v in batches[-1].items()}
-        pad["seg_id"].zero_()
-        for k in pad:
-            if k.startswith("tgt_"):
-                pad[k].fill_(-100)
-        pad["weight"].zero_()
-        out.append(pad)
-    return out
 
 
 def _every(interval: int, control: AnnealControl):
@@ -188,7 +173,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     for label, records in eval_sets.items():
         batches = build_eval_batches(records, d.seq_len, d.eval_rows, d.eval_t, d.eval_seed)
         eval_batches[label] = batches
-        dataset = _ListDataset(_pad_to_world(batches, dist.get_world_size()))
+        dataset = _ListDataset(pad_eval_batches(batches, dist.get_world_size()))
         evaluators.append(
             Evaluator(
                 label=label,

@@ -10,11 +10,14 @@ deleted) and points ``latest-rank{R}.pt`` at the newest complete checkpoint.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import zipfile
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^ep(?P<epoch>\d+)-ba(?P<batch>\d+)-rank(?P<rank>\d+)\.pt$")
 
@@ -74,5 +77,5 @@ def repair_checkpoint_folder(folder: Path) -> list[str]:
             link.symlink_to(newest_ok.name)
             actions.append(f"pointed {link.name} at {newest_ok.name}")
     for a in actions:
-        print(f"[stoicheia] checkpoint repair: {a}")
+        log.warning("[checkpoint] repair: %s", a)
     return actions

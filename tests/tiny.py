@@ -1,0 +1,35 @@
+"""The small run the training tests share: a 2-layer model on the small real shards."""
+
+from __future__ import annotations
+
+from stoicheia.config import RunConfig, load_config
+
+
+def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
+    """``yamls/demo.yaml`` shrunk to a 2-layer, 32-wide model on 96-slot rows, one held-out
+    set, checkpoints in ``folder/name``; ``extra`` overrides come last."""
+    return load_config(
+        "yamls/demo.yaml",
+        [
+            f"run_name={name}",
+            f"data.shard_root={shards}",
+            "data.seq_len=96",
+            "data.records_per_batch=4",
+            "data.num_workers=0",
+            "data.eval_records=4",
+            "data.eval_rows=4",
+            "data.eval_sets=[holdout]",
+            "train.decide_on=holdout/bits_per_char",
+            "model.d_model=32",
+            "model.n_layers=2",
+            "model.n_heads=2",
+            "model.char_window=16",
+            "train.micro_batch_rows=2",
+            "train.grad_accum=1",
+            "train.log_every=1000",
+            "train.warmup_frac=0.05",
+            f"train.save_folder={folder}/{{run_name}}",
+            "callbacks.restoration_example=false",
+            *extra,
+        ],
+    )
