@@ -231,7 +231,7 @@ def test_staged_mixes_switch_at_the_exact_batches(small_shards, tmp_path, capsys
     assert phases[12] == 0 and phases[13] == 1 and phases[17] == 2, "data/phase is logged at the end of each batch"
 
 
-@pytest.mark.parametrize("stop", [12, 14, 16])  # at the first switch, inside phase 1, at the second switch
+@pytest.mark.parametrize("stop", [12, 14, 16, 18])  # at the first switch, inside phase 1, at the second switch, inside phase 2
 def test_resume_inside_a_phase_or_at_a_switch_sees_the_same_batches(small_shards, tmp_path, stop):
     straight = BatchDigests()
     a = run(config(small_shards, tmp_path, "straight", *PHASED), straight)
