@@ -73,6 +73,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         fit_run(built)
+    except ValueError as err:  # the run cannot go on as configured (e.g. max_steps too small)
+        print(f"train.py: {err}", file=sys.stderr)
+        return 2
     except TrainingDiverged as err:
         from composer.utils import dist
 

@@ -12,7 +12,8 @@
 #   srun --ntasks-per-node=1 .venv/bin/composer -n GPUS --world_size NODES*GPUS --node_rank ... \
 #        recipes/train.py CONFIG key=value ...
 # and resumes the run by autoresume. When the run is complete (complete.json) or has diverged
-# (exit status 3 or a new diverged.json), the job cancels the jobs of the chain after it.
+# (exit status 3 or a new diverged.json) or could not start (exit status 2: configuration or
+# input error, e.g. missing shards), the job cancels the jobs of the chain after it.
 # --dry-run prints the batch script and the sbatch commands and writes and submits nothing.
 #
 # Exit status: 0 submitted (or nothing to do), 2 usage or configuration error, 1 sbatch failed.
@@ -183,6 +184,11 @@ rm -f "$START_MARK"
 if [[ -f $RUN_FOLDER/complete.json ]]; then
   say "the run is complete (exit status $rc)"
   cancel_rest "run complete"
+elif ((rc == 2)); then
+  # the recipe's "configuration or input error" (missing shards, bad key...): every later job
+  # would fail the same way
+  say "the run could not start (exit status 2: configuration or input error, see above)"
+  cancel_rest "configuration or input error"
 else
   say "training stopped with exit status $rc; the next job of the chain (if any) resumes the run"
 fi

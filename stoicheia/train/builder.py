@@ -52,6 +52,8 @@ class Built:
     save_folder: str
     run_folder: Path
     plugins: dict[str, Any]
+    load_path: str | None = None
+    autoresumed: bool = False
 
 
 class _ListDataset(torch.utils.data.Dataset):
@@ -246,7 +248,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     )
     trainer.state.run_name = run_name
     trainer.logger.log_hyperparameters(to_dict(cfg))
-    return Built(trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins)
+    # autoresume found a checkpoint of this run (it then ignores load_path)
+    autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt")) if "://" not in save_folder else False
+    return Built(trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins, cfg.train.load_path, autoresumed)
 
 
 def fit_run(built: Built) -> bool:
@@ -256,15 +260,24 @@ def fit_run(built: Built) -> bool:
     written now if a kill had prevented it)."""
     state = built.trainer.state
     done_at = int(state.timestamp.batch)
-    if built.control.complete or (state.max_duration is not None and done_at >= int(state.max_duration.value)):
-        if built.control.complete and run_files.read_json(built.run_folder, run_files.COMPLETE) is None:
+    if built.control.complete:
+        if run_files.read_json(built.run_folder, run_files.COMPLETE) is None:
             built.control.write_completion(state, built.trainer.logger)
         log.info(
             "[run] run %r already complete at batch %d; nothing to do (its checkpoints are in %s; "
             "delete them or change run_name to train again)", state.run_name, done_at, built.save_folder,
         )
         return False
+    if state.max_duration is not None and done_at >= int(state.max_duration.value):
+        raise ValueError(
+            f"run {state.run_name!r} is at batch {done_at} = train.max_steps but its anneal has not ended "
+            f"(it ends at batch {built.control.anneal_end}): raise train.max_steps to continue"
+        )
+    built.control.check_fits()
     if done_at > 0:
-        log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
+        if built.load_path and not built.autoresumed:
+            log.info("[run] run %r starts from %s at batch %d", state.run_name, built.load_path, done_at)
+        else:
+            log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
     built.trainer.fit()
     return True

@@ -98,6 +98,33 @@ class RunContext:
 CONTEXT_FIELDS = tuple(f.name for f in dataclasses.fields(RunContext))
 
 
+#: Where the YAML sets what the run injects (for error messages).
+CONTEXT_KEYS = {
+    "decide_on": "train.decide_on",
+    "tier_weights": "data.tier_weights",
+    "log_every": "train.log_every",
+    "clip_norm": "train.clip_norm",
+    "save_folder": "train.save_folder",
+    "run_folder": "train.save_folder",
+}
+
+
+def _check_type(where: str, value: Any, default: Any) -> None:
+    """A value for an option whose default is a number or a bool must be one too."""
+    if default is inspect.Parameter.empty or default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(default, int) and not isinstance(default, bool) and isinstance(value, float) and not value.is_integer():
+            ok = False
+    else:
+        return
+    if not ok:
+        raise ConfigError(f"{where}: expected {type(default).__name__} (default {default!r}), got {value!r}")
+
+
 def _closest(word: str, options: list[str]) -> str:
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.4)
     return f"did you mean '{close[0]}'?" if close else f"valid: {', '.join(sorted(options))}"
@@ -119,6 +146,9 @@ def resolve(section: Mapping[str, Any] | None, kind: str) -> list[tuple[str, dic
     chosen: dict[str, dict[str, Any]] = {k: dict(v) for k, v in defaults.items()}
     for name, value in (section or {}).items():
         if name not in registry:
+            other, other_kind = (ALGORITHMS, "algorithms") if kind == "callbacks" else (CALLBACKS, "callbacks")
+            if name in other:
+                raise ConfigError(f"{kind}: '{name}' is one of the {other_kind}: set it under {other_kind}.{name}")
             raise ConfigError(f"{kind}: unknown {kind[:-1]} '{name}'; {_closest(str(name), list(registry))}")
         if value is False or value is None:
             chosen.pop(name, None)
@@ -128,12 +158,16 @@ def resolve(section: Mapping[str, Any] | None, kind: str) -> list[tuple[str, dic
         if not isinstance(value, Mapping):
             raise ConfigError(f"{kind}.{name}: give a mapping of options, true or false, not {value!r}")
         allowed = _user_params(registry[name])
+        params = inspect.signature(registry[name].__init__).parameters
         for key in value:
             if key in CONTEXT_FIELDS:
-                raise ConfigError(f"{kind}.{name}.{key} is set by the run (from the train/data sections), not in {kind}")
+                where = CONTEXT_KEYS.get(key)
+                hint = f"set {where} instead" if where else "it cannot be set"
+                raise ConfigError(f"{kind}.{name}.{key} is set by the run, not in {kind}: {hint}")
             if key not in allowed:
                 hint = _closest(str(key), allowed) if allowed else "it takes no options"
                 raise ConfigError(f"{kind}.{name}: unknown option '{key}'; {hint}")
+            _check_type(f"{kind}.{name}.{key}", value[key], params[key].default)
         chosen[name] = dict(value)
     return list(chosen.items())
 

@@ -126,14 +126,53 @@ class AnnealControl(Callback):
 
     # --- events ------------------------------------------------------------------------
     def fit_start(self, state: State, logger: Logger) -> None:
+        step = int(state.timestamp.batch)
         if self.complete:
-            log.info("[run] run already complete at batch %d; nothing to do", int(state.timestamp.batch))
+            log.info("[run] run already complete at batch %d; nothing to do", step)
             state.stop_training()
+            return
+        shape = self.shape
+        log.info(
+            "[run] step %d: schedule: warmup %d, planned anneal start %d, decay %d batches, %s, max_steps %d",
+            step, shape.warmup_steps, shape.planned_anneal_start, shape.decay_steps,
+            f"latest anneal start (cap) {self.cap}" if self.auto else "automatic anneal off", self.max_steps,
+        )
+        if self.decided:
+            log.info("[run] step %d: the anneal started at batch %d (%s); it ends at batch %d", step, self.anneal_start, self.reason, self.anneal_end)
+            if self.run_folder is not None and dist.get_global_rank() == 0 and run_files.read_json(self.run_folder, run_files.ANNEAL) is None:
+                # a new run started from another run's checkpoint (e.g. pre_anneal.pt): record
+                # the decision it inherited, with this run's decay length and end
+                run_files.write_json(
+                    self.run_folder,
+                    run_files.ANNEAL,
+                    {
+                        "step": self.anneal_start,
+                        "reason": self.reason,
+                        "inherited": True,
+                        "planned_start": shape.planned_anneal_start,
+                        "cap": self.cap,
+                        "decay_steps": shape.decay_steps,
+                        "end": self.anneal_end,
+                        "time": run_files.now(),
+                    },
+                )
+
+    def check_fits(self) -> None:
+        """Raise ``ValueError`` if a decided anneal would end after ``max_steps`` (the run would
+        stop in the middle of its decay)."""
+        if self.decided and not self.complete and self.anneal_end > self.max_steps:
+            raise ValueError(
+                f"the anneal started at batch {self.anneal_start} and its decay of {self.shape.decay_steps} batches ends at "
+                f"batch {self.anneal_end}, after train.max_steps={self.max_steps}: raise train.max_steps to at least "
+                f"{self.anneal_end} (or shorten train.decay_frac)"
+            )
 
     def batch_end(self, state: State, logger: Logger) -> None:
         step = int(state.timestamp.batch)
         if not self.decided and not self.auto and step >= self.shape.planned_anneal_start:
-            self.decide(self.shape.planned_anneal_start, "planned")
+            # step > planned only when a run resumed past it without a decision (automatic
+            # annealing switched off mid-run): anneal from now, not from a batch already trained
+            self.decide(step, "planned")
         if self.decided and step >= self.anneal_end:
             self.finish(state, "anneal_done")
         logger.log_metrics({"schedule/anneal_started": float(self.decided and step >= self.effective_start)})

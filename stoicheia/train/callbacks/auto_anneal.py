@@ -10,7 +10,7 @@ from composer.core import Callback, State
 from composer.loggers import Logger
 
 from stoicheia.train.callbacks.anneal_control import AnnealControl
-from stoicheia.train.decision import from_rank0, improves, metric_mode, read_decision_metric
+from stoicheia.train.decision import from_rank0, metric_mode, read_decision_metric
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ def is_stalled(values: list[float], window: int, eps: float, mode: str = "min") 
     """The stall test over the last ``window`` values (oldest first).
 
     Stalled when the best of the newer half is not better than the best of the older half
-    by at least ``eps`` (in the metric's unit, e.g. bits). Fewer than ``window`` values: not
+    by at least ``eps`` (gain < ``eps``) (in the metric's unit, e.g. bits). Fewer than ``window`` values: not
     stalled (there is not enough evidence).
     """
     if window < 2 or len(values) < window:
@@ -27,8 +27,11 @@ def is_stalled(values: list[float], window: int, eps: float, mode: str = "min") 
     recent = values[-window:]
     half = window // 2
     older, newer = recent[:half], recent[half:]
-    pick = min if mode == "min" else max
-    return not improves(pick(newer), pick(older), mode, eps)
+    if mode == "min":
+        gain = min(older) - min(newer)
+    else:
+        gain = max(newer) - max(older)
+    return not gain >= eps  # a NaN gain (non-finite evaluations) counts as a stall
 
 
 class AutoAnneal(Callback):
@@ -95,6 +98,16 @@ class AutoAnneal(Callback):
             "evaluations": [[s, v] for s, v in self.window[-self.stall_window :]],
         }
 
+    def fit_start(self, state: State, logger: Logger) -> None:
+        if not self.control.decided:
+            log.info(
+                "[anneal] automatic anneal: decides from %s; stalled when the best of the last %d evaluations' newer half "
+                "is less than %g better than the older half's; not before batch %d; at the planned start %d, a model "
+                "still improving keeps its peak LR, at the latest until batch %d",
+                self.decide_on, self.stall_window, self.stall_eps, self.earliest,
+                self.control.shape.planned_anneal_start, self.control.cap,
+            )
+
     def eval_after_all(self, state: State, logger: Logger) -> None:
         value = read_decision_metric(state, self.decide_on)
         step = int(state.timestamp.batch)
@@ -112,7 +125,7 @@ class AutoAnneal(Callback):
             return
         step = int(state.timestamp.batch)
         if step >= self.control.cap:
-            self.control.decide(self.control.cap, "cap", self._evidence())
+            self.control.decide(step, "cap", self._evidence())
             return
         planned = self.control.shape.planned_anneal_start
         if step >= planned and not self.extended:
@@ -127,7 +140,10 @@ class AutoAnneal(Callback):
                 )
             else:
                 why = "stall" if stalled else "planned"
-                self.control.decide(planned, why, self._evidence())
+                evidence = self._evidence()
+                if not full:
+                    evidence["note"] = f"only {len(self.window)} of the {self.stall_window} evaluations the stall test needs"
+                self.control.decide(step, why, evidence)
 
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "window": [[s, v] for s, v in self.window], "extended": self.extended}

@@ -48,9 +48,9 @@ class EvalHistory(Callback):
         base = ""
         if self.unigram_bits is not None and math.isfinite(self.unigram_bits):
             base = f"  (letter-unigram entropy of the training mix: {self.unigram_bits:.3f} bits)"
-        for row in rows:
+        for i, row in enumerate(rows):
             parts = "  ".join(f"{row['set']}/{k} {v:.4f}" for k, v in row["metrics"].items())
-            log.info("[eval] step %6d  %s%s", step, parts, base)
+            log.info("[eval] step %6d  %s%s", step, parts, base if i == len(rows) - 1 else "")
 
 
 def read_history(run_folder: Path) -> list[dict]:
