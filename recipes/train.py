@@ -41,12 +41,16 @@ def main(argv: list[str]) -> int:
 
     save_folder = cfg.train.save_folder.format(run_name=cfg.run_name)
     run_folder = run_files.local_run_folder(save_folder, cfg.run_name)
-    done = run_files.read_json(run_folder, run_files.COMPLETE)
-    if done is not None:
+    try:
+        done = run_files.read_json(run_folder, run_files.COMPLETE)
+    except ValueError as err:
+        print(f"train.py: {err}", file=sys.stderr)
+        return 2
+    if done is not None and "step" in done and "final" in done:
         if os.environ.get("RANK", "0") == "0":
             best = done.get("best")
             print(
-                f"run {cfg.run_name!r} is complete at step {done['step']} ({done['reason']}): use "
+                f"run {cfg.run_name!r} is complete at step {done['step']} ({done.get('reason')}): use "
                 + (f"{run_folder / 'best.pt'} (step {best['step']}, {best['metric']} {best['value']:.4f}); " if best else "")
                 + f"final state {run_folder / done['final']}; nothing to do"
             )

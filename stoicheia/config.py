@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,8 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
+    if not all(math.isfinite(w) and w >= 0 for w in d.tier_weights.values()):
+        raise bad("data.tier_weights", f"weights must be finite numbers >= 0, got {dict(d.tier_weights)}")
     if not d.eval_sets or len(set(d.eval_sets)) != len(d.eval_sets):
         raise bad("data.eval_sets", f"must list distinct sets (holdout, dev, all), got {d.eval_sets}")
     for name in d.eval_sets:
@@ -211,7 +214,7 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
             raise bad(
                 "train.decide_on",
                 f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets ({', '.join(d.eval_sets)}) and METRIC one of "
-                "bits_per_char, boundary_f1, dia_acc, punct_acc (e.g. dev/bits_per_char)",
+                f"bits_per_char, boundary_f1, dia_acc, punct_acc (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
             )
     for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
         try:

@@ -414,3 +414,54 @@ def test_another_anneal_starts_from_pre_anneal_as_a_new_run(small_shards, tmp_pa
     with pytest.raises(ValueError, match="ends at batch 22, after train.max_steps=20: raise train.max_steps"):
         fit_run(short)
     short.trainer.close()
+
+
+def test_bad_values_are_refused(small_shards):
+    with pytest.raises(ValueError, match="finite"):
+        check_phases([[1.0, {"gold": float("inf")}]])
+    with pytest.raises(ConfigError, match="data.tier_weights"):
+        load_config("yamls/demo.yaml", ["data.tier_weights.silver=.nan"])
+    with pytest.raises(ConfigError, match="min_delta must be >= 0"):
+        registry.build("callbacks", "best_checkpoint", {"min_delta": -1.0}, _ctx())
+
+
+def _ctx():
+    from stoicheia.train.callbacks.anneal_control import AnnealControl
+    from stoicheia.train.schedule import WSDShape
+
+    control = AnnealControl(WSDShape(100, warmup_frac=0.5, decay_frac=0.2), 120)
+    return registry.RunContext(control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0)
+
+
+def test_a_stall_never_starts_the_anneal_inside_the_warmup():
+    ctx = _ctx()
+    auto = registry.build("callbacks", "auto_anneal", {"min_anneal_frac": 0.0}, ctx)
+    assert auto.earliest == 50 == ctx.control.shape.warmup_steps
+
+
+def test_resuming_past_the_planned_start_without_auto_anneal_anneals_from_now(small_shards, tmp_path, monkeypatch, capsys):
+    script_curve(monkeypatch, lambda step: 5.0 - 0.05 * step)  # still improving: extended at 15
+    extra = ("train.nominal_steps=20", "train.max_steps=30", "train.decay_frac=0.25", "train.save_interval=2",
+             "callbacks.auto_anneal.stall_window=4", "callbacks.anneal_early_stop.patience=0")
+    first = run(config(small_shards, tmp_path, "late", *extra), duration="18ba")
+    assert first.plugins["auto_anneal"].extended and not first.control.decided
+    built = run(config(small_shards, tmp_path, "late", *extra, "callbacks.auto_anneal=false"))
+    assert built.control.anneal_start == 18 and built.control.reason == "planned"
+    assert int(built.trainer.state.timestamp.batch) == 23, "a whole decay from the resumed batch"
+
+
+def test_a_corrupt_complete_marker_is_one_clear_error(small_shards, tmp_path, capsys):
+    import runpy
+
+    from omegaconf import OmegaConf
+
+    from stoicheia.config import to_dict
+
+    yaml = tmp_path / "c.yaml"
+    OmegaConf.save(OmegaConf.create(to_dict(config(small_shards, tmp_path, "corrupt"))), yaml)
+    (tmp_path / "corrupt").mkdir()
+    (tmp_path / "corrupt" / "complete.json").write_text('{"step": 6, "rea')
+    main = runpy.run_path(str(REPO / "recipes" / "train.py"), run_name="train_recipe")["main"]
+    assert main([str(yaml)]) == 2
+    err = capsys.readouterr().err
+    assert "complete.json is not valid JSON" in err and err.count("\n") == 1

@@ -88,7 +88,7 @@ class PackPositionHook(IterableDataset):
         from composer.utils import dist
 
         ranks = dist.all_gather_object(dataclasses.asdict(self.loader.position))
-        return {"version": 2, "ranks": ranks, "records_per_batch": self.loader.records_per_batch}
+        return {"version": 2, "ranks": ranks, "records_per_batch": self.loader.records_per_batch, "mixes": self.loader.mixes}
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:
         """Composer hook: the loader resumes at this rank's saved position.
@@ -114,7 +114,7 @@ class PackPositionHook(IterableDataset):
                 f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
                 f"{self.loader.records_per_batch}; keep it unchanged to resume"
             )
-        self.loader.resume(ranks[dist.get_global_rank()], ranks)
+        self.loader.resume(ranks[dist.get_global_rank()], ranks, obj.get("mixes"))
 
 
 class PackedLoader(DataLoader):
@@ -205,11 +205,30 @@ class PackedLoader(DataLoader):
                 phase = p
         return phase
 
-    def resume(self, own: PackPosition, ranks: list[PackPosition] | None = None) -> None:
+    def resume(self, own: PackPosition, ranks: list[PackPosition] | None = None, mixes: list[dict] | None = None) -> None:
         """Start the next iteration at ``own`` (``ranks``: every rank's position, to find the
-        worker batch that all ranks of this mix and epoch had started)."""
+        worker batch that all ranks of this mix and epoch had started; ``mixes``: the tier
+        mixes when the position was saved, to warn when they have changed since)."""
         self._resume = (own, ranks or [own])
+        self._saved_mixes = mixes
         self.position = own
+
+    def _warn_if_changed(self, start: PackPosition) -> None:
+        """Log a warning when a resumed position no longer means what it meant when saved."""
+        saved = getattr(self, "_saved_mixes", None)
+        phase = self.phase_at(start.batch)
+        if phase != start.phase and not any(first == start.batch and p == phase for first, p in self.schedule):
+            log.warning(
+                "[data] batch %d: the checkpoint was in tier mix %d, the schedule now gives mix %d (changed anneal "
+                "settings?): mix %d starts from its first record", start.batch, start.phase, phase, phase,
+            )
+        elif saved is not None and self.factory is not None and start.phase < len(saved) and start.phase < len(self.mixes):
+            if dict(saved[start.phase]) != self.mixes[start.phase]:
+                log.warning(
+                    "[data] batch %d: tier mix %d was %s when checkpointed and is %s now: the stream position is "
+                    "reused, so the records drawn differ from an uninterrupted run", start.batch, start.phase,
+                    saved[start.phase], self.mixes[start.phase],
+                )
 
     def dataset_of(self, phase: int) -> NoisedRecordStream:
         """The dataset of mix ``phase``, built on first use. Raises ``ValueError`` for a mix
@@ -325,6 +344,7 @@ class PackedLoader(DataLoader):
             # epoch) had started; this rank then skips to its own.
             same = [r.record_batch for r in ranks if (r.phase, r.epoch) == (start.phase, start.epoch)]
             first_record_batch = min(same) if same else start.record_batch
+            self._warn_if_changed(start)
         else:
             start, first_record_batch = PackPosition(), 0
         self.position = dataclasses.replace(start)

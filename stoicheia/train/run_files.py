@@ -69,7 +69,10 @@ def read_json(folder: Path, name: str) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); delete it to let the run rewrite it") from err
+        raise ValueError(
+            f"{path} is not valid JSON ({err}); it is a copy of state kept in the checkpoints: restore it, or delete it "
+            "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)"
+        ) from err
 
 
 def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -132,6 +132,10 @@ class AnnealControl(Callback):
             state.stop_training()
             return
         shape = self.shape
+        if not self.decided and not self.auto and step > shape.planned_anneal_start:
+            # resumed past the planned start without a decision (automatic annealing was
+            # switched off mid-run): anneal from here, not from a batch already trained
+            self.decide(step, "planned")
         log.info(
             "[run] step %d: schedule: warmup %d, planned anneal start %d, decay %d batches, %s, max_steps %d",
             step, shape.warmup_steps, shape.planned_anneal_start, shape.decay_steps,
@@ -188,7 +192,11 @@ class AnnealControl(Callback):
         final = run_files.save_named_checkpoint(state, logger, self.run_folder, self.save_folder, "final")
         if dist.get_global_rank() != 0:
             return
-        best = run_files.read_json(self.run_folder, run_files.BEST)
+        try:
+            best = run_files.read_json(self.run_folder, run_files.BEST)
+        except ValueError as err:
+            log.warning("[run] %s", err)
+            best = None
         use = "best.pt" if best else "final.pt"
         run_files.write_json(
             self.run_folder,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,8 @@ def check_phases(phases: Any) -> list[tuple[float, dict[str, float]]]:
         end, mix = float(entry[0]), {str(t): float(w) for t, w in entry[1].items()}
         if not last < end <= 1.0:
             raise ValueError(f"anneal_data.phases[{k}]: end fraction {end} must be in ({last}, 1.0] (fractions of the decay window, increasing)")
+        if not all(math.isfinite(w) for w in mix.values()):
+            raise ValueError(f"anneal_data.phases[{k}]: weights must be finite numbers, got {mix}")
         if any(w < 0 for w in mix.values()) or not any(w > 0 for w in mix.values()):
             raise ValueError(f"anneal_data.phases[{k}]: weights must be >= 0 with at least one positive, got {mix}")
         out.append((end, mix))
@@ -69,6 +72,15 @@ class AnnealData(Callback):
         self.control = control
         self.loader = loader
         self.phases = check_phases(DEFAULT_PHASES if phases is None else phases)
+        for k, (_, mix) in enumerate(self.phases):
+            try:
+                if loader.factory is not None:
+                    loader.factory.check(mix)
+            except (FileNotFoundError, ValueError) as err:
+                raise ValueError(
+                    f"anneal_data.phases[{k}] {mix} cannot be read: {str(err).split(': ', 1)[0]}; remove that tier from "
+                    "the phase (callbacks.anneal_data.phases) or convert shards for it"
+                ) from err
         loader.set_mixes([dict(tier_weights), *(mix for _, mix in self.phases)])
         self._shown: int | None = None
 

@@ -38,6 +38,8 @@ class AnnealEarlyStop(Callback):
         self.decide_on = decide_on
         self.mode = metric_mode(decide_on)
         self.patience = int(patience)
+        if not min_delta >= 0:
+            raise ValueError(f"anneal_early_stop.min_delta must be >= 0, got {min_delta}")
         self.min_delta = float(min_delta)
         self.metric = decide_on
         self.best: float | None = None

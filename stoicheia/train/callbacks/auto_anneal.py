@@ -84,8 +84,9 @@ class AutoAnneal(Callback):
 
     @property
     def earliest(self) -> int:
-        """The earliest batch at which a stall may start the anneal."""
-        return round(self.min_anneal_frac * self.control.shape.nominal_steps)
+        """The earliest batch at which a stall may start the anneal: ``min_anneal_frac`` of the
+        nominal steps, and never inside the warmup (the LR would still be rising)."""
+        return max(round(self.min_anneal_frac * self.control.shape.nominal_steps), self.control.shape.warmup_steps)
 
     def _values(self) -> list[float]:
         return [v for _, v in self.window]
@@ -154,4 +155,5 @@ class AutoAnneal(Callback):
         self.extended = bool(state.get("extended", False))
         if self.metric != self.decide_on:
             log.info("[anneal] decision metric changed from %s to %s: the stall window starts again", self.metric, self.decide_on)
-            self.metric, self.window, self.extended = self.decide_on, [], False
+            # the window restarts; an extension already granted stands (a past decision)
+            self.metric, self.window = self.decide_on, []

@@ -36,6 +36,8 @@ class BestCheckpoint(Callback):
         self.mode = metric_mode(decide_on)
         self.run_folder = Path(run_folder)
         self.save_folder = save_folder
+        if not min_delta >= 0:
+            raise ValueError(f"best_checkpoint.min_delta must be >= 0, got {min_delta}")
         self.min_delta = float(min_delta)
         self.metric = decide_on
         self.best_value: float | None = None
@@ -55,12 +57,27 @@ class BestCheckpoint(Callback):
         self._pending = False
         path = run_files.save_named_checkpoint(state, logger, self.run_folder, self.save_folder, "best")
         if dist.get_global_rank() == 0:
-            run_files.write_json(
-                self.run_folder,
-                run_files.BEST,
-                {"step": self.best_step, "metric": self.metric, "value": self.best_value, "file": path.name, "time": run_files.now()},
-            )
+            self._write_marker(path.name)
             log.info("[best] step %d: new best %s %.4f, saved %s", self.best_step, self.metric, self.best_value, path)
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        # best.json is a copy of this state for people and tools: put it back if it is gone
+        if self.best_step is None or dist.get_global_rank() != 0 or not (self.run_folder / "best.pt").exists():
+            return
+        try:
+            ok = run_files.read_json(self.run_folder, run_files.BEST) is not None
+        except ValueError:
+            ok = False
+        if not ok:
+            self._write_marker("best.pt")
+            log.warning("[best] rewrote %s from the checkpointed state (step %d)", self.run_folder / run_files.BEST, self.best_step)
+
+    def _write_marker(self, file: str) -> None:
+        run_files.write_json(
+            self.run_folder,
+            run_files.BEST,
+            {"step": self.best_step, "metric": self.metric, "value": self.best_value, "file": file, "time": run_files.now()},
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "best_value": self.best_value, "best_step": self.best_step}

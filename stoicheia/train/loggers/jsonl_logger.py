@@ -49,6 +49,10 @@ class JSONLLogger(LoggerDestination):
             self._fh.flush()
         self._row = {}
 
+    def batch_checkpoint(self, state: State, logger: Logger) -> None:
+        # a job killed after this checkpoint resumes at the next step: write this one now
+        self._flush()
+
     def close(self, state: State, logger: Logger) -> None:
         self._flush()
         if self._fh is not None:
