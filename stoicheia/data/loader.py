@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -137,7 +136,6 @@ class PackedLoader(DataLoader):
         position: the :class:`PackPosition` after the last batch yielded.
         schedule: ``[(first_batch, phase), ...]`` sorted; batches before the first entry
             use mix 0. Set with :meth:`set_schedule`.
-        records_drawn: ``Counter`` of ``(phase, tier)`` -> records taken from the workers.
         record_log: ``None``, or a list to which ``(batch, phase, tier, "id#part")`` is
             appended for every record taken (``batch`` is the batch being packed).
     """
@@ -173,9 +171,9 @@ class PackedLoader(DataLoader):
         self.min_fragment = min_fragment
         self.position = PackPosition()
         self.schedule: list[tuple[int, int]] = []
-        self.records_drawn: Counter = Counter()
         self.record_log: list[tuple[int, int, str, str]] | None = None
         self._resume: tuple[PackPosition, list[PackPosition]] | None = None
+        self._saved_mixes: list[dict] | None = None  # the mixes when the resumed position was saved
 
     def set_mixes(self, mixes: list[Mapping[str, float]]) -> None:
         """Set the tier mixes (mix 0 = the stable phase's); each is checked against the shards
@@ -215,7 +213,7 @@ class PackedLoader(DataLoader):
 
     def _warn_if_changed(self, start: PackPosition) -> None:
         """Log a warning when a resumed position no longer means what it meant when saved."""
-        saved = getattr(self, "_saved_mixes", None)
+        saved = self._saved_mixes
         phase = self.phase_at(start.batch)
         if phase != start.phase and not any(first == start.batch and p == phase for first, p in self.schedule):
             log.warning(
@@ -284,7 +282,6 @@ class PackedLoader(DataLoader):
             at_start = (epoch, rb) == (start.epoch, start.record_batch)
             if at_start and i < start.item:
                 continue
-            self.records_drawn[(start.phase, record.tier)] += 1
             if self.record_log is not None:
                 self.record_log.append((self.position.batch, start.phase, record.tier, f"{record.id}#{record.part}"))
             for j, piece in enumerate(record.pieces):
