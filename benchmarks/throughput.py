@@ -77,7 +77,7 @@ def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
 
 
 def bench_step(shards: Path, steps: int) -> None:
-    from stoicheia.config import load_config
+    from stoicheia.config import batch_split, load_config
     from stoicheia.data.loader import PackedLoader
     from stoicheia.data.stream import NoisedRecordStream, make_streams
     from stoicheia.model.composer_model import StoicheiaModel
@@ -94,7 +94,7 @@ def bench_step(shards: Path, steps: int) -> None:
         noise_seed=0,
         batch_size=cfg.data.records_per_batch,
     )
-    rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
+    rows = cfg.train.micro_batch_rows * batch_split(cfg.train, 1)[0]
     batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), steps + 3))
     times = []
     for k, batch in enumerate(batches):

@@ -60,7 +60,10 @@ class TrainConfig:
     """Optimisation, schedule, checkpointing and logging. Steps are optimizer steps (batches)."""
 
     micro_batch_rows: int = 4  # rows per forward/backward on one device
-    grad_accum: int = 2  # micro-batches per optimizer step per device
+    # Rows per optimizer step over all processes. Set it (and leave grad_accum null) so that a
+    # run resumed on another number of processes keeps its batch: grad_accum is derived.
+    global_batch_rows: int | None = None
+    grad_accum: int | None = None  # micro-batches per step per device; null: derived (or 1)
     lr: float = 3e-4
     weight_decay: float = 0.1
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
@@ -187,8 +190,10 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("data.eval_records / data.eval_rows", "must be >= 1")
     if not 0.0 < d.eval_t < 1.0:
         raise bad("data.eval_t", f"must be in (0, 1), got {d.eval_t}")
-    if t.micro_batch_rows < 1 or t.grad_accum < 1:
+    if t.micro_batch_rows < 1 or (t.grad_accum is not None and t.grad_accum < 1):
         raise bad("train.micro_batch_rows / train.grad_accum", "must be >= 1")
+    if t.global_batch_rows is not None and t.global_batch_rows < t.micro_batch_rows:
+        raise bad("train.global_batch_rows", f"({t.global_batch_rows}) must be >= train.micro_batch_rows ({t.micro_batch_rows})")
     if not 0.0 <= t.warmup_frac < 1.0 or not 0.0 < t.decay_frac <= 1.0 or t.warmup_frac + t.decay_frac > 1.0:
         raise bad("train.warmup_frac / train.decay_frac", "need 0 <= warmup, 0 < decay, warmup + decay <= 1")
     if t.max_steps < t.nominal_steps:
@@ -221,6 +226,40 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
             obj.validate()
         except ValueError as err:
             raise ConfigError(f"{source}: {section}: {err}") from err
+
+
+def batch_split(train: TrainConfig, world: int) -> tuple[int, int]:
+    """``(grad_accum, global_batch_rows)`` for ``world`` processes.
+
+    With ``train.global_batch_rows`` G and ``train.micro_batch_rows`` m, each process runs
+    ``G / (m * world)`` micro-batches per optimizer step, so the batch (rows per step) stays G
+    whatever the number of processes. Without G, the batch is ``m * grad_accum * world``.
+
+    Raises :class:`ConfigError` when G cannot be split over ``world`` processes, or when
+    ``train.grad_accum`` is also given and disagrees.
+    """
+    m, g, accum = train.micro_batch_rows, train.global_batch_rows, train.grad_accum
+    if g is None:
+        accum = accum or 1
+        return accum, m * accum * world
+    if g % (m * world):
+        fits = [d for d in range(1, m + 1) if (g // world) % d == 0] if g % world == 0 else []
+        hint = (
+            f"set train.micro_batch_rows to a divisor of {g // world} (e.g. {fits[-1]})"
+            if fits
+            else f"use a number of processes that divides {g}, or change train.global_batch_rows"
+        )
+        raise ConfigError(
+            f"train.global_batch_rows={g} cannot be split over {world} process(es) with train.micro_batch_rows={m}: "
+            f"it must be a multiple of {m} x {world} = {m * world}; {hint}"
+        )
+    derived = g // (m * world)
+    if accum is not None and accum != derived:
+        raise ConfigError(
+            f"train.grad_accum={accum} disagrees with train.global_batch_rows={g} on {world} process(es) "
+            f"(micro_batch_rows={m} gives grad_accum {derived}); set train.grad_accum=null to derive it"
+        )
+    return derived, g
 
 
 def decision_metric(cfg: RunConfig) -> str:

@@ -25,6 +25,7 @@ def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
             "model.n_heads=2",
             "model.char_window=16",
             "train.micro_batch_rows=2",
+            "train.global_batch_rows=null",
             "train.grad_accum=1",
             "train.log_every=1000",
             "train.warmup_frac=0.05",

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from stoicheia.data.shards import decode_planes, index_samples, read_stats
+from stoicheia.data.shm import create_with_retry
 from stoicheia.text.planes import Planes
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def _local_val_dataset(local: str):
     trainer a process builds."""
     from streaming import StreamingDataset
 
-    return StreamingDataset(local=local, batch_size=1, shuffle=False)
+    return create_with_retry(lambda: StreamingDataset(local=local, batch_size=1, shuffle=False))
 
 
 def _val_works(shard_root: str | Path | None) -> frozenset[str]:

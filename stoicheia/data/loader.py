@@ -6,9 +6,11 @@ samples Composer keeps (``sample_in_epoch``) cannot say where a resumed run must
 with several workers each would hold a partial row of its own. The workers do the expensive
 part (reading, splitting, noising: a fixed ``records_per_batch`` records per DataLoader
 batch, which streaming can resume exactly); the main process only concatenates arrays, and
-the packer keeps the exact position (:class:`PackPosition`) of the first slot not yet
-trained on. It owns that position; Composer saves and restores it through the hook object
-:class:`PackPositionHook` (Composer looks for ``state_dict`` on the loader's ``dataset``).
+the packer keeps the exact position (:class:`~stoicheia.data.position.PackPosition`) of the
+first slot not yet trained on. It owns that position; Composer saves and restores it through
+the hook object :class:`~stoicheia.data.position.PackPositionHook` (Composer looks for
+``state_dict`` on the loader's ``dataset``), which also moves it to another number of
+processes (:mod:`stoicheia.data.position`).
 
 Tier mixes change during a run (the anneal phases): the loader holds a mix schedule
 (``[(first batch, mix index), ...]``, set by a training plugin) and, before producing batch
@@ -26,14 +28,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader
 
 from stoicheia.data.packing import collate_rows, pack_rows
+from stoicheia.data.position import ElasticRegion, PackPosition, PackPositionHook
 from stoicheia.data.shards import split_at_words
 from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
 from stoicheia.noise import Noised, reference_noise
@@ -41,79 +43,12 @@ from stoicheia.text.alphabet import IGNORE_INDEX
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class PackPosition:
-    """Where the packer of one rank stands (all counts 0-based).
-
-    Attributes:
-        batch: packed batches yielded so far (one batch = one optimizer step).
-        phase: index of the tier mix the records come from (0 = ``data.tier_weights``).
-        phase_start: the batch at which that mix began.
-        epoch: stream epoch of that mix's dataset.
-        record_batch: worker batch (``records_per_batch`` records) within the epoch.
-        item, piece, offset: record within that worker batch, piece within the record, and
-            slot within the piece of the first slot not yet packed.
-    """
-
-    batch: int = 0
-    phase: int = 0
-    phase_start: int = 0
-    epoch: int = 0
-    record_batch: int = 0
-    item: int = 0
-    piece: int = 0
-    offset: int = 0
+#: Marks the end of a stream epoch in the record and piece iterators.
+EPOCH_END = object()
 
 
 def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
     return items
-
-
-class PackPositionHook(IterableDataset):
-    """What Composer sees as the training loader's ``dataset``: its ``state_dict`` /
-    ``load_state_dict`` save and restore the :class:`PackPosition` of every rank. Never
-    iterated (the loader iterates its mixes' datasets itself)."""
-
-    def __init__(self, loader: PackedLoader) -> None:
-        self.loader = loader
-
-    def __iter__(self):
-        raise TypeError("PackPositionHook is not iterable; iterate the PackedLoader")
-
-    def state_dict(self, num_samples: int = 0, from_beginning: bool = True) -> dict[str, Any]:
-        """Composer hook: the positions of all ranks (``num_samples`` is ignored: Composer's
-        sample count cannot describe a packed position). Collective: call on every rank."""
-        from composer.utils import dist
-
-        ranks = dist.all_gather_object(dataclasses.asdict(self.loader.position))
-        return {"version": 2, "ranks": ranks, "records_per_batch": self.loader.records_per_batch, "mixes": self.loader.mixes}
-
-    def load_state_dict(self, obj: dict[str, Any]) -> None:
-        """Composer hook: the loader resumes at this rank's saved position.
-
-        Raises ``ValueError`` for a position saved by another world size, another
-        ``records_per_batch`` or an older format.
-        """
-        from composer.utils import dist
-
-        if not obj or obj.get("version") != 2:
-            raise ValueError(
-                f"unrecognised data position in checkpoint (format {obj.get('version') if obj else None}, expected 2): "
-                "it was written by an older Stoicheia; load weights only (train.load_path with a new run_name)"
-            )
-        ranks = [PackPosition(**r) for r in obj["ranks"]]
-        if len(ranks) != dist.get_world_size():
-            raise ValueError(
-                f"checkpoint data position was saved by {len(ranks)} ranks, this run has {dist.get_world_size()}; "
-                "resume with the same number of processes"
-            )
-        if obj["records_per_batch"] != self.loader.records_per_batch:
-            raise ValueError(
-                f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
-                f"{self.loader.records_per_batch}; keep it unchanged to resume"
-            )
-        self.loader.resume(ranks[dist.get_global_rank()], ranks, obj.get("mixes"))
 
 
 class PackedLoader(DataLoader):
@@ -138,6 +73,10 @@ class PackedLoader(DataLoader):
             use mix 0. Set with :meth:`set_schedule`.
         record_log: ``None``, or a list to which ``(batch, phase, tier, "id#part")`` is
             appended for every record taken (``batch`` is the batch being packed).
+        taken: ``(epoch, record_batch, item, "id#part")`` of the records taken in the current
+            mix since the last checkpoint's frontier (what an elastic resume must skip).
+        regions: skip regions in force after an elastic resume.
+        skipped: records skipped so far because of ``regions``.
     """
 
     def __init__(
@@ -172,6 +111,9 @@ class PackedLoader(DataLoader):
         self.position = PackPosition()
         self.schedule: list[tuple[int, int]] = []
         self.record_log: list[tuple[int, int, str, str]] | None = None
+        self.taken: list[tuple[int, int, int, str]] = []
+        self.regions: list[ElasticRegion] = []
+        self.skipped = 0
         self._resume: tuple[PackPosition, list[PackPosition]] | None = None
         self._saved_mixes: list[dict] | None = None  # the mixes when the resumed position was saved
 
@@ -203,13 +145,30 @@ class PackedLoader(DataLoader):
                 phase = p
         return phase
 
-    def resume(self, own: PackPosition, ranks: list[PackPosition] | None = None, mixes: list[dict] | None = None) -> None:
+    def resume(
+        self,
+        own: PackPosition,
+        ranks: list[PackPosition] | None = None,
+        mixes: list[dict] | None = None,
+        *,
+        regions: list[ElasticRegion] | None = None,
+        taken: list[list] | None = None,
+    ) -> None:
         """Start the next iteration at ``own`` (``ranks``: every rank's position, to find the
         worker batch that all ranks of this mix and epoch had started; ``mixes``: the tier
-        mixes when the position was saved, to warn when they have changed since)."""
+        mixes when the position was saved, to warn when they have changed since;
+        ``regions``/``taken``: the elastic-resume state saved with it)."""
         self._resume = (own, ranks or [own])
         self._saved_mixes = mixes
         self.position = own
+        self.regions = list(regions or [])
+        self.taken = [(int(e), int(rb), int(i), str(k)) for e, rb, i, k in (taken or [])]
+
+    def trim_taken(self, front: tuple[int, int]) -> None:
+        """Forget the records taken before worker batch ``front = (epoch, record_batch)`` (no
+        rank stands before it any more, so no elastic resume can need them)."""
+        self.taken = [t for t in self.taken if (t[0], t[1]) >= front]
+        self.regions = [r for r in self.regions if r.epoch >= front[0]]
 
     def _warn_if_changed(self, start: PackPosition) -> None:
         """Log a warning when a resumed position no longer means what it meant when saved."""
@@ -241,9 +200,9 @@ class PackedLoader(DataLoader):
         """``(record, epoch, record_batch, item)`` from ``start`` on, over stream epochs."""
         epoch = start.epoch
         record_batch = first_record_batch
-        resuming = (start.epoch, start.record_batch) != (0, 0)
+        resuming = (start.epoch, start.record_batch, start.sample_base) != (0, 0, 0)
         if resuming:
-            dataset.seek(start.epoch, first_record_batch)
+            dataset.seek(start.epoch, first_record_batch, start.sample_base)
         while True:
             inner = DataLoader(
                 dataset,
@@ -270,7 +229,11 @@ class PackedLoader(DataLoader):
                 raise RuntimeError(
                     "the training streams yielded no record in a whole epoch; check data.epoch_size and the shards"
                 )
+            # Every rank must open the next epoch at the same step (streaming waits for all
+            # ranks of the node there): the packer resumes this generator when all are done.
+            yield EPOCH_END
             resuming = False
+            dataset.seek_base = 0
             epoch += 1
             record_batch = 0
 
@@ -278,12 +241,28 @@ class PackedLoader(DataLoader):
         """All pieces of mix ``start.phase`` from ``start`` on, each with its position
         ``(epoch, record_batch, item, piece)`` and the slot offset it starts at."""
         dataset = self.dataset_of(start.phase)
-        for record, epoch, rb, i in self._records(dataset, start, first_record_batch):
+        if start.phase_start == start.batch and (start.epoch, start.record_batch, start.item) == (0, 0, 0):
+            self.taken = []  # a new mix: records of the old one are no longer in question
+        per_batch = dataset.batch_size * dataset.world_size()
+        skip = [(r, set(r.keys)) for r in self.regions]
+        for got in self._records(dataset, start, first_record_batch):
+            if got is EPOCH_END:
+                yield EPOCH_END
+                continue
+            record, epoch, rb, i = got
             at_start = (epoch, rb) == (start.epoch, start.record_batch)
             if at_start and i < start.item:
                 continue
+            key = f"{record.id}#{record.part}"
+            if skip:
+                base = start.sample_base if epoch == start.epoch else 0
+                sample = base + rb * per_batch
+                if any(r.covers(epoch, sample) and key in keys for r, keys in skip):
+                    self.skipped += 1
+                    continue
+            self.taken.append((epoch, rb, i, key))
             if self.record_log is not None:
-                self.record_log.append((self.position.batch, start.phase, record.tier, f"{record.id}#{record.part}"))
+                self.record_log.append((self.position.batch, start.phase, record.tier, key))
             for j, piece in enumerate(record.pieces):
                 offset = 0
                 if at_start and i == start.item:
@@ -296,42 +275,92 @@ class PackedLoader(DataLoader):
                 yield (piece[offset:] if offset else piece), (epoch, rb, i, j), offset
 
     def _batches(self, start: PackPosition, first_record_batch: int) -> Iterator[dict[str, torch.Tensor]]:
-        """Packed batches of mix ``start.phase`` until the schedule changes mix."""
+        """Packed batches of mix ``start.phase`` until the schedule changes mix.
+
+        A rank whose share of a stream epoch is used up yields all-padding rows (nothing
+        trained, weight 0) until every rank's is: the ranks then open the next epoch together,
+        at the same step (see :meth:`_all_ranks_done`).
+        """
         # piece number (as pack_rows counts) -> (position, slot offset it starts at, slots)
         positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
-        counter = iter(range(1 << 62))
+        pieces = self._pieces(start, first_record_batch)
+        ahead: list = []  # one piece (or EPOCH_END) fetched but not yet packed
 
-        def numbered() -> Iterator[Noised]:
-            for piece, where, base in self._pieces(start, first_record_batch):
-                k = next(counter)
+        def peek():
+            if not ahead:
+                ahead.append(next(pieces))
+            return ahead[0]
+
+        def numbered() -> Iterator[Noised]:  # one packer per epoch: numbers restart at 0
+            k = 0
+            while peek() is not EPOCH_END:
+                piece, where, base = ahead.pop()
                 positions[k] = (where, base, len(piece))
+                k += 1
                 yield piece
 
-        rows: list[list[Noised]] = []
-        packer = pack_rows(numbered(), self.seq_len, self.min_fragment)
+        def pending(cursor) -> bool:  # the packer holds the rest of a piece already fetched
+            return cursor is not None and cursor.piece in positions
+
+        # Fetch now, on every rank alike: opening an epoch waits for all ranks of the node.
+        peek()
+        padded = 0
         try:
-            for row, cursor in packer:
-                rows.append(row)
-                if len(rows) < self.rows:
-                    continue
-                if cursor.piece in positions:
-                    (epoch, rb, item, piece), base, _ = positions[cursor.piece]
-                    offset = base + cursor.offset
-                else:
-                    # The row ended exactly with the last piece fetched: resume at its end.
-                    (epoch, rb, item, piece), base, n = positions[cursor.piece - 1]
-                    offset = base + n
-                for k in [k for k in positions if k < cursor.piece - 1]:
-                    del positions[k]
-                self.position = PackPosition(
-                    self.position.batch + 1, start.phase, start.phase_start, epoch, rb, item, piece, offset
-                )
-                yield collate_rows(rows, self.seq_len)
-                rows = []
-                if self.phase_at(self.position.batch) != start.phase:
-                    return
+            while True:  # one stream epoch
+                packer = pack_rows(numbered(), self.seq_len, self.min_fragment)
+                cursor = None
+                while True:  # one batch
+                    done = not pending(cursor) and peek() is EPOCH_END
+                    if self._all_ranks_done(done):
+                        break
+                    rows: list[list[Noised]] = []
+                    for row, at in packer:
+                        rows.append(row)
+                        cursor = at
+                        if len(rows) == self.rows:
+                            break
+                    if rows:
+                        if cursor.piece in positions:
+                            (epoch, rb, item, piece), base, _ = positions[cursor.piece]
+                            offset = base + cursor.offset
+                        else:
+                            # The row ended with the last piece fetched: resume at its end.
+                            last = cursor.piece - 1 if cursor.piece >= 0 else max(positions)
+                            (epoch, rb, item, piece), base, n = positions[last]
+                            offset = base + n
+                        for k in [k for k in positions if k < cursor.piece - 1]:
+                            del positions[k]
+                        self.position = PackPosition(
+                            self.position.batch + 1, start.phase, start.phase_start, epoch, rb, item, piece, offset,
+                            start.sample_base if epoch == start.epoch else 0,
+                        )
+                    else:
+                        padded += 1
+                        self.position = dataclasses.replace(self.position, batch=self.position.batch + 1)
+                    rows += [[] for _ in range(self.rows - len(rows))]
+                    yield collate_rows(rows, self.seq_len)
+                    if self.phase_at(self.position.batch) != start.phase:
+                        return
+                packer.close()
+                ahead.clear()  # EPOCH_END: the next fetch opens the next epoch
+                if padded:
+                    log.debug("[data] rank waited %d batches (padding) for the other ranks to end the epoch", padded)
+                padded = 0
+                positions.clear()
         finally:
-            packer.close()
+            pieces.close()
+
+    def _all_ranks_done(self, done: bool) -> bool:
+        """Collective (one per batch, on every rank): True when every rank has used up its
+        share of the stream epoch. One process: ``done`` itself."""
+        import torch.distributed as tdist
+
+        if not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1:
+            return done
+        device = torch.device("cuda", torch.cuda.current_device()) if tdist.get_backend() == "nccl" else torch.device("cpu")
+        flag = torch.tensor([1 if done else 0], dtype=torch.int32, device=device)
+        tdist.all_reduce(flag, op=tdist.ReduceOp.MIN)
+        return bool(flag.item())
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         if self._resume is not None:

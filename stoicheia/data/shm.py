@@ -17,10 +17,16 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _SEGMENT = re.compile(r"^\d{6}_")
 
@@ -74,3 +80,23 @@ def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Pat
     if removed:
         log.info("[data] removed %d stale streaming shared-memory segments left by killed runs", len(removed))
     return removed
+
+
+def create_with_retry(make: Callable[[], T], attempts: int = 8) -> T:
+    """``make()`` (which builds a ``StreamingDataset``), again if it raises ``FileExistsError``.
+
+    streaming picks a free shared-memory prefix ``NNNNNN`` by listing ``/dev/shm`` and then
+    creates its segments; another process of the machine (a second job on the node, a test
+    run beside a training run) may take the same prefix in between. A new try sees that
+    prefix in use and picks the next. Waits 0.05-0.3 s between tries (random, so that two
+    racing processes part); raises the last ``FileExistsError`` after ``attempts`` tries.
+    """
+    for attempt in range(attempts):
+        try:
+            return make()
+        except FileExistsError as err:
+            if attempt == attempts - 1:
+                raise
+            log.debug("streaming shared memory prefix taken by another process (%s); trying again", err)
+            time.sleep(random.uniform(0.05, 0.3))
+    raise AssertionError("unreachable")

@@ -22,6 +22,7 @@ from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
 from stoicheia.data.shards import decode_planes, index_samples, split_at_words
+from stoicheia.data.shm import create_with_retry
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
 
@@ -118,14 +119,18 @@ class NoisedRecordStream(StreamingDataset):
         predownload: int | None = None,
         phase: int = 0,
     ) -> None:
-        super().__init__(
-            streams=streams,
-            epoch_size=epoch_size,
-            shuffle=shuffle,
-            shuffle_seed=shuffle_seed,
-            batch_size=batch_size,
-            num_canonical_nodes=num_canonical_nodes,
-            predownload=predownload,
+        # Another process may take streaming's shared-memory prefix between its check and its
+        # creation: try again (see create_with_retry).
+        create_with_retry(
+            lambda: super(NoisedRecordStream, self).__init__(
+                streams=streams,
+                epoch_size=epoch_size,
+                shuffle=shuffle,
+                shuffle_seed=shuffle_seed,
+                batch_size=batch_size,
+                num_canonical_nodes=num_canonical_nodes,
+                predownload=predownload,
+            )
         )
         self.seq_len = seq_len
         # Leave a fifth of the row for elastic expansion of unknown-width lacunae.
@@ -135,14 +140,22 @@ class NoisedRecordStream(StreamingDataset):
         self.phase = phase
         self._epoch = 0
         self._first_batch = 0
+        self.seek_base = 0  # global record where worker batch 0 starts (set by seek)
 
     def _resume_incr_epoch(self) -> tuple[int, int]:
         # Runs in every worker at the start of an epoch: remember the epoch and the first
         # record batch of this (possibly resumed) epoch for the noise key.
         epoch, sample_in_epoch = super()._resume_incr_epoch()
         self._epoch = epoch
-        self._first_batch = sample_in_epoch // (self.batch_size * self._parallel_rank_world.num_ranks)
+        per_batch = self.batch_size * self._parallel_rank_world.num_ranks
+        self._first_batch = (sample_in_epoch - self.seek_base) // per_batch
         return epoch, sample_in_epoch
+
+    def world_size(self) -> int:
+        """Processes of the job (each reads ``batch_size`` records per worker batch)."""
+        from composer.utils import dist
+
+        return dist.get_world_size()
 
     def __iter__(self) -> Iterator[NoisedRecord]:
         """Yield each record of this worker's share of the epoch as a :class:`NoisedRecord`.
@@ -161,7 +174,10 @@ class NoisedRecordStream(StreamingDataset):
         for k, sample in enumerate(super().__iter__()):
             batch = self._first_batch + (k // k_per_batch) * n_workers + worker
             position = batch * k_per_batch + k % k_per_batch
-            pieces = self.noise_sample(sample, [self.noise_seed, self.phase, self._epoch, rank, position])
+            key = [self.noise_seed, self.phase, self._epoch, rank, position]
+            if self.seek_base:  # after an elastic resume: positions count from another origin
+                key.append(self.seek_base)
+            pieces = self.noise_sample(sample, key)
             yield NoisedRecord(str(sample["id"]), int(sample["part"]), str(sample["tier"]), pieces)
 
     def noise_sample(self, sample: Mapping[str, Any], key: list[int]) -> list[Noised]:
@@ -171,17 +187,17 @@ class NoisedRecordStream(StreamingDataset):
         rng = np.random.default_rng(key)
         return [noise_record(p, rng, self.noise, max_len=self.seq_len) for p in split_at_words(planes, self.max_piece)]
 
-    def seek(self, epoch: int, record_batch: int) -> None:
+    def seek(self, epoch: int, record_batch: int, sample_base: int = 0) -> None:
         """Make the next iteration start at worker batch ``record_batch`` (of ``batch_size``
-        records per rank) of stream epoch ``epoch``; call before iterating. Every rank of a job
-        must seek to the same ``record_batch`` (streaming counts samples over all ranks)."""
-        from composer.utils import dist
-
+        records per rank) of stream epoch ``epoch``, counted from global record
+        ``sample_base`` of the epoch; call before iterating. Every rank of a job must seek to
+        the same place (streaming counts samples over all ranks)."""
         base = super().state_dict(0, True)  # resolves num_canonical_nodes like streaming does
+        self.seek_base = sample_base
         super().load_state_dict(
             {
                 "epoch": epoch,
-                "sample_in_epoch": record_batch * self.batch_size * dist.get_world_size(),
+                "sample_in_epoch": sample_base + record_batch * self.batch_size * self.world_size(),
                 "num_canonical_nodes": base["num_canonical_nodes"],
                 "shuffle_seed": base["shuffle_seed"],
                 "initial_physical_nodes": base["initial_physical_nodes"],

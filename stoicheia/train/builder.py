@@ -20,7 +20,7 @@ import torch
 from composer import DataSpec, Evaluator, Trainer
 from composer.utils import dist, reproducibility
 
-from stoicheia.config import RunConfig, decision_metric, to_dict
+from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader, build_eval_batches, pad_eval_batches
 from stoicheia.data.shards import mixture_unigram_entropy, read_stats
@@ -150,7 +150,12 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         shuffle_seed=d.shuffle_seed,
         num_canonical_nodes=d.num_canonical_nodes,
     )
-    rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
+    grad_accum, global_rows = batch_split(cfg.train, dist.get_world_size())
+    rows = cfg.train.micro_batch_rows * grad_accum
+    log.info(
+        "[run] batch: %d rows of %d slots per step = %d process(es) x %d rows x grad_accum %d",
+        global_rows, d.seq_len, dist.get_world_size(), cfg.train.micro_batch_rows, grad_accum,
+    )
     loader = PackedLoader(
         factory, mixes=[d.tier_weights], rows=rows, num_workers=d.num_workers, min_fragment=d.min_fragment
     )

@@ -43,6 +43,7 @@ from stoicheia.train.callbacks.anneal_early_stop import AnnealEarlyStop
 from stoicheia.train.callbacks.auto_anneal import AutoAnneal
 from stoicheia.train.callbacks.best_checkpoint import BestCheckpoint
 from stoicheia.train.callbacks.pre_anneal_checkpoint import PreAnnealCheckpoint
+from stoicheia.train.callbacks.record_log import RecordLog
 from stoicheia.train.callbacks.restoration_example import RestorationExample
 from stoicheia.train.callbacks.training_monitor import TrainingMonitor
 
@@ -58,6 +59,7 @@ CALLBACKS: dict[str, type] = {
     "auto_anneal": AutoAnneal,
     "anneal_data": AnnealData,
     "pre_anneal_checkpoint": PreAnnealCheckpoint,
+    "record_log": RecordLog,
     "best_checkpoint": BestCheckpoint,
     "anneal_early_stop": AnnealEarlyStop,
 }
