@@ -23,6 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _error(message: str) -> None:
+    """Print ``train.py: message`` on stderr, once per job (rank 0): every rank meets the same
+    configuration or input error."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"train.py: {message}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 1 or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -35,7 +42,7 @@ def main(argv: list[str]) -> int:
 
         check_plugins(cfg)
     except ConfigError as err:
-        print(f"train.py: config error: {err}", file=sys.stderr)
+        _error(f"config error: {err}")
         return 2
     from stoicheia.train import run_files
 
@@ -44,7 +51,7 @@ def main(argv: list[str]) -> int:
     try:
         done = run_files.read_json(run_folder, run_files.COMPLETE)
     except ValueError as err:
-        print(f"train.py: {err}", file=sys.stderr)
+        _error(str(err))
         return 2
     if done is not None and "step" in done and "final" in done:
         if os.environ.get("RANK", "0") == "0":
@@ -61,7 +68,7 @@ def main(argv: list[str]) -> int:
     try:
         built = build_trainer(cfg)
     except (FileNotFoundError, ValueError) as err:
-        print(f"train.py: {err}", file=sys.stderr)
+        _error(str(err))
         return 2
     except RuntimeError as err:
         if "size mismatch" in str(err) or "Missing key" in str(err) or "Unexpected key" in str(err):
@@ -73,12 +80,12 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         else:
-            print(f"train.py: {err}", file=sys.stderr)
+            _error(str(err))
         return 2
     try:
         fit_run(built)
     except ValueError as err:  # the run cannot go on as configured (e.g. max_steps too small)
-        print(f"train.py: {err}", file=sys.stderr)
+        _error(str(err))
         return 2
     except TrainingDiverged as err:
         from composer.utils import dist

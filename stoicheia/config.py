@@ -182,6 +182,12 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
     d, t = cfg.data, cfg.train
     if d.seq_len < 32:
         raise bad("data.seq_len", f"must be >= 32 slots, got {d.seq_len}")
+    if d.seq_len < cfg.model.char_window:
+        raise bad(
+            "data.seq_len",
+            f"({d.seq_len} slots) is smaller than model.char_window ({cfg.model.char_window}): a row must hold at least one "
+            f"local attention window; raise data.seq_len to >= {cfg.model.char_window} or lower model.char_window",
+        )
     if d.records_per_batch < 1:
         raise bad("data.records_per_batch", "must be >= 1")
     if d.num_workers < 0:

@@ -106,6 +106,31 @@ def _every(interval: int, control: AnnealControl):
     return check
 
 
+def check_paths(save_folder: str, load_path: str | None) -> None:
+    """Fail before any work when the local ``save_folder`` cannot be written or a local
+    ``load_path`` does not exist (object-store URIs are checked by the uploader).
+
+    Raises ``ValueError`` / ``FileNotFoundError`` naming the key and the fix.
+    """
+    if "://" not in save_folder:
+        folder = Path(save_folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as err:
+            raise ValueError(
+                f"train.save_folder={save_folder}: cannot write there ({err.strerror or err}); "
+                "set train.save_folder to a folder this job may write to"
+            ) from None
+    if load_path and "://" not in load_path and not Path(load_path).is_file():
+        raise FileNotFoundError(
+            f"train.load_path={load_path} does not exist (or is not a file); give the path of a checkpoint "
+            "(e.g. checkpoints/RUN/ep0-ba2000-rank0.pt or best.pt), or set train.load_path=null to start from scratch"
+        )
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
@@ -133,6 +158,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     save_folder = cfg.train.save_folder.format(run_name=run_name)
     run_folder = run_files.local_run_folder(save_folder, run_name)
     metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=str(run_folder))
+    check_paths(save_folder, cfg.train.load_path)
     if dist.get_global_rank() == 0 and "://" not in save_folder:
         repair_checkpoint_folder(Path(save_folder))
     dist.barrier()
