@@ -779,3 +779,43 @@ def reference_noise(planes: Any, rng: np.random.Generator, t: float = 0.30) -> N
     hidden = np.ones((4, n), dtype=bool)
     in_chars = np.where(mask, np.uint8(MASK), stack[0])
     return _assemble(stack, ws, t, "reference", in_chars, mask, mask, hidden, 1.0)
+
+
+def mask_spans(planes: Any, spans: list[tuple[int, int]]) -> Noised:
+    """Known-width lacunae at given places: letters ``[a, b)`` of each span become MASK slots.
+
+    Every aux channel of the record is hidden (UNKNOWN), as in :func:`reference_noise`, so the
+    model sees only the letters outside the spans. Char targets (weight 1.0) are the true
+    letters of the spans, -100 elsewhere; the aux targets are all -100 (this noise scores
+    letters only). ``planes`` as in :func:`noise_record`; spans are ``(start, end)`` letter
+    indices, ``0 <= start < end <= n``, in any order (overlaps merge). ``pattern`` is
+    ``"spans"`` and ``t`` the masked fraction. Returns a :class:`Noised` of ``n`` slots.
+
+    Raises ``ValueError`` for bad planes or a span outside the record.
+    """
+    stack = _check_planes(planes)
+    n = stack.shape[1]
+    mask = np.zeros(n, dtype=bool)
+    for a, b in spans:
+        if not 0 <= a < b <= n:
+            raise ValueError(f"mask_spans: span ({a}, {b}) is not inside the record of {n} letters")
+        mask[a:b] = True
+    chars = np.where(mask, np.uint8(MASK), stack[0]).astype(np.uint8)
+    tgt = np.where(mask, stack[0].astype(np.int16), np.int16(IGNORE_INDEX)).astype(np.int16)
+    ignore = np.full(n, IGNORE_INDEX, dtype=np.int16)
+    ws = _word_start(stack[1], np.random.default_rng(0)) if n else np.zeros(0, dtype=bool)
+    return Noised(
+        chars=chars,
+        boundary=np.full(n, BOUNDARY_UNKNOWN, dtype=np.uint8),
+        dia=np.full(n, DIA_UNKNOWN, dtype=np.uint8),
+        punct=np.full(n, PUNCT_UNKNOWN, dtype=np.uint8),
+        tgt_chars=tgt,
+        tgt_boundary=ignore.copy(),
+        tgt_dia=ignore.copy(),
+        tgt_cap=ignore.copy(),
+        tgt_punct=ignore.copy(),
+        weight=mask.astype(np.float32),
+        word_start=ws,
+        t=float(mask.sum()) / max(1, n),
+        pattern="spans",
+    )

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import torch
 from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
 from stoicheia.data.packing import collate_rows
-from stoicheia.noise import Noised
-from stoicheia.text.alphabet import (
-    BOUNDARY_UNKNOWN,
-    DIA_UNKNOWN,
-    IGNORE_INDEX,
-    LETTERS,
-    MASK,
-    NUM_LETTERS,
-    PUNCT_UNKNOWN,
-)
+from stoicheia.noise import Noised, mask_spans
+from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
 from stoicheia.text.planes import Planes, planes_to_text
 
 log = logging.getLogger(__name__)
@@ -48,32 +39,9 @@ def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tupl
 
 
 def masked_example(planes: Planes, start: int, end: int) -> Noised:
-    """A :class:`Noised` of ``planes`` with letters ``[start, end)`` masked, channels UNKNOWN."""
-    n = len(planes)
-    chars = planes.chars.copy()
-    chars[start:end] = MASK
-    tgt = np.full(n, IGNORE_INDEX, dtype=np.int16)
-    tgt[start:end] = planes.chars[start:end]
-    ignore = np.full(n, IGNORE_INDEX, dtype=np.int16)
-    weight = np.zeros(n, dtype=np.float32)
-    weight[start:end] = 1.0
-    word_start = np.zeros(n, dtype=bool)
-    word_start[planes.word_starts()] = True
-    return Noised(
-        chars=chars,
-        boundary=np.full(n, BOUNDARY_UNKNOWN, dtype=np.uint8),
-        dia=np.full(n, DIA_UNKNOWN, dtype=np.uint8),
-        punct=np.full(n, PUNCT_UNKNOWN, dtype=np.uint8),
-        tgt_chars=tgt,
-        tgt_boundary=ignore.copy(),
-        tgt_dia=ignore.copy(),
-        tgt_cap=ignore.copy(),
-        tgt_punct=ignore.copy(),
-        weight=weight,
-        word_start=word_start,
-        t=(end - start) / n,
-        pattern="example",
-    )
+    """A :class:`Noised` of ``planes`` with letters ``[start, end)`` masked, channels UNKNOWN
+    (:func:`stoicheia.noise.mask_spans`)."""
+    return mask_spans(planes, [(start, end)])
 
 
 class RestorationExample(Callback):
