@@ -157,6 +157,49 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_out(model, checkpoint: str) -> dict:
+    """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
+    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
+    from stoicheia.train.callbacks.eval_history import read_history
+
+    folder = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
+    if "://" in checkpoint or model.step is None:
+        return {}
+    sets = {row["set"]: row["metrics"] for row in read_history(folder) if int(row["step"]) == model.step}
+    if not sets:
+        return {}
+    out: dict = {"step": model.step, "sets": sets, "source": str(folder / "evals.jsonl")}
+    data = model.config.get("data", {})
+    try:
+        out["unigram_entropy_bits"] = mixture_unigram_entropy(read_stats(Path(data["shard_root"])), data["tier_weights"])
+    except (FileNotFoundError, KeyError, ValueError):
+        pass
+    return out
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from stoicheia.inference.export import describe_training_data, export_model, find_shard_root
+
+    model = _load(args, "export")
+    if model.kind == "export":
+        print(f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint", file=sys.stderr)
+        return 2
+    held = _held_out(model, args.checkpoint)
+    root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
+    if root is None:
+        print("note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)")
+    data = describe_training_data(model.config, root)
+    try:
+        out = export_model(model, args.out_dir, held_out=held, training_data=data, overwrite=args.overwrite)
+    except FileExistsError as err:
+        print(f"stoicheia export: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
+          + (f", held-out figures of step {held['step']}" if held else ", no held-out figures found beside the checkpoint") + ")")
+    print(f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)")
+    return 0
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
@@ -199,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int, default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("export", help="write a Hugging Face model folder (safetensors, config, code, model card)")
+    _model_args(p)
+    p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
+    p.set_defaults(func=cmd_export, device="cpu")
     args = parser.parse_args(argv)
     return args.func(args)
 
