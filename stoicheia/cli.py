@@ -200,6 +200,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from stoicheia.train.report import write_report
+
+    try:
+        png, page = write_report(Path(args.run_folder), args.out)
+    except ValueError as err:
+        print(f"stoicheia report: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {png} and {page}")
+    return 0
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
@@ -242,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int, default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
+    p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
+    p.add_argument("--out", help="folder for report.png and report.html (default: the run folder)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("export", help="write a Hugging Face model folder (safetensors, config, code, model card)")
     _model_args(p)
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")

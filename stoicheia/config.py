@@ -25,6 +25,10 @@ from stoicheia.noise import NoiseConfig
 MAPPING_KEYS = ("data.tier_weights", "noise.weights", "noise.half_word_anchor", "noise.channel_known")
 
 
+#: Logger destinations ``train.loggers`` may add beside the JSONL metric file.
+LOGGERS = ("tensorboard",)
+
+
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the fix."""
 
@@ -83,6 +87,7 @@ class TrainConfig:
     load_path: str | None = None
     log_every: int = 10  # batches between console lines
     metrics_file: str = "{save_folder}/metrics.jsonl"
+    loggers: list[str] = field(default_factory=list)  # extra logger destinations: tensorboard
     decide_on: str | None = None  # SET/METRIC the plugins decide from; None = first set's bits_per_char
 
 
@@ -198,6 +203,10 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("train.precision", f"must be auto, fp32 or amp_bf16, got {t.precision!r}")
     if t.device not in ("auto", "cpu", "gpu"):
         raise bad("train.device", f"must be auto, cpu or gpu, got {t.device!r}")
+    for name in t.loggers:
+        if name not in LOGGERS:
+            close = difflib.get_close_matches(str(name), list(LOGGERS), n=1, cutoff=0.4)
+            raise bad("train.loggers", f"unknown logger {name!r}" + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(LOGGERS)}"))
     if t.save_interval < 1 or t.log_every < 1:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
     if len(t.betas) != 2:

@@ -108,6 +108,19 @@ def _every(interval: int, control: AnnealControl):
     return check
 
 
+def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
+    """The logger destinations of ``train.loggers``: ``tensorboard`` is Composer's
+    ``TensorboardLogger`` writing event files to ``{run folder}/tensorboard`` (view with
+    ``tensorboard --logdir RUN_FOLDER/tensorboard``)."""
+    out = []
+    for name in cfg.train.loggers:
+        if name == "tensorboard":
+            from composer.loggers import TensorboardLogger
+
+            out.append(TensorboardLogger(log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, cfg.train.log_every)))
+    return out
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
@@ -232,7 +245,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         algorithms=algorithms,
         callbacks=callbacks,
-        loggers=[JSONLLogger(metrics_file)],
+        loggers=[JSONLLogger(metrics_file), *extra_loggers(cfg, run_folder)],
         run_name=run_name,
         save_folder=save_folder,
         save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",
