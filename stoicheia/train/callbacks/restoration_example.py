@@ -27,7 +27,8 @@ from stoicheia.text.alphabet import (
     NUM_LETTERS,
     PUNCT_UNKNOWN,
 )
-from stoicheia.text.planes import Planes, planes_to_text
+from stoicheia.text.planes import Planes
+from stoicheia.text.render import planes_to_text
 
 log = logging.getLogger(__name__)
 
