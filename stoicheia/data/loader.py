@@ -424,13 +424,18 @@ def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_
     with probability ``rate``, in text order, unless it starts fewer than ``gap`` letters after
     the end of the last word taken (so every masked word has at least ``gap`` known letters
     on its left within the record, and a letter n-gram of order <= ``gap + 1`` sees only true
-    letters). Returns ``[(start, end), ...]`` letter spans."""
+    letters). A word touching a real lacuna of the source (``planes.lacuna > 0``) is never
+    taken: its letters are not all known. Returns ``[(start, end), ...]`` letter spans."""
+    lac = getattr(planes, "lacuna", None)
+    lost = np.flatnonzero(lac > 0) if lac is not None else np.zeros(0, np.int64)
     starts = [int(x) for x in planes.word_starts()]
     bounds = [*starts, len(planes)]
     draws = rng.random(len(starts))
     out: list[tuple[int, int]] = []
     last_end = -gap
     for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=False)):
+        if lost.size and np.searchsorted(lost, a) < lost.size and lost[np.searchsorted(lost, a)] < b:
+            continue
         if b - a >= min_len and draws[i] < rate and a - last_end >= gap:
             out.append((a, b))
             last_end = b

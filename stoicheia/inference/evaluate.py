@@ -163,8 +163,7 @@ def evaluate(
             if ngram is not None:
                 n1 = ngram.order - 1
                 left = inputs[w.row, max(0, w.start - n1) : w.start]  # shorter at a record start
-                right = inputs[w.row, w.end : w.end + n1]
-                right = right[right < NUM_LETTERS]
+                right = inputs[w.row, w.end : w.end + n1]  # PAD or MASK ends it (topk_fill)
                 cands = ngram.topk_fill(left, w.end - w.start, right, k=opt.top_k)
                 text = ids_to_letters(truth)
                 names_ = [c for c, _ in cands]

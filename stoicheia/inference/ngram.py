@@ -45,17 +45,19 @@ class LetterNgram:
         self._hist: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def fit(self, sequences: Iterable[np.ndarray]) -> LetterNgram:
-        """Count every n-gram of every sequence (uint8 letter ids, shape ``(n,)``; each is one
-        record, preceded by ``order - 1`` record-start symbols). Returns ``self``."""
+        """Count every n-gram of every sequence (uint8 ``chars`` ids, shape ``(n,)``; each is one
+        record, preceded by ``order - 1`` record-start symbols). A non-letter id (MASK at a real
+        lacuna of the source) cuts the record: the text after it starts afresh, so no n-gram
+        spans a lacuna. Returns ``self``."""
         pad = self.order - 1
         chunks = []
         for seq in sequences:
             seq = np.asarray(seq, dtype=np.int64)
-            if seq.size == 0:
-                continue
-            if seq.max() >= NUM_LETTERS:
-                raise ValueError("LetterNgram.fit: sequences must hold letter ids 0..23 only")
-            chunks.append(np.concatenate([np.full(pad, BOS, dtype=np.int64), seq]))
+            cuts = np.flatnonzero(seq >= NUM_LETTERS)
+            for piece in np.split(seq, cuts) if cuts.size else [seq]:
+                piece = piece[piece < NUM_LETTERS]
+                if piece.size:
+                    chunks.append(np.concatenate([np.full(pad, BOS, dtype=np.int64), piece]))
         if not chunks:
             raise ValueError("LetterNgram.fit: no letters to count")
         lengths = np.array([len(c) for c in chunks])
@@ -130,7 +132,15 @@ class LetterNgram:
         log-probability, at most ``k`` distinct strings.
         """
         n1 = self.order - 1
-        padded = np.concatenate([np.full(n1, BOS, dtype=np.int64), np.asarray(left, dtype=np.int64)])
+        left = np.asarray(left, dtype=np.int64)
+        right = np.asarray(right, dtype=np.int64)
+        gaps = np.flatnonzero(left >= NUM_LETTERS)
+        if gaps.size:  # known text starts after the last non-letter (a lacuna): as at a record start
+            left = left[gaps[-1] + 1 :]
+        gaps = np.flatnonzero(right >= NUM_LETTERS)
+        if gaps.size:
+            right = right[: gaps[0]]
+        padded = np.concatenate([np.full(n1, BOS, dtype=np.int64), left])
         ctx = padded[len(padded) - n1 :]
         seqs = np.zeros((1, 0), dtype=np.int64)
         scores = np.zeros(1)
@@ -142,7 +152,7 @@ class LetterNgram:
             rows, letters = np.divmod(best, NUM_LETTERS)
             seqs = np.concatenate([seqs[rows], letters[:, None]], axis=1)
             scores = cand.reshape(-1)[best]
-        tail = np.asarray(right, dtype=np.int64)[:n1]
+        tail = right[:n1]
         full = np.concatenate([np.broadcast_to(ctx, (len(seqs), n1)), seqs], axis=1)
         for w in tail:
             lp = self.log_probs(full[:, full.shape[1] - n1 :])

@@ -18,7 +18,8 @@ from composer.utils import dist
 from stoicheia.data.packing import collate_rows
 from stoicheia.noise import Noised, mask_spans
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
-from stoicheia.text.planes import Planes, planes_to_text
+from stoicheia.text.planes import Planes
+from stoicheia.text.render import planes_to_text
 
 log = logging.getLogger(__name__)
 
