@@ -212,6 +212,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_restore(args: argparse.Namespace) -> int:
+    import json
+
+    from stoicheia.inference.restore import RestoreError, format_result, restore
+
+    text = args.text
+    if text == "-":
+        text = sys.stdin.read().strip()
+    model = _load(args, "restore")
+    try:
+        result = restore(
+            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace,
+            supplements="repredict" if args.repredict_supplements else "keep",
+            unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
+        )
+    except RestoreError as err:
+        print(f"stoicheia restore: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({
+            "input": result.input,
+            "restorations": [{"text": r.text, "logprob": r.logprob, "fills": r.fills} for r in result.restorations],
+            "gaps": [vars(g) for g in result.gaps],
+        }, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(format_result(result)))
+    return 0
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
@@ -254,6 +283,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int, default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    _model_args(p)
+    p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--top-k", type=int, default=5, help="restorations to print, best first (default 5)")
+    p.add_argument("--beam", type=int, help="hypotheses kept while decoding (default max(top-k, 4))")
+    p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
+    p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
+    p.add_argument("--unknown-width", type=int, default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
+    p.add_argument("--about-margin", type=float, default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
+    p.add_argument("--window", type=int, help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the aligned text")
+    p.set_defaults(func=cmd_restore)
     p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
     p.add_argument("--out", help="folder for report.png and report.html (default: the run folder)")
