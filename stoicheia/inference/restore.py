@@ -552,6 +552,36 @@ def restore(
     return result
 
 
+def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], beam: int = 1) -> list[str]:
+    """Fill known-width lacunae at letters ``[a, b)`` of ``planes`` (the letters there are
+    hidden, every aux channel of the record hidden, as in the reference evaluation) by the
+    decoding of :func:`restore`; returns the best filling of each span.
+
+    ``model``: any callable taking a batch dict of ``(B, T)`` int64 tensors (``chars``,
+    ``boundary``, ``dia``, ``punct``) and returning the logits dict (a ``LoadedModel``, a
+    ``CharBertEncoder`` or the Composer model), in eval mode, on the device the caller moves
+    tensors to. Used by the training callback ``restoration_example``.
+    """
+    items: list[_Item] = []
+    gaps: list[Gap] = []
+    starts = {a: b for a, b in spans}
+    i = 0
+    while i < len(planes):
+        if i in starts:
+            w = starts[i] - i
+            gaps.append(Gap(f"[{'.' * w}]", "lacuna", w, w, w))
+            items.append(_Item(len(gaps) - 1))
+            i = starts[i]
+            continue
+        c = int(planes.chars[i])
+        items.append(_Item(None, (c, A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.CAP_UNKNOWN, A.PUNCT_UNKNOWN)))
+        i += 1
+    total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
+    hyps = _decode_window(model, items, gaps, {}, list(range(len(gaps))), 0, total, beam, respace=False)
+    best = hyps[0].fill
+    return ["".join(A.LETTERS[int(s)] for s in best[g] if 0 <= s < A.NUM_LETTERS) for g in range(len(gaps))]
+
+
 def format_result(result: RestoreResult) -> list[str]:
     """Lines for the console: the input, then each restoration with its log-probability and a
     line of ``^`` under the restored letters."""
@@ -569,4 +599,4 @@ def format_result(result: RestoreResult) -> list[str]:
     return lines
 
 
-__all__ = ["Gap", "Restoration", "RestoreError", "RestoreResult", "format_result", "parse_input", "restore"]
+__all__ = ["Gap", "Restoration", "RestoreError", "RestoreResult", "format_result", "parse_input", "restore", "restore_planes"]

@@ -2,22 +2,22 @@
 
 The word is the longest word (at least 4 letters) among the first 40 words of the first
 held-out record that has one. Its letters become MASK slots, every channel of the record
-is UNKNOWN (as in the reference evaluation), and the model's most likely letter per slot
-is shown next to the truth.
+is UNKNOWN (as in the reference evaluation), and the model's restoration, decoded as
+``stoicheia restore`` decodes (:mod:`stoicheia.inference.restore`), is shown next to the truth.
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
 import torch
 from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
-from stoicheia.data.packing import collate_rows
-from stoicheia.noise import Noised, mask_spans
-from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
+from stoicheia.inference.restore import restore_planes
+from stoicheia.text.alphabet import LETTERS
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -25,13 +25,17 @@ log = logging.getLogger(__name__)
 
 
 def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tuple[int, int, int] | None:
-    """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None."""
+    """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None.
+    Words touching a real lacuna of the source are not taken (their letters are unknown)."""
     for r, planes in enumerate(records):
         n = min(len(planes), max_letters)
+        lost = np.flatnonzero(planes.lacuna[:n] > 0) if planes.lacuna is not None else np.zeros(0, np.int64)
         starts = [int(s) for s in planes.word_starts() if s < n]
         bounds = [*starts, n]
         best = None
         for a, b in list(zip(bounds[:-1], bounds[1:], strict=False))[:40]:
+            if lost.size and ((lost >= a) & (lost < b)).any():
+                continue
             if b - a >= min_len and (best is None or b - a > best[1] - best[0]):
                 best = (a, b)
         if best:
@@ -39,15 +43,11 @@ def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tupl
     return None
 
 
-def masked_example(planes: Planes, start: int, end: int) -> Noised:
-    """A :class:`Noised` of ``planes`` with letters ``[start, end)`` masked, channels UNKNOWN
-    (:func:`stoicheia.noise.mask_spans`)."""
-    return mask_spans(planes, [(start, end)])
-
-
 class RestorationExample(Callback):
     """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
-    the model's restoration (argmax over the 24 letters per slot)."""
+    the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
+    (:func:`stoicheia.inference.restore.restore_planes`: iterative unmasking, most confident
+    letter first)."""
 
     def __init__(self, eval_records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
         records = eval_records
@@ -63,16 +63,13 @@ class RestorationExample(Callback):
         """``(context with the lacuna shown as [....], true word, restored word)``."""
         assert self.example is not None
         planes, a, b = self.example
-        noised = masked_example(planes, a, b)
-        batch = collate_rows([[noised]], len(noised))
-        batch = {k: v.to(device) for k, v in batch.items()}
         was_training = model.training
         model.eval()
-        with torch.no_grad():
-            logits = model(batch)["char"][0, a:b, :NUM_LETTERS].float()
-        model.train(was_training)
-        guess = logits.argmax(-1).cpu().numpy()
-        restored = "".join(LETTERS[i] for i in guess)
+        try:
+            with torch.no_grad():
+                (restored,) = restore_planes(lambda batch: model({k: v.to(device) for k, v in batch.items()}), planes, [(a, b)])
+        finally:
+            model.train(was_training)
         truth = "".join(LETTERS[i] for i in planes.chars[a:b])
         left = planes_to_text(planes[max(0, a - self.context) : a]) if a > 0 else ""
         right = planes_to_text(planes[b : b + self.context // 2]) if b < len(planes) else ""
