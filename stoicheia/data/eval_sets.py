@@ -83,7 +83,7 @@ def read_split_records(
 
 def read_text_records(paths: Iterable[str | Path], min_greek: float = 0.95) -> tuple[list[EvalRecord], Counter]:
     """Raw sources (``.txt``, ``.jsonl``, Perseus TEI ``.xml``, CoNLL-U), converted on the fly with
-    the readers of :mod:`stoicheia.sources` and :func:`stoicheia.text.planes.normalise_record`,
+    the readers of :mod:`stoicheia.sources` and :func:`stoicheia.text.filter.normalise_record`,
     exactly as ``stoicheia convert`` would. Directories are searched like ``convert`` does.
 
     Returns the records (tier ``input``, work = the file's path relative to the directory
@@ -93,7 +93,7 @@ def read_text_records(paths: Iterable[str | Path], min_greek: float = 0.95) -> t
     and ``ValueError`` when no Greek record is left.
     """
     from stoicheia.sources import iter_source_files, read_source
-    from stoicheia.text.planes import normalise_record
+    from stoicheia.text.filter import normalise_record
 
     out: list[EvalRecord] = []
     dropped: Counter = Counter()
