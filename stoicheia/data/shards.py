@@ -415,7 +415,8 @@ def read_stats(shard_root: Path) -> dict:
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:
     """Turn the plane columns of one MDS sample back into :class:`Planes` (uint8, shape (n,))."""
-    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES}
+    # shards written before the lacuna plane existed have no "lacuna" column: no real lacuna
+    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES if name != "lacuna" or name in sample}
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
         raise ValueError(f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard is corrupt, re-run convert")
