@@ -1,12 +1,21 @@
-"""Benchmark: data-pipeline letters per second per worker, and the demo model's step time.
+"""Benchmark: data-pipeline letters per second per worker, the demo model's step time, and the
+Composer trainer's overhead over a bare PyTorch loop.
 
     .venv/bin/python benchmarks/throughput.py [--shards data/shards] [--seq-len 8192] [--batches 20]
+        [--rounds 6] [--round-steps 10]
 
 Prints figures; asserts nothing. The data pipeline is measured in one process (num_workers=0),
 so the reading, splitting, noising and packing all count against one core: that is the
 throughput of one DataLoader worker (plus the main-process packing, which is a small part).
 The step time is forward + backward + AdamW step of ``yamls/demo.yaml``'s model on packed
 batches of the demo's shape, after warm-up steps.
+
+Composer overhead: the same batches (held in memory, so no data loading is timed) train two
+copies of the demo model, one in a bare loop (forward, loss, backward, clip, AdamW step) and
+one through a Composer ``Trainer`` (same optimizer, the recipe's ``GradientGuard`` for the
+clipping, no callbacks or loggers: the framework alone), interleaved: each round runs ``--round-steps`` steps of the bare loop, then the same
+steps through ``trainer.fit(duration=...)``, so both see the same machine state. The ratio
+of the median per-step wall times (Composer / bare) is printed; the goal is at most 1.05.
 """
 
 from __future__ import annotations
@@ -117,6 +126,93 @@ def bench_step(shards: Path, steps: int) -> None:
     )
 
 
+def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None:
+    import logging
+
+    from composer import DataSpec, Trainer
+    from composer.utils import dist
+
+    from stoicheia.config import load_config
+    from stoicheia.data.loader import PackedLoader
+    from stoicheia.data.stream import NoisedRecordStream, make_streams
+    from stoicheia.model.composer_model import StoicheiaModel
+    from stoicheia.model.optim import param_groups
+    from stoicheia.train.algorithms.gradient_guard import GradientGuard
+
+    logging.getLogger("composer").setLevel(logging.ERROR)
+    cfg = load_config(REPO / "yamls" / "demo.yaml")
+    ds = NoisedRecordStream(
+        streams=make_streams(shards, {"gold": 1.0, "silver": 1.0}, "train"),
+        seq_len=cfg.data.seq_len,
+        noise=cfg.noise,
+        noise_seed=0,
+        batch_size=cfg.data.records_per_batch,
+    )
+    rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
+    total = (rounds + 1) * round_steps  # round 0 warms both paths up and is not counted
+    batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), total))
+
+    def make():
+        torch.manual_seed(0)
+        model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
+        opt = torch.optim.AdamW(param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr)
+        return model, opt
+
+    bare_model, bare_opt = make()
+    comp_model, comp_opt = make()
+
+    class _Batches(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return len(batches)
+
+        def __getitem__(self, i: int):
+            return batches[i]
+
+    if not dist.is_initialized():
+        dist.initialize_dist("cpu")
+    loader = torch.utils.data.DataLoader(_Batches(), batch_size=None, shuffle=False)
+    trainer = Trainer(
+        model=comp_model,
+        train_dataloader=DataSpec(loader, get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0])),
+        optimizers=comp_opt,
+        max_duration=f"{total}ba",
+        device="cpu",
+        precision="fp32",
+        device_train_microbatch_size=cfg.train.micro_batch_rows,
+        progress_bar=False,
+        log_to_console=False,
+        loggers=[],
+        callbacks=[],
+        algorithms=[GradientGuard(clip_norm=cfg.train.clip_norm)],  # the recipe's clipping, as in the bare loop
+        save_folder=None,
+        seed=0,
+    )
+
+    def bare(steps: list[dict]) -> None:
+        for batch in steps:
+            loss = bare_model.loss(bare_model(batch), batch)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(bare_model.parameters(), cfg.train.clip_norm)
+            bare_opt.step()
+            bare_opt.zero_grad(set_to_none=True)
+
+    bare_t, comp_t = [], []
+    for r in range(rounds + 1):
+        chunk = batches[r * round_steps : (r + 1) * round_steps]
+        t0 = time.perf_counter()
+        bare(chunk)
+        t1 = time.perf_counter()
+        trainer.fit(duration=f"{round_steps}ba")
+        t2 = time.perf_counter()
+        if r > 0:
+            bare_t.append((t1 - t0) / round_steps)
+            comp_t.append((t2 - t1) / round_steps)
+    trainer.close()
+    b, c = statistics.median(bare_t), statistics.median(comp_t)
+    print(f"Composer trainer vs bare PyTorch loop, demo model, {rounds} interleaved rounds of {round_steps} steps:")
+    print(f"  bare loop {b * 1e3:.0f} ms/step   Composer {c * 1e3:.0f} ms/step   overhead ratio {c / b:.3f} (goal <= 1.05)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shards", type=Path, default=REPO / "data" / "shards")
@@ -124,10 +220,15 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=4)
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=6, help="interleaved rounds of the Composer-overhead measurement")
+    p.add_argument("--round-steps", type=int, default=10, help="steps per round and per path")
+    p.add_argument("--only-overhead", action="store_true", help="measure only the Composer overhead")
     args = p.parse_args()
     shards = ensure_shards(args.shards)
-    bench_data(shards, args.seq_len, args.rows, args.batches)
-    bench_step(shards, args.steps)
+    if not args.only_overhead:
+        bench_data(shards, args.seq_len, args.rows, args.batches)
+        bench_step(shards, args.steps)
+    bench_composer_overhead(shards, args.rounds, args.round_steps)
 
 
 if __name__ == "__main__":

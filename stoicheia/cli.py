@@ -1,12 +1,17 @@
-"""Command line: ``stoicheia convert`` (sources to MDS shards), ``stoicheia status`` (of a run).
+"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``export``, ``report``, ``restore``.
 
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
-from the files in its run folder.
+from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
+``export`` writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
+``restore`` fills the lacunae of a Greek text.
 
 Examples::
 
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
     stoicheia status checkpoints/stoicheia-demo
+    stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
+    stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
+    stoicheia report checkpoints/stoicheia-demo
 
 Exit status 0 on success, 2 on a usage or input error (the message names the file and fix).
 """
@@ -87,6 +92,161 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(args: argparse.Namespace, command: str):
+    from stoicheia.inference.loading import ModelLoadError, load_model
+
+    try:
+        return load_model(args.checkpoint, config=args.config, device=args.device)
+    except ModelLoadError as err:
+        print(f"stoicheia {command}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from stoicheia.inference.evaluate import (
+        EvalOptions,
+        evaluate,
+        format_table,
+        load_records,
+        train_ngram,
+    )
+    from stoicheia.sources import SourceError
+
+    model = _load(args, "evaluate")
+    cfg = model.config
+    data = cfg.get("data", {})
+    try:
+        records, described = load_records(args.shards, args.split, args.tiers, args.max_records)
+    except (FileNotFoundError, ValueError, SourceError) as err:
+        print(f"stoicheia evaluate: error: {err}", file=sys.stderr)
+        return 2
+    if described.get("rejected"):
+        print(f"rejected records (not Greek enough or empty): {described['rejected']}")
+    opt = EvalOptions(
+        seq_len=args.seq_len or int(data.get("seq_len", 512)),
+        rows=args.rows or int(data.get("eval_rows", 8)),
+        t=args.t if args.t is not None else float(data.get("eval_t", 0.30)),
+        seed=args.seed if args.seed is not None else int(data.get("eval_seed", 1234)),
+        word_rate=args.word_rate,
+    )
+    ngram = ngram_info = None
+    train_root = args.train_shards or (args.shards[0] if "shards" in described else data.get("shard_root"))
+    if args.ngram_order > 0 and train_root and Path(train_root).is_dir():
+        try:
+            ngram, ngram_info = train_ngram(train_root, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
+            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} letters of {train_root}")
+        except FileNotFoundError as err:
+            print(f"n-gram baseline left out: {err}")
+    else:
+        print("n-gram baseline left out: no training shards (give --train-shards DIR)")
+    result = evaluate(model, records, opt, ngram, progress=lambda m: print(m, flush=True))
+    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": cfg.get("run_name")}
+    result["input"] = described
+    if ngram_info:
+        result["ngram"] = ngram_info
+    out = Path(args.out) if args.out else None
+    lines = format_table(result, args.max_works)
+    print("\n".join(lines))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+        out.with_suffix(".txt").write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
+        print(f"wrote {out} and {out.with_suffix('.txt')}")
+    return 0
+
+
+def _held_out(model, checkpoint: str) -> dict:
+    """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
+    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
+    from stoicheia.train.callbacks.eval_history import read_history
+
+    folder = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
+    if "://" in checkpoint or model.step is None:
+        return {}
+    sets = {row["set"]: row["metrics"] for row in read_history(folder) if int(row["step"]) == model.step}
+    if not sets:
+        return {}
+    out: dict = {"step": model.step, "sets": sets, "source": str(folder / "evals.jsonl")}
+    data = model.config.get("data", {})
+    try:
+        out["unigram_entropy_bits"] = mixture_unigram_entropy(read_stats(Path(data["shard_root"])), data["tier_weights"])
+    except (FileNotFoundError, KeyError, ValueError):
+        pass
+    return out
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from stoicheia.inference.export import describe_training_data, export_model, find_shard_root
+
+    model = _load(args, "export")
+    if model.kind == "export":
+        print(f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint", file=sys.stderr)
+        return 2
+    held = _held_out(model, args.checkpoint)
+    root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
+    if root is None:
+        print("note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)")
+    data = describe_training_data(model.config, root)
+    try:
+        out = export_model(model, args.out_dir, held_out=held, training_data=data, overwrite=args.overwrite)
+    except FileExistsError as err:
+        print(f"stoicheia export: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
+          + (f", held-out figures of step {held['step']}" if held else ", no held-out figures found beside the checkpoint") + ")")
+    print(f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from stoicheia.train.report import write_report
+
+    try:
+        png, page = write_report(Path(args.run_folder), args.out)
+    except ValueError as err:
+        print(f"stoicheia report: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {png} and {page}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    import json
+
+    from stoicheia.inference.restore import RestoreError, format_result, restore
+
+    text = args.text
+    if text == "-":
+        text = sys.stdin.read().strip()
+    model = _load(args, "restore")
+    try:
+        result = restore(
+            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace,
+            supplements="repredict" if args.repredict_supplements else "keep",
+            unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
+        )
+    except RestoreError as err:
+        print(f"stoicheia restore: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({
+            "input": result.input,
+            "restorations": [{"text": r.text, "logprob": r.logprob, "fills": r.fills} for r in result.restorations],
+            "gaps": [vars(g) for g in result.gaps],
+        }, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(format_result(result)))
+    return 0
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
+    p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
+    p.add_argument("--device", default="auto", help="auto (GPU if any), cpu, cuda, cuda:1 ...")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command."""
     parser = argparse.ArgumentParser(prog="stoicheia", description=__doc__.splitlines()[0])
@@ -105,6 +265,46 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status", help="where a training run stands, from the files in its run folder")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
     p.set_defaults(func=cmd_status)
+    p = sub.add_parser("evaluate", help="held-out figures of a trained model, per tier and per work")
+    _model_args(p)
+    p.add_argument("--shards", nargs="+", required=True, metavar="DIR_OR_FILE",
+                   help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders")
+    p.add_argument("--split", default="val", choices=("val", "train"), help="split of the shards (default val)")
+    p.add_argument("--tiers", nargs="+", help="tiers of the shards to evaluate (default all)")
+    p.add_argument("--max-records", type=int, help="at most this many records per tier")
+    p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")
+    p.add_argument("--ngram-order", type=int, default=5, help="order of the letter n-gram baseline (0: none; default 5)")
+    p.add_argument("--ngram-letters", type=int, default=20_000_000, help="letters the n-gram is trained on at most")
+    p.add_argument("--seq-len", type=int, help="row length in slots (default: the run's data.seq_len)")
+    p.add_argument("--rows", type=int, help="rows per forward pass (default: the run's data.eval_rows)")
+    p.add_argument("--t", type=float, help="reference masking rate (default: the run's data.eval_t, 0.30)")
+    p.add_argument("--seed", type=int, help="noise seed (default: the run's data.eval_seed)")
+    p.add_argument("--word-rate", type=float, default=0.15, help="share of words masked in the word pass (default 0.15)")
+    p.add_argument("--max-works", type=int, default=20, help="works shown in the table (all are in the JSON)")
+    p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
+    p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    _model_args(p)
+    p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--top-k", type=int, default=5, help="restorations to print, best first (default 5)")
+    p.add_argument("--beam", type=int, help="hypotheses kept while decoding (default max(top-k, 4))")
+    p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
+    p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
+    p.add_argument("--unknown-width", type=int, default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
+    p.add_argument("--about-margin", type=float, default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
+    p.add_argument("--window", type=int, help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the aligned text")
+    p.set_defaults(func=cmd_restore)
+    p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
+    p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
+    p.add_argument("--out", help="folder for report.png and report.html (default: the run folder)")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("export", help="write a Hugging Face model folder (safetensors, config, code, model card)")
+    _model_args(p)
+    p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
+    p.set_defaults(func=cmd_export, device="cpu")
     args = parser.parse_args(argv)
     return args.func(args)
 

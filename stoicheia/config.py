@@ -18,10 +18,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from stoicheia.model.config import EncoderConfig
+from stoicheia.model.metrics import EVAL_METRICS
 from stoicheia.noise import NoiseConfig
 
 #: Mapping-valued keys: a YAML file that sets one replaces the whole default mapping.
 MAPPING_KEYS = ("data.tier_weights", "noise.weights", "noise.half_word_anchor", "noise.channel_known")
+
+
+#: Logger destinations ``train.loggers`` may add beside the JSONL metric file.
+LOGGERS = ("tensorboard",)
 
 
 class ConfigError(ValueError):
@@ -85,6 +90,7 @@ class TrainConfig:
     load_path: str | None = None
     log_every: int = 10  # batches between console lines
     metrics_file: str = "{save_folder}/metrics.jsonl"
+    loggers: list[str] = field(default_factory=list)  # extra logger destinations: tensorboard
     decide_on: str | None = None  # SET/METRIC the plugins decide from; None = first set's bits_per_char
 
 
@@ -208,6 +214,10 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad("train.precision", f"must be auto, fp32 or amp_bf16, got {t.precision!r}")
     if t.device not in ("auto", "cpu", "gpu"):
         raise bad("train.device", f"must be auto, cpu or gpu, got {t.device!r}")
+    for name in t.loggers:
+        if name not in LOGGERS:
+            close = difflib.get_close_matches(str(name), list(LOGGERS), n=1, cutoff=0.4)
+            raise bad("train.loggers", f"unknown logger {name!r}" + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(LOGGERS)}"))
     if t.save_interval < 1 or t.log_every < 1:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
     if len(t.betas) != 2:
@@ -221,11 +231,11 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
             raise bad("data.eval_sets", f"unknown set {name!r}; the sets are holdout, dev, all")
     if t.decide_on is not None:
         label, sep, metric = t.decide_on.partition("/")
-        if not sep or label not in d.eval_sets or metric not in ("bits_per_char", "boundary_f1", "dia_acc", "punct_acc"):
+        if not sep or label not in d.eval_sets or metric not in EVAL_METRICS:
             raise bad(
                 "train.decide_on",
                 f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets ({', '.join(d.eval_sets)}) and METRIC one of "
-                f"bits_per_char, boundary_f1, dia_acc, punct_acc (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
+                f"{', '.join(EVAL_METRICS)} (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
             )
     for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
         try:

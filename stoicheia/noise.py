@@ -87,6 +87,7 @@ from stoicheia.text.alphabet import (
     DIA_UNKNOWN,
     IGNORE_INDEX,
     MASK,
+    NUM_LACUNA,
     NUM_LETTERS,
     PUNCT_UNKNOWN,
 )
@@ -393,7 +394,8 @@ def _sample_t(rng: np.random.Generator, prep: _Prepared) -> float:
 #: plane order inside the stacked (5, n) array: the three hideable channels, then cap, are
 #: contiguous so that one vectorised pass handles all auxiliary channels.
 _STACK_ORDER = ("chars", "boundary", "dia", "punct", "cap")
-_STACK_MAX = np.array([NUM_LETTERS - 1, BOUNDARY_UNKNOWN, DIA_UNKNOWN, PUNCT_UNKNOWN, CAP_UNKNOWN])
+# chars may be MASK only at a real-lacuna slot (checked in _real_lacuna)
+_STACK_MAX = np.array([MASK, BOUNDARY_UNKNOWN, DIA_UNKNOWN, PUNCT_UNKNOWN, CAP_UNKNOWN])
 #: UNKNOWN id of boundary, dia, punct, cap (rows 1..4 of the stack), shape (4, 1)
 _AUX_UNKNOWN = np.array(
     [[BOUNDARY_UNKNOWN], [DIA_UNKNOWN], [PUNCT_UNKNOWN], [CAP_UNKNOWN]], dtype=np.uint8
@@ -441,10 +443,38 @@ def _check_planes(planes: Any) -> np.ndarray:
     return stack
 
 
-def _bad_id(name: str, value: int, pos: int, row: int) -> None:
+def _real_lacuna(planes: Any, stack: np.ndarray) -> np.ndarray | None:
+    """Bool ``(n,)``: the real-lacuna slots (``planes.lacuna > 0``), or None if there are none.
+
+    ``planes.lacuna`` may be absent (no real lacuna). Raises ``ValueError`` for a lacuna plane
+    of the wrong length or ids, and for a ``chars`` MASK outside a real-lacuna slot.
+    """
+    lac = getattr(planes, "lacuna", None)
+    n = stack.shape[1]
+    if lac is not None:
+        lac = np.asarray(lac)
+        if lac.shape != (n,):
+            raise ValueError(f"plane 'lacuna' has shape {lac.shape} but chars has {n} entries")
+        if lac.size and (int(lac.min()) < 0 or int(lac.max()) >= NUM_LACUNA):
+            pos = int(np.flatnonzero((lac < 0) | (lac >= NUM_LACUNA))[0])
+            raise ValueError(
+                f"plane 'lacuna' has id {int(lac[pos])} at slot {pos}; valid ids are 0..{NUM_LACUNA - 1}"
+            )
+        real = lac > 0
+    else:
+        real = np.zeros(n, dtype=bool)
+    stray = (stack[0] >= NUM_LETTERS) & ~real
+    if stray.any():
+        pos = int(np.flatnonzero(stray)[0])
+        _bad_id("chars", int(stack[0, pos]), pos, 0, NUM_LETTERS - 1)
+    return real if real.any() else None
+
+
+def _bad_id(name: str, value: int, pos: int, row: int, top: int | None = None) -> None:
     raise ValueError(
         f"plane {name!r} has id {value} at letter {pos}; valid ids are "
-        f"0..{int(_STACK_MAX[row])} (see stoicheia.text.alphabet)"
+        f"0..{int(_STACK_MAX[row]) if top is None else top} (see stoicheia.text.alphabet; "
+        "chars MASK only at a real-lacuna slot)"
     )
 
 
@@ -627,6 +657,7 @@ def _assemble(
     char_weight: float,
     extra_at: np.ndarray | None = None,
     extra: np.ndarray | None = None,
+    real: np.ndarray | None = None,
 ) -> Noised:
     """Build the slot arrays at letter level, then expand elastic words into their BLANK slots.
 
@@ -634,7 +665,8 @@ def _assemble(
     for substitution); ``corrupt``: bool (n,) letters whose aux labels are supervised and, when
     ``tgt_mask`` is given, whose aux inputs are hidden; ``hidden``: bool (4, n) from
     :func:`_hidden`; ``extra_at``/``extra``: last letter index of each elastic word and its
-    BLANK count.
+    BLANK count; ``real``: bool (n,) real-lacuna slots (input MASK and UNKNOWN, no target,
+    weight 0, whatever the pattern chose).
     """
     n = stack.shape[1]
     chars = stack[0]
@@ -650,6 +682,12 @@ def _assemble(
     # source-UNKNOWN values are UNKNOWN in the plane already, so hiding them changes nothing
     inputs = np.where(shown_hidden, _AUX_UNKNOWN[:3], aux[:3])
     supervised = (hidden | corrupt) & (aux != _AUX_UNKNOWN)
+    if real is not None:
+        in_chars = np.where(real, np.uint8(MASK), in_chars)
+        tgt_chars = np.where(real, _I16_IGNORE, tgt_chars)
+        weight = np.where(real, np.float32(0), weight).astype(np.float32)
+        inputs = np.where(real, _AUX_UNKNOWN[:3], inputs)
+        supervised &= ~real
     targets = np.where(supervised, aux.astype(np.int16), _I16_IGNORE)
 
     if extra_at is not None and extra is not None and extra.sum() > 0:
@@ -709,19 +747,34 @@ def noise_record(
             invalid ``cfg``, or ``n > max_len``.
     """
     prep = cfg._prepared()
-    stack = _check_planes(planes)
-    chars = stack[0]
-    n = stack.shape[1]
-    if max_len is not None and n > max_len:
+    full = _check_planes(planes)
+    n_full = full.shape[1]
+    if max_len is not None and n_full > max_len:
         raise ValueError(
-            f"record has {n} letters > max_len={max_len}; split long records before noising"
+            f"record has {n_full} letters > max_len={max_len}; split long records before noising"
         )
-
+    real = _real_lacuna(planes, full)
     t = _sample_t(rng, prep)
     idx = int(prep.pattern_cum.searchsorted(rng.random(), side="right"))
     # float rounding of the cumulative sum could land past the last pattern with weight > 0
     pattern = PATTERNS[min(idx, prep.last_pattern)]
-    ws = _word_start(stack[1], rng)
+    ws = _word_start(full[1], rng)
+    if real is None:
+        stack, letter_idx = full, None
+    else:
+        # The patterns choose among the record's letters only: they run on the letters
+        # with the real-lacuna slots taken out, and their choice is put back in place.
+        letter_idx = np.flatnonzero(~real)
+        stack = full[:, letter_idx]
+        if letter_idx.size:
+            stack[1] = _letters_boundary(full[1], real, letter_idx)
+    n = stack.shape[1]
+    if n == 0:  # a part of a record that holds only lacuna slots: nothing to learn
+        hidden = _hidden(n_full, prep, rng)
+        zero = np.zeros(n_full, dtype=bool)
+        return _assemble(full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real)
+    chars = stack[0]
+    ws_l = ws if letter_idx is None else _word_start(stack[1], rng)
 
     extra_at = extra = None
     if pattern == "substitute":
@@ -729,9 +782,35 @@ def noise_record(
         shift = (1 + _uniform_int(rng, NUM_LETTERS - 1, n)).astype(np.uint8)
         # adding 1..23 mod 24 gives a uniformly drawn letter different from the original
         in_chars = np.where(sub, (chars + shift) % np.uint8(NUM_LETTERS), chars)
-        hidden = _hidden(n, prep, rng)
-        return _assemble(stack, ws, t, pattern, in_chars, None, sub, hidden, 1.0)
+        hidden = _hidden(n_full, prep, rng)
+        sub, in_chars = _put_back(sub, letter_idx, n_full), _put_back_chars(in_chars, letter_idx, full[0])
+        return _assemble(full, ws, t, pattern, in_chars, None, sub, hidden, 1.0, real=real)
 
+    mask, extra_at, extra = _pattern_mask(pattern, stack, ws_l, t, n, prep, rng, max_len, n_full)
+    mask = _put_back(mask, letter_idx, n_full)
+    if extra_at is not None and letter_idx is not None:
+        extra_at = letter_idx[extra_at]
+    in_chars = np.where(mask, np.uint8(MASK), full[0])
+    hidden = _hidden(n_full, prep, rng)
+    return _assemble(
+        full, ws, t, pattern, in_chars, mask, mask, hidden, 1.0 / t, extra_at, extra, real=real
+    )
+
+
+def _pattern_mask(
+    pattern: str,
+    stack: np.ndarray,
+    ws: np.ndarray,
+    t: float,
+    n: int,
+    prep: _Prepared,
+    rng: np.random.Generator,
+    max_len: int | None,
+    n_full: int,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The masked letters ``(n,)`` of a mask pattern, and the elastic words' last letter
+    indices and BLANK counts (None for the other patterns)."""
+    extra_at = extra = None
     if pattern == "iid":
         mask = rng.random(n) < t
     elif pattern == "span":
@@ -752,11 +831,39 @@ def noise_record(
             extra = 2 + _uniform_int(rng, (prep.extra_frac * L).astype(np.int64) + 1, L.size)
             if max_len is not None:
                 # from the first word that does not fit on, plain word masking
-                extra[np.cumsum(extra) > max_len - n] = 0
+                extra[np.cumsum(extra) > max_len - n_full] = 0
             extra_at = word_starts[chosen] + L - 1
-    in_chars = np.where(mask, np.uint8(MASK), chars)
-    hidden = _hidden(n, prep, rng)
-    return _assemble(stack, ws, t, pattern, in_chars, mask, mask, hidden, 1.0 / t, extra_at, extra)
+    return mask, extra_at, extra
+
+
+def _letters_boundary(boundary: np.ndarray, real: np.ndarray, letter_idx: np.ndarray) -> np.ndarray:
+    """The boundary plane of the letters alone: a letter followed by a lacuna that ends a
+    word (``λόγο[.] καὶ``) ends its word too, so words do not glue across a removed gap."""
+    b = boundary[letter_idx].copy()
+    gap_ends = np.flatnonzero(real & ((boundary == BOUNDARY_WORD) | (boundary == BOUNDARY_SENTENCE)))
+    if gap_ends.size:
+        prev = letter_idx.searchsorted(gap_ends) - 1
+        prev = prev[prev >= 0]
+        fix = prev[(b[prev] == 0) | (b[prev] == BOUNDARY_UNKNOWN)]
+        b[fix] = BOUNDARY_WORD
+    return b
+
+
+def _put_back(mask: np.ndarray, letter_idx: np.ndarray | None, n_full: int) -> np.ndarray:
+    """A bool choice over the letters, as a bool ``(n_full,)`` over all slots (False at gaps)."""
+    if letter_idx is None:
+        return mask
+    out = np.zeros(n_full, dtype=bool)
+    out[letter_idx] = mask
+    return out
+
+
+def _put_back_chars(in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray) -> np.ndarray:
+    if letter_idx is None:
+        return in_chars
+    out = full_chars.copy()
+    out[letter_idx] = in_chars
+    return out
 
 
 def reference_noise(planes: Any, rng: np.random.Generator, t: float = 0.30) -> Noised:
@@ -773,9 +880,58 @@ def reference_noise(planes: Any, rng: np.random.Generator, t: float = 0.30) -> N
     if not 0 < t <= 1:
         raise ValueError(f"reference_noise t = {t!r} must be in (0, 1]")
     stack = _check_planes(planes)
+    real = _real_lacuna(planes, stack)
     n = stack.shape[1]
     mask = rng.random(n) < t
+    if real is not None:
+        mask &= ~real  # a real lacuna is never a target (its letters are unknown)
     ws = _word_start(stack[1], rng)
     hidden = np.ones((4, n), dtype=bool)
     in_chars = np.where(mask, np.uint8(MASK), stack[0])
-    return _assemble(stack, ws, t, "reference", in_chars, mask, mask, hidden, 1.0)
+    return _assemble(stack, ws, t, "reference", in_chars, mask, mask, hidden, 1.0, real=real)
+
+
+def mask_spans(planes: Any, spans: list[tuple[int, int]]) -> Noised:
+    """Known-width lacunae at given places: letters ``[a, b)`` of each span become MASK slots.
+
+    Every aux channel of the record is hidden (UNKNOWN), as in :func:`reference_noise`, so the
+    model sees only the letters outside the spans. Char targets (weight 1.0) are the true
+    letters of the spans, -100 elsewhere; the aux targets are all -100 (this noise scores
+    letters only). ``planes`` as in :func:`noise_record`; spans are ``(start, end)`` letter
+    indices, ``0 <= start < end <= n``, in any order (overlaps merge). ``pattern`` is
+    ``"spans"`` and ``t`` the masked fraction. Returns a :class:`Noised` of ``n`` slots.
+
+    Real-lacuna slots (``planes.lacuna > 0``) stay MASK inputs without a target, inside a
+    span or not (their letters are unknown).
+
+    Raises ``ValueError`` for bad planes or a span outside the record.
+    """
+    stack = _check_planes(planes)
+    real = _real_lacuna(planes, stack)
+    n = stack.shape[1]
+    mask = np.zeros(n, dtype=bool)
+    for a, b in spans:
+        if not 0 <= a < b <= n:
+            raise ValueError(f"mask_spans: span ({a}, {b}) is not inside the record of {n} letters")
+        mask[a:b] = True
+    if real is not None:
+        mask &= ~real
+    chars = np.where(mask, np.uint8(MASK), stack[0]).astype(np.uint8)
+    tgt = np.where(mask, stack[0].astype(np.int16), np.int16(IGNORE_INDEX)).astype(np.int16)
+    ignore = np.full(n, IGNORE_INDEX, dtype=np.int16)
+    ws = _word_start(stack[1], np.random.default_rng(0)) if n else np.zeros(0, dtype=bool)
+    return Noised(
+        chars=chars,
+        boundary=np.full(n, BOUNDARY_UNKNOWN, dtype=np.uint8),
+        dia=np.full(n, DIA_UNKNOWN, dtype=np.uint8),
+        punct=np.full(n, PUNCT_UNKNOWN, dtype=np.uint8),
+        tgt_chars=tgt,
+        tgt_boundary=ignore.copy(),
+        tgt_dia=ignore.copy(),
+        tgt_cap=ignore.copy(),
+        tgt_punct=ignore.copy(),
+        weight=mask.astype(np.float32),
+        word_start=ws,
+        t=float(mask.sum()) / max(1, n),
+        pattern="spans",
+    )

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from stoicheia.sources import iter_source_files, read_source
-from stoicheia.text.planes import normalise_record, planes_to_text, text_to_planes
+from stoicheia.text.encode import text_to_planes
+from stoicheia.text.filter import normalise_record
+from stoicheia.text.render import planes_to_text
 
 
 def _check_file(args: tuple[str, str]) -> tuple[str, int, int, list[str]]:

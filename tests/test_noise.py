@@ -602,3 +602,80 @@ def test_config_is_an_omegaconf_structured_config():
     bad = OmegaConf.merge(merged, OmegaConf.create({"t_min": 0.0}))
     with pytest.raises(ValueError, match="t range"):
         OmegaConf.to_object(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# real lacunae (issue 7): never a target, never a letter, input MASK, metrics never score them
+
+
+def _with_real_lacuna():
+    from stoicheia.text.encode import encode_text
+
+    text = "ἔλα[..]εν τὸν [---] βασιλέα κα[ὶ] τ[ca.4]ος [5±1] δῆμον"
+    planes = encode_text(text, strict=True).planes
+    return planes, planes.lacuna > 0
+
+
+def test_encoded_real_lacuna_slots():
+    planes, real = _with_real_lacuna()
+    from stoicheia.text.alphabet import LACUNA_ABOUT, LACUNA_LOST, LACUNA_UNKNOWN
+
+    assert int(np.count_nonzero(planes.lacuna == LACUNA_LOST)) == 2
+    assert int(np.count_nonzero(planes.lacuna == LACUNA_UNKNOWN)) == 1
+    assert int(np.count_nonzero(planes.lacuna == LACUNA_ABOUT)) == 4 + 6
+    assert (planes.chars[real] == MASK).all()
+    assert planes.n_letters() == len(planes) - int(real.sum())
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_real_lacuna_is_never_a_target(pattern):
+    planes, real = _with_real_lacuna()
+    cfg = NoiseConfig(weights={pattern: 1.0}, t_min=0.9, t_max=0.95, channel_known={"boundary": (0.0, 1.0), "dia": (0.0, 1.0), "punct": (0.0, 1.0)})
+    n_letters = int((~real).sum())
+    masked_letters = []
+    for seed in range(60):
+        out = noise_record(planes, np.random.default_rng(seed), cfg)
+        if pattern != "elastic":
+            assert len(out) == len(planes)
+            r = real
+        else:  # elastic inserts BLANK slots after chosen words; find the original slots again
+            r = _expanded_real(out, planes, real)
+        assert (out.chars[r] == MASK).all()
+        assert (out.tgt_chars[r] == IGNORE_INDEX).all() and (out.weight[r] == 0).all()
+        for name in ("tgt_boundary", "tgt_dia", "tgt_cap", "tgt_punct"):
+            assert (getattr(out, name)[r] == IGNORE_INDEX).all(), name
+        assert (out.boundary[r] == BOUNDARY_UNKNOWN).all() and (out.dia[r] == DIA_UNKNOWN).all()
+        assert (out.punct[r] == PUNCT_UNKNOWN).all()
+        if pattern != "substitute":
+            masked_letters.append(int(((out.tgt_chars != IGNORE_INDEX) & (out.tgt_chars != BLANK)).sum()))
+    if pattern in ("iid", "span", "word"):
+        # the rate applies to the letters alone: about t * n_letters, never more than n_letters
+        assert max(masked_letters) <= n_letters
+        assert np.mean(masked_letters) > 0.8 * n_letters
+
+
+def _expanded_real(out, planes, real):
+    """Map the real-lacuna slots of ``planes`` into the elastic-expanded ``out``: BLANK slots
+    follow a masked letter and have tgt BLANK; every other slot is an original one in order."""
+    keep = out.tgt_chars != BLANK
+    # the first slot of each expanded group keeps its target; filler slots have BLANK targets
+    idx = np.flatnonzero(keep)
+    assert idx.size == len(planes)
+    r = np.zeros(len(out), dtype=bool)
+    r[idx[real]] = True
+    return r
+
+
+def test_reference_noise_never_scores_a_real_lacuna():
+    planes, real = _with_real_lacuna()
+    out = reference_noise(planes, np.random.default_rng(0), t=1.0)
+    assert (out.tgt_chars[real] == IGNORE_INDEX).all() and (out.tgt_chars[~real] != IGNORE_INDEX).all()
+    for name in ("tgt_boundary", "tgt_dia", "tgt_cap", "tgt_punct"):
+        assert (getattr(out, name)[real] == IGNORE_INDEX).all()
+
+
+def test_mask_in_chars_outside_a_lacuna_is_an_error():
+    planes, real = _with_real_lacuna()
+    bad = dataclasses.replace(planes, lacuna=np.zeros(len(planes), np.uint8))
+    with pytest.raises(ValueError, match="chars MASK only at a real-lacuna slot"):
+        noise_record(bad, np.random.default_rng(0), NoiseConfig())

@@ -17,7 +17,7 @@ from stoicheia.data.shards import (
     held_out_hash,
     split_at_words,
 )
-from stoicheia.text.planes import text_to_planes
+from stoicheia.text.encode import text_to_planes
 
 
 def test_split_at_words_keeps_words_whole_and_every_letter():

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from stoicheia.data.shards import decode_planes, index_samples, read_stats
@@ -26,6 +28,91 @@ from stoicheia.text.planes import Planes
 log = logging.getLogger(__name__)
 
 EVAL_SETS = ("holdout", "dev", "all")
+
+
+@dataclass
+class EvalRecord:
+    """One record to evaluate: its letter planes and where it comes from.
+
+    ``tier`` is the shard tier (``input`` for raw files), ``work`` the work id (path of the
+    source relative to the tier's directory, or the raw file's name), ``id`` the record id
+    (``#part`` appended for a part of a long record).
+    """
+
+    planes: Planes
+    tier: str
+    work: str
+    id: str
+
+
+def read_split_records(
+    shard_root: str | Path,
+    split: str = "val",
+    tiers: Iterable[str] | None = None,
+    max_records: int | None = None,
+) -> list[EvalRecord]:
+    """Every record of ``split`` (``train``/``val``) of the local shards under ``shard_root``,
+    tier by tier (sorted names, or the order of ``tiers``), in shard order: deterministic.
+
+    ``max_records`` caps the records read per tier. Tiers without that split are skipped
+    with a logged message. Raises ``FileNotFoundError`` naming the folder when no tier has
+    the split (a corrupt shard raises what :func:`index_samples` raises).
+    """
+    root = Path(shard_root)
+    names = list(tiers) if tiers is not None else sorted(p.name for p in root.iterdir() if (p / split).is_dir())
+    out: list[EvalRecord] = []
+    found = False
+    for tier in names:
+        local = root / tier / split
+        if not (local / "index.json").exists() or index_samples(local) == 0:
+            log.info("[eval] tier %r has no %s records at %s", tier, split, local)
+            continue
+        found = True
+        ds = _local_val_dataset(str(local.resolve()))
+        n = ds.num_samples if max_records is None else min(ds.num_samples, max_records)
+        for i in range(n):
+            sample = ds.get_item(i)
+            rid = str(sample["id"]) + (f"#{int(sample['part'])}" if int(sample.get("part", 0)) else "")
+            out.append(EvalRecord(decode_planes(sample), str(sample["tier"]), str(sample["work"]), rid))
+    if not found:
+        raise FileNotFoundError(
+            f"no {split} shards under {root} (looked for {root}/TIER/{split}/index.json): give the output folder of "
+            "`stoicheia convert`, or raw .txt/.jsonl/.xml/.conllu files"
+        )
+    return out
+
+
+def read_text_records(paths: Iterable[str | Path], min_greek: float = 0.95) -> tuple[list[EvalRecord], Counter]:
+    """Raw sources (``.txt``, ``.jsonl``, Perseus TEI ``.xml``, CoNLL-U), converted on the fly with
+    the readers of :mod:`stoicheia.sources` and :func:`stoicheia.text.filter.normalise_record`,
+    exactly as ``stoicheia convert`` would. Directories are searched like ``convert`` does.
+
+    Returns the records (tier ``input``, work = the file's path relative to the directory
+    given, or its name) and a ``Counter`` of rejected records by reason (``empty``,
+    ``not_greek``): nothing is dropped silently. Raises
+    :class:`stoicheia.sources.SourceError` (file, line, fix) for a file the readers cannot read
+    and ``ValueError`` when no Greek record is left.
+    """
+    from stoicheia.sources import iter_source_files, read_source
+    from stoicheia.text.filter import normalise_record
+
+    out: list[EvalRecord] = []
+    dropped: Counter = Counter()
+    for given in map(Path, paths):
+        root = given if given.is_dir() else given.parent
+        for f in iter_source_files([given]):
+            for rec in read_source(f, root):
+                norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
+                if norm.planes is None:
+                    dropped[norm.reject_reason or "rejected"] += 1
+                    continue
+                out.append(EvalRecord(norm.planes, "input", rec.work, rec.id))
+    if not out:
+        raise ValueError(
+            f"no Greek record in {', '.join(map(str, paths))} (rejected: {dict(dropped) or 'none'}); give Greek "
+            ".txt/.jsonl/.xml/.conllu files or a shard folder"
+        )
+    return out, dropped
 
 
 @functools.lru_cache(maxsize=32)

@@ -30,7 +30,8 @@ from streaming import MDSWriter
 
 from stoicheia.sources import SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
-from stoicheia.text.planes import Planes, normalise_record
+from stoicheia.text.filter import normalise_record
+from stoicheia.text.planes import Planes
 
 COLUMNS = {
     "id": "str",
@@ -58,8 +59,10 @@ class TierStats:
     letters: Counter = field(default_factory=Counter)  # split -> letters
     words: Counter = field(default_factory=Counter)  # split -> words
     records_dropped: Counter = field(default_factory=Counter)  # reason -> records
-    reader_counts: Counter = field(default_factory=Counter)  # what readers excluded, by kind
-    files_without_records: list[str] = field(default_factory=list)
+    reader_counts: Counter = field(default_factory=Counter)  # what readers read and left out, by kind
+    files_without_records: list[str] = field(default_factory=list)  # read, but no record kept
+    leiden: Counter = field(default_factory=Counter)  # lacunae, supplied letters, ... (kept records and dropped)
+    lacuna_slots: Counter = field(default_factory=Counter)  # split -> real-lacuna slots stored
     files_not_read: list[str] = field(default_factory=list)  # in the directories, not a source
     stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
     letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))  # train split
@@ -73,12 +76,14 @@ class TierStats:
             "records_kept": dict(self.records_kept),
             "samples_written": dict(self.parts),
             "letters": dict(self.letters),
+            "real_lacuna_slots": dict(self.lacuna_slots),
             "words": dict(self.words),
             "records_dropped": dict(self.records_dropped),
             "files_without_records": self.files_without_records,
             "files_not_read": self.files_not_read,
             "reader_counts": dict(self.reader_counts.most_common()),
             "stripped_characters": dict(self.stripped.most_common()),
+            "leiden": dict(self.leiden.most_common()),
         }
 
 
@@ -158,6 +163,7 @@ class _FileResult:
     dropped: Counter = field(default_factory=Counter)
     stripped: Counter = field(default_factory=Counter)
     reader: Counter = field(default_factory=Counter)  # what the reader kept out of the text, by kind
+    leiden: Counter = field(default_factory=Counter)  # what the Leiden notation held, by kind
 
 
 def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
@@ -167,6 +173,7 @@ def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
         for rec in read_source(Path(path), Path(root) if root else None, counts=result.reader):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
             result.stripped.update(norm.dropped)
+            result.leiden.update(norm.leiden)
             if norm.planes is None:
                 result.dropped[norm.reject_reason or "rejected"] += 1
                 continue
@@ -273,6 +280,10 @@ def convert(
                         continue
                     st.records_dropped.update(res.dropped)
                     st.stripped.update(res.stripped)
+                    st.reader_counts.update(res.reader)
+                    st.leiden.update(res.leiden)
+                    if not res.records:
+                        st.files_without_records.append(res.path)
                     for rec_id, source, work, parts, n_words in res.records:
                         seen_works.add(work)
                         split = choose_split(rec_id, work, val_fraction, val_works)
@@ -280,11 +291,14 @@ def convert(
                         st.words[split] += n_words
                         for k, planes in enumerate(parts):
                             st.parts[split] += 1
-                            st.letters[split] += len(planes["chars"])
+                            chars = np.frombuffer(planes["chars"], dtype=np.uint8)
+                            real = np.frombuffer(planes["lacuna"], dtype=np.uint8) > 0
+                            n_real = int(np.count_nonzero(real))
+                            # real-lacuna slots are not letters: counted apart
+                            st.letters[split] += len(chars) - n_real
+                            st.lacuna_slots[split] += n_real
                             if split == "train":
-                                st.letter_counts += np.bincount(
-                                    np.frombuffer(planes["chars"], dtype=np.uint8), minlength=NUM_LETTERS
-                                )
+                                st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
                             writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
             finally:
                 for w in writers.values():
@@ -401,7 +415,8 @@ def read_stats(shard_root: Path) -> dict:
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:
     """Turn the plane columns of one MDS sample back into :class:`Planes` (uint8, shape (n,))."""
-    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES}
+    # shards written before the lacuna plane existed have no "lacuna" column: no real lacuna
+    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES if name != "lacuna" or name in sample}
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
         raise ValueError(f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard is corrupt, re-run convert")

@@ -31,7 +31,7 @@ from torchmetrics import Metric
 
 from stoicheia.model.config import EncoderConfig
 from stoicheia.model.encoder import CharBertEncoder
-from stoicheia.model.metrics import BitsPerChar, BoundaryF1, DiaAccuracy, PunctAccuracy
+from stoicheia.model.metrics import BitsPerChar, eval_metrics, update_metric
 from stoicheia.text.alphabet import IGNORE_INDEX
 
 #: (head, target key) of the auxiliary losses.
@@ -105,12 +105,7 @@ class StoicheiaModel(ComposerModel):
         self.aux_weight = float(aux_weight)
         self.last_loss_terms: dict[str, Tensor] = {}
         self.train_metrics: dict[str, Metric] = {"bits_per_char": BitsPerChar()}
-        self.eval_metrics: dict[str, Metric] = {
-            "bits_per_char": BitsPerChar(),
-            "boundary_f1": BoundaryF1(),
-            "dia_acc": DiaAccuracy(),
-            "punct_acc": PunctAccuracy(),
-        }
+        self.eval_metrics: dict[str, Metric] = eval_metrics()
 
     @property
     def cfg(self) -> EncoderConfig:
@@ -136,16 +131,11 @@ class StoicheiaModel(ComposerModel):
         return outputs if outputs is not None else self.forward(batch)
 
     def get_metrics(self, is_train: bool = False) -> dict[str, Metric]:
-        """Train: ``bits_per_char``; eval: ``bits_per_char``, ``boundary_f1``, ``dia_acc``, ``punct_acc``."""
+        """Train: ``bits_per_char``; eval: :data:`stoicheia.model.metrics.EVAL_METRICS`."""
         return self.train_metrics if is_train else self.eval_metrics
 
     def update_metric(
         self, batch: Mapping[str, Tensor], outputs: Mapping[str, Tensor], metric: Metric
     ) -> None:
         """Feed ``metric`` its head's logits and its target (the ``head`` / ``target_key`` it names)."""
-        head, key = getattr(metric, "head", None), getattr(metric, "target_key", None)
-        if not head or not key:
-            raise TypeError(
-                f"{type(metric).__name__} is not a stoicheia metric (it names no head / target_key)"
-            )
-        metric.update(outputs[head], batch[key])
+        update_metric(metric, outputs, batch)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from stoicheia.text.alphabet import BOUNDARY_INTERNAL, IGNORE_INDEX
+from stoicheia.text.alphabet import BOUNDARY_INTERNAL, IGNORE_INDEX, NUM_DIA, NUM_PUNCT
 
 
 def _check(logits: Tensor, target: Tensor, name: str) -> None:
@@ -127,12 +127,92 @@ class _MaskedAccuracy(Metric):
 
 
 class DiaAccuracy(_MaskedAccuracy):
-    """Accuracy of the 48-way diacritics head over slots with ``tgt_dia != -100``."""
+    """Per-slot accuracy of the 48-way diacritics head over slots with ``tgt_dia != -100``."""
 
     head, target_key = "dia", "tgt_dia"
 
 
 class PunctAccuracy(_MaskedAccuracy):
-    """Accuracy of the 6-way punctuation head over slots with ``tgt_punct != -100``."""
+    """Per-slot accuracy of the 6-way punctuation head over slots with ``tgt_punct != -100``."""
 
     head, target_key = "punct", "tgt_punct"
+
+
+class _MacroAccuracy(Metric):
+    """Accuracy averaged over the classes that occur as targets (balanced accuracy).
+
+    Per class ``c``: ``recall_c = correct_c / count_c`` over slots whose target is ``c``; the
+    value is the mean of ``recall_c`` over the classes with ``count_c > 0`` (classes never seen
+    as targets are left out, not counted as 0). Per-slot accuracy is dominated by the common
+    "no mark" class (most letters carry no accent or punctuation); this one weighs a rare
+    class as much as a common one. ``nan`` before any supervised slot. Higher is better.
+    States are per-class sums (``dist_reduce_fx="sum"``), exact over ranks.
+    """
+
+    head = target_key = ""
+    num_classes = 0
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        zeros = torch.zeros(self.num_classes, dtype=torch.long)
+        self.add_state("correct", default=zeros.clone(), dist_reduce_fx="sum")
+        self.add_state("count", default=zeros.clone(), dist_reduce_fx="sum")
+
+    def update(self, logits: Tensor, target: Tensor) -> None:
+        """Add one batch: ``logits`` ``(B, T, C)``, ``target`` ``(B, T)`` int64 in ``[0, C)`` or -100."""
+        _check(logits, target, type(self).__name__)
+        keep = target != IGNORE_INDEX
+        tgt = target[keep]
+        hit = logits.detach().argmax(dim=-1)[keep] == tgt
+        self.count += torch.bincount(tgt, minlength=self.num_classes)[: self.num_classes]
+        self.correct += torch.bincount(tgt[hit], minlength=self.num_classes)[: self.num_classes]
+
+    def compute(self) -> Tensor:
+        """Macro-averaged accuracy in [0, 1] (float32 scalar)."""
+        seen = self.count > 0
+        if not bool(seen.any()):
+            return torch.tensor(math.nan, device=self.count.device)
+        return (self.correct[seen].float() / self.count[seen].float()).mean()
+
+
+class DiaMacroAccuracy(_MacroAccuracy):
+    """Diacritics accuracy macro-averaged over the 48 classes (see :class:`_MacroAccuracy`)."""
+
+    head, target_key, num_classes = "dia", "tgt_dia", NUM_DIA
+
+
+class PunctMacroAccuracy(_MacroAccuracy):
+    """Punctuation accuracy macro-averaged over the 6 classes (see :class:`_MacroAccuracy`)."""
+
+    head, target_key, num_classes = "punct", "tgt_punct", NUM_PUNCT
+
+
+#: The held-out metrics, by name, in the order they are reported. Lower is better only for
+#: ``bits_per_char``.
+EVAL_METRICS: dict[str, type[Metric]] = {
+    "bits_per_char": BitsPerChar,
+    "boundary_f1": BoundaryF1,
+    "dia_acc": DiaAccuracy,
+    "dia_macro_acc": DiaMacroAccuracy,
+    "punct_acc": PunctAccuracy,
+    "punct_macro_acc": PunctMacroAccuracy,
+}
+
+
+def eval_metrics() -> dict[str, Metric]:
+    """Fresh instances of :data:`EVAL_METRICS`: what the training evaluators and
+    ``stoicheia evaluate`` both compute on the reference-noised held-out batches."""
+    return {name: cls() for name, cls in EVAL_METRICS.items()}
+
+
+def update_metric(metric: Metric, outputs: dict[str, Tensor], batch: dict[str, Tensor]) -> None:
+    """Feed ``metric`` the logits of the head it names (``outputs[metric.head]``, ``(B, T, C)``)
+    and its target (``batch[metric.target_key]``, ``(B, T)``). Raises ``TypeError`` for a metric
+    that names no head."""
+    head, key = getattr(metric, "head", None), getattr(metric, "target_key", None)
+    if not head or not key:
+        raise TypeError(f"{type(metric).__name__} is not a stoicheia metric (it names no head / target_key)")
+    metric.update(outputs[head], batch[key])

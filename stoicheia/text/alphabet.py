@@ -1,6 +1,6 @@
-"""The five letter planes: their id spaces, shared by every module.
+"""The six letter planes: their id spaces, shared by every module.
 
-A text of ``n`` Greek letters becomes five aligned ``uint8`` arrays of shape ``(n,)``
+A text of ``n`` letter slots becomes six aligned ``uint8`` arrays of shape ``(n,)``
 (see :mod:`stoicheia.text.planes`). This module only names the ids, so that the readers,
 the noising, the model and the metrics agree on them.
 """
@@ -10,9 +10,11 @@ from __future__ import annotations
 #: The 24 letters of the classical alphabet, in order; index = ``chars`` id.
 LETTERS = "αβγδεζηθικλμνξοπρστυφχψω"
 NUM_LETTERS = 24
+#: Their capitals (U+0391..U+03A9 without the unassigned U+03A2).
+CAPITALS = "".join(chr(0x391 + i + (1 if i >= 17 else 0)) for i in range(NUM_LETTERS))
 
 # --- chars plane (model input ids 0..26, target ids 0..25) -------------------------------
-MASK = 24  #: input id of a hidden letter (known-width lacuna slot)
+MASK = 24  #: input id of a hidden letter; also the stored ``chars`` of a real-lacuna slot
 BLANK = 25  #: target id of an elastic slot that holds no letter (unknown-width lacuna)
 PAD = 26  #: input id of a padding position (never a target)
 NUM_CHAR_INPUTS = 27
@@ -45,7 +47,18 @@ PUNCT_QUESTION = 5  #: U+037E, ';', '?', '!'
 NUM_PUNCT = 6
 PUNCT_UNKNOWN = 6
 
-PLANES = ("chars", "boundary", "dia", "cap", "punct")
+# --- lacuna plane: slots of a *real* lacuna (a gap in the source itself) ----------------
+LACUNA_NONE = 0  #: a letter that the source has
+LACUNA_LOST = 1  #: one lost letter of a lacuna of known width (one slot per letter)
+#: one slot per letter of a lacuna whose width is an estimate: ``ca. N`` gives N slots, a
+#: range ``a..b`` gives ``b`` slots (the model may fill the excess with BLANK)
+LACUNA_ABOUT = 2
+#: the stand-in of a lacuna of unknown width (``[---]``, ``<gap extent="unknown"/>``, lost
+#: lines): ONE slot stands for the whole gap; a restorer extends it with BLANK-able slots
+LACUNA_UNKNOWN = 3
+NUM_LACUNA = 4
+
+PLANES = ("chars", "boundary", "dia", "cap", "punct", "lacuna")
 #: The id that marks a plane value as not recorded, per plane (chars has none).
 UNKNOWN = {"boundary": BOUNDARY_UNKNOWN, "dia": DIA_UNKNOWN, "cap": CAP_UNKNOWN, "punct": PUNCT_UNKNOWN}
 

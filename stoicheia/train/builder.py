@@ -27,11 +27,13 @@ from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import TierMixFactory
 from stoicheia.model.composer_model import StoicheiaModel
+from stoicheia.model.metrics import EVAL_METRICS
 from stoicheia.model.optim import param_groups
 from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
 from stoicheia.train.callbacks.eval_history import EvalHistory
+from stoicheia.train.callbacks.run_record import RunRecord
 from stoicheia.train.checkpoints import repair_checkpoint_folder
 from stoicheia.train.console import configure_console
 from stoicheia.train.loggers.jsonl_logger import JSONLLogger
@@ -131,6 +133,19 @@ def check_paths(save_folder: str, load_path: str | None) -> None:
         )
 
 
+def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
+    """The logger destinations of ``train.loggers``: ``tensorboard`` is Composer's
+    ``TensorboardLogger`` writing event files to ``{run folder}/tensorboard`` (view with
+    ``tensorboard --logdir RUN_FOLDER/tensorboard``)."""
+    out = []
+    for name in cfg.train.loggers:
+        if name == "tensorboard":
+            from composer.loggers import TensorboardLogger
+
+            out.append(TensorboardLogger(log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, cfg.train.log_every)))
+    return out
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
@@ -213,7 +228,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
                 dataloader=DataSpec(
                     torch.utils.data.DataLoader(dataset, batch_size=None, sampler=dist.get_sampler(dataset, shuffle=False))
                 ),
-                metric_names=["bits_per_char", "boundary_f1", "dia_acc", "punct_acc"],
+                metric_names=list(EVAL_METRICS),
                 device_eval_microbatch_size=d.eval_rows,
                 eval_interval=_every(cfg.train.save_interval, control),
             )
@@ -245,7 +260,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     for name, kwargs in registry.resolve(cfg.callbacks, "callbacks"):
         plugins[name] = registry.build("callbacks", name, kwargs, ctx)
     algorithms = [p for n, p in plugins.items() if n in registry.ALGORITHMS]
-    callbacks = [control, EvalHistory(run_folder, _unigram_bits(cfg))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
+    callbacks = [control, RunRecord(to_dict(cfg), run_folder), EvalHistory(run_folder, _unigram_bits(cfg))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"
     trainer = Trainer(
@@ -261,7 +276,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         algorithms=algorithms,
         callbacks=callbacks,
-        loggers=[JSONLLogger(metrics_file)],
+        loggers=[JSONLLogger(metrics_file), *extra_loggers(cfg, run_folder)],
         run_name=run_name,
         save_folder=save_folder,
         save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",

@@ -15,7 +15,7 @@ from typing import Any
 from composer.core import State
 
 #: Metric names where a larger value is better; every other metric is minimised.
-HIGHER_IS_BETTER = ("boundary_f1", "dia_acc", "punct_acc", "example_letters_correct")
+HIGHER_IS_BETTER = ("boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc", "example_letters_correct")
 
 
 def metric_mode(key: str) -> str:

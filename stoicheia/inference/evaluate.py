@@ -1,0 +1,277 @@
+"""``stoicheia evaluate``: a trained model's held-out figures, per tier and per work.
+
+Two passes over the records:
+
+1. **Reference noise** (the training evaluators' batches, :func:`stoicheia.data.loader.build_eval_batches`,
+   and their metrics, :func:`stoicheia.model.metrics.eval_metrics`): iid masking at rate ``t``
+   (0.30), every aux channel hidden. Bits per character over the masked letters, boundary F1,
+   diacritic and punctuation accuracy per slot and macro-averaged over classes.
+2. **Masked words** (:func:`stoicheia.data.loader.build_word_batches`): whole words become
+   known-width lacunae, the rest of the letters stay visible (channels hidden). A word counts
+   as restored at top-1 when the most likely letter sequence (letters scored independently
+   from one forward pass, :func:`stoicheia.inference.decoding.kbest_independent`) equals it,
+   at top-5 when it is among the 5 best. Beside it, the same words filled by a letter n-gram
+   (:class:`stoicheia.inference.ngram.LetterNgram`) trained on the training shards, and the
+   letter-unigram entropy of those shards (what ``bits_per_char`` must beat).
+
+Records are grouped by work (and tier): each work's records are noised with the seeds they
+have in the full list, and packed among themselves, so a group's figures do not depend on
+which other works are evaluated.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from stoicheia.data.eval_sets import EvalRecord, read_split_records
+from stoicheia.data.loader import build_eval_batches, build_word_batches
+from stoicheia.inference.decoding import kbest_independent
+from stoicheia.inference.loading import LoadedModel
+from stoicheia.inference.ngram import LetterNgram, ids_to_letters
+from stoicheia.model.metrics import EVAL_METRICS, eval_metrics, update_metric
+from stoicheia.text.alphabet import NUM_LETTERS
+
+log = logging.getLogger(__name__)
+
+WORD_METRICS = ("word_top1", "word_top5", "ngram_top1", "ngram_top5")
+
+
+@dataclass
+class EvalOptions:
+    """Settings of :func:`evaluate`.
+
+    ``seq_len``: row length in slots; ``rows``: rows per forward pass; ``t``: reference masking
+    rate; ``seed``: noise seed (record k seeded by ``(seed, k)``); ``word_rate``: probability
+    that a word of >= 2 letters is masked in the word pass (at least ``word_gap`` known
+    letters between masked words); ``top_k``: the wider of the two exact-match ranks (5).
+    """
+
+    seq_len: int = 512
+    rows: int = 8
+    t: float = 0.30
+    seed: int = 1234
+    word_rate: float = 0.15
+    word_gap: int = 8
+    top_k: int = 5
+
+
+def train_ngram(
+    shard_root: str | Path, tier_weights: dict[str, float] | None, order: int = 5, max_letters: int = 20_000_000
+) -> tuple[LetterNgram, dict[str, Any]]:
+    """A :class:`LetterNgram` of ``order`` fitted on the ``train`` split of the shards, at most
+    ``max_letters`` letters, shared among the tiers with a positive weight in proportion to
+    their weight (all tiers alike when ``tier_weights`` is None); records in shard order.
+    Returns the model and what it was trained on (shards, letters per tier)."""
+    root = Path(shard_root)
+    present = sorted(p.name for p in root.iterdir() if (p / "train" / "index.json").exists())
+    weights = {t: w for t, w in (tier_weights or {t: 1.0 for t in present}).items() if w > 0 and t in present}
+    if not weights:
+        raise FileNotFoundError(f"{root}: no train shards of the tiers {sorted(tier_weights or {})}")
+    total = sum(weights.values())
+    seqs: list[np.ndarray] = []
+    used: dict[str, int] = {}
+    for tier, w in weights.items():
+        cap = int(max_letters * w / total)
+        n = 0
+        for rec in _iter_split(root, tier):
+            if n >= cap:
+                break
+            seqs.append(rec.planes.chars)
+            n += len(rec.planes)
+        used[tier] = n
+    model = LetterNgram(order).fit(seqs)
+    return model, {"shards": str(root), "order": order, "letters": used}
+
+
+def _iter_split(root: Path, tier: str):
+    from stoicheia.data.eval_sets import _local_val_dataset
+    from stoicheia.data.shards import decode_planes
+
+    ds = _local_val_dataset(str((root / tier / "train").resolve()))
+    for i in range(ds.num_samples):
+        s = ds.get_item(i)
+        yield EvalRecord(decode_planes(s), tier, str(s["work"]), str(s["id"]))
+
+
+def _groups(rec: EvalRecord) -> tuple[str, str, str]:
+    return "all", f"tier {rec.tier}", f"work {rec.tier}/{rec.work}"
+
+
+def evaluate(
+    model: LoadedModel,
+    records: list[EvalRecord],
+    options: EvalOptions | None = None,
+    ngram: LetterNgram | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``model`` on ``records`` (module docstring).
+
+    Returns ``{"groups": {name: {metric: value, "records": n, "letters": n, "masked_letters": n,
+    "words": n}}, "options": ..., "unigram_entropy_bits": ... (if ``ngram``)}``; group names are
+    ``all``, ``tier T`` and ``work T/W``. Metric values are floats (``nan`` where nothing was
+    scored, e.g. dia accuracy on a source without accents). Raises ``ValueError`` for no records.
+    """
+    if not records:
+        raise ValueError("evaluate: no records to evaluate")
+    opt = options or EvalOptions()
+    say = progress or (lambda msg: None)
+    metrics: dict[str, dict[str, Any]] = defaultdict(eval_metrics)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_work: dict[str, list[int]] = defaultdict(list)
+    for k, rec in enumerate(records):
+        by_work[_groups(rec)[2]].append(k)
+        for g in _groups(rec):
+            counts[g]["records"] += 1
+            counts[g]["letters"] += len(rec.planes)
+
+    say(f"reference noise (t = {opt.t}) on {len(records)} records in {len(by_work)} works")
+    for ks in by_work.values():
+        names = _groups(records[ks[0]])
+        batches = build_eval_batches([records[k].planes for k in ks], opt.seq_len, opt.rows, opt.t, opt.seed, keys=ks)
+        for batch in batches:
+            out = model(batch)
+            out = {h: v.cpu() for h, v in out.items()}
+            for g in names:
+                for m in metrics[g].values():
+                    update_metric(m, out, batch)
+                counts[g]["masked_letters"] += int((batch["tgt_chars"] >= 0).sum())
+
+    say(f"masked words (rate {opt.word_rate}): model" + (f" and {ngram.order}-gram" if ngram else ""))
+    hits: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    batches, words = build_word_batches([r.planes for r in records], opt.seq_len, opt.rows, opt.word_rate, opt.seed, opt.word_gap)
+    by_batch: dict[int, list[Any]] = defaultdict(list)
+    for w in words:
+        by_batch[w.batch].append(w)
+    for b, batch in enumerate(batches):
+        logp = torch.log_softmax(model(batch)["char"][..., :NUM_LETTERS].float(), dim=-1).cpu().numpy()
+        chars = batch["tgt_chars"].numpy()
+        inputs = batch["chars"].numpy()
+        for w in by_batch[b]:
+            truth = chars[w.row, w.start : w.end]
+            best = kbest_independent(logp[w.row, w.start : w.end], opt.top_k)
+            ranks = [np.array_equal(ids, truth) for ids, _ in best]
+            row_hits = {"word_top1": ranks[0], "word_top5": any(ranks)}
+            if ngram is not None:
+                n1 = ngram.order - 1
+                left = inputs[w.row, max(0, w.start - n1) : w.start]  # shorter at a record start
+                right = inputs[w.row, w.end : w.end + n1]  # PAD or MASK ends it (topk_fill)
+                cands = ngram.topk_fill(left, w.end - w.start, right, k=opt.top_k)
+                text = ids_to_letters(truth)
+                names_ = [c for c, _ in cands]
+                row_hits["ngram_top1"] = names_[0] == text
+                row_hits["ngram_top5"] = text in names_
+            for g in _groups(records[w.record]):
+                counts[g]["words"] += 1
+                for key, hit in row_hits.items():
+                    hits[g][key] += int(hit)
+
+    groups: dict[str, dict[str, Any]] = {}
+    order = sorted(counts, key=lambda g: (g != "all", not g.startswith("tier"), g))
+    for g in order:
+        row: dict[str, Any] = dict(counts[g])
+        for name, m in metrics[g].items():
+            row[name] = float(m.compute())
+        n = counts[g].get("words", 0)
+        for key in WORD_METRICS:
+            if key.startswith("ngram") and ngram is None:
+                continue
+            row[key] = hits[g][key] / n if n else math.nan
+        groups[g] = row
+    result: dict[str, Any] = {"groups": groups, "options": vars(opt).copy()}
+    if ngram is not None:
+        result["unigram_entropy_bits"] = ngram.unigram_entropy_bits()
+        result["ngram_order"] = ngram.order
+    return result
+
+#: Columns of the readable table: (key, heading, format).
+TABLE_COLUMNS = (
+    ("records", "records", "{:d}"),
+    ("masked_letters", "masked", "{:d}"),
+    ("bits_per_char", "bits/char", "{:.4f}"),
+    ("boundary_f1", "bound F1", "{:.4f}"),
+    ("dia_acc", "dia acc", "{:.4f}"),
+    ("dia_macro_acc", "dia macro", "{:.4f}"),
+    ("punct_acc", "punct acc", "{:.4f}"),
+    ("punct_macro_acc", "punct macro", "{:.4f}"),
+    ("words", "words", "{:d}"),
+    ("word_top1", "word@1", "{:.3f}"),
+    ("word_top5", "word@5", "{:.3f}"),
+    ("ngram_top1", "ngram@1", "{:.3f}"),
+    ("ngram_top5", "ngram@5", "{:.3f}"),
+)
+
+
+def format_table(result: dict[str, Any], max_works: int | None = None) -> list[str]:
+    """The result of :func:`evaluate` as aligned text lines: one row per group (``all``, each
+    tier, each work; ``max_works`` keeps the works with most records), then a line with the
+    baselines."""
+    groups = result["groups"]
+    names = [g for g in groups if not g.startswith("work ")]
+    works = [g for g in groups if g.startswith("work ")]
+    works.sort(key=lambda g: -groups[g]["records"])
+    if max_works is not None and len(works) > max_works:
+        names += works[:max_works]
+        dropped = len(works) - max_works
+    else:
+        names += works
+        dropped = 0
+    cols = [c for c in TABLE_COLUMNS if any(c[0] in groups[g] for g in names)]
+    width = max(len(n) for n in names)
+    head = f"{'':<{width}}  " + "  ".join(f"{h:>{max(len(h), 7)}}" for _, h, _ in cols)
+    lines = [head]
+    for g in names:
+        cells = []
+        for key, h, fmt in cols:
+            v = groups[g].get(key)
+            text = "-" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+            cells.append(f"{text:>{max(len(h), 7)}}")
+        lines.append(f"{g:<{width}}  " + "  ".join(cells))
+    if dropped:
+        lines.append(f"({dropped} more works in the JSON file)")
+    o = result["options"]
+    base = (
+        f"reference noise: iid masking t = {o['t']}, seed {o['seed']}; masked words: rate {o['word_rate']}, "
+        f"words of >= 2 letters, letters scored from one forward pass"
+    )
+    lines.append(base)
+    if "unigram_entropy_bits" in result:
+        lines.append(
+            f"baselines: letter-unigram entropy of the training shards {result['unigram_entropy_bits']:.3f} bits "
+            f"(bits/char must beat it); ngram@k: a {result['ngram_order']}-gram letter model (Witten-Bell) of the "
+            f"training shards, {sum(result.get('ngram', {}).get('letters', {}).values()):,} letters"
+        )
+    return lines
+
+
+def load_records(
+    inputs: list[str],
+    split: str = "val",
+    tiers: list[str] | None = None,
+    max_records: int | None = None,
+) -> tuple[list[EvalRecord], dict[str, Any]]:
+    """The records to evaluate: a shard folder (its ``split`` records of ``tiers``) or raw
+    source files / folders (converted on the fly). Returns the records and a description
+    (``{"shards": ...}`` or ``{"files": [...], "rejected": {...}}``)."""
+    from stoicheia.data.eval_sets import read_text_records
+
+    if len(inputs) == 1 and Path(inputs[0]).is_dir() and any(
+        (p / split / "index.json").exists() for p in Path(inputs[0]).iterdir() if p.is_dir()
+    ):
+        recs = read_split_records(inputs[0], split, tiers, max_records)
+        return recs, {"shards": str(inputs[0]), "split": split}
+    recs, rejected = read_text_records(inputs)
+    if max_records is not None:
+        recs = recs[:max_records]
+    return recs, {"files": list(inputs), "rejected": dict(rejected)}
+
+
+__all__ = ["EVAL_METRICS", "EvalOptions", "evaluate", "format_table", "load_records", "train_ngram"]

@@ -1,0 +1,216 @@
+"""Load a trained encoder for use: from a Composer training checkpoint or an exported model.
+
+:func:`load_model` takes
+
+* a training checkpoint (``best.pt``, ``final.pt``, ``ep0-ba1200-rank0.pt``, ...), a local
+  path or an object-store URI (``s3://``, ``gs://``, ``oci://``; fetched with Composer's
+  ``get_file``), or a run folder (its ``best.pt``, else ``final.pt``, else ``latest-rank0.pt``);
+* an export folder written by ``stoicheia export`` (``config.json`` + ``model.safetensors``).
+
+The model shape comes from the checkpoint itself (the ``RunRecord`` callback state written by
+every run of this version), else from ``config.json`` beside the checkpoint in its run folder,
+else from the YAML given as ``config`` (checkpoints of older runs: give the YAML the run was
+trained with).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from stoicheia.model.config import EncoderConfig
+from stoicheia.model.encoder import CharBertEncoder
+
+log = logging.getLogger(__name__)
+
+EXPORT_CONFIG = "config.json"
+EXPORT_WEIGHTS = "model.safetensors"
+_ENCODER_FIELDS = tuple(EncoderConfig.__dataclass_fields__)
+
+
+class ModelLoadError(ValueError):
+    """The path holds no usable model; the message names the path and the fix."""
+
+
+@dataclass
+class LoadedModel:
+    """A trained encoder ready for inference (``eval()`` mode, no gradients needed).
+
+    Attributes:
+        encoder: the :class:`CharBertEncoder`, on ``device``.
+        config: the run configuration as a plain dict (``model``, ``data``, ``noise``,
+            ``train``, ``run_name``...; an export holds what its checkpoint held).
+        source: the path or URI it was loaded from.
+        kind: ``"checkpoint"`` or ``"export"``.
+        step: the training batch of the weights (``None`` when unknown).
+        info: extra facts of an export (held-out figures, training data), else ``{}``.
+    """
+
+    encoder: CharBertEncoder
+    config: dict[str, Any]
+    source: str
+    kind: str
+    step: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are."""
+        return next(self.encoder.parameters()).device
+
+    @property
+    def encoder_config(self) -> EncoderConfig:
+        """The encoder's shape."""
+        return self.encoder.cfg
+
+    @torch.no_grad()
+    def __call__(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Logits of :meth:`CharBertEncoder.forward` for a collated batch (moved to the model's device)."""
+        dev = self.device
+        return self.encoder({k: v.to(dev) for k, v in batch.items()})
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``"auto"``/``None``: the first CUDA GPU if torch sees one, else the CPU."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _config_from_yaml(config: str | Path | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(config, dict):
+        return config
+    from stoicheia.config import load_config, to_dict
+
+    return to_dict(load_config(config))
+
+
+def _encoder_config(config: dict[str, Any], where: str) -> EncoderConfig:
+    model = config.get("model") or config.get("encoder")
+    if not isinstance(model, dict):
+        raise ModelLoadError(f"{where}: the configuration has no model section")
+    try:
+        return EncoderConfig(**{k: model[k] for k in _ENCODER_FIELDS if k in model}).validate()
+    except (TypeError, ValueError) as err:
+        raise ModelLoadError(f"{where}: bad model configuration: {err}") from err
+
+
+def _strip_prefix(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Encoder weights without the ``encoder.`` (and a DDP ``module.``) prefix."""
+    out = {}
+    for k, v in weights.items():
+        k = k.removeprefix("module.")
+        if k.startswith("encoder."):
+            out[k.removeprefix("encoder.")] = v
+    return out
+
+
+def _build(cfg: EncoderConfig, weights: dict[str, torch.Tensor], where: str, device: torch.device) -> CharBertEncoder:
+    encoder = CharBertEncoder(cfg)
+    try:
+        encoder.load_state_dict(weights, strict=True)
+    except RuntimeError as err:
+        raise ModelLoadError(
+            f"{where}: the weights do not fit the model shape {cfg} ({str(err).splitlines()[0]}); give the YAML the "
+            "model was trained with (--config)"
+        ) from err
+    encoder.check_inputs = True
+    return encoder.to(device).eval()
+
+
+def is_export_dir(path: str | Path) -> bool:
+    """True if ``path`` is a folder written by ``stoicheia export``."""
+    p = Path(path)
+    return p.is_dir() and (p / EXPORT_CONFIG).exists() and (p / EXPORT_WEIGHTS).exists()
+
+
+def _checkpoint_file(path: str) -> tuple[Path, str]:
+    """A local checkpoint file for ``path`` (downloading a URI); also its run folder."""
+    if "://" in path:
+        from composer.utils import get_file
+
+        dest = Path(tempfile.mkdtemp(prefix="stoicheia-ckpt-")) / Path(path).name
+        try:
+            get_file(path, str(dest), progress_bar=False)
+        except Exception as err:  # object-store clients raise many types
+            raise ModelLoadError(f"{path}: cannot fetch the checkpoint ({err}); check the URI and the credentials") from err
+        return dest, ""
+    p = Path(path)
+    if p.is_dir():
+        for name in ("best.pt", "final.pt", "latest-rank0.pt"):
+            if (p / name).exists():
+                return p / name, str(p)
+        raise ModelLoadError(
+            f"{p}: the folder holds no best.pt, final.pt, latest-rank0.pt, nor an export (config.json + "
+            "model.safetensors); give a checkpoint file or an export folder"
+        )
+    if not p.exists():
+        raise ModelLoadError(f"{p}: no such file or folder; give a training checkpoint (.pt), a run folder or an export folder")
+    return p, str(p.parent)
+
+
+def load_model(
+    path: str | Path,
+    *,
+    config: str | Path | dict[str, Any] | None = None,
+    device: str | torch.device | None = "auto",
+) -> LoadedModel:
+    """Load a trained encoder (module docstring) on ``device`` (``"auto"``: GPU if any).
+
+    ``config``: a YAML run config (or its dict) to take the model shape from, for checkpoints
+    that carry none. Raises :class:`ModelLoadError` (a ``ValueError``) naming the path and the
+    fix: missing file, unreadable checkpoint, no model shape, weights of another shape.
+    """
+    dev = resolve_device(device)
+    source = str(path)
+    if "://" not in source and is_export_dir(source):
+        return _load_export(Path(source), dev, config)
+    file, folder = _checkpoint_file(source)
+    try:
+        ckpt = torch.load(file, map_location="cpu", weights_only=False)
+    except Exception as err:  # a truncated zip, a non-torch file...
+        raise ModelLoadError(f"{file}: not a readable torch checkpoint ({err})") from err
+    state = ckpt.get("state", ckpt) if isinstance(ckpt, dict) else None
+    if not isinstance(state, dict) or "model" not in state:
+        raise ModelLoadError(f"{file}: not a Composer training checkpoint (no state.model); give best.pt, final.pt or ep*-ba*-rank0.pt")
+    if config is not None:
+        run_config = _config_from_yaml(config)
+    else:
+        recorded = (state.get("callbacks") or {}).get("RunRecord")
+        run_config = recorded.get("config") if isinstance(recorded, dict) else None
+        if run_config is None and folder and (Path(folder) / "config.json").exists():
+            run_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        if run_config is None:
+            raise ModelLoadError(
+                f"{file}: the checkpoint does not record its model shape (written before runs kept their config); "
+                "give the YAML it was trained with, e.g. --config yamls/demo.yaml"
+            )
+    cfg = _encoder_config(run_config, str(file))
+    encoder = _build(cfg, _strip_prefix(state["model"]), str(file), dev)
+    ts = state.get("timestamp")
+    step = None
+    try:
+        step = int(ts["Timestamp"]["batch"]) if isinstance(ts, dict) else int(ts.batch)
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return LoadedModel(encoder, run_config, source, "checkpoint", step)
+
+
+def _load_export(folder: Path, dev: torch.device, config: Any) -> LoadedModel:
+    from safetensors.torch import load_file
+
+    try:
+        meta = json.loads((folder / EXPORT_CONFIG).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not valid JSON ({err}); export the checkpoint again") from err
+    run_config = meta.get("stoicheia", {}).get("run_config") or {"model": meta.get("encoder", {})}
+    cfg = _encoder_config({"model": meta.get("encoder", {})}, str(folder / EXPORT_CONFIG))
+    encoder = _build(cfg, _strip_prefix(load_file(str(folder / EXPORT_WEIGHTS))), str(folder), dev)
+    info = dict(meta.get("stoicheia", {}))
+    return LoadedModel(encoder, run_config, str(folder), "export", info.get("step"), info)

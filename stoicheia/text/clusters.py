@@ -1,0 +1,265 @@
+"""What each Unicode character is to the encoder: letter tables and cluster classes.
+
+Used by :mod:`stoicheia.text.encode`. A text is cut into clusters of one base character
+plus its combining marks (after NFD); :func:`classify` decides each distinct cluster once
+(:data:`INTERN` caches the answer module-wide). The tables name every code point that
+real Greek files hold and that the encoder reads as something other than "drop and
+separate words" (see the encode module docstring for the kinds).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import unicodedata
+
+import numpy as np
+
+from stoicheia.text import alphabet as A
+
+#: base code point -> (letter id, is capital)
+_LETTER: dict[str, tuple[int, int]] = {}
+for _i, _ch in enumerate(A.LETTERS):
+    _LETTER[_ch] = (_i, 0)
+    _LETTER[chr(0x391 + _i + (1 if _i >= 17 else 0))] = (_i, 1)  # U+03A2 is unassigned
+_SIGMA = A.LETTERS.index("σ")
+_LETTER.update(
+    {
+        "ς": (_SIGMA, 0),
+        "ϲ": (_SIGMA, 0),  # U+03F2 lunate sigma
+        "Ϲ": (_SIGMA, 1),  # U+03F9
+        "ϐ": (A.LETTERS.index("β"), 0),
+        "ϑ": (A.LETTERS.index("θ"), 0),
+        "ϴ": (A.LETTERS.index("θ"), 1),  # U+03F4 capital theta symbol
+        "ϕ": (A.LETTERS.index("φ"), 0),
+        "ϰ": (A.LETTERS.index("κ"), 0),
+        "ϱ": (A.LETTERS.index("ρ"), 0),
+        "ϖ": (A.LETTERS.index("π"), 0),
+        "ϵ": (A.LETTERS.index("ε"), 0),  # U+03F5 lunate epsilon
+        "ϒ": (A.LETTERS.index("υ"), 1),  # U+03D2 upsilon with hook (ϓ ϔ decompose to it)
+    }
+)
+assert A.CAPITALS[_SIGMA] == "Σ" and A.CAPITALS[-1] == "Ω"
+
+#: Stand-in characters for real-lacuna slots, written only by
+#: :func:`stoicheia.text.encode.encode_text` (private-use code points, so no real text
+#: holds them: ``text_to_planes`` turns any such character of its input into U+FFFD).
+#: Each is a "letter" with id ``NUM_LETTERS + lacuna value - 1`` until the encoder turns
+#: it into ``MASK`` plus the lacuna plane value.
+LACUNA_CHARS = {"\ue000": A.LACUNA_LOST, "\ue001": A.LACUNA_ABOUT, "\ue002": A.LACUNA_UNKNOWN}
+for _c, _v in LACUNA_CHARS.items():
+    _LETTER[_c] = (A.NUM_LETTERS + _v - 1, 0)
+
+#: letters that can carry a breathing: the seven vowels and ρ
+_BREATHABLE = frozenset(A.LETTERS.index(c) for c in "αεηιουωρ")
+
+_ARCHAIC = frozenset("ϝϜϙϘϟϞϛϚϡϠϻϺϸϷͱͰͳͲͷͶϳͿ")
+
+#: The Greek numeral sign (keraia) in all its spellings: U+0374, which NFC turns into
+#: U+02B9 MODIFIER LETTER PRIME, U+02B9 itself and U+2032 PRIME are handled alike: a separator (it ends the number), counted ``numeral_sign``,
+#: never against the record being Greek. U+0375 (lower numeral sign, before thousands) is
+#: not a separator: it belongs to the number that follows.
+NUMERAL_SIGNS = frozenset("\u0374\u02b9\u2032\u0375")
+
+# combining mark -> (field, value); field 0 accent, 1 breathing, 2 iota subscript, 3 diaeresis
+_ACC, _BR, _IOTA, _DIAER = 0, 1, 2, 3
+_MARK: dict[str, tuple[int, int]] = {
+    "\u0301": (_ACC, 1),  # acute (oxia and tonos both decompose to it)
+    "\u0341": (_ACC, 1),  # acute tone mark (NFD maps it to U+0301 anyway)
+    "\u0300": (_ACC, 2),  # grave (varia)
+    "\u0340": (_ACC, 2),
+    "\u0342": (_ACC, 3),  # perispomeni
+    "\u0302": (_ACC, 3),  # circumflex as Latin-style hat
+    "\u0303": (_ACC, 3),  # circumflex as tilde
+    "\u0313": (_BR, 1),  # psili / smooth
+    "\u0343": (_BR, 1),  # koronis (NFD maps it to U+0313 anyway)
+    "\u0314": (_BR, 2),  # dasia / rough
+    "\u0345": (_IOTA, 1),  # ypogegrammeni
+    "\u0308": (_DIAER, 1),
+}
+
+#: modelled punctuation, after NFD (U+0387 -> U+00B7 and U+037E -> ';' under NFD)
+_PUNCT: dict[str, int] = {
+    ",": A.PUNCT_COMMA,
+    "\u00b7": A.PUNCT_RAISED_DOT,
+    "\u0387": A.PUNCT_RAISED_DOT,
+    ":": A.PUNCT_COLON,
+    ".": A.PUNCT_FULL_STOP,
+    ";": A.PUNCT_QUESTION,
+    "\u037e": A.PUNCT_QUESTION,
+    "?": A.PUNCT_QUESTION,
+    "!": A.PUNCT_QUESTION,
+}
+
+#: Rank used when several marks follow one letter: the highest rank survives.
+#: Sentence-ending marks outrank pauses (a "." must not be lost to a following ","), and
+#: the question mark outranks the full stop (it carries more information: ";." keeps ";").
+#: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
+PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
+
+#: apostrophes: elision directly after a letter, otherwise a quote (punctuation_other)
+_APOSTROPHE = frozenset("'\u2019\u02bc")
+
+#: spacing diacritics: (accent, breathing, iota, diaeresis) fields. Directly after a letter
+#: they are elision (psili/koronis) or unknown marks; before a vowel/ρ with no letter
+#: before them they are that letter's marks (old-style capitals "᾿Α").
+_SPACING: dict[str, tuple[int, int, int, int]] = {
+    "\u1fbd": (0, 1, 0, 0),  # koronis
+    "\u1fbf": (0, 1, 0, 0),  # psili (U+1FCD-F decompose to U+1FBF + accent)
+    "\u1ffe": (0, 2, 0, 0),  # dasia (U+1FDD-F decompose to U+1FFE + accent)
+    "\u1fc0": (3, 0, 0, 0),  # perispomeni
+    "\u0384": (1, 0, 0, 0),  # tonos
+    "\u00b4": (1, 0, 0, 0),  # acute accent (U+1FFD oxia decomposes to it)
+    "\u00a8": (0, 0, 0, 1),  # diaeresis (U+0385, U+1FC1, U+1FED, U+1FEE decompose to it + accent)
+}
+_SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)
+
+# cluster kinds; the order matters: kinds >= _K_PUNCT need the letter index of each cluster,
+# kinds >= _K_APOS need their neighbours (see text_to_planes)
+_K_LETTER, _K_SEP, _K_FORMAT, _K_PUNCT, _K_APOS, _K_SPACING, _K_YPO = range(7)
+
+_COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+#: one base character plus its combining marks (or a run of marks at the text start)
+_CLUSTER_RE = re.compile(f"[^{_COMBINING}][{_COMBINING}]*|[{_COMBINING}]+", re.S)
+
+
+def _char_kind(ch: str) -> str:
+    """Drop kind of a single non-letter, non-punctuation character."""
+    if ch.isspace() or ch == "\u200b":
+        return "space"
+    if ch in NUMERAL_SIGNS:
+        return "numeral_sign"
+    if ch in _ARCHAIC:
+        return "archaic"
+    cat = unicodedata.category(ch)
+    if cat[0] == "N":
+        return "digit"
+    if cat[0] in "PS":
+        return "punctuation_other"
+    if cat == "Cf":
+        return "format"
+    if cat[0] == "L" and "LATIN" in unicodedata.name(ch, ""):
+        return "latin"
+    if cat[0] == "M":
+        return "unknown_mark"
+    return "other"
+
+
+def _mark_drops(marks: str, drops: collections.Counter) -> None:
+    """Count combining marks that sit on a non-letter (a stray U+0313 is elision)."""
+    for m in marks:
+        drops["elision" if m == "\u0313" else "unknown_mark"] += 1
+
+
+def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
+    """Classify one NFD cluster: ``(kind, value, is_separator, static drops)``.
+
+    ``value`` is, for a letter, ``((letter*48 + dia)*2 + cap)*2 + elided`` (``elided``: a
+    stray U+0313 on a consonant ends the word after it); for punctuation the punct id;
+    for a spacing diacritic its dia id; otherwise 0.
+    """
+    base, marks = cl[0], cl[1:]
+    drops: collections.Counter = collections.Counter()
+    if base in _LETTER:
+        letter, cap = _LETTER[base]
+        fields = [0, 0, 0, 0]
+        elided = 0
+        for m in marks:
+            fv = _MARK.get(m)
+            if fv is None:
+                drops["unknown_mark"] += 1
+                continue
+            field, v = fv
+            if field == _BR and v == 1 and letter not in _BREATHABLE:
+                # A smooth breathing cannot sit on a consonant other than ρ: it is the
+                # elision mark written as a combining comma above ("ἀλλ̓").
+                elided = 1
+                drops["elision"] += 1
+            elif fields[field] == 0:
+                fields[field] = v
+            else:
+                drops["extra_mark"] += 1
+        dia = A.dia_id(*fields)
+        value = ((letter * A.NUM_DIA + dia) * 2 + cap) * 2 + elided
+        return _K_LETTER, value, 0, tuple(drops.items())
+    if base in _PUNCT:
+        _mark_drops(marks, drops)
+        return _K_PUNCT, _PUNCT[base], 1, tuple(drops.items())
+    if base in _APOSTROPHE:
+        _mark_drops(marks, drops)
+        return _K_APOS, 0, 1, tuple(drops.items())
+    if base in _SPACING:
+        fields = list(_SPACING[base])
+        for m in marks:
+            fv = _MARK.get(m)
+            if fv is None:
+                drops["unknown_mark"] += 1
+            elif fields[fv[0]] == 0:
+                fields[fv[0]] = fv[1]
+            else:
+                drops["extra_mark"] += 1
+        return _K_SPACING, A.dia_id(*fields), 1, tuple(drops.items())
+    if base == "\u037a":  # spacing ypogegrammeni: the iota subscript of the letter before
+        _mark_drops(marks, drops)
+        return _K_YPO, 0, 0, tuple(drops.items())
+    kind = _char_kind(base)
+    if base == "\u0375":  # lower numeral sign: part of the number after it
+        drops[kind] += 1
+        _mark_drops(marks, drops)
+        return _K_FORMAT, 0, 0, tuple(drops.items())
+    if kind == "unknown_mark":  # a run of marks at the very start of the text
+        _mark_drops(cl, drops)
+        return _K_SEP, 0, 1, tuple(drops.items())
+    drops[kind] += 1
+    _mark_drops(marks, drops)
+    if kind == "format":
+        return _K_FORMAT, 0, 0, tuple(drops.items())
+    return _K_SEP, 0, 1, tuple(drops.items())
+
+
+class _Intern(dict):
+    """NFD cluster -> small int id, classifying each new cluster once (module-wide cache).
+
+    The per-id attributes live in growing Python lists; :meth:`tables` returns them as
+    numpy arrays, rebuilt only when new clusters were seen.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kind: list[int] = []
+        self.value: list[int] = []
+        self.sep: list[int] = []
+        self.drops: list[tuple[tuple[str, int], ...]] = []
+        self._np: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __missing__(self, cl: str) -> int:
+        kind, value, sep, drops = classify(cl)
+        gid = len(self.kind)
+        self.kind.append(kind)
+        self.value.append(value)
+        self.sep.append(sep)
+        self.drops.append(drops)
+        self[cl] = gid
+        self._np = None
+        return gid
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(kind int8, value int32, sep bool, has_drops bool)``, each of shape ``(ids,)``."""
+        t = self._np
+        if t is None or t[0].shape[0] != len(self.kind):
+            t = (
+                np.array(self.kind, np.int8),
+                np.array(self.value, np.int32),
+                np.array(self.sep, bool),
+                np.array([bool(d) for d in self.drops], bool),
+            )
+            self._np = t
+        return t
+
+
+_INTERN = _Intern()
+
+_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
+_LETTER_IS_BREATHABLE[list(_BREATHABLE)] = True
+

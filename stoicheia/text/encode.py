@@ -1,0 +1,471 @@
+"""Polytonic Greek Unicode text (with Leiden notation) -> aligned letter planes.
+
+:func:`encode_text` is what every reader's text goes through (via
+:func:`stoicheia.text.filter.normalise_record`): it parses the Leiden notation with
+:func:`stoicheia.text.leiden.parse_leiden` and encodes letters, lacunae and editorial
+letters; :func:`text_to_planes` is the Leiden-blind core (brackets are punctuation).
+
+Reading works on the canonical decomposition (NFD) of the text, cut into clusters of one
+base character plus its combining marks (:mod:`stoicheia.text.clusters`); the marks of a
+cluster are collected as a set, so every Unicode spelling of a letter (precomposed oxia or
+tonos forms, NFC, NFD, marks in any order) gives the same planes. NFKC is never applied (it
+would turn lunate ϲ into ς and spacing breathings into space + mark). ς, ϲ, Ϲ fold to σ;
+ϐ ϑ ϕ ϰ ϱ ϖ to β θ φ κ ρ π; also ϵ -> ε, ϴ -> Θ and ϒ -> Υ.
+
+Dropped characters are counted by kind in a ``collections.Counter``:
+
+* ``space`` whitespace (and U+200B zero-width space);
+* ``punctuation_other`` punctuation and symbols we do not model (brackets outside Leiden
+  reading, dashes, quotes, †, a ``'``/U+2019/U+02BC that does not follow a letter, ...);
+* ``latin`` Latin letters; ``digit`` any Unicode number; ``archaic`` ϝ ϙ ϡ ϛ ϟ ϻ ϸ ͱ ͳ ͷ ϳ
+  Ϳ and their capitals; ``other`` anything else (Coptic, other scripts, controls);
+* ``numeral_sign`` the Greek numeral sign (keraia U+0374, which NFC turns into U+02B9, U+02B9
+  and U+2032 alike; U+0375 lower numeral sign): not counted against the record being Greek;
+* ``latin_lookalike`` a Latin letter typed inside a Greek word that looks like a Greek one
+  (``A B E H I K M N O P T X Y Z o v``): read as the Greek letter; other Latin letters inside
+  a Greek word are dropped (``latin``) without splitting the word;
+* ``unknown_mark`` combining marks we do not model (macron U+0304, breve U+0306, ...),
+  marks on a non-letter base, and spacing diacritics that could not be attached to a letter;
+* ``mark_before_capital`` combining breathings/accents typed before a capital (after a
+  space or at the start): moved onto the capital (``"\u0313Αθῆναι"`` = Ἀθῆναι);
+* ``extra_mark`` a second accent/breathing/iota/diaeresis on one letter (the first one
+  in NFD order is kept);
+* ``elision`` an elision mark (U+2019, U+02BC, U+0027, U+1FBD, U+1FBF directly after a
+  letter; a stray U+0313 on a consonant, on ρ not followed by ρ (``παῤ`` = παρ’; ``ῤῥ``
+  stays), or with no letter under it). A U+1FBD/U+1FBF used as a combining mark is a smooth
+  breathing instead: before a vowel or ρ with no letter before it (old-style capitals
+  "᾿Αθῆναι");
+* ``crasis`` a coronis typed as U+1FBD/U+1FBF or as an apostrophe between a vowel and a
+  consonant (``κα’γώ`` = κἀγώ): the smooth breathing of that vowel, no word boundary;
+* ``punctuation_extra`` a modelled punctuation mark on a letter that already has one
+  (the stronger by :data:`PUNCT_STRENGTH` survives); ``punctuation_orphan`` a modelled
+  punctuation mark with no letter before it; ``format`` invisible format characters
+  (category Cf: soft hyphen, ZWJ, BOM, ...), which do not separate words.
+
+Word boundaries come only from separators between two letters: every dropped or
+punctuation character except ``format`` ones, and elision. The shape of sigma plays no
+part (a final ς inside a token does not end a word). Leiden signs never separate words.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from stoicheia.text import alphabet as A
+from stoicheia.text.clusters import (
+    _CLUSTER_RE,
+    _INTERN,
+    _K_APOS,
+    _K_LETTER,
+    _K_PUNCT,
+    _K_YPO,
+    _LETTER,
+    _LETTER_IS_BREATHABLE,
+    _SMOOTH_ONLY,
+    _VOWELS,
+    LACUNA_CHARS,
+)
+from stoicheia.text.leiden import Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.planes import Planes
+
+__all__ = ["text_to_planes", "encode_text", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
+
+#: The planes a source may declare unrecorded (``known``); the lacuna plane is always known.
+KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
+
+#: Rank used when several marks follow one letter: the highest rank survives.
+#: Sentence-ending marks outrank pauses (a "." must not be lost to a following ","), and
+#: the question mark outranks the full stop (it carries more information: ";." keeps ";").
+#: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
+PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
+
+_STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
+_HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + "]")
+_MARKS = "\u0300-\u036f"
+_RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
+_MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
+_LATIN_RUN = re.compile("[A-Za-z]+")
+#: Latin letters that look like a Greek letter (read as that letter inside a Greek word)
+LATIN_LOOKALIKES = {
+    "A": "Α", "B": "Β", "E": "Ε", "H": "Η", "I": "Ι", "K": "Κ", "M": "Μ", "N": "Ν",
+    "O": "Ο", "P": "Ρ", "T": "Τ", "X": "Χ", "Y": "Υ", "Z": "Ζ", "o": "ο", "v": "ν",
+}
+_GREEK_BASE = frozenset(c for c in _LETTER if c not in LACUNA_CHARS)
+
+
+def _prepass(s: str, dropped: collections.Counter) -> str:
+    """String-level fixes on the NFD text before clustering (each counted, see module doc)."""
+    if "\u0313" in s and ("ρ" in s or "Ρ" in s or "ϱ" in s):
+        s = _RHO_PSILI.sub(lambda m: _rho_elision(m, s), s)
+    if "\u0313" in s or "\u0314" in s or "\u0301" in s or "\u0342" in s or "\u0300" in s:
+        s, k = _MARKS_BEFORE_CAPITAL.subn(lambda m: m.group(1) + m.group(3) + m.group(2), s)
+        if k:
+            dropped["mark_before_capital"] += k
+    if _LATIN_RUN.search(s):
+        s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
+    return s
+
+
+def _rho_elision(m: re.Match, s: str) -> str:
+    """ρ with U+0313 not followed by ρ: the mark is elision (``παῤ`` = παρ’)."""
+    cl = m.group(1)
+    if "\u0313" not in cl:
+        return cl
+    nxt = s[m.end() : m.end() + 1]
+    if nxt in ("ρ", "Ρ", "ϱ"):
+        return cl  # ῤῥ: the smooth breathing of a double rho
+    return cl.replace("\u0313", "") + "\u2019"
+
+
+def _latin_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
+    """A Latin run touching a Greek letter (no space): look-alikes become Greek, others go."""
+    run = m.group()
+    i = m.start() - 1
+    while i >= 0 and unicodedata.combining(s[i]):
+        i -= 1
+    before = i >= 0 and s[i] in _GREEK_BASE
+    after = s[m.end() : m.end() + 1] in _GREEK_BASE
+    if not (before or after):
+        return run
+    if all(c in LATIN_LOOKALIKES for c in run):
+        dropped["latin_lookalike"] += len(run)
+        return "".join(LATIN_LOOKALIKES[c] for c in run)
+    dropped["latin"] += len(run)
+    dropped["latin_in_word"] += len(run)
+    return ""
+
+
+def _check_known(known: Mapping[str, bool] | None) -> dict[str, bool]:
+    out = dict.fromkeys(KNOWN_PLANES, True)
+    if known is None:
+        return out
+    for k, v in known.items():
+        if k not in out:
+            raise ValueError(f"known: unknown plane {k!r}; planes are {KNOWN_PLANES}")
+        out[k] = bool(v)
+    if not out["chars"]:
+        raise ValueError("known['chars'] must be True: the chars plane has no UNKNOWN id")
+    return out
+
+
+def text_to_planes(
+    text: str, known: Mapping[str, bool] | None = None
+) -> tuple[Planes, collections.Counter]:
+    """Normalise polytonic Greek ``text`` into :class:`Planes`, reading no Leiden notation.
+
+    Brackets and the other editorial signs are dropped as ``punctuation_other`` and separate
+    words here; :func:`encode_text` reads them as Leiden instead (what the readers use).
+    The details are in :func:`_text_to_planes`; its docstring applies. ``lacuna`` is all 0.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text_to_planes expects str, got {type(text).__name__}")
+    dropped: collections.Counter = collections.Counter()
+    if _HAS_STAND_IN.search(text):
+        text = _HAS_STAND_IN.sub("\ufffd", text)
+    return _text_to_planes(text, known, dropped)
+
+
+def _text_to_planes(
+    text: str, known: Mapping[str, bool] | None, dropped: collections.Counter
+) -> tuple[Planes, collections.Counter]:
+    """Normalise polytonic Greek ``text`` (NFC, NFD or mixed) into :class:`Planes`.
+
+    Returns ``(planes, dropped)``: ``planes`` has one entry per Greek letter (arrays of
+    dtype ``uint8``, shape ``(n,)``); ``dropped`` counts everything that took no letter
+    position, by kind (see the module docstring). The order of combining marks does not
+    matter; capitalisation comes from the base letter's code point.
+
+    Punctuation goes on the last letter before it, even across spaces or dropped
+    characters; if several marks land on one letter the strongest by
+    :data:`PUNCT_STRENGTH` survives and each other one counts as ``punctuation_extra``.
+    ``boundary`` is 2 on letters with a full stop or question mark and on the last
+    letter, 1 on any other letter followed by a separator before the next letter.
+
+    ``known`` maps plane names to whether the source records that plane (missing names
+    default to ``True``); an unrecorded plane is filled with ``alphabet.UNKNOWN[name]``.
+    When ``punct`` is unrecorded, sentence ends are only set at the record end (the
+    boundary of a letter with a full stop becomes 1). Raises ``ValueError`` for an
+    unknown plane name or ``known['chars'] == False`` and ``TypeError`` if ``text`` is
+    not a ``str``.
+    """
+    kn = _check_known(known)
+    clusters = _CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
+    if not clusters:
+        return _fill_unknown(Planes.empty(), kn), dropped
+    intern = _INTERN
+    ids = np.fromiter(map(intern.__getitem__, clusters), np.int32, len(clusters))
+    t_kind, t_value, t_sep, t_drops = intern.tables()
+
+    # Static drops: per distinct cluster, times its number of occurrences.
+    bc = np.bincount(ids, minlength=t_kind.shape[0])
+    for gid in np.flatnonzero(t_drops[: bc.shape[0]] & (bc > 0)).tolist():
+        mult = int(bc[gid])
+        for k, v in intern.drops[gid]:
+            dropped[k] += v * mult
+
+    kind = t_kind[ids]
+    value = t_value[ids]
+    sep = t_sep[ids]
+    is_letter = kind == _K_LETTER
+    m = ids.shape[0]
+
+    lval = value[is_letter]
+    cap = ((lval >> 1) & 1).astype(np.uint8)
+    dia = ((lval >> 2) % A.NUM_DIA).astype(np.uint8)
+    chars = ((lval >> 2) // A.NUM_DIA).astype(np.uint8)
+    sep[is_letter] = (lval & 1).astype(bool)  # a stray U+0313 on a consonant ends the word
+    n = int(lval.shape[0])
+    kmax = int(kind.max())
+    # index of the last letter at or before each cluster (-1 before the first letter)
+    letter_no = np.cumsum(is_letter) - 1 if kmax >= _K_PUNCT else None
+
+    if kmax >= _K_APOS:  # rare context-dependent clusters: small Python loop
+        _resolve_context(kind, value, sep, is_letter, letter_no, chars, dia, dropped)
+
+    # Punctuation: onto the last letter before the mark; keep the strongest.
+    punct = np.zeros(n, np.uint8)
+    if letter_no is not None:
+        pmask = kind == _K_PUNCT
+        pidx = letter_no[pmask]
+        if pidx.size:
+            pval = value[pmask].astype(np.uint8)
+            n_orphan = int(np.count_nonzero(pidx < 0))  # pidx is sorted: orphans first
+            if n_orphan:
+                dropped["punctuation_orphan"] += n_orphan
+                pidx, pval = pidx[n_orphan:], pval[n_orphan:]
+            if pidx.size:
+                # PUNCT_STRENGTH is the identity on ids, so the strongest is the maximum id.
+                np.maximum.at(punct, pidx, pval)
+                extra = int(pidx.size - 1 - np.count_nonzero(np.diff(pidx)))
+                if extra:
+                    dropped["punctuation_extra"] += extra
+
+    boundary = np.zeros(n, np.uint8)
+    if n:
+        # A letter is word-final if a separator lies between it and the next letter
+        # (its own elision flag included).
+        pos = np.flatnonzero(is_letter)
+        cs = np.zeros(m + 1, np.int32)
+        np.cumsum(sep, out=cs[1:])
+        boundary[:-1][cs[pos[1:]] > cs[pos[:-1]]] = A.BOUNDARY_WORD
+        if kn["punct"]:  # unrecorded punctuation: sentence ends only at the record end
+            boundary[punct >= A.PUNCT_FULL_STOP] = A.BOUNDARY_SENTENCE
+        boundary[-1] = A.BOUNDARY_SENTENCE
+    lacuna = np.zeros(n, np.uint8)
+    if n and int(chars.max()) >= A.NUM_LETTERS:
+        # stand-ins of real-lacuna slots (written by encode_text): MASK + the lacuna value
+        slot = chars >= A.NUM_LETTERS
+        lacuna[slot] = chars[slot] - (A.NUM_LETTERS - 1)
+        chars[slot] = A.MASK
+    planes = Planes(chars, boundary, dia, cap, punct, lacuna)
+    if not all(kn.values()):
+        _fill_unknown(planes, kn)
+    if n and lacuna.any():
+        slot = lacuna > 0
+        dia[slot] = A.DIA_UNKNOWN
+        cap[slot] = A.CAP_UNKNOWN
+        boundary[slot & (boundary == A.BOUNDARY_INTERNAL)] = A.BOUNDARY_UNKNOWN
+    return planes, dropped
+
+
+def _resolve_context(
+    kind: np.ndarray,
+    value: np.ndarray,
+    sep: np.ndarray,
+    is_letter: np.ndarray,
+    letter_no: np.ndarray,
+    chars: np.ndarray,
+    dia: np.ndarray,
+    dropped: collections.Counter,
+) -> None:
+    """Handle the clusters whose meaning depends on their neighbours (in place).
+
+    * apostrophes: elision right after a letter, a quotation mark elsewhere;
+    * spacing ypogegrammeni right after a letter: that letter's iota subscript
+      (not a separator); elsewhere an unknown mark;
+    * spacing diacritics: prefix marks of the following vowel or ρ when no letter
+      precedes them ("᾿Αθῆναι"); a koronis/psili between a vowel and a consonant is the
+      crasis breathing of that vowel ("κα᾽γώ" = κἀγώ, no word boundary); otherwise
+      elision (psili/koronis alone) or unknown.
+    """
+    m = kind.shape[0]
+    for j in np.flatnonzero(kind >= _K_APOS).tolist():
+        k = int(kind[j])
+        after_letter = j > 0 and bool(is_letter[j - 1])
+        if k == _K_APOS:
+            before_letter = j + 1 < m and bool(is_letter[j + 1])
+            if after_letter and before_letter:
+                # Crasis with the coronis typed as an apostrophe ("κα’γώ" = κἀγώ): a vowel
+                # before, a consonant after, no space. Elision leaves a consonant before the
+                # mark ("δ’", "ἀλλ’") or is followed by a vowel ("δι’ἐκείνων"), so it never
+                # matches this pattern.
+                li = int(letter_no[j])
+                acc, br, io, di = A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
+                if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and chars[li + 1] < A.NUM_LETTERS:
+                    if br == 0:
+                        dia[li] = A.dia_id(acc, 1, io, di)
+                    else:
+                        dropped["extra_mark"] += 1
+                    dropped["crasis"] += 1
+                    sep[j] = False
+                    continue
+            dropped["elision" if after_letter else "punctuation_other"] += 1
+        elif k == _K_YPO:
+            if after_letter:
+                li = letter_no[j]
+                acc, br, io, di = A.dia_fields(int(dia[li]))
+                if io:
+                    dropped["extra_mark"] += 1
+                else:
+                    dia[li] = A.dia_id(acc, br, 1, di)
+            else:
+                dropped["unknown_mark"] += 1
+                sep[j] = True
+        else:  # _K_SPACING
+            payload = int(value[j])
+            before_letter = j + 1 < m and bool(is_letter[j + 1])
+            if after_letter and before_letter and payload == _SMOOTH_ONLY:
+                # Crasis written with a spacing koronis/psili after its vowel ("κα᾽γώ"):
+                # a vowel before and a consonant after. Elision is always followed by a
+                # vowel or a space ("δι᾽ἐκείνων"), so it cannot match this pattern.
+                li = int(letter_no[j])
+                acc, br, io, di = A.dia_fields(int(dia[li]))
+                if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and br == 0:
+                    dia[li] = A.dia_id(acc, 1, io, di)
+                    sep[j] = False
+                    continue
+            if not after_letter and before_letter:
+                li = letter_no[j] + 1
+                if _LETTER_IS_BREATHABLE[chars[li]]:
+                    cur = list(A.dia_fields(int(dia[li])))
+                    for f, v in enumerate(A.dia_fields(payload)):
+                        if v:
+                            if cur[f]:
+                                dropped["extra_mark"] += 1
+                            else:
+                                cur[f] = v
+                    dia[li] = A.dia_id(*cur)
+                    continue
+            dropped["elision" if payload == _SMOOTH_ONLY else "unknown_mark"] += 1
+
+
+def _fill_unknown(p: Planes, kn: dict[str, bool]) -> Planes:
+    """Overwrite (in place) every plane with ``kn[name] == False`` by its UNKNOWN id."""
+    for name in KNOWN_PLANES[1:]:
+        if not kn[name]:
+            getattr(p, name)[:] = A.UNKNOWN[name]
+    return p
+
+
+class Encoded(NamedTuple):
+    """Result of :func:`encode_text`.
+
+    ``planes`` (:class:`Planes`, all six planes; may be empty), ``dropped`` (characters that
+    took no slot, by kind, as for :func:`text_to_planes`) and ``leiden`` (what the Leiden
+    notation held, counted: ``lacunae``, ``lacuna_slots`` (slots with ``lacuna`` 1 or 2),
+    ``lacunae_unknown_width`` (stand-in slots), ``supplied_letters`` (letters supplied in a
+    ``[ ]``), ``expansion_letters``, ``omitted_letters``, ``erased_letters``,
+    ``partly_lost_letters``, ``surplus_letters`` (dropped: not part of the text),
+    ``uncertain_letters`` (dots below), ``editorial_comments``, ``leiden_repaired``).
+    """
+
+    planes: Planes
+    dropped: collections.Counter
+    leiden: collections.Counter
+
+
+def _count_letters(s: str) -> int:
+    return sum(1 for c in unicodedata.normalize("NFD", s) if c in _GREEK_BASE)
+
+
+#: editorial letters kept as text, by reason -> the count key
+_KEPT = {
+    "lost": "supplied_letters",
+    "abbreviation": "expansion_letters",
+    "omitted": "omitted_letters",
+    "erased": "erased_letters",
+    "partly_lost": "partly_lost_letters",
+}
+
+
+def encode_text(
+    text: str, known: Mapping[str, bool] | None = None, *, strict: bool = False
+) -> Encoded:
+    """Encode ``text`` with its Leiden notation into six planes (see :class:`Encoded`).
+
+    Leiden meaning (signs in :mod:`stoicheia.text.leiden`): a lacuna of known width becomes
+    one slot per lost letter (``lacuna`` 1), of estimated width (``ca. N``, ``a..b``) N or b
+    slots (``lacuna`` 2), of unknown width one stand-in slot (``lacuna`` 3); every lacuna slot
+    has ``chars`` MASK. Letters in ``[ ]``, ``( )``, ``⟨ ⟩``, ``⟦ ⟧``, ``⸢ ⸣`` are kept as
+    letters where they stand, with no word break at the signs (``ἔλα[σ]εν`` is one word);
+    letters in ``{ }`` (surplus) are left out, also without a word break; dots below are
+    removed (the letters counted uncertain); comments (``(?)``, ``vac.``) separate words.
+
+    ``strict=True`` raises :class:`stoicheia.text.leiden.LeidenError` for notation that
+    cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
+    bracket character (or, for any other fault, every bracket sign of the text), counts
+    ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"encode_text expects str, got {type(text).__name__}")
+    dropped: collections.Counter = collections.Counter()
+    leiden: collections.Counter = collections.Counter()
+    if _HAS_STAND_IN.search(text):
+        text = _HAS_STAND_IN.sub("\ufffd", text)
+    segs = _parse(text, strict, leiden)
+    out: list[str] = []
+    for seg in segs:
+        if isinstance(seg, Text):
+            out.append(seg.text)
+            if any(seg.uncertain):
+                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+        elif isinstance(seg, Lacuna):
+            leiden["lacunae"] += 1
+            if seg.max_width is None:
+                out.append(_STAND_IN[A.LACUNA_UNKNOWN])
+                leiden["lacunae_unknown_width"] += 1
+            elif seg.known_width:
+                out.append(_STAND_IN[A.LACUNA_LOST] * seg.max_width)
+                leiden["lacuna_slots"] += seg.max_width
+            else:
+                out.append(_STAND_IN[A.LACUNA_ABOUT] * seg.max_width)
+                leiden["lacuna_slots"] += seg.max_width
+        elif isinstance(seg, Editorial):
+            n = _count_letters(seg.text)
+            if any(seg.uncertain):
+                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+            if seg.reason == "surplus":
+                leiden["surplus_letters"] += n
+                continue
+            leiden[_KEPT[seg.reason]] += n
+            out.append(seg.text)
+        else:  # Comment: an editor's remark or an uninscribed space, a word break
+            leiden["editorial_comments"] += 1
+            out.append(" ")
+    planes, dropped = _text_to_planes("".join(out), known, dropped)
+    return Encoded(planes, dropped, leiden)
+
+
+_BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
+
+
+def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
+    for _ in range(len(text) + 1):
+        try:
+            return parse_leiden(text)
+        except LeidenError as err:
+            if strict:
+                raise
+            leiden["leiden_repaired"] += 1
+            p = err.position
+            if 0 <= p < len(text) and _BRACKET_SIGNS.match(text, p):
+                text = text[:p] + text[p + 1 :]
+            else:
+                text = _BRACKET_SIGNS.sub("", text)
+    return parse_leiden(_BRACKET_SIGNS.sub("", text))  # unreachable in practice

@@ -1,0 +1,427 @@
+"""Leiden notation in a Greek string -> a list of plain segments.
+
+Epigraphers and papyrologists print damaged texts with the Leiden conventions (Krummrey and
+Panciera 1980; the papyrological Leiden system as used by the Duke Databank). This module is
+the project's one parser of that notation: the plain-text and JSONL readers (through
+:func:`stoicheia.text.encode.encode_text`), the EpiDoc reader (which writes Leiden text from
+the XML elements) and the ``restore`` command all go through :func:`parse_leiden`.
+
+API (stable)
+------------
+``parse_leiden(text: str) -> list[Segment]``
+    ``Segment = Text | Lacuna | Editorial | Comment`` (frozen dataclasses below), in reading
+    order; the concatenation of their spans ``[start, end)`` covers ``text`` exactly.
+    Raises :class:`LeidenError` (a ``ValueError``) naming the 0-based character position.
+``has_leiden(text: str) -> bool``
+    cheap test: does ``text`` contain a sign this parser interprets?
+``REASONS``
+    the values of :attr:`Editorial.reason`.
+
+The notation read
+-----------------
+=====================  =================================================================
+``[...]`` ``[. . .]``  a lacuna of known width: one dot per lost letter -> ``Lacuna(3, 3)``
+``[.5.]`` ``[5]``      a lacuna of 5 lost letters -> ``Lacuna(5, 5)``
+``[-ca.5-]``           about 5 (also ``[ca.5]``, ``[.c.5.]``, ``[- ca. 5 -]``) ->
+                       ``Lacuna(5, 5, approximate=True)``
+``[5±3]``              2 to 8 letters (``+/-`` also accepted) -> ``Lacuna(2, 8)``;
+                       ``[.3-6.]`` 3 to 6 letters -> ``Lacuna(3, 6)``
+``[---]`` ``[ - - - ]``  unknown width (any run of ``-`` ``–`` ``—``) -> ``Lacuna(0, None)``
+``[καὶ]``              letters lost on the stone, supplied by the editor ->
+                       ``Editorial("καὶ", "lost")``; supplements and lacunae mix in one
+                       bracket: ``[καὶ τοῦ ---]`` -> Editorial + Lacuna
+``α(ὐτοῦ)``            expansion of an abbreviation -> Text ``α`` + ``Editorial("ὐτοῦ",
+                       "abbreviation")``; a parenthesis without a Greek letter (``(?)``,
+                       ``(!)``, ``(sic)``, ``(vac.)``) is an editor's remark -> ``Comment``
+``⟨καὶ⟩``              letters omitted by the scribe, added by the editor ->
+                       ``"omitted"``; also ``〈 〉`` and ASCII ``< >``
+``⟦καὶ⟧``              letters erased in antiquity (still read) -> ``"erased"``; also
+                       ``〚 〛`` and ``[[ ]]``
+``{καὶ}``              letters the scribe wrote in error (surplus) -> ``"surplus"``
+``⸢καὶ⸣``              half brackets (also ``⌈ ⌉`` ``⸤ ⸥`` ``⌊ ⌋`` ``˹ ˺``): letters read by an
+                       earlier editor or only partly preserved -> ``"partly_lost"``
+``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
+                       and the letter's flag in ``uncertain`` is set (in any segment)
+``̣`` on no letter      a dot below on a space or at the start (``̣ ̣ ̣``): traces of an
+                       illegible letter each -> ``Lacuna(1, 1)`` per dot (merged)
+``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
+=====================  =================================================================
+
+A ``?`` inside square brackets (``[καὶ?]``) marks the supplement as doubtful: it sets the
+uncertain flags of that supplement and is not kept as text. Outside brackets everything else is
+text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (``[α(ὐτοῦ)]``
+is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
+0 and ``N±M`` with ``M >= N`` are errors.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = [
+    "LeidenError",
+    "Text",
+    "Lacuna",
+    "Editorial",
+    "Comment",
+    "Segment",
+    "REASONS",
+    "parse_leiden",
+    "has_leiden",
+]
+
+#: Values of :attr:`Editorial.reason`.
+REASONS = ("lost", "abbreviation", "omitted", "erased", "surplus", "partly_lost")
+
+DOT_BELOW = "\u0323"
+
+
+class LeidenError(ValueError):
+    """Leiden notation that cannot be read: unbalanced or nested brackets, an empty bracket,
+    a lacuna of width 0, a bad ``N±M``.
+
+    ``position`` is the 0-based character offset in the parsed string; ``str(error)`` reads
+    ``"Leiden notation at character <position>: <message>"`` followed by the context.
+    """
+
+    def __init__(self, text: str, position: int, message: str) -> None:
+        self.position = int(position)
+        self.message = message
+        lo = max(0, position - 15)
+        context = text[lo : position + 15]
+        super().__init__(
+            f"Leiden notation at character {position}: {message} (near {context!r})"
+        )
+
+
+@dataclass(frozen=True)
+class Text:
+    """A run of text as read on the stone (letters, spaces, punctuation).
+
+    ``text`` is NFC with the dots below removed; ``uncertain`` has one bool per code point
+    of ``text`` (True for the code points of a letter written with a dot below).
+    ``start``/``end``: the span in the parsed string (0-based, end exclusive).
+    """
+
+    text: str
+    uncertain: tuple[bool, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Lacuna:
+    """Letters lost in the source, whose identity nobody knows.
+
+    ``min_width``/``max_width`` in letters (``max_width is None``: unknown width, then
+    ``min_width`` is 0); ``approximate`` is True when the editor's count is an estimate
+    ("ca."), in which case ``min_width == max_width`` is that estimate.
+    """
+
+    min_width: int
+    max_width: int | None
+    approximate: bool
+    start: int
+    end: int
+
+    @property
+    def known_width(self) -> bool:
+        """True for an exact width (``min_width == max_width`` and not approximate)."""
+        return self.max_width == self.min_width and not self.approximate
+
+
+@dataclass(frozen=True)
+class Editorial:
+    """Letters that an editorial sign marks; ``reason`` is one of :data:`REASONS`.
+
+    ``"lost"``: supplied by the editor in a lacuna (``[ ]``); ``"abbreviation"``: the
+    expansion of an abbreviation (``( )``); ``"omitted"``: left out by the scribe, added by
+    the editor (``⟨ ⟩``); ``"erased"``: erased in antiquity but read (``⟦ ⟧``);
+    ``"surplus"``: written in error by the scribe (``{ }``); ``"partly_lost"``: half brackets.
+    ``text``/``uncertain``/``start``/``end`` as in :class:`Text`; the span includes the
+    brackets, except for ``"lost"``, whose span is the supplement inside its ``[ ]``.
+    """
+
+    text: str
+    reason: str
+    uncertain: tuple[bool, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An editor's remark that is not text: ``(?)``, ``(!)``, ``(sic)``, ``vac.``."""
+
+    text: str
+    start: int
+    end: int
+
+
+Segment = Text | Lacuna | Editorial | Comment
+
+# opener -> (closer, reason); two-character openers are tried first
+_PAIRS: dict[str, tuple[str, str]] = {
+    "[[": ("]]", "erased"),
+    "⟦": ("⟧", "erased"),
+    "〚": ("〛", "erased"),
+    "[": ("]", "lost"),
+    "(": (")", "abbreviation"),
+    "⟨": ("⟩", "omitted"),
+    "〈": ("〉", "omitted"),
+    "\u2329": ("\u232a", "omitted"),
+    "<": (">", "omitted"),
+    "{": ("}", "surplus"),
+    "⸢": ("⸣", "partly_lost"),
+    "⌈": ("⌉", "partly_lost"),
+    "⸤": ("⸥", "partly_lost"),
+    "⌊": ("⌋", "partly_lost"),
+    "˹": ("˺", "partly_lost"),
+}
+_CLOSERS = {closer for closer, _ in _PAIRS.values()}
+_SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
+_VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
+_GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
+_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+_DASH_CLASS = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # for use inside [...] of a regex
+# inside [ ]: a width given by a number ("[.5.]", "[-ca.5-]", "[5±3]", "[.3-6.]")
+_WIDTH = re.compile(
+    rf"[.{_DASH_CLASS}\s]*(?P<ca>c(?:a)?\.?\s*)?(?P<n>\d+)\s*"
+    rf"(?:(?:±|\+/-|\+-)\s*(?P<pm>\d+)|[{_DASH_CLASS}]\s*(?P<hi>\d+))?\s*[.{_DASH_CLASS}]*"
+)
+_DOTS = re.compile(r"\.(?:\s*\.)*")
+_DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
+
+
+def has_leiden(text: str) -> bool:
+    """True if ``text`` holds any sign :func:`parse_leiden` interprets (brackets of any kind,
+    a dot below, ``vac.``). Text without them parses to one :class:`Text` segment."""
+    return any(c in _SIGNS for c in text) or bool(_VACAT.search(text))
+
+
+def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
+    """NFC ``s`` without dots below, the per-code-point uncertain flags, and the number of
+    dots below that sat on no letter (illegible traces)."""
+    if DOT_BELOW not in s and unicodedata.is_normalized("NFC", s):
+        return s, (False,) * len(s), 0
+    out: list[str] = []
+    flags: list[bool] = []
+    orphans = 0
+    for cl in re.findall(r"[^\u0300-\u036f][\u0300-\u036f]*|[\u0300-\u036f]+", unicodedata.normalize("NFD", s)):
+        dotted = DOT_BELOW in cl
+        body = cl.replace(DOT_BELOW, "")
+        if dotted and (not body or not body[0].isalpha()):
+            orphans += cl.count(DOT_BELOW)
+            if body.strip():
+                body_nfc = unicodedata.normalize("NFC", body)
+                out.append(body_nfc)
+                flags.extend([False] * len(body_nfc))
+            continue
+        nfc = unicodedata.normalize("NFC", body)
+        out.append(nfc)
+        flags.extend([dotted] * len(nfc))
+    return "".join(out), tuple(flags), orphans
+
+
+def _text_segments(text: str, start: int, end: int) -> list[Segment]:
+    """Plain text between brackets: Text runs, ``vac.`` comments, illegible-dot lacunae."""
+    segs: list[Segment] = []
+    pos = start
+    chunk = text[start:end]
+    for m in _VACAT.finditer(chunk):
+        a, b = start + m.start(), start + m.end()
+        segs.extend(_dotted_text(text, pos, a))
+        segs.append(Comment(text[a:b], a, b))
+        pos = b
+    segs.extend(_dotted_text(text, pos, end))
+    return segs
+
+
+def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
+    if start >= end:
+        return []
+    raw = text[start:end]
+    if DOT_BELOW not in raw:
+        s, flags, _ = _strip_dots(raw)
+        return [Text(s, flags, start, end)]
+    # split at dots below that sit on no letter: each is an illegible letter
+    segs: list[Segment] = []
+    i = start
+    run_start = start
+    while i < end:
+        ch = text[i]
+        if ch == DOT_BELOW and (i == start or not _base_is_letter(text, i, start)):
+            if run_start < i:
+                s, flags, _ = _strip_dots(text[run_start:i])
+                segs.append(Text(s, flags, run_start, i))
+            j = i
+            n = 0
+            while j < end and (text[j] == DOT_BELOW or (text[j] == " " and DOT_BELOW in text[j + 1 : j + 2])):
+                n += text[j] == DOT_BELOW
+                j += 1
+            if segs and isinstance(segs[-1], Text) and segs[-1].text.endswith(" ") and segs[-1].end == i:
+                # the space that carried the first dot is part of the traces
+                last = segs.pop()
+                if last.text[:-1]:
+                    segs.append(Text(last.text[:-1], last.uncertain[:-1], last.start, i - 1))
+                segs.append(Lacuna(n, n, False, i - 1, j))
+            else:
+                segs.append(Lacuna(n, n, False, i, j))
+            i = run_start = j
+            continue
+        i += 1
+    if run_start < end:
+        s, flags, _ = _strip_dots(text[run_start:end])
+        segs.append(Text(s, flags, run_start, end))
+    return segs
+
+
+def _base_is_letter(text: str, i: int, lo: int) -> bool:
+    """Is the nearest non-combining character before ``text[i]`` (not before ``lo``) a letter?"""
+    j = i - 1
+    while j >= lo and unicodedata.combining(text[j]):
+        j -= 1
+    return j >= lo and text[j].isalpha()
+
+
+def _square(text: str, start: int, end: int) -> list[Segment]:
+    """The content ``text[start:end]`` of one ``[ ]``: supplements and lacunae."""
+    segs: list[Segment] = []
+    i = start
+    sup_start = None
+
+    def flush(upto: int) -> None:
+        nonlocal sup_start
+        if sup_start is None:
+            return
+        raw = text[sup_start:upto]
+        doubtful = "?" in raw
+        s, flags, orphans = _strip_dots(raw.replace("?", ""))
+        if orphans:
+            raise LeidenError(text, sup_start, "a dot below on no letter inside [ ]; write the lost letters as dots: [...]")
+        if s.strip():
+            if doubtful:
+                flags = tuple(not c.isspace() for c in s)
+            segs.append(Editorial(s, "lost", flags, sup_start, upto))
+        elif s and segs:
+            # spaces between two lacunae/supplements inside one bracket: a word break
+            segs.append(Editorial(s, "lost", flags, sup_start, upto))
+        sup_start = None
+
+    while i < end:
+        ch = text[i]
+        if ch.isdigit() or ch in "c." + _DASHES or ch.isspace():
+            m = _WIDTH.match(text, i, end)
+            if m is not None and (not ch.isspace() or sup_start is None):
+                flush(i)
+                segs.append(_width_lacuna(text, m, i))
+                i = m.end()
+                continue
+        if ch == ".":
+            m = _DOTS.match(text, i, end)
+            flush(i)
+            segs.append(Lacuna(m.group().count("."), m.group().count("."), False, i, m.end()))
+            i = m.end()
+            continue
+        if ch in _DASHES:
+            m = _DASH_RUN.match(text, i, end)
+            flush(i)
+            segs.append(Lacuna(0, None, False, i, m.end()))
+            i = m.end()
+            continue
+        if sup_start is None:
+            sup_start = i
+        i += 1
+    flush(end)
+    # drop pure-space editorial pieces at the edges ("[ - - - ]")
+    while segs and isinstance(segs[0], Editorial) and not segs[0].text.strip():
+        segs.pop(0)
+    while segs and isinstance(segs[-1], Editorial) and not segs[-1].text.strip():
+        segs.pop()
+    if not segs:
+        raise LeidenError(text, start - 1, "empty [ ]; write [---] for a lacuna of unknown width")
+    return segs
+
+
+def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
+    n = int(m.group("n"))
+    if m.group("pm") is not None:
+        pm = int(m.group("pm"))
+        if pm >= n:
+            raise LeidenError(text, at, f"[{n}±{pm}] allows a width of 0 or less; need ± less than {n}")
+        return Lacuna(n - pm, n + pm, False, at, m.end())
+    if m.group("hi") is not None:
+        hi = int(m.group("hi"))
+        if n == 0 or hi < n:
+            raise LeidenError(text, at, f"width range {n}-{hi} is empty or starts at 0; write [.low-high.] with 1 <= low <= high")
+        return Lacuna(n, hi, False, at, m.end())
+    if n == 0:
+        raise LeidenError(text, at, "a lacuna of width 0; drop the bracket or give the number of lost letters")
+    return Lacuna(n, n, bool(m.group("ca")), at, m.end())
+
+
+def parse_leiden(text: str) -> list[Segment]:
+    """Parse the Leiden notation in ``text`` (see the module docstring for every sign).
+
+    Returns the segments in reading order (:class:`Text`, :class:`Lacuna`,
+    :class:`Editorial`, :class:`Comment`); text outside brackets becomes :class:`Text` runs,
+    NFC with dots below removed. An empty string gives ``[]``.
+
+    Raises :class:`LeidenError` (a ``ValueError``) with the 0-based position of the fault:
+    a closing bracket that closes nothing or the wrong bracket, an opening bracket inside
+    another (brackets do not nest), a bracket left open, an empty bracket, a lacuna of width
+    0, ``[N±M]`` with ``M >= N``, a dot below on no letter inside ``[ ]``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_leiden expects str, got {type(text).__name__}")
+    segs: list[Segment] = []
+    n = len(text)
+    i = 0
+    run = 0  # start of the current plain-text run
+    while i < n:
+        ch = text[i]
+        opener = text[i : i + 2] if text[i : i + 2] in _PAIRS else ch if ch in _PAIRS else None
+        if opener is None:
+            if ch in _CLOSERS or (ch == "]" and text[i : i + 2] == "]]"):
+                raise LeidenError(text, i, f"{ch!r} closes no bracket; remove it or add the opening bracket")
+            i += 1
+            continue
+        closer, reason = _PAIRS[opener]
+        segs.extend(_text_segments(text, run, i))
+        body = i + len(opener)
+        j = body
+        while j < n:
+            if text.startswith(closer, j):
+                break
+            c2 = text[j : j + 2]
+            if c2 in _PAIRS or text[j] in _PAIRS:
+                inner = c2 if c2 in _PAIRS else text[j]
+                raise LeidenError(
+                    text, j,
+                    f"{inner!r} opens a bracket inside {opener!r} (opened at character {i}); "
+                    "Leiden brackets do not nest: close the first one before",
+                )
+            if text[j] in _CLOSERS and not text.startswith(closer, j):
+                raise LeidenError(text, j, f"{text[j]!r} does not close {opener!r} (opened at character {i}); expected {closer!r}")
+            j += 1
+        if j >= n:
+            raise LeidenError(text, i, f"{opener!r} is never closed; add {closer!r}")
+        end = j + len(closer)
+        if reason == "lost":
+            segs.extend(_square(text, body, j))
+        else:
+            raw = text[body:j]
+            s, flags, orphans = _strip_dots(raw)
+            if not s.strip() and not orphans:
+                raise LeidenError(text, i, f"empty {opener}{closer}; remove it")
+            if reason == "abbreviation" and not _GREEK_LETTER.search(s):
+                segs.append(Comment(text[i:end], i, end))
+            else:
+                if orphans:
+                    raise LeidenError(text, i, f"a dot below on no letter inside {opener}{closer}")
+                segs.append(Editorial(s, reason, flags, i, end))
+        i = run = end
+    segs.extend(_text_segments(text, run, n))
+    return segs

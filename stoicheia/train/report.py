@@ -1,0 +1,205 @@
+"""``stoicheia report RUN_FOLDER``: a run's curves as one PNG and a small HTML page.
+
+Reads only the run folder (like ``stoicheia status``, safe beside a running job):
+``metrics.jsonl`` (per step: loss terms, LR, letters/s, MFU, ``data/phase``), ``evals.jsonl``
+(held-out metrics per set) and ``anneal.json`` (the anneal start). Panels: loss terms, held-out
+bits per character (with the letter-unigram entropy of the training mix when ``config.json``
+and the shards' ``stats.json`` are readable), held-out accuracies and F1, learning rate,
+letters per second (and MFU on GPUs). Every panel marks the anneal start (dashed) and every
+tier-mix phase switch (dotted), i.e. each step where ``data/phase`` changes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stoicheia.train import run_files
+from stoicheia.train.callbacks.eval_history import read_history
+
+LOSS_TERMS = ("loss/total", "loss/char", "loss/boundary", "loss/dia", "loss/cap", "loss/punct")
+LR_KEY = "lr-AdamW/group0"
+
+
+@dataclass
+class RunCurves:
+    """What a report shows, read from a run folder (steps are optimizer steps).
+
+    ``steps`` and ``series`` hold the per-step metrics (the later line of a step wins, as after a
+    resume); ``evals`` maps ``set -> metric -> [(step, value)]``; ``anneal_start`` the decided
+    anneal start (or ``None``); ``phase_switches`` ``[(step, phase)]`` for every change of
+    ``data/phase`` (the step that first trains on the new mix).
+    """
+
+    folder: Path
+    steps: list[int] = field(default_factory=list)
+    series: dict[str, list[float]] = field(default_factory=dict)
+    evals: dict[str, dict[str, list[tuple[int, float]]]] = field(default_factory=dict)
+    anneal_start: int | None = None
+    anneal_reason: str | None = None
+    phase_switches: list[tuple[int, int]] = field(default_factory=list)
+    unigram_bits: float | None = None
+
+
+def read_curves(folder: str | Path) -> RunCurves:
+    """Read a run folder (module docstring). Raises ``ValueError`` naming the folder when it
+    has neither ``metrics.jsonl`` nor ``evals.jsonl``, or a marker file is not valid JSON."""
+    folder = Path(folder)
+    metrics_path = folder / "metrics.jsonl"
+    rows = run_files.read_jsonl(metrics_path)
+    history = read_history(folder)
+    if not rows and not history:
+        raise ValueError(
+            f"{folder} holds no metrics.jsonl nor evals.jsonl: give the run folder (train.save_folder, or runs/RUN_NAME "
+            "when checkpoints go to an object store)"
+        )
+    by_step: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        if row.get("step") is None:
+            continue
+        by_step.setdefault(int(row["step"]), {}).update(row)  # a re-trained step: the later line wins
+    curves = RunCurves(folder)
+    curves.steps = sorted(by_step)
+    keys = sorted({k for r in by_step.values() for k, v in r.items() if isinstance(v, (int, float)) and k not in ("step", "time")})
+    for k in keys:
+        curves.series[k] = [float(by_step[s].get(k, math.nan)) for s in curves.steps]
+    for row in history:
+        for name, value in row["metrics"].items():
+            curves.evals.setdefault(row["set"], {}).setdefault(name, []).append((int(row["step"]), float(value)))
+    anneal = run_files.read_json(folder, run_files.ANNEAL)
+    if anneal is not None and "step" in anneal:
+        curves.anneal_start = int(anneal["step"])
+        curves.anneal_reason = anneal.get("reason")
+    phases = curves.series.get("data/phase", [])
+    last = None
+    for s, ph in zip(curves.steps, phases, strict=False):
+        if math.isnan(ph):
+            continue
+        if last is not None and ph != last:
+            curves.phase_switches.append((s, int(ph)))
+        last = ph
+    curves.unigram_bits = _unigram_bits(folder)
+    return curves
+
+
+def _unigram_bits(folder: Path) -> float | None:
+    import json
+
+    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
+
+    cfg_file = folder / "config.json"
+    if not cfg_file.exists():
+        return None
+    try:
+        cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+        value = mixture_unigram_entropy(read_stats(Path(cfg["data"]["shard_root"])), cfg["data"]["tier_weights"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _marks(ax: Any, curves: RunCurves) -> None:
+    if curves.anneal_start is not None:
+        ax.axvline(curves.anneal_start, color="black", linestyle="--", linewidth=1)
+    for s, _ in curves.phase_switches:
+        ax.axvline(s, color="tab:purple", linestyle=":", linewidth=1)
+
+
+def plot_run(curves: RunCurves, png: str | Path) -> Path:
+    """Draw the panels of the module docstring into ``png`` (matplotlib, Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(5, 1, figsize=(10, 16), sharex=True)
+    ax = axes[0]
+    for k in LOSS_TERMS:
+        if k in curves.series:
+            # a term is exactly 0 on a batch without its labels: no point on a log axis
+            ax.plot(curves.steps, [v if v > 0 else math.nan for v in curves.series[k]], label=k.split("/", 1)[1], linewidth=1)
+    ax.set_ylabel("training loss")
+    ax.set_yscale("log")
+    ax.legend(loc="upper right", fontsize=8, ncol=3)
+    ax = axes[1]
+    for name, metrics in curves.evals.items():
+        pts = metrics.get("bits_per_char", [])
+        if pts:
+            ax.plot(*zip(*pts, strict=False), marker="o", markersize=3, label=f"{name}")
+    if curves.unigram_bits is not None:
+        ax.axhline(curves.unigram_bits, color="grey", linewidth=1, label="letter-unigram entropy")
+    ax.set_ylabel("held-out bits/char")
+    ax.legend(loc="upper right", fontsize=8)
+    ax = axes[2]
+    for name, metrics in curves.evals.items():
+        for m in ("boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc"):
+            pts = metrics.get(m, [])
+            if pts:
+                ax.plot(*zip(*pts, strict=False), marker=".", markersize=3, linewidth=1, label=f"{name}/{m}")
+    ax.set_ylabel("held-out F1 / accuracy")
+    ax.legend(loc="lower right", fontsize=7, ncol=2)
+    ax = axes[3]
+    if LR_KEY in curves.series:
+        ax.plot(curves.steps, curves.series[LR_KEY], color="tab:green")
+    ax.set_ylabel("learning rate")
+    ax = axes[4]
+    if "throughput/letters_per_sec" in curves.series:
+        ax.plot(curves.steps, curves.series["throughput/letters_per_sec"], color="tab:blue", linewidth=1)
+    ax.set_ylabel("letters / s")
+    if "throughput/mfu" in curves.series:
+        twin = ax.twinx()
+        twin.plot(curves.steps, [100 * v for v in curves.series["throughput/mfu"]], color="tab:orange", linewidth=1)
+        twin.set_ylabel("MFU %")
+    ax.set_xlabel("step (optimizer steps)")
+    for ax in axes:
+        _marks(ax, curves)
+        ax.grid(alpha=0.3)
+    title = f"run {curves.folder.name}"
+    if curves.anneal_start is not None:
+        title += f"; anneal from step {curves.anneal_start} ({curves.anneal_reason}, dashed)"
+    if curves.phase_switches:
+        title += "; tier-mix switches dotted"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    png = Path(png)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    return png
+
+
+def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Path, Path]:
+    """Write ``report.png`` and ``report.html`` (the PNG, the marks, the last evaluation of every
+    set) into ``out`` (default: the run folder). Returns both paths. Raises what
+    :func:`read_curves` raises."""
+    curves = read_curves(folder)
+    out_dir = Path(out) if out is not None else Path(folder)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = plot_run(curves, out_dir / "report.png")
+    page = out_dir / "report.html"
+    rows = []
+    for name, metrics in curves.evals.items():
+        last = {m: pts[-1] for m, pts in metrics.items() if pts}
+        step = max(s for s, _ in last.values())
+        cells = "".join(f"<td>{v:.4f}</td>" for _, (_, v) in sorted(last.items()))
+        heads = "".join(f"<th>{html.escape(m)}</th>" for m in sorted(last))
+        rows.append(f"<h3>{html.escape(name)} (step {step})</h3><table><tr>{heads}</tr><tr>{cells}</tr></table>")
+    marks = []
+    if curves.anneal_start is not None:
+        marks.append(f"<li>anneal start: step {curves.anneal_start} ({html.escape(str(curves.anneal_reason))})</li>")
+    marks += [f"<li>tier-mix phase {ph} from step {s}</li>" for s, ph in curves.phase_switches]
+    last_step = curves.steps[-1] if curves.steps else None
+    page.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>Stoicheia run "
+        f"{html.escape(curves.folder.name)}</title><style>body{{font-family:sans-serif;max-width:60em}}"
+        "td,th{padding:0 .6em;text-align:right}</style></head><body>"
+        f"<h1>Run {html.escape(curves.folder.name)}</h1><p>{len(curves.steps)} steps logged"
+        + (f", last step {last_step}" if last_step is not None else "")
+        + f".</p><ul>{''.join(marks) or '<li>no anneal yet</li>'}</ul>"
+        f"<h2>Last held-out evaluation</h2>{''.join(rows) or '<p>none yet</p>'}"
+        f"<h2>Curves</h2><img src='{png.name}' alt='training curves' style='max-width:100%'></body></html>\n",
+        encoding="utf-8",
+    )
+    return png, page

@@ -1,0 +1,337 @@
+"""The trained model in users' hands: evaluate, export, report, restore (on a tiny real run)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from stoicheia.data.loader import build_eval_batches
+from stoicheia.inference.decoding import kbest_independent
+from stoicheia.inference.ngram import LetterNgram
+from stoicheia.model.metrics import DiaMacroAccuracy, PunctMacroAccuracy
+from stoicheia.text import alphabet as A
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny import tiny_run  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --- pure pieces, against hand computations ------------------------------------------------
+
+
+def test_macro_accuracy_by_hand():
+    # targets: class 0 four times (3 right), class 4 twice (1 right), one ignored slot
+    target = torch.tensor([[0, 0, 0, 0, 4, 4, -100]])
+    pred = [0, 0, 0, 4, 4, 0, 5]
+    logits = torch.full((1, 7, A.NUM_PUNCT), -5.0)
+    for i, c in enumerate(pred):
+        logits[0, i, c] = 5.0
+    m = PunctMacroAccuracy()
+    m.update(logits, target)
+    assert float(m.compute()) == pytest.approx((3 / 4 + 1 / 2) / 2)  # classes never seen are left out
+    d = DiaMacroAccuracy()
+    d.update(torch.zeros(1, 2, A.NUM_DIA), torch.full((1, 2), -100))
+    assert math.isnan(float(d.compute()))  # nothing scored
+
+
+def test_witten_bell_by_hand():
+    m = LetterNgram(2).fit([np.array([0, 1, 0, 1], np.uint8)])  # α β α β
+    p = np.exp(m.log_probs(np.array([[0]])))[0]  # after α
+    # unigram (c + 1) / (N + 24): β 3/28, γ 1/28; c(αβ) = 2, c(α.) = 2, N1+(α.) = 1
+    assert p[1] == pytest.approx((2 + 3 / 28) / 3)
+    assert p[2] == pytest.approx((1 / 28) / 3)
+    assert p.sum() == pytest.approx(1.0)
+    # a non-letter (a real lacuna) cuts the text: no bigram spans it
+    m2 = LetterNgram(2).fit([np.array([0, A.MASK, 1], np.uint8)])
+    assert m2.letters == 2
+
+
+def test_kbest_is_exact():
+    rng = np.random.default_rng(3)
+    logp = np.log(rng.dirichlet(np.ones(5), size=3))
+    brute = sorted(((sum(logp[i, s] for i, s in enumerate(seq)), seq) for seq in itertools.product(range(5), repeat=3)), reverse=True)
+    got = kbest_independent(logp, 7)
+    assert [tuple(ids) for ids, _ in got] == [seq for _, seq in brute[:7]]
+    assert [s for _, s in got] == pytest.approx([s for s, _ in brute[:7]])
+
+
+# --- a tiny real training run ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(small_shards, tmp_path_factory):
+    """A 2-layer model trained for 8 steps (evaluations at 4 and 8, anneal, TensorBoard)."""
+    from stoicheia.train.builder import build_trainer, fit_run
+
+    folder = tmp_path_factory.mktemp("runs")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        cfg = tiny_run(
+            small_shards, folder, "inf",
+            "train.nominal_steps=8", "train.max_steps=8", "train.save_interval=4", "train.log_every=2",
+            "data.eval_records=8", "train.loggers=[tensorboard]",
+        )
+        built = build_trainer(cfg)
+        fit_run(built)
+        built.trainer.close()
+    finally:
+        os.chdir(cwd)
+    return folder / "inf"
+
+
+@pytest.fixture(scope="module")
+def model(trained):
+    from stoicheia.inference.loading import load_model
+
+    return load_model(trained, device="cpu")
+
+
+def test_checkpoint_records_its_config(trained, model):
+    assert model.kind == "checkpoint" and model.step == 8
+    assert model.encoder_config.d_model == 32 and model.encoder_config.char_window == 16
+    assert json.loads((trained / "config.json").read_text())["model"]["n_layers"] == 2
+
+
+def test_evaluate_against_hand_computation(model, small_shards):
+    from stoicheia.data.eval_sets import read_split_records
+    from stoicheia.inference.evaluate import EvalOptions, evaluate
+
+    every = read_split_records(small_shards, "val", ["gold"])
+    works = sorted({r.work for r in every})[:2]
+    assert len(works) == 2, "the test wants records of two works"
+    records = [r for w in works for r in [x for x in every if x.work == w][:2]]
+    opt = EvalOptions(seq_len=96, rows=3, word_rate=0.3)
+    got = evaluate(model, records, opt)["groups"]
+
+    def hand(ks):
+        batches = build_eval_batches([records[k].planes for k in ks], 96, 3, opt.t, opt.seed, keys=ks)
+        nats, n, tp, fp, fn = 0.0, 0, 0, 0, 0
+        correct = np.zeros(A.NUM_DIA)
+        count = np.zeros(A.NUM_DIA)
+        for b in batches:
+            out = {k: v.double() for k, v in model(b).items()}
+            tgt = b["tgt_chars"]
+            keep = tgt >= 0
+            lp = torch.log_softmax(out["char"], -1)
+            nats -= float(lp[keep].gather(-1, tgt[keep][:, None]).sum())
+            n += int(keep.sum())
+            tb = b["tgt_boundary"]
+            kb = tb >= 0
+            pp = out["boundary"].argmax(-1)[kb] != 0
+            tt = tb[kb] != 0
+            tp += int((pp & tt).sum())
+            fp += int((pp & ~tt).sum())
+            fn += int((~pp & tt).sum())
+            td = b["tgt_dia"]
+            kd = td >= 0
+            hit = out["dia"].argmax(-1)[kd] == td[kd]
+            for c, h in zip(td[kd].tolist(), hit.tolist(), strict=True):
+                count[c] += 1
+                correct[c] += h
+        seen = count > 0
+        return {
+            "bits_per_char": nats / n / math.log(2),
+            "boundary_f1": 2 * tp / (2 * tp + fp + fn),
+            "dia_acc": correct.sum() / count.sum(),
+            "dia_macro_acc": float((correct[seen] / count[seen]).mean()),
+            "masked_letters": n,
+        }, (nats, n)
+
+    totals = [0.0, 0]
+    for w in works:
+        ks = [k for k, r in enumerate(records) if r.work == w]
+        want, (nats, n) = hand(ks)
+        row = got[f"work gold/{w}"]
+        assert row["records"] == len(ks)
+        assert row["masked_letters"] == want["masked_letters"]
+        for key in ("bits_per_char", "boundary_f1", "dia_acc", "dia_macro_acc"):
+            assert row[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6), (w, key)
+        totals[0] += nats
+        totals[1] += n
+    assert got["all"]["bits_per_char"] == pytest.approx(totals[0] / totals[1] / math.log(2), rel=1e-5)
+    assert got["tier gold"]["masked_letters"] == totals[1]
+    # masked words: a word is right at top-1 iff every letter's argmax is right
+    assert got["all"]["words"] > 0
+    assert 0 <= got["all"]["word_top1"] <= got["all"]["word_top5"] <= 1
+
+
+def test_evaluate_command_on_raw_text(trained, small_shards, tmp_path, capsys):
+    from stoicheia.cli import main
+
+    txt = tmp_path / "hymn.txt"
+    txt.write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n\nHello world.\n", encoding="utf-8")
+    out = tmp_path / "eval.json"
+    rc = main(["evaluate", str(trained), "--shards", str(txt), "--train-shards", str(small_shards),
+               "--ngram-order", "3", "--ngram-letters", "50000", "--word-rate", "1.0", "--out", str(out), "--device", "cpu"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "rejected records" in printed and "not_greek" in printed  # the English paragraph is counted, not lost
+    res = json.loads(out.read_text())
+    assert res["groups"]["all"]["records"] == 1
+    assert "ngram_top1" in res["groups"]["all"] and res["unigram_entropy_bits"] > 3
+    assert (tmp_path / "eval.txt").read_text().startswith(" ")
+
+
+def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypatch):
+    from stoicheia.cli import main
+    from stoicheia.inference.loading import load_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf_modules"))
+    out = tmp_path / "export"
+    assert main(["export", str(trained / "best.pt"), str(out)]) == 0
+    for name in ("model.safetensors", "config.json", "modeling_stoicheia.py", "README.md"):
+        assert (out / name).exists(), name
+    card = (out / "README.md").read_text()
+    assert "CC BY-SA 3.0 US" in card and "CC BY-NC-SA" in card  # Perseus and the UD treebank
+    assert "| holdout |" in card  # held-out figures of the checkpoint's step
+
+    from transformers import AutoModel
+
+    hf = AutoModel.from_pretrained(str(out), trust_remote_code=True).eval()
+    back = load_model(out, device="cpu")
+    g = torch.Generator().manual_seed(0)
+    chars = torch.randint(0, A.MASK + 1, (2, 50), generator=g)
+    seg = torch.ones(2, 50, dtype=torch.int64)
+    seg[1, 30:] = 2
+    with torch.no_grad():
+        want = model.encoder(chars, seg_id=seg)
+        got = hf(chars=chars, seg_id=seg)
+        again = back.encoder(chars, seg_id=seg)
+    assert set(got) == set(want)
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
+        assert torch.equal(again[k], want[k]), k
+    assert main(["export", str(trained / "best.pt"), str(out)]) == 2  # no silent overwrite
+
+
+def test_report_from_real_metrics_log(trained, tmp_path):
+    from stoicheia.train.report import read_curves, write_report
+
+    png, page = write_report(trained, tmp_path)
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    curves = read_curves(trained)
+    rows = [json.loads(x) for x in (trained / "metrics.jsonl").read_text().splitlines()]
+    phase = {r["step"]: r["data/phase"] for r in rows if "data/phase" in r}
+    switches = [s for s in sorted(phase) if s - 1 in phase and phase[s] != phase[s - 1]]
+    assert [s for s, _ in curves.phase_switches] == switches
+    anneal = json.loads((trained / "anneal.json").read_text())
+    assert curves.anneal_start == anneal["step"]
+    text = page.read_text()
+    assert f"anneal start: step {anneal['step']}" in text and "report.png" in text
+    assert sorted(curves.evals["holdout"]["bits_per_char"])[-1][0] == 8
+    # the throughput log: FLOPs per letter from the shape (PaLM's 6N + 12 d sum C), ETA
+    last = [r for r in rows if "loss/total" in r][-1]
+    d, hidden, T = 32, 128, 96  # GeGLU hidden: ceil(8 * 32 / 3 / 64) * 64
+    per_block = 3 * d * d + d * d + 2 * hidden * d + hidden * d
+    heads = d * (27 + 3 + 48 + 2 + 6)
+    assert last["throughput/flops_per_letter"] == 6 * (2 * per_block + heads) + 12 * d * 2 * min(16 + 1, T)
+    assert "time/eta_seconds" in last and "throughput/mfu" not in last  # CPU: letters/s only
+    assert list((trained / "tensorboard").rglob("events.out.tfevents.*")), "train.loggers=[tensorboard] writes event files"
+
+
+# --- restore -----------------------------------------------------------------------------------
+
+TEXT = "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη[3±2] πολλὰς δ᾽ ἰφθίμους"
+
+
+def _letters(s: str) -> str:
+    from stoicheia.text.encode import text_to_planes
+
+    return "".join(A.LETTERS[c] for c in text_to_planes(s)[0].chars)
+
+
+def test_restore_on_a_trained_model(model):
+    from stoicheia.inference.restore import restore
+
+    res = restore(model, TEXT, top_k=4, beam=6)
+    assert len(res.restorations) == 4
+    scores = [r.logprob for r in res.restorations]
+    assert scores == sorted(scores, reverse=True) and all(s < 0 for s in scores)
+    assert len({tuple(r.fills) for r in res.restorations}) == 4  # distinct
+    for r in res.restorations:
+        known, gap2 = r.fills
+        assert len(known) == 3 and 1 <= len(gap2) <= 5  # [...] exactly 3, [3±2] 1 to 5 letters
+        # every letter outside the brackets is the input's, in order
+        outside = "".join(part.split("]")[-1] for part in r.text.split("["))
+        want = _letters(TEXT.replace("[...]", "").replace("[3±2]", ""))
+        assert _letters(outside) == want
+        assert _letters(r.text) == (
+            _letters("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι") + known + _letters("ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη")
+            + gap2 + _letters("πολλὰς δ᾽ ἰφθίμους")
+        )
+        assert len(r.marks.replace(" ", "")) == len(known) + len(gap2)  # one ^ per restored letter
+
+
+class _BlankAfter:
+    """A stand-in model whose char head says: letter ρ at the first ``k`` MASK slots of a gap,
+    BLANK after them (every other head uniform)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __call__(self, batch):
+        chars = batch["chars"]
+        B, T = chars.shape
+        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        for b in range(B):
+            run = 0
+            for t in range(T):
+                is_gap = chars[b, t] in (A.MASK, A.LETTERS.index("ρ"))  # the text has no ρ of its own
+                run = run + 1 if is_gap else 0
+                if is_gap:
+                    out["char"][b, t, A.LETTERS.index("ρ") if run <= self.k else A.BLANK] = 8.0
+        return out
+
+
+def test_uncertain_width_gap_can_come_back_shorter():
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.inference.restore import restore
+
+    class Loaded(LoadedModel):
+        def __call__(self, batch):
+            return self.encoder(batch)
+
+    stub = Loaded(_BlankAfter(3), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+    res = restore(stub, "καὶ [5±3] καὶ [---] τοῦ", top_k=2, beam=3, unknown_width=10)
+    best = res.restorations[0]
+    assert best.fills == ["ρρρ", "ρρρ"]  # shorter than 8 and than 10: BLANK ended both gaps
+    assert [g.slots for g in res.gaps] == [10, 12]  # maximum width + 2 BLANK-able slots
+    assert best.text.startswith("καὶ [ρρρ] καὶ [ρρρ] τοῦ")
+
+
+def test_restore_errors_and_windowing(model):
+    from stoicheia.inference.restore import RestoreError, restore
+
+    for bad, why in (("καὶ [... τοῦ", "character"), ("καὶ [0] τοῦ", "character"), ("hello [...]", "no Greek"), ("καὶ τοῦ", "nothing to restore")):
+        with pytest.raises(RestoreError, match=why):
+            restore(model, bad)
+    long = " ".join(["καὶ τοῦ λόγου"] * 60) + " ἀρ[...]ος " + " ".join(["καὶ τοῦ λόγου"] * 60)
+    with pytest.raises(RestoreError, match="allow windowing"):
+        restore(model, long, window=0)
+    res = restore(model, long, top_k=2, window=96)
+    assert len(res.restorations[0].fills[0]) == 3 and res.windows == 1
+    two = long + " ἔ[..]ε " + " ".join(["καὶ τοῦ λόγου"] * 30)
+    res2 = restore(model, two, top_k=3, window=96)
+    assert res2.windows == 2 and [len(f) for f in res2.restorations[0].fills] == [3, 2]
+    assert [r.logprob for r in res2.restorations] == sorted((r.logprob for r in res2.restorations), reverse=True)
+
+
+def test_restore_command(trained, capsys):
+    from stoicheia.cli import main
+
+    assert main(["restore", str(trained), "--device", "cpu", "--top-k", "2", "--respace", "ΚΑΙΤΟΥΛΟΓ[...]ΑΙΤΟΥ"]) == 0
+    out = capsys.readouterr().out
+    marks = [line for line in out.splitlines() if line.startswith(" ") and set(line) <= {" ", "^", "."}]
+    assert out.count("\n#") == 2 and [m.count("^") for m in marks] == [3, 3]  # 3 restored letters each
+    assert main(["restore", str(trained), "--device", "cpu", "καὶ [ τοῦ"]) == 2

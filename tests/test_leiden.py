@@ -1,0 +1,143 @@
+"""Tests for stoicheia.text.leiden: every Leiden sign, and the errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from stoicheia.text.leiden import (
+    Comment,
+    Editorial,
+    Lacuna,
+    LeidenError,
+    Text,
+    has_leiden,
+    parse_leiden,
+)
+
+
+def _lacunae(text: str) -> list[tuple[int, int | None, bool]]:
+    return [(s.min_width, s.max_width, s.approximate) for s in parse_leiden(text) if isinstance(s, Lacuna)]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[...]", [(3, 3, False)]),
+        ("[. . .]", [(3, 3, False)]),
+        ("[.5.]", [(5, 5, False)]),
+        ("[5]", [(5, 5, False)]),
+        ("[-ca.5-]", [(5, 5, True)]),
+        ("[ - ca. 5 - ]", [(5, 5, True)]),
+        ("[ca.5]", [(5, 5, True)]),
+        ("[.c.12.]", [(12, 12, True)]),
+        ("[5±3]", [(2, 8, False)]),
+        ("[5+/-3]", [(2, 8, False)]),
+        ("[.3-6.]", [(3, 6, False)]),
+        ("[---]", [(0, None, False)]),
+        ("[ - - - ]", [(0, None, False)]),
+        ("[– – –]", [(0, None, False)]),
+        ("[——]", [(0, None, False)]),
+    ],
+)
+def test_lacuna_widths(text, expected):
+    assert _lacunae(text) == expected
+    assert all(not isinstance(s, (Text, Editorial)) for s in parse_leiden(text))
+
+
+def test_supplement_inside_a_word_keeps_the_word_together():
+    segs = parse_leiden("ἔλα[σ]εν")
+    assert [type(s) for s in segs] == [Text, Editorial, Text]
+    assert [s.text for s in segs] == ["ἔλα", "σ", "εν"]
+    assert segs[1].reason == "lost"
+    # spans cover the string: brackets are between the segments
+    assert (segs[0].start, segs[0].end, segs[1].start, segs[1].end, segs[2].start) == (0, 3, 4, 5, 6)
+
+
+def test_supplement_and_lacuna_in_one_bracket():
+    segs = parse_leiden("[καὶ τοῦ ---]")
+    assert isinstance(segs[0], Editorial) and segs[0].text == "καὶ τοῦ " and segs[0].reason == "lost"
+    assert isinstance(segs[1], Lacuna) and segs[1].max_width is None
+    segs = parse_leiden("[..]ν")
+    assert (segs[0].min_width, segs[1].text) == (2, "ν")
+
+
+def test_doubtful_supplement():
+    (seg,) = parse_leiden("[καὶ?]")
+    assert seg.text == "καὶ" and seg.uncertain == (True, True, True)
+
+
+@pytest.mark.parametrize(
+    "text, reason, letters",
+    [
+        ("⟨ι⟩", "omitted", "ι"),
+        ("〈ι〉", "omitted", "ι"),
+        ("<ι>", "omitted", "ι"),
+        ("⟦ἄλφα⟧", "erased", "ἄλφα"),
+        ("〚ἄλφα〛", "erased", "ἄλφα"),
+        ("[[ἄλφα]]", "erased", "ἄλφα"),
+        ("{ν}", "surplus", "ν"),
+        ("⸢ος⸣", "partly_lost", "ος"),
+        ("⌈ος⌉", "partly_lost", "ος"),
+    ],
+)
+def test_editorial_brackets(text, reason, letters):
+    (seg,) = parse_leiden(text)
+    assert isinstance(seg, Editorial)
+    assert (seg.reason, seg.text, seg.start, seg.end) == (reason, letters, 0, len(text))
+
+
+def test_abbreviation_expansion_and_comments():
+    segs = parse_leiden("α(ὐτοῦ) (?) (!) (sic) vac. 3 vacat")
+    assert isinstance(segs[0], Text) and segs[0].text == "α"
+    assert isinstance(segs[1], Editorial) and (segs[1].text, segs[1].reason) == ("ὐτοῦ", "abbreviation")
+    comments = [s.text for s in segs if isinstance(s, Comment)]
+    assert comments == ["(?)", "(!)", "(sic)", "vac. 3", "vacat"]
+
+
+def test_dots_below_are_uncertain_letters():
+    (seg,) = parse_leiden("τ̣ο̣ῦ")
+    assert seg.text == "τοῦ" and seg.uncertain == (True, True, False)
+    # the dot below may come before or after the accent (NFD order is canonical)
+    (seg,) = parse_leiden("ὸ\u0323")
+    assert seg.text == "ὸ" and seg.uncertain == (True,)
+
+
+def test_dots_below_on_no_letter_are_illegible_letters():
+    segs = parse_leiden(" ̣ ̣ ̣ος")
+    assert isinstance(segs[0], Lacuna) and (segs[0].min_width, segs[0].max_width) == (3, 3)
+    assert segs[-1].text == "ος"
+
+
+def test_plain_text_is_one_segment_and_dots_outside_brackets_are_text():
+    text = "καὶ ταῦτα... ἔφη."
+    assert not has_leiden(text)
+    (seg,) = parse_leiden(text)
+    assert isinstance(seg, Text) and seg.text == text
+    assert parse_leiden("") == []
+    assert has_leiden("α[β]") and has_leiden("α̣") and has_leiden("vac.")
+
+
+@pytest.mark.parametrize(
+    "text, position, words",
+    [
+        ("[α(ὐτοῦ)]", 2, "do not nest"),
+        ("⟦α[β]⟧", 2, "do not nest"),
+        ("[καὶ", 0, "never closed"),
+        ("καὶ]", 3, "closes no bracket"),
+        ("α)", 1, "closes no bracket"),
+        ("[α)", 2, "does not close"),
+        ("[]", 0, "empty"),
+        ("( )", 0, "empty"),
+        ("[.0.]", 1, "width 0"),
+        ("[0]", 1, "width 0"),
+        ("[5±5]", 1, "width of 0"),
+        ("[.6-3.]", 1, "empty"),
+    ],
+)
+def test_errors_name_the_position(text, position, words):
+    with pytest.raises(LeidenError) as e:
+        parse_leiden(text)
+    assert isinstance(e.value, ValueError)
+    assert e.value.position == position
+    assert words in str(e.value)
+    assert f"character {position}" in str(e.value)
