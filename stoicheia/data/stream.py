@@ -12,6 +12,7 @@ The data position (which record, piece and slot comes next) is not kept here: th
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,9 +122,10 @@ class NoisedRecordStream(StreamingDataset):
     ) -> None:
         # Another process may take streaming's shared-memory prefix between its check and its
         # creation: try again (see create_with_retry).
+        # streaming writes into the Stream objects it is given: each try gets fresh copies.
         create_with_retry(
             lambda: super(NoisedRecordStream, self).__init__(
-                streams=streams,
+                streams=copy.deepcopy(streams),
                 epoch_size=epoch_size,
                 shuffle=shuffle,
                 shuffle_seed=shuffle_seed,
