@@ -94,6 +94,7 @@ _BRACKETS = {
 _EXCLUDED = frozenset({"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"})
 #: elements that break words where they stand
 _BREAKS = frozenset({"milestone", "cb", "pb", "ab", "l", "lg", "p", "div"})
+_SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
 _GAP = "\x00"  # marks a piece that is Leiden already (a lacuna)
 
 
@@ -171,6 +172,15 @@ class _Emitter:
                 return
             self.pieces.pop()
 
+    @staticmethod
+    def _bracket(body: str, kind: str) -> str:
+        if not body.strip():
+            return body
+        lead = body[: len(body) - len(body.lstrip())]
+        trail = body[len(body.rstrip()) :]
+        o, c = _BRACKETS[kind]
+        return lead + o + _WS.sub(" ", body.strip()) + c + trail
+
     def leiden(self) -> str:
         out: list[str] = []
         i = 0
@@ -187,13 +197,13 @@ class _Emitter:
                 buf.append(p[j][0])
                 j += 1
             body = "".join(buf)
-            if body.strip():
-                lead = body[: len(body) - len(body.lstrip())]
-                trail = body[len(body.rstrip()) :]
-                o, c = _BRACKETS[kind]
-                out.append(lead + o + _WS.sub(" ", body.strip()) + c + trail)
+            if kind == "lost":
+                # '.', digits and dashes inside [ ] are Leiden widths: punctuation that the
+                # editor supplied goes outside the brackets ("[. ὅσον]" -> ". [ὅσον]")
+                for part in _SPECIAL_IN_SQUARE.split(body):
+                    out.append(self._bracket(part, kind) if part and not _SPECIAL_IN_SQUARE.fullmatch(part) else part)
             else:
-                out.append(body)
+                out.append(self._bracket(body, kind))
             i = j
         return _WS.sub(" ", "".join(out)).strip()
 
@@ -350,7 +360,8 @@ class _Walker:
 
     def _expan(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
         self.counts["expansions"] += 1
-        em.text(el.text, kind, in_w)
+        # <expan> holds elements: whitespace between them is layout, not a word break
+        em.text(_content(el.text), kind, in_w)
         for child in el:
             name = _local(child)
             if name == "ex":
@@ -359,9 +370,14 @@ class _Walker:
                     self._children(child, em, ex_kind, lang, in_w)
                 else:
                     self.counts["expansion_left_out"] += 1
-                em.text(child.tail, kind, in_w)
             else:
-                self.visit(child, em, kind, lang, in_w)
+                self.visit(child, em, kind, lang, in_w, tail=False)
+            em.text(_content(child.tail), kind, in_w)
+
+
+def _content(s: str | None) -> str | None:
+    """``s`` unless it is only whitespace (layout between elements)."""
+    return s if s and s.strip() else None
 
 
 def _letters(s: str) -> int:
