@@ -192,3 +192,18 @@ def test_combining_marks_before_a_capital_belong_to_it():
     p, c = text_to_planes("καὶ " + typed)
     assert p == text_to_planes("καὶ Ἀθῆναι")[0]
     assert c["mark_before_capital"] == 1 and c.get("unknown_mark", 0) == 0
+
+
+def test_heta_and_overline_in_real_archaic_inscriptions():
+    """Epigraphers write the archaic aspirate (heta) as Latin h: it is the rough breathing of
+    the vowel after it at a word start; an overline (U+02C9) is a stroke, not "not Greek"."""
+    p, c = text_to_planes("hο hιαρὸν Hερμῆς ιˉ")
+    assert planes_to_text(p) == "ὁ ἱαρὸν Ἑρμῆς ι"
+    assert c["heta"] == 3 and c.get("latin", 0) == 0 and c.get("other", 0) == 0
+    from stoicheia.sources import read_epidoc
+
+    # I.Sicily 1089, an archaic dedication: "Ἀλεξίας hο Ξένο̄νος ... τᾶι hεκάται"
+    (rec,) = read_epidoc(CORPUS / "isicily" / "inscriptions" / "ISic001089.xml", CORPUS / "isicily")
+    n = normalise_record(rec.text)
+    assert planes_to_text(n.planes) == "Ἀλεξίας ὁ Ξένονος ἐπὶ ἀνγέλοι τᾶι ἑκάται ἀνέθεκε"
+    assert n.dropped["heta"] == 2 and n.dropped.get("latin", 0) == 0
