@@ -141,3 +141,11 @@ def test_convert_bronze_stats(tmp_path):
     assert slots == 3 + 1 + st["leiden"]["lacunae_unknown_width"]
     assert st["letters"]["train"] == sum(st["letter_counts_train"].values())
     assert json.loads((tmp_path / "out" / "stats.json").read_text())["tiers"]["bronze"] == st
+
+
+def test_restoration_example_never_picks_a_word_with_a_real_lacuna():
+    from stoicheia.train.callbacks.restoration_example import pick_word
+
+    planes = encode_text("ἀνθρώπ[...] καὶ λόγος", strict=True).planes
+    r, a, b = pick_word([planes], 400)
+    assert (r, a, b) == (0, 12, 17) and not planes.lacuna[a:b].any()  # λόγος, not ἀνθρώπ[...]

@@ -34,13 +34,18 @@ log = logging.getLogger(__name__)
 
 
 def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tuple[int, int, int] | None:
-    """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None."""
+    """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None.
+
+    A word with a real-lacuna slot is never picked: its truth is unknown.
+    """
     for r, planes in enumerate(records):
         n = min(len(planes), max_letters)
         starts = [int(s) for s in planes.word_starts() if s < n]
         bounds = [*starts, n]
         best = None
         for a, b in list(zip(bounds[:-1], bounds[1:], strict=False))[:40]:
+            if planes.lacuna[a:b].any():
+                continue
             if b - a >= min_len and (best is None or b - a > best[1] - best[0]):
                 best = (a, b)
         if best:
