@@ -17,6 +17,13 @@ API (stable)
 ``REASONS``
     the values of :attr:`Editorial.reason`.
 
+From Leiden text to planes (what ``restore`` and the readers use):
+``stoicheia.text.encode.encode_text(text, strict=True) -> Encoded(planes, dropped, leiden)``;
+``planes.lacuna`` marks the real-lacuna slots (``alphabet.LACUNA_LOST`` one slot per lost
+letter, ``LACUNA_ABOUT`` one per letter of an estimated width, ``LACUNA_UNKNOWN`` one stand-in
+slot for an unknown width), whose ``chars`` are ``MASK``; ``stoicheia.text.render.
+planes_to_text`` writes them back as ``[...]``, ``[-ca.N-]`` and ``[---]``.
+
 The notation read
 -----------------
 =====================  =================================================================
