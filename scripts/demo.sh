@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 CORPUS=${STOICHEIA_CORPUS:-../shared/corpus}
 if [ ! -f data/shards/stats.json ]; then
-  .venv/bin/python -m stoicheia convert --out data/shards "gold=$CORPUS/perseus" "silver=$CORPUS/ud" \
+  .venv/bin/python -m stoicheia convert --out data/shards "gold=$CORPUS/perseus" "silver=$CORPUS/ud" "bronze=$CORPUS/isicily" \
     --val-work Andocides/andoc_gk.xml --val-work Colluthus/colluthus.01_gk.xml --workers "$(nproc)"
 else
   echo "demo: data/shards exists; delete it to convert again"

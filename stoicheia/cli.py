@@ -38,6 +38,7 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from stoicheia.data.shards import ConvertError, convert
+    from stoicheia.sources import EpiDocOptions
 
     t0 = time.perf_counter()
     try:
@@ -52,6 +53,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             workers=args.workers,
             overwrite=args.overwrite,
             progress=sys.stderr.isatty(),
+            epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
         )
     except ConvertError as err:
         print(f"stoicheia convert: error: {err}", file=sys.stderr)
@@ -69,8 +71,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")
-        for path in st["files_without_records"]:
+        leiden = st.get("leiden", {})
+        if st.get("real_lacuna_slots") or leiden.get("supplied_letters"):
+            slots = st.get("real_lacuna_slots", {})
+            print(
+                f"  real-lacuna slots train {slots.get('train', 0):,} / val {slots.get('val', 0):,} "
+                f"({leiden.get('lacunae_unknown_width', 0):,} of unknown width), "
+                f"supplied letters {leiden.get('supplied_letters', 0):,}"
+            )
+        without = st["files_without_records"]
+        for path in without[:10]:
             print(f"  no record kept from {path}")
+        if len(without) > 10:
+            print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
         if st["files_not_read"]:
             print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
     for warning in summary.get("warnings", []):
@@ -251,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command."""
     parser = argparse.ArgumentParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("convert", help="source files (Perseus TEI, CoNLL-U, .txt, .jsonl) to MDS shards")
+    p = sub.add_parser("convert", help="source files (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) to MDS shards")
     p.add_argument("inputs", nargs="+", metavar="TIER=PATH", help="a tier name and a file or directory; repeatable")
     p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
     p.add_argument("--val-fraction", type=float, default=0.005, help="share of records held out by id hash (default 0.005)")
@@ -261,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel reader processes")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    p.add_argument("--supplied-lost", choices=("text", "lacuna"), default="text",
+                   help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) or make them a real lacuna of their length")
+    p.add_argument("--expansions", choices=("expanded", "abbreviated"), default="expanded",
+                   help="EpiDoc <expan>: the expanded word or the abbreviation as written")
+    p.add_argument("--choice", choices=("regularised", "original"), default="regularised",
+                   help="EpiDoc <choice>: <reg>/<corr> or <orig>/<sic>")
     p.set_defaults(func=cmd_convert)
     p = sub.add_parser("status", help="where a training run stands, from the files in its run folder")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")

@@ -19,7 +19,7 @@ def test_shipped_configs_load():
     assert full.train.nominal_steps == 120_000 and full.train.max_steps == 160_000
     assert full.data.tier_weights == {"gold": 1.0, "silver": 1.0, "bronze": 0.3}
     assert full.train.save_interval == 2000 and full.data.eval_records == 256
-    assert demo.data.tier_weights == {"gold": 1.0, "silver": 1.0}
+    assert demo.data.tier_weights == {"gold": 1.0, "silver": 1.0, "bronze": 0.5}
 
 
 def test_overrides_apply_with_types():

@@ -61,6 +61,15 @@ def test_supplement_and_lacuna_in_one_bracket():
     assert (segs[0].min_width, segs[1].text) == (2, "ν")
 
 
+def test_full_stop_inside_a_supplement_is_punctuation():
+    (seg,) = parse_leiden("[ἔλαττον.]")
+    assert isinstance(seg, Editorial) and seg.text == "ἔλαττον."
+    segs = parse_leiden("[καὶ . .]")
+    assert segs[0].text == "καὶ " and (segs[1].min_width, segs[1].max_width) == (2, 2)
+    segs = parse_leiden("[αβ..]")
+    assert segs[0].text == "αβ" and segs[1].min_width == 2
+
+
 def test_doubtful_supplement():
     (seg,) = parse_leiden("[καὶ?]")
     assert seg.text == "καὶ" and seg.uncertain == (True, True, True)

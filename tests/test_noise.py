@@ -679,3 +679,11 @@ def test_mask_in_chars_outside_a_lacuna_is_an_error():
     bad = dataclasses.replace(planes, lacuna=np.zeros(len(planes), np.uint8))
     with pytest.raises(ValueError, match="chars MASK only at a real-lacuna slot"):
         noise_record(bad, np.random.default_rng(0), NoiseConfig())
+
+
+def test_every_pattern_name_has_one_function():
+    from stoicheia.noise import PATTERN_FUNCTIONS
+
+    assert tuple(PATTERN_FUNCTIONS) == PATTERNS
+    assert set(NoiseConfig().weights) == set(PATTERNS)
+    assert all(callable(f) and f.__name__ == name for name, f in PATTERN_FUNCTIONS.items())

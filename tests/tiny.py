@@ -7,12 +7,15 @@ from stoicheia.config import RunConfig, load_config
 
 def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
     """``yamls/demo.yaml`` shrunk to a 2-layer, 32-wide model on 96-slot rows, one held-out
-    set, checkpoints in ``folder/name``; ``extra`` overrides come last."""
+    set, checkpoints in ``folder/name``; ``extra`` overrides come last. The small shards hold
+    gold and silver only, so the demo's bronze tier is switched off."""
     return load_config(
         "yamls/demo.yaml",
         [
             f"run_name={name}",
             f"data.shard_root={shards}",
+            "data.tier_weights.bronze=0",
+            "callbacks.anneal_data.phases=[[0.5, {gold: 1.0, silver: 1.0}], [1.0, {gold: 1.0}]]",
             "data.seq_len=96",
             "data.records_per_batch=4",
             "data.num_workers=0",

@@ -15,6 +15,7 @@ Each MDS sample is one record (or one word-aligned part of a long record) with t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from streaming import MDSWriter
 
-from stoicheia.sources import SourceError, iter_source_files, read_source
+from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
@@ -166,11 +167,11 @@ class _FileResult:
     leiden: Counter = field(default_factory=Counter)  # what the Leiden notation held, by kind
 
 
-def _convert_file(args: tuple[str, str | None, int, float]) -> _FileResult:
-    path, root, max_letters, min_greek = args
+def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]) -> _FileResult:
+    path, root, max_letters, min_greek, epidoc = args
     result = _FileResult(path=path)
     try:
-        for rec in read_source(Path(path), Path(root) if root else None, counts=result.reader):
+        for rec in read_source(Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
             result.stripped.update(norm.dropped)
             result.leiden.update(norm.leiden)
@@ -200,6 +201,7 @@ def convert(
     workers: int = 1,
     overwrite: bool = False,
     progress: bool = True,
+    epidoc: EpiDocOptions | None = None,
 ) -> dict:
     """Read every source file of every tier and write MDS shards plus ``stats.json``.
 
@@ -215,6 +217,8 @@ def convert(
         skip_bad: if False, the first unreadable file stops the conversion with its error;
             if True, it is skipped, and ``stats.json`` names it with the reason.
         workers: processes that read and normalise files in parallel (output order is fixed).
+        epidoc: options of the EpiDoc reader (``supplied_lost``, ``expansions``, ``choice``);
+            recorded in ``stats.json``.
 
     Returns:
         The statistics written to ``OUT/stats.json``.
@@ -262,7 +266,7 @@ def convert(
                 root = given if given.is_dir() else given.parent
                 not_read: list[Path] = []
                 for f in iter_source_files([given], skipped=not_read):
-                    jobs.append((str(f), str(root), max_record_letters, min_greek))
+                    jobs.append((str(f), str(root), max_record_letters, min_greek, epidoc))
                 st.files_not_read.extend(map(str, not_read))
             if not jobs:
                 raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
@@ -331,6 +335,7 @@ def convert(
             "max_record_letters": max_record_letters,
             "warnings": warnings,
             "min_greek": min_greek,
+            "epidoc": dataclasses.asdict(epidoc or EpiDocOptions()),
         }
         (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except BaseException:

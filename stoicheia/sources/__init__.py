@@ -3,7 +3,8 @@
 =========  ==========================  ==========================================
 suffix     reader                      records
 =========  ==========================  ==========================================
-``.xml``   :func:`read_perseus`        Perseus TEI P4, Beta Code; one per division
+``.xml``   :func:`read_tei`            Perseus TEI P4 (Beta Code; one per division) or
+                                      EpiDoc / TEI P5 (one per inscription or text part)
 ``.conllu`` :func:`read_conllu`        UD treebank; one per document
 ``.txt``   :func:`read_plaintext`      UTF-8 Greek; one per paragraph
 ``.jsonl`` :func:`read_jsonl`          one per line (``{"id", "text"}``)
@@ -24,15 +25,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .conllu import read_conllu
+from .epidoc import EpiDocOptions, read_epidoc
 from .perseus import read_perseus
 from .plain import normalise_text, read_jsonl, read_plaintext
 from .record import SourceError, SourceRecord
+from .tei import read_tei
 
 __all__ = [
     "SourceRecord",
     "SourceError",
     "READERS",
     "read_perseus",
+    "read_epidoc",
+    "read_tei",
+    "EpiDocOptions",
     "read_conllu",
     "read_plaintext",
     "read_jsonl",
@@ -47,7 +53,7 @@ Reader = Callable[..., Iterator[SourceRecord]]
 
 #: File suffix -> reader.
 READERS: dict[str, Reader] = {
-    ".xml": read_perseus,
+    ".xml": read_tei,
     ".conllu": read_conllu,
     ".txt": read_plaintext,
     ".jsonl": read_jsonl,
@@ -55,9 +61,14 @@ READERS: dict[str, Reader] = {
 
 
 def read_source(
-    path: Path, root: Path | None = None, *, counts: Counter[str] | None = None
+    path: Path,
+    root: Path | None = None,
+    *,
+    counts: Counter[str] | None = None,
+    epidoc: EpiDocOptions | None = None,
 ) -> Iterator[SourceRecord]:
-    """Read one file with the reader for its suffix (see :data:`READERS`).
+    """Read one file with the reader for its suffix (see :data:`READERS`); ``epidoc``: the
+    options of the EpiDoc reader (default :class:`EpiDocOptions`).
 
     Raises :class:`SourceError` for an unknown suffix (before reading anything) and
     whatever the reader raises.
@@ -69,6 +80,8 @@ def read_source(
             path, 0, f"unknown source file type {path.suffix or '(no suffix)'!r}",
             f"give a file ending in one of {', '.join(sorted(READERS))}",
         )
+    if reader is read_tei:
+        return read_tei(path, root, counts=counts, epidoc=epidoc)
     return reader(path, root, counts=counts)
 
 

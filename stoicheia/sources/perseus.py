@@ -28,7 +28,9 @@ except ``break="no"``), comments, any element whose ``lang`` is not Greek (``for
 ``quote`` in Latin or English), and quotations in Latin that carry no ``lang`` (no Greek
 accent and two capitalised ASCII words: the Latin testimonia of the Elegy volumes). Kept: ``num`` (Greek numerals and Euclid's point labels such
 as ``ΑΒ`` are Greek text in the manuscripts), ``add``/``del``/``supplied``/``sic`` (their
-text, without adding brackets), ``title`` (Greek document titles such as ``ΨΗΦΙΣΜΑ`` inside
+text, without adding brackets); of ``<app>`` (``<lem>``/``<rdg>``) and ``<choice>``
+(``<sic>``/``<corr>``, ``<orig>``/``<reg>``, ``<abbr>``/``<expan>``) one reading only (lemma,
+correction, regularisation, expansion; the others counted ``reading_left_out:<tag>``), ``title`` (Greek document titles such as ``ΨΗΦΙΣΜΑ`` inside
 the speeches), ``argument`` (Diodorus' Greek book summaries), ``opener``/``salute``,
 ``quote``/``q``/``cit`` (quotations are Greek text), ``hi``, ``term``, tables and lists.
 Word boundaries (decided by measuring where each element touches letters on both sides, see
@@ -43,8 +45,9 @@ the next line is a hyphenated word and is joined (``gramma-\\ntistou=`` -> ``γ�
 **Entities.** The files use SGML entities of a DTD that is not shipped. Each reference
 ``&name;`` in the raw file is replaced by one private-use character before parsing (lxml,
 ``recover=False``, no DTD, no network); the Beta Code is converted; then the placeholder is
-expanded from :data:`ENTITIES` (or the file's own ``<!ENTITY name "value">`` declarations),
-so ``&lpar;`` becomes ``(`` and never a rough breathing. Header entities (``&responsibility;``,
+expanded from :data:`ENTITIES` (or the file's own ``<!ENTITY name "value">`` declarations,
+or else the standard ISO/HTML sets of :mod:`html.entities`: ``&hellip;`` ``&amacr;``
+``&times;`` ``&acute;``...), so ``&lpar;`` becomes ``(`` and never a rough breathing. Header entities (``&responsibility;``,
 ``&fund.NEH;``...) expand to nothing. ``&dot;`` marks a word hyphenated across a line break
 in one Plutarch file and joins the word. References escaped as ``&amp;ldquo;`` in some
 Plutarch files are entity references too. An unknown entity raises :class:`SourceError`
@@ -55,13 +58,15 @@ naming the file and line; malformed XML raises :class:`SourceError` with lxml's 
 elements dropped), ``latin_span``, ``latin_chars``, ``latin_unterminated``,
 ``beta_symbol_code``, ``beta_format_code``, ``digit``, ``stray_char``, ``repaired_*`` (see
 :mod:`stoicheia.sources.betacode`), ``latin_quote`` / ``latin_chunk`` / ``latin_chunk_chars``
-(untagged Latin dropped), ``latin_looking_token`` (capitalised ASCII words left in the Beta
+(untagged Latin dropped), ``lost_letter_mark`` (``[!!!]``: each ``!`` inside square
+brackets is a lost letter, written ``[...]`` for the Leiden reading), ``latin_looking_token`` (capitalised ASCII words left in the Beta
 Code: a leak measure), ``markup_debris``, ``hyphen_joined``, ``empty_division`` (divisions
 with no Greek text, e.g. only a ``head``) and ``duplicate_id``.
 """
 
 from __future__ import annotations
 
+import html.entities
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -150,6 +155,23 @@ BOUNDARY_MILESTONES = frozenset({"para", "line", "page", "mss", "chapter"})
 SPLIT_MILESTONE = "chapter"
 _SPLIT = re.compile("\x01([^\x02]*)\x02(\\d+)\x01")
 _GREEK_LANGS = frozenset({"greek", "grc", "gr", "el"})
+#: Elements that hold alternative readings, of which one is read (see :func:`_reading`).
+_ONE_READING = frozenset({"app", "choice"})
+#: The reading chosen, by preference: the lemma of an apparatus (else its first reading),
+#: the correction, the regularisation, the expansion.
+_READING_ORDER = ("lem", "corr", "reg", "expan", "rdg", "sic", "orig", "abbr")
+#: Lost letters written as '!' in Beta Code inside square brackets ('[!!!]')
+_LOST_MARKS = re.compile(r"\[[^\[\]]*!+[^\[\]]*\]")
+
+
+def _reading(el: etree._Element) -> etree._Element | None:
+    """The child of an ``app``/``choice`` that is read (``None`` if it has no element)."""
+    kids = [c for c in el if isinstance(c.tag, str)]
+    for name in _READING_ORDER:
+        for c in kids:
+            if c.tag == name:
+                return c
+    return kids[0] if kids else None
 _LANG_ATTRS = ("lang", "{http://www.w3.org/XML/1998/namespace}lang")
 
 
@@ -163,6 +185,23 @@ class _Table:
             raise ValueError(f"{len(self.values)} entities exceed the placeholder range")
         self.char = {name: chr(_PUA_BASE + i) for i, name in enumerate(sorted(self.values))}
         self.expand = {ord(c): self.values[name] for name, c in self.char.items()}
+
+    def add_standard(self, name: str) -> bool:
+        """Add ``name`` from the ISO/HTML entity sets (Python's :mod:`html.entities`, which
+        holds the HTML5 list: every ISO 8879 entity of the public sets such as ``hellip``,
+        ``amacr``, ``times``, ``acute``). False if it is not a standard entity."""
+        value = html.entities.html5.get(name + ";")
+        if value is None:
+            return False
+        if len(self.char) >= _PUA_MAX:
+            raise ValueError(f"more than {_PUA_MAX} distinct entities in one file")
+        self.values[name] = value
+        c = chr(_PUA_BASE + len(self.char))
+        while c in self.expand:  # placeholders are dense from _PUA_BASE; stay past them
+            c = chr(ord(c) + 1)
+        self.char[name] = c
+        self.expand[ord(c)] = value
+        return True
 
 
 def _line_of(raw: str, offset: int) -> int:
@@ -185,9 +224,10 @@ def _replace_entities(raw: str, table: _Table, file: str) -> str:
         name = m.group(1)
         if name in _XML_PREDEFINED:
             return m.group(0)
-        if name not in table.char:
+        if name not in table.char and not table.add_standard(name):
             raise SourceError(
-                file, _line_of(raw, m.start()), f"unknown SGML entity &{name};",
+                file, _line_of(raw, m.start()), f"unknown SGML entity &{name}; (not in the "
+                "ISO/HTML entity sets either)",
                 "add it with its Unicode expansion ('' if it is header boilerplate) to "
                 "ENTITIES in stoicheia/sources/perseus.py, or declare it in the file's "
                 "DOCTYPE internal subset",
@@ -300,6 +340,20 @@ class _Walker:
                     ctx.pieces.append(" ")
             self.chunk(el.tail, ctx)
             return
+        if tag in _ONE_READING:
+            # One reading of an apparatus or a choice, never both glued into one word.
+            pick = _reading(el)
+            self.counts[f"reading_left_out:{tag}"] += sum(
+                1 for c in el if isinstance(c.tag, str) and c is not pick
+            )
+            if pick is not None:
+                tail, pick.tail = pick.tail, None  # whitespace between the readings
+                try:
+                    self.visit(pick, ctx)
+                finally:
+                    pick.tail = tail
+            self.chunk(el.tail, ctx)
+            return
         if tag in _QUOTES and self._untagged_latin(el):
             self.counts["latin_quote"] += 1
             ctx.pieces.append(" ")
@@ -366,6 +420,13 @@ def read_perseus(
     raw = read_utf8(path)
     table = _Table(_declared_entities(raw))
     root_el = _parse(_replace_entities(raw, table, file), file)
+    if root_el.tag != "TEI.2":
+        # A TEI P5 file (namespaced <TEI>) is Unicode, not Beta Code: never read it here.
+        raise SourceError(
+            file, root_el.sourceline or 1, f"root element is {root_el.tag}, not the TEI P4 <TEI.2> of Perseus",
+            "read .xml files with stoicheia.sources.read_tei (or `stoicheia convert`), which "
+            "sends TEI P5 / EpiDoc files to read_epidoc",
+        )
     content_texts = [t for t in root_el.iter("text") if t.find(".//text") is None]
     first = content_texts[0] if content_texts else root_el
     top = _Context([], first.sourceline or 1, -1)
@@ -379,6 +440,8 @@ def read_perseus(
         for cite, line, beta in _segments(ctx):
             beta = _HYPHEN.sub(lambda m: _count(counts, "hyphen_joined"), beta)
             text = beta_to_unicode(beta, table.expand, counts)
+            if "!" in text and "[" in text:
+                text = _LOST_MARKS.sub(lambda m: _lost_marks(m, counts), text)
             if not text:
                 if ctx is not top:
                     counts["empty_division"] += 1
@@ -406,6 +469,12 @@ def _segments(ctx: _Context) -> Iterator[tuple[str, int, str]]:
     yield cite, ctx.line, parts[0]
     for i in range(1, len(parts), 3):
         yield parts[i] or str(i // 3 + 1), int(parts[i + 1]), parts[i + 2]
+
+
+def _lost_marks(m: re.Match[str], counts: Counter[str]) -> str:
+    """``[!!!]``: each '!' inside square brackets is a lost letter, written as a Leiden dot."""
+    counts["lost_letter_mark"] += m.group().count("!")
+    return m.group().replace("!", ".")
 
 
 def _count(counts: Counter[str], key: str) -> str:

@@ -59,6 +59,7 @@ _ARCHAIC = frozenset("ϝϜϙϘϟϞϛϚϡϠϻϺϸϷͱͰͳͲͷͶϳͿ")
 #: U+02B9 MODIFIER LETTER PRIME, U+02B9 itself and U+2032 PRIME are handled alike: a separator (it ends the number), counted ``numeral_sign``,
 #: never against the record being Greek. U+0375 (lower numeral sign, before thousands) is
 #: not a separator: it belongs to the number that follows.
+_OVERLINES = frozenset("\u00af\u02c9\u203e")
 NUMERAL_SIGNS = frozenset("\u0374\u02b9\u2032\u0375")
 
 # combining mark -> (field, value); field 0 accent, 1 breathing, 2 iota subscript, 3 diaeresis
@@ -203,6 +204,10 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
         _mark_drops(marks, drops)
         return _K_YPO, 0, 0, tuple(drops.items())
     kind = _char_kind(base)
+    if base in _OVERLINES:  # a numeral/abbreviation stroke: no letter, no word break
+        drops["unknown_mark"] += 1
+        _mark_drops(marks, drops)
+        return _K_FORMAT, 0, 0, tuple(drops.items())
     if base == "\u0375":  # lower numeral sign: part of the number after it
         drops[kind] += 1
         _mark_drops(marks, drops)

@@ -21,10 +21,15 @@ Dropped characters are counted by kind in a ``collections.Counter``:
   Ϳ and their capitals; ``other`` anything else (Coptic, other scripts, controls);
 * ``numeral_sign`` the Greek numeral sign (keraia U+0374, which NFC turns into U+02B9, U+02B9
   and U+2032 alike; U+0375 lower numeral sign): not counted against the record being Greek;
+* ``heta`` Latin ``h`` (or U+210E) before a vowel or ρ at the start of a word, the
+  epigraphers' transcription of the archaic aspirate: the rough breathing of that letter
+  (``hο`` = ὁ, ``hιαρὸν`` = ἱαρὸν); inside a word it is a Latin letter in a word (below);
 * ``latin_lookalike`` a Latin letter typed inside a Greek word that looks like a Greek one
   (``A B E H I K M N O P T X Y Z o v``): read as the Greek letter; other Latin letters inside
   a Greek word are dropped (``latin``) without splitting the word;
 * ``unknown_mark`` combining marks we do not model (macron U+0304, breve U+0306, ...),
+  spacing macrons and overlines (U+00AF, U+02C9, U+203E: numeral and abbreviation strokes,
+  which do not split a word),
   marks on a non-letter base, and spacing diacritics that could not be attached to a letter;
 * ``mark_before_capital`` combining breathings/accents typed before a capital (after a
   space or at the start): moved onto the capital (``"\u0313Αθῆναι"`` = Ἀθῆναι);
@@ -90,7 +95,10 @@ _HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + "]")
 _MARKS = "\u0300-\u036f"
 _RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
 _MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
-_LATIN_RUN = re.compile("[A-Za-z]+")
+_LATIN_RUN = re.compile("[A-Za-z\u210e]+")
+#: the heta (archaic aspirate) that epigraphers transcribe as Latin h (or U+210E) before a
+#: vowel or ρ at the start of a word: the rough breathing of that letter ("hο" = ὁ)
+_HETA = re.compile("(^|[^\\w\u0300-\u036f])[hH\u210e]([αεηιουωρΑΕΗΙΟΥΩΡ])")
 #: Latin letters that look like a Greek letter (read as that letter inside a Greek word)
 LATIN_LOOKALIKES = {
     "A": "Α", "B": "Β", "E": "Ε", "H": "Η", "I": "Ι", "K": "Κ", "M": "Μ", "N": "Ν",
@@ -107,6 +115,10 @@ def _prepass(s: str, dropped: collections.Counter) -> str:
         s, k = _MARKS_BEFORE_CAPITAL.subn(lambda m: m.group(1) + m.group(3) + m.group(2), s)
         if k:
             dropped["mark_before_capital"] += k
+    if ("h" in s or "H" in s or "\u210e" in s) and _HETA.search(s):
+        # a capital H makes its vowel the capital ("Hερμῆς" = Ἑρμῆς)
+        s, k = _HETA.subn(lambda m: m.group(1) + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2)) + "\u0314", s)
+        dropped["heta"] += k
     if _LATIN_RUN.search(s):
         s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
     return s
@@ -133,7 +145,7 @@ def _latin_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
     after = s[m.end() : m.end() + 1] in _GREEK_BASE
     if not (before or after):
         return run
-    if all(c in LATIN_LOOKALIKES for c in run):
+    if run and all(c in LATIN_LOOKALIKES for c in run):
         dropped["latin_lookalike"] += len(run)
         return "".join(LATIN_LOOKALIKES[c] for c in run)
     dropped["latin"] += len(run)

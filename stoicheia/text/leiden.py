@@ -17,6 +17,13 @@ API (stable)
 ``REASONS``
     the values of :attr:`Editorial.reason`.
 
+From Leiden text to planes (what ``restore`` and the readers use):
+``stoicheia.text.encode.encode_text(text, strict=True) -> Encoded(planes, dropped, leiden)``;
+``planes.lacuna`` marks the real-lacuna slots (``alphabet.LACUNA_LOST`` one slot per lost
+letter, ``LACUNA_ABOUT`` one per letter of an estimated width, ``LACUNA_UNKNOWN`` one stand-in
+slot for an unknown width), whose ``chars`` are ``MASK``; ``stoicheia.text.render.
+planes_to_text`` writes them back as ``[...]``, ``[-ca.N-]`` and ``[---]``.
+
 The notation read
 -----------------
 =====================  =================================================================
@@ -48,7 +55,9 @@ The notation read
 =====================  =================================================================
 
 A ``?`` inside square brackets (``[καὶ?]``) marks the supplement as doubtful: it sets the
-uncertain flags of that supplement and is not kept as text. Outside brackets everything else is
+uncertain flags of that supplement and is not kept as text. A single ``.`` right after a
+letter inside square brackets (``[ἔλαττον.]``) is the full stop of the supplement, not a lost
+letter (lost letters stand apart, ``[.]`` ``[αβ . .]``, or in runs, ``[...]``). Outside brackets everything else is
 text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (``[α(ὐτοῦ)]``
 is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
 0 and ``N±M`` with ``M >= N`` are errors.
@@ -319,6 +328,13 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
                 segs.append(_width_lacuna(text, m, i))
                 i = m.end()
                 continue
+        if ch == "." and i > start and _is_letterish(text[i - 1]) and text[i + 1 : i + 2] != ".":
+            # a full stop that ends a supplied word ("[ἔλαττον.]"), not a lost letter:
+            # lost letters stand apart from letters ("[.]", "ἐπ[ὶ . .]") or in runs ("[...]")
+            if sup_start is None:
+                sup_start = i
+            i += 1
+            continue
         if ch == ".":
             m = _DOTS.match(text, i, end)
             flush(i)
@@ -343,6 +359,10 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
     if not segs:
         raise LeidenError(text, start - 1, "empty [ ]; write [---] for a lacuna of unknown width")
     return segs
+
+
+def _is_letterish(ch: str) -> bool:
+    return ch.isalpha() or unicodedata.combining(ch) > 0
 
 
 def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tuple[int, int, int] | None:
     """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None.
-    Words touching a real lacuna of the source are not taken (their letters are unknown)."""
+
+    A word with a real-lacuna slot is never picked: its truth is unknown.
+    """
     for r, planes in enumerate(records):
         n = min(len(planes), max_letters)
         lost = np.flatnonzero(planes.lacuna[:n] > 0) if planes.lacuna is not None else np.zeros(0, np.int64)

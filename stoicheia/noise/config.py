@@ -1,0 +1,248 @@
+"""The noise parameters: :class:`NoiseConfig`, validated into the sampler's form, and the
+per-record corruption rate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from stoicheia.noise.patterns import PATTERNS
+
+__all__ = ["NoiseConfig", "ANCHORS", "HIDEABLE", "sample_t"]
+
+#: Half-word anchors.
+ANCHORS = ("end", "start", "middle")
+#: Auxiliary channels that have a model input (and so can be hidden); cap has none.
+HIDEABLE = ("boundary", "dia", "punct")
+
+
+def _default_weights() -> dict[str, float]:
+    return {
+        "span": 0.15,
+        "word": 0.20,
+        "elastic": 0.15,
+        "iid": 0.15,
+        "half_word": 0.20,
+        "substitute": 0.15,
+    }
+
+
+def _default_anchor() -> dict[str, float]:
+    return {"end": 0.5, "start": 0.3, "middle": 0.2}
+
+
+def _default_channel_known() -> dict[str, list[float]]:
+    # lists, not tuples: OmegaConf structured configs cannot hold a dict of tuples
+    return {"boundary": [0.5, 0.3], "dia": [0.3, 0.5], "punct": [0.3, 0.5]}
+
+
+def _finite_nonneg(name: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"NoiseConfig.{name} = {value!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"NoiseConfig.{name} = {value!r} must be a finite number >= 0")
+    return v
+
+
+def _mixture_weights(name: str, weights: Any, known: tuple[str, ...], what: str) -> list[float]:
+    """Weights of the ``known`` names (a ``what``: pattern, anchor) from the mapping ``weights``;
+    missing names weigh 0.
+
+    Raises ``ValueError`` naming ``NoiseConfig.<name>`` for a non-mapping, an unknown name, a
+    negative or non-finite weight, or all weights zero.
+    """
+    if not isinstance(weights, Mapping):
+        raise ValueError(f"NoiseConfig.{name} = {weights!r} must be a mapping name -> weight")
+    for k in weights:
+        if k not in known:
+            raise ValueError(f"NoiseConfig.{name} has unknown {what} {k!r}; known: {', '.join(known)}")
+    values = [_finite_nonneg(f"{name}[{k!r}]", weights.get(k, 0.0)) for k in known]
+    if sum(values) <= 0:
+        raise ValueError(f"NoiseConfig.{name} weights are all zero; give at least one a weight > 0")
+    return values
+
+
+class _Prepared(NamedTuple):
+    """A validated :class:`NoiseConfig` in the form the sampler uses."""
+
+    pattern_cum: np.ndarray  # (6,) float64 cumulative, normalised pattern probabilities
+    last_pattern: int  # index of the last pattern with weight > 0
+    anchor: tuple[float, float, float]  # (end, start, middle), normalised
+    t_beta: tuple[float, float]
+    t_min: float
+    t_max: float
+    span_p: float  # geometric success probability 1 / span_mean
+    span_max: int
+    extra_frac: float
+    channel: tuple[tuple[float, float], ...]  # (p_known, p_unknown) per HIDEABLE channel
+
+
+@dataclass
+class NoiseConfig:
+    """Parameters of :func:`noise_record`.
+
+    Attributes:
+        weights: mixture weight per pattern name (see :data:`PATTERNS`); need not sum to 1
+            (they are normalised); a pattern left out has weight 0.
+        t_beta: ``(a, b)`` of the Beta distribution of the per-record rate ``t``.
+        t_min, t_max: ``t`` is clipped to ``[t_min, t_max]``, ``0 < t_min <= t_max <= 1``
+            (``t > 0`` because the loss weight is ``1/t``). ``t_min == t_max`` fixes ``t``.
+        span_mean: mean of the geometric span length before the cap (letters, >= 1).
+        span_max: span lengths are capped at this many letters (>= 1).
+        half_word_anchor: probability of anchoring a half-word part at the word's ``end``,
+            ``start`` or ``middle`` (normalised; a 2-letter word has no middle and redraws
+            among end/start; a left-out anchor has weight 0).
+        elastic_extra_frac: an elastic word of ``L`` letters gets ``2 + u`` BLANK slots,
+            ``u`` uniform in ``0..floor(elastic_extra_frac * L)``.
+        channel_known: per hideable channel (``boundary``, ``dia``, ``punct``; all three
+            required), ``[p_fully_known, p_fully_unknown]`` (any 2-sequence; lists because
+            OmegaConf cannot hold a dict of tuples), ``p_known + p_unknown <= 1``; the rest of
+            the probability is "patchy": rate ``r ~ U(0,1)``, each position hidden with
+            probability ``r``.
+
+    The config is validated on construction and again (cheaply, only when a field changed)
+    by every :func:`noise_record` call.
+    """
+
+    weights: dict[str, float] = field(default_factory=_default_weights)
+    t_beta: tuple[float, float] = (2.0, 4.0)
+    t_min: float = 0.05
+    t_max: float = 0.95
+    span_mean: float = 3.5
+    span_max: int = 20
+    half_word_anchor: dict[str, float] = field(default_factory=_default_anchor)
+    elastic_extra_frac: float = 0.3
+    channel_known: dict[str, list[float]] = field(default_factory=_default_channel_known)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field; raise ``ValueError`` naming the bad field and the fix.
+
+        Errors: unknown pattern/anchor/channel name, negative or non-finite weight, all-zero
+        weights, ``t_beta`` not two positive numbers, ``t_min``/``t_max`` outside
+        ``0 < t_min <= t_max <= 1``, ``span_mean < 1``, ``span_max`` not an integer >= 1,
+        negative ``elastic_extra_frac``, a channel probability outside ``[0, 1]``, a
+        ``p_known + p_unknown > 1``, a missing channel.
+        """
+        self._prepare()
+
+    def _key(self) -> tuple:
+        # A snapshot of every field: a cached preparation is reused only while it matches.
+        try:
+            return (
+                tuple(self.weights.items()),
+                tuple(self.t_beta),
+                self.t_min,
+                self.t_max,
+                self.span_mean,
+                self.span_max,
+                tuple(self.half_word_anchor.items()),
+                self.elastic_extra_frac,
+                tuple((k, tuple(v)) for k, v in self.channel_known.items()),
+            )
+        except (AttributeError, TypeError):
+            return (object(),)  # malformed: never matches, so _prepare reports the error
+
+    def _prepared(self) -> _Prepared:
+        key = self._key()
+        cached = self.__dict__.get("_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        prep = self._prepare()
+        self.__dict__["_cache"] = (key, prep)
+        return prep
+
+    def _prepare(self) -> _Prepared:
+        pw = np.array(_mixture_weights("weights", self.weights, PATTERNS, "pattern"))
+        pa = _mixture_weights("half_word_anchor", self.half_word_anchor, ANCHORS, "anchor")
+        # rate
+        try:
+            ta, tb = (float(x) for x in self.t_beta)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"NoiseConfig.t_beta = {self.t_beta!r} must be two numbers (a, b) > 0"
+            ) from None
+        if not (math.isfinite(ta) and math.isfinite(tb) and ta > 0 and tb > 0):
+            raise ValueError(f"NoiseConfig.t_beta = {self.t_beta!r} must be two numbers (a, b) > 0")
+        t_min = _finite_nonneg("t_min", self.t_min)
+        t_max = _finite_nonneg("t_max", self.t_max)
+        if not 0 < t_min <= t_max <= 1:
+            raise ValueError(
+                f"NoiseConfig t range t_min={self.t_min!r}, t_max={self.t_max!r}: "
+                "need 0 < t_min <= t_max <= 1 (the loss weight is 1/t)"
+            )
+        # span, elastic
+        span_mean = _finite_nonneg("span_mean", self.span_mean)
+        if span_mean < 1:
+            raise ValueError(
+                f"NoiseConfig.span_mean = {self.span_mean!r}: a geometric length >= 1 has mean >= 1"
+            )
+        sm = self.span_max
+        if isinstance(sm, bool) or not isinstance(sm, (int, np.integer)) or sm < 1:
+            raise ValueError(f"NoiseConfig.span_max = {sm!r} must be an integer >= 1")
+        extra_frac = _finite_nonneg("elastic_extra_frac", self.elastic_extra_frac)
+        # channels
+        ck = self.channel_known
+        if not isinstance(ck, Mapping):
+            raise ValueError(
+                f"NoiseConfig.channel_known = {ck!r} must be a mapping channel -> (p, p)"
+            )
+        for k in ck:
+            if k not in HIDEABLE:
+                raise ValueError(
+                    f"NoiseConfig.channel_known has unknown channel {k!r}; "
+                    f"known: {', '.join(HIDEABLE)}"
+                )
+        channel = []
+        for k in HIDEABLE:
+            if k not in ck:
+                raise ValueError(
+                    f"NoiseConfig.channel_known is missing channel {k!r}; "
+                    "give (p_known, p_unknown) for each of " + ", ".join(HIDEABLE)
+                )
+            try:
+                pk, pu = (float(x) for x in ck[k])
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"NoiseConfig.channel_known[{k!r}] = {ck[k]!r} must be (p_known, p_unknown)"
+                ) from None
+            if not (0 <= pk <= 1 and 0 <= pu <= 1 and pk + pu <= 1 + 1e-9):
+                raise ValueError(
+                    f"NoiseConfig.channel_known[{k!r}] = {ck[k]!r}: need probabilities in "
+                    "[0, 1] with p_known + p_unknown <= 1"
+                )
+            channel.append((pk, pu))
+        total_a = sum(pa)
+        return _Prepared(
+            pattern_cum=np.cumsum(pw / pw.sum()),
+            last_pattern=int(np.flatnonzero(pw)[-1]),
+            anchor=(pa[0] / total_a, pa[1] / total_a, pa[2] / total_a),
+            t_beta=(ta, tb),
+            t_min=t_min,
+            t_max=t_max,
+            span_p=1.0 / span_mean,
+            span_max=int(sm),
+            extra_frac=extra_frac,
+            channel=tuple(channel),
+        )
+
+
+def sample_t(rng: np.random.Generator, cfg: NoiseConfig) -> float:
+    """Draw one corruption rate ``t ~ Beta(*cfg.t_beta)`` clipped to ``[cfg.t_min, cfg.t_max]``.
+
+    Raises ``ValueError`` if ``cfg`` is invalid.
+    """
+    return _sample_t(rng, cfg._prepared())
+
+
+def _sample_t(rng: np.random.Generator, prep: _Prepared) -> float:
+    return float(min(max(rng.beta(*prep.t_beta), prep.t_min), prep.t_max))
+

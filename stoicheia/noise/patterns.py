@@ -1,0 +1,196 @@
+"""The corruption patterns: one function per pattern, looked up by the names used in
+:attr:`stoicheia.noise.NoiseConfig.weights` (:data:`PATTERN_FUNCTIONS`).
+
+Every pattern function has the signature ``fn(letters, t, prep, rng, max_len) -> Choice``:
+``letters`` (:class:`Letters`) is the record's letters only (real-lacuna slots taken out by
+the sampler, so no pattern can choose one), ``t`` the corruption rate, ``prep`` the
+validated config, ``rng`` the only source of randomness, ``max_len`` the slot budget of the
+elastic pattern (or None). A new pattern is a function here plus its name in
+:data:`PATTERN_FUNCTIONS`; the order of that mapping is the order used to draw patterns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from stoicheia.noise.words import (
+    _runs_mask,
+    _stochastic_count,
+    _target_count,
+    _uniform_int,
+    _word_spans,
+)
+from stoicheia.text.alphabet import NUM_LETTERS
+
+if TYPE_CHECKING:
+    from stoicheia.noise.config import _Prepared
+
+__all__ = ["Letters", "Choice", "PATTERN_FUNCTIONS", "PATTERNS"]
+
+
+class Letters(NamedTuple):
+    """The letters a pattern may corrupt.
+
+    ``stack``: uint8 ``(5, n)`` planes in the order chars, boundary, dia, punct, cap;
+    ``ws``: bool ``(n,)`` word starts; ``n``: letters; ``n_slots``: slots of the whole record
+    (letters plus real-lacuna slots, the base of the elastic ``max_len`` budget).
+    """
+
+    stack: np.ndarray
+    ws: np.ndarray
+    n: int
+    n_slots: int
+
+
+class Choice(NamedTuple):
+    """What a pattern chose, over the ``n`` letters.
+
+    ``corrupt``: bool ``(n,)`` letters corrupted (masked, or substituted); ``in_chars``: uint8
+    ``(n,)`` letters shown to the model for a substitution record (None: MASK at ``corrupt``);
+    ``extra_at``/``extra``: int64 last-letter index of each elastic word and its BLANK count
+    (None for the other patterns); ``substitution``: True when every letter is a target with
+    weight 1 (no mask signal).
+    """
+
+    corrupt: np.ndarray
+    in_chars: np.ndarray | None = None
+    extra_at: np.ndarray | None = None
+    extra: np.ndarray | None = None
+    substitution: bool = False
+
+
+def span(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """Geometric-length runs (mean ``span_mean``, capped at ``span_max``) that ignore word edges."""
+    return Choice(_span_mask(letters.n, t, prep, rng))
+
+
+def word(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """Whole words, about ``t * n`` letters (stochastic count, see the package docstring)."""
+    mask, _, _ = _words(letters, t, rng)
+    return Choice(mask)
+
+
+def elastic(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """Whole words whose width is hidden too: ``L + 2 + u`` slots for a word of ``L`` letters,
+    ``u`` uniform in ``0..floor(elastic_extra_frac * L)``; within ``max_len`` slots."""
+    mask, chosen, (word_starts, word_len) = _words(letters, t, rng)
+    if not chosen.size:
+        return Choice(mask)
+    L = word_len[chosen]
+    extra = 2 + _uniform_int(rng, (prep.extra_frac * L).astype(np.int64) + 1, L.size)
+    if max_len is not None:
+        # from the first word that does not fit on, plain word masking
+        extra[np.cumsum(extra) > max_len - letters.n_slots] = 0
+    return Choice(mask, extra_at=word_starts[chosen] + L - 1, extra=extra)
+
+
+def iid(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """Each letter masked independently with probability ``t``."""
+    return Choice(rng.random(letters.n) < t)
+
+
+def half_word(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """A strict part of each of several words, anchored at the end, start or middle."""
+    word_starts, word_len = _word_spans(letters.ws)
+    return Choice(_half_word_mask(word_starts, word_len, t, letters.n, prep, rng))
+
+
+def substitute(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+    """Each letter replaced, with probability ``t``, by a uniformly drawn different letter."""
+    n = letters.n
+    chars = letters.stack[0]
+    sub = rng.random(n) < t
+    shift = (1 + _uniform_int(rng, NUM_LETTERS - 1, n)).astype(np.uint8)
+    # adding 1..23 mod 24 gives a uniformly drawn letter different from the original
+    in_chars = np.where(sub, (chars + shift) % np.uint8(NUM_LETTERS), chars)
+    return Choice(sub, in_chars=in_chars, substitution=True)
+
+
+def _words(letters: Letters, t: float, rng: np.random.Generator):
+    """Whole words in random order until about ``t * n`` letters: ``(mask, chosen word
+    indices, (word starts, word lengths))``."""
+    word_starts, word_len = _word_spans(letters.ws)
+    k = _target_count(t, letters.n, rng)
+    order = rng.permutation(word_len.shape[0])
+    chosen = order[: _stochastic_count(word_len[order], k, rng)]
+    wmask = np.zeros(word_len.shape[0], dtype=bool)
+    wmask[chosen] = True
+    return np.repeat(wmask, word_len), chosen, (word_starts, word_len)
+
+
+def _span_mask(n: int, t: float, prep: _Prepared, rng: np.random.Generator) -> np.ndarray:
+    k = _target_count(t, n, rng)
+    if k == 0:
+        return np.zeros(n, dtype=bool)
+    # k spans of length >= 1 always reach k letters; draw a few more than the expected count
+    # first and fall back to k only if they do not suffice.
+    m0 = min(k, int(2 * k * prep.span_p) + 8)
+    lens = np.minimum(rng.geometric(prep.span_p, size=m0), prep.span_max)
+    cs = np.cumsum(lens)
+    if cs[-1] < k:
+        lens = np.minimum(rng.geometric(prep.span_p, size=k), prep.span_max)
+        cs = np.cumsum(lens)
+    m = int(cs.searchsorted(k)) + 1
+    lens = lens[:m]
+    lens[-1] = k - (int(cs[m - 2]) if m > 1 else 0)  # trim the last span: exactly k letters
+    # Random placement without overlap: the n-k unmasked letters are split into m+1 gaps by
+    # a uniform random composition (sorted draws with replacement, "stars and bars").
+    before = np.sort(_uniform_int(rng, n - k + 1, m))
+    starts = before + np.cumsum(lens) - lens
+    return _runs_mask(n, starts, lens)
+
+
+def _half_word_mask(
+    word_starts: np.ndarray,
+    word_len: np.ndarray,
+    t: float,
+    n: int,
+    prep: _Prepared,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    k = _target_count(t, n, rng)
+    pe, ps, _ = prep.anchor
+    if k == 0:
+        return np.zeros(n, dtype=bool)
+    order = rng.permutation(word_len.shape[0])
+    L = word_len[order]
+    # A 2-letter word has no middle, so it is eligible only if end or start has weight > 0;
+    # every part has >= 1 letter, so the first k eligible words always suffice.
+    keep = np.flatnonzero(L >= (2 if pe + ps > 0 else 3))[:k]
+    if keep.size == 0:
+        return np.zeros(n, dtype=bool)
+    order = order[keep]
+    L = L[keep]
+    u = rng.random((3, keep.size))
+    # anchor 0 end, 1 start, 2 middle; a 2-letter word draws in [0, pe + ps): end or start
+    a = np.where(L == 2, u[0] * (pe + ps), u[0])
+    anchor = np.array([pe, pe + ps]).searchsorted(a, side="right")
+    middle = anchor == 2
+    # Part length l = 1 + floor(q * top) in 1..top, top = L-1 (L-2 for a middle part), with a
+    # per-word q ~ Beta(alpha, 1) (q = U**(1/alpha)) of mean m = clip(t + 0.25, 0.5, 0.99):
+    # m = 0.5 (alpha = 1) makes l uniform on 1..top; a larger t pushes parts towards the whole
+    # word, so that the eligible words can hold about t*n letters (with a margin) and the
+    # masked fraction follows t up to the strict-part limit.
+    m = min(max(t + 0.25, 0.5), 0.99)
+    length = 1 + (u[1] ** ((1.0 - m) / m) * (L - 1 - middle)).astype(np.int64)
+    # a middle part starts at 1..L-1-length, so it touches neither end of the word
+    mid_offset = 1 + (u[2] * (L - 1 - length)).astype(np.int64)
+    offset = np.where(anchor == 0, L - length, np.where(middle, mid_offset, 0))
+    take = _stochastic_count(length, k, rng)
+    return _runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
+
+
+
+#: Pattern name -> function; the order is the order in which patterns are drawn.
+PATTERN_FUNCTIONS = {
+    "span": span,
+    "word": word,
+    "elastic": elastic,
+    "iid": iid,
+    "half_word": half_word,
+    "substitute": substitute,
+}
+#: Pattern names, in the order used to draw them.
+PATTERNS = tuple(PATTERN_FUNCTIONS)

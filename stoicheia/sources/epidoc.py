@@ -1,0 +1,475 @@
+"""Reader for EpiDoc / TEI P5 files (I.Sicily; the same elements as papyri.info's DDbDP and
+First1KGreek), see ``shared/corpus/README.md``.
+
+**Records.** The Greek of the edition division only: ``<div type="edition">`` whose
+``subtype`` is absent or ``primary`` (the ``simple-lemmatized`` and ``transliteration``
+editions repeat the text and are counted ``edition_skipped:<subtype>``); the header,
+apparatus, translation, commentary and bibliography divisions are never read. One record per
+``<div type="textpart">`` that holds Greek (id ``<file>#<n>``, nested parts joined with
+``.``), else one per edition (id ``<file>#1``). ``work`` is the file (one inscription); the
+language is the nearest ``xml:lang`` (``grc`` and ``grc-*`` in Greek script are Greek; others,
+such as ``la``, ``xly-Grek`` or ``grc-Latn``, are left out and counted ``lang:<value>``), and
+when no ancestor has one, ``<textLang mainLang>`` of the header.
+
+**Leiden semantics.** The reader writes each element as Leiden notation and the text goes
+through :func:`stoicheia.text.encode.encode_text` (the one Leiden parser,
+:mod:`stoicheia.text.leiden`), so a ``<gap>`` and a ``[...]`` typed in a plain text mean the
+same thing:
+
+================================  =========================================================
+``<gap unit="character"           ``[....]`` one lost letter per dot: a real lacuna of known
+quantity="N"/>``                  width (``reason="illegible"`` too: the letters are unknown)
+``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``
+``extent="unknown"``              ``[---]``: unknown width (also a misspelt ``extent`` or a
+                                  unit such as ``cm``: counted ``gap_unit:<unit>``)
+``unit="line"``                   ``[---]`` between word breaks: a lost line has unknown
+                                  width (counted ``gap_lines``)
+``<supplied reason="lost">``      ``[letters]`` (option ``supplied_lost="text"``, default:
+                                  the editor's letters kept as letters where they stand) or
+                                  one lost-letter slot per letter (``"lacuna"``)
+``<supplied reason="omitted">``   ``⟨letters⟩`` kept (``subaudible`` too)
+``<supplied reason="undefined"    ``⸢letters⸣`` kept (letters read by an earlier editor)
+evidence="previouseditor">``
+``<supplied reason=               left out (an editor's gloss, not text), counted
+"explanation">``
+``<surplus>``                     ``{letters}``: left out without a word break
+``<del>``                         ``⟦letters⟧`` kept for ``rend="erasure"``; inside
+                                  ``<subst>`` (``rend="corrected"``) left out
+``<unclear>``                     letters with a dot below: kept, counted uncertain
+``<expan>/<abbr>/<ex>``           ``abbr(ex)`` (option ``expansions="expanded"``, default)
+                                  or ``abbr`` alone (``"abbreviated"``); ``<am>`` (the
+                                  abbreviation mark) is never a letter
+``<choice>``                      one reading: ``<reg>`` (or ``<orig>`` with option
+                                  ``choice="original"``), ``<corr>`` (or ``<sic>``),
+                                  ``<expan>`` (or ``<abbr>``); never both
+``<lb/>`` / ``<lb break="no"/>``  a word break / nothing (the word goes on; the layout
+                                  whitespace around it is ignored)
+``<g>``                           no letter; a word break, except inside a ``<w>``
+``<space>``                       a word break (an uninscribed space)
+``<num>``, ``<w>``, ``<name>``,   their text (``<hi>``, ``<seg>``, ``<add>``, ``<c>``,
+``<persName>``, ...               ``<l>``, ``<lg>`` too)
+``<orig>`` outside ``<choice>``   its letters, lower-cased (a diplomatic transcription in
+                                  capitals: the capitals are not the editor's)
+``<note>``, ``<certainty>``,      left out, counted ``excluded:<tag>``
+``<desc>``, ``<link>``,
+``<milestone>``, ``<cb>``
+================================  =========================================================
+
+Brackets typed as characters in the XML text would be read as Leiden; they are removed and
+counted ``literal_bracket``. Counts go to ``counts`` like the other readers (``records``,
+``chars``, and the kinds above).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from lxml import etree
+
+from .record import SourceError, SourceRecord, read_utf8, relative_name
+
+__all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5"]
+
+TEI_NS = "http://www.tei-c.org/ns/1.0"
+_T = "{" + TEI_NS + "}"
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+_BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323]")
+_WS = re.compile(r"\s+")
+#: Leiden brackets by kind (see stoicheia.text.leiden)
+_BRACKETS = {
+    "lost": ("[", "]"),
+    "omitted": ("⟨", "⟩"),
+    "erased": ("⟦", "⟧"),
+    "surplus": ("{", "}"),
+    "partly_lost": ("⸢", "⸣"),
+    "abbreviation": ("(", ")"),
+}
+#: elements left out with their content (their tail is read)
+_EXCLUDED = frozenset({"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"})
+#: elements that break words where they stand
+_BREAKS = frozenset({"milestone", "cb", "pb", "ab", "l", "lg", "p", "div"})
+_SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
+_GAP = "\x00"  # marks a piece that is Leiden already (a lacuna)
+
+
+@dataclass(frozen=True)
+class EpiDocOptions:
+    """Choices of the EpiDoc reader (see the module docstring).
+
+    ``supplied_lost``: ``"text"`` (keep the editor's letters) or ``"lacuna"`` (a lost-letter
+    slot per supplied letter). ``expansions``: ``"expanded"`` or ``"abbreviated"``.
+    ``choice``: ``"regularised"`` (``reg``/``corr``) or ``"original"`` (``orig``/``sic``).
+    Raises ``ValueError`` for another value.
+    """
+
+    supplied_lost: str = "text"
+    expansions: str = "expanded"
+    choice: str = "regularised"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("supplied_lost", ("text", "lacuna")),
+            ("expansions", ("expanded", "abbreviated")),
+            ("choice", ("regularised", "original")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"EpiDocOptions.{name} = {getattr(self, name)!r}; choose one of {allowed}")
+
+
+def is_tei_p5(root: etree._Element) -> bool:
+    """True for a TEI P5 document (a ``<TEI>`` root in the TEI namespace)."""
+    return isinstance(root.tag, str) and root.tag == _T + "TEI"
+
+
+def _local(el: etree._Element) -> str:
+    tag = el.tag
+    if not isinstance(tag, str):
+        return ""
+    return tag[len(_T) :] if tag.startswith(_T) else tag
+
+
+def _is_greek_lang(lang: str | None) -> bool:
+    if lang is None:
+        return False
+    lang = lang.strip().lower()
+    return lang == "grc" or lang == "grc-grek" or lang == "el" or lang == "gr"
+
+
+@dataclass
+class _Emitter:
+    """Collects ``(text, kind)`` pieces; :meth:`leiden` joins them into Leiden text."""
+
+    opts: EpiDocOptions
+    counts: Counter
+    pieces: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def text(self, s: str | None, kind: str | None, in_w: bool) -> None:
+        if not s:
+            return
+        if _BRACKET_CHARS.search(s):
+            s, k = _BRACKET_CHARS.subn("", s)
+            self.counts["literal_bracket"] += k
+        self.pieces.append((s, kind))
+
+    def raw(self, s: str) -> None:
+        self.pieces.append((s, _GAP))
+
+    def strip_trailing_space(self) -> None:
+        """Drop layout whitespace before ``<lb break="no"/>`` (the word goes on)."""
+        while self.pieces:
+            s, kind = self.pieces[-1]
+            if kind == _GAP:
+                return
+            t = s.rstrip()
+            if t:
+                self.pieces[-1] = (t, kind)
+                return
+            self.pieces.pop()
+
+    @staticmethod
+    def _bracket(body: str, kind: str) -> str:
+        if not body.strip():
+            return body
+        lead = body[: len(body) - len(body.lstrip())]
+        trail = body[len(body.rstrip()) :]
+        o, c = _BRACKETS[kind]
+        return lead + o + _WS.sub(" ", body.strip()) + c + trail
+
+    def leiden(self) -> str:
+        out: list[str] = []
+        i = 0
+        p = self.pieces
+        while i < len(p):
+            s, kind = p[i]
+            if kind is None or kind == _GAP:
+                out.append(s)
+                i += 1
+                continue
+            j = i
+            buf = []
+            while j < len(p) and p[j][1] == kind:
+                buf.append(p[j][0])
+                j += 1
+            body = "".join(buf)
+            if kind == "lost":
+                # '.', digits and dashes inside [ ] are Leiden widths: punctuation that the
+                # editor supplied goes outside the brackets ("[. ὅσον]" -> ". [ὅσον]")
+                for part in _SPECIAL_IN_SQUARE.split(body):
+                    out.append(self._bracket(part, kind) if part and not _SPECIAL_IN_SQUARE.fullmatch(part) else part)
+            else:
+                out.append(self._bracket(body, kind))
+            i = j
+        return _WS.sub(" ", "".join(out)).strip()
+
+
+class _Walker:
+    def __init__(self, opts: EpiDocOptions, counts: Counter) -> None:
+        self.opts = opts
+        self.counts = counts
+
+    def visit(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool, tail: bool = True) -> None:
+        name = _local(el)
+        if not name:  # comment / processing instruction
+            if tail:
+                em.text(el.tail, kind, in_w)
+            return
+        el_lang = el.get(_XML_LANG)
+        if el_lang is not None and not _is_greek_lang(el_lang) and _is_greek_lang(lang):
+            self.counts[f"lang:{el_lang}"] += 1
+            em.text(" ", None, in_w)
+        elif name in _EXCLUDED:
+            self.counts[f"excluded:{name}"] += 1
+            if name in _BREAKS:
+                em.text(" ", None, in_w)
+        elif name == "lb":
+            if el.get("break") == "no":
+                em.strip_trailing_space()
+                if tail and el.tail:
+                    em.text(el.tail.lstrip(), kind, in_w)
+                return
+            em.text(" ", None, in_w)
+        elif name == "gap":
+            self._gap(el, em)
+        elif name == "g":
+            self.counts["symbol"] += 1
+            if not in_w:
+                em.text(" ", None, in_w)
+        elif name == "space":
+            self.counts["space"] += 1
+            em.text(" ", None, in_w)
+        elif name == "choice":
+            self._choice(el, em, kind, lang, in_w)
+        elif name == "expan":
+            self._expan(el, em, kind, lang, in_w)
+        elif name == "am":
+            self.counts["abbreviation_mark"] += 1
+        elif name == "subst":
+            for child in el:
+                if _local(child) == "del":
+                    self.counts["del_corrected"] += 1
+                    em.text(child.tail, kind, in_w)
+                else:
+                    self.visit(child, em, kind, lang, in_w)
+        elif name == "supplied":
+            reason = el.get("reason", "")
+            if reason == "lost":
+                if self.opts.supplied_lost == "lacuna":
+                    n = _letters("".join(el.itertext()))
+                    self.counts["supplied_as_lacuna"] += n
+                    if n:
+                        em.raw("[" + "." * n + "]")
+                else:
+                    self._children(el, em, "lost", lang, in_w)
+            elif reason in ("omitted", "subaudible"):
+                self._children(el, em, "omitted", lang, in_w)
+            elif reason == "explanation":
+                self.counts["supplied_explanation"] += 1
+            else:  # undefined (previous editor) and the rest
+                self.counts[f"supplied_{reason or 'no_reason'}"] += 1
+                self._children(el, em, "partly_lost", lang, in_w)
+        elif name == "surplus":
+            self._children(el, em, "surplus", lang, in_w)
+        elif name == "del":
+            if el.get("rend") == "corrected":
+                self.counts["del_corrected"] += 1
+            else:
+                self._children(el, em, "erased", lang, in_w)
+        elif name == "unclear":
+            sub = _Emitter(self.opts, self.counts)
+            self._children(el, sub, kind, lang, in_w)
+            for s, k in sub.pieces:
+                if k == _GAP:
+                    em.raw(s)
+                else:  # already filtered by sub.text: append, so the dots stay
+                    em.pieces.append((_dot_below(s), k))
+        elif name == "orig":
+            sub = _Emitter(self.opts, self.counts)
+            self._children(el, sub, kind, lang, in_w)
+            self.counts["orig_letters"] += sum(_letters(s) for s, k in sub.pieces if k != _GAP)
+            for s, k in sub.pieces:
+                if k == _GAP:
+                    em.raw(s)
+                else:
+                    em.pieces.append((s.lower(), k))
+        else:  # w, name, persName, num, hi, seg, add, c, l, ab, ...: their text
+            if name in _BREAKS:
+                em.text(" ", None, in_w)
+            self._children(el, em, kind, lang, in_w or name == "w")
+            if name in _BREAKS:
+                em.text(" ", None, in_w)
+        if tail:
+            em.text(el.tail, kind, in_w)
+
+    def _children(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+        em.text(el.text, kind, in_w)
+        for child in el:
+            self.visit(child, em, kind, lang, in_w)
+
+    def _gap(self, el: etree._Element, em: _Emitter) -> None:
+        unit = (el.get("unit") or "character").strip().rstrip(">")
+        self.counts["gaps"] += 1
+        if unit == "line":
+            self.counts["gap_lines"] += 1
+            em.raw(" [---] ")
+            return
+        extent, qty = el.get("extent"), el.get("quantity")
+        if not qty and extent and extent.strip().isdigit():  # extent="7": a count misplaced
+            qty = extent.strip()
+        lo, hi = el.get("atLeast"), el.get("atMost")
+        if unit != "character":
+            self.counts[f"gap_unit:{unit}"] += 1
+            em.raw("[---]")
+        elif qty and qty.isdigit() and int(qty) > 0:
+            n = int(qty)
+            if el.get("precision") in ("low", "medium"):
+                em.raw(f"[-ca.{n}-]")
+            else:
+                em.raw("[" + "." * n + "]")
+        elif lo and hi and lo.isdigit() and hi.isdigit() and 0 < int(lo) <= int(hi):
+            em.raw(f"[.{int(lo)}-{int(hi)}.]")
+        else:
+            if extent != "unknown":
+                self.counts[f"gap_extent:{extent}"] += 1
+            em.raw("[---]")
+
+    def _choice(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+        kids = {_local(c): c for c in el if _local(c)}
+        prefer = (
+            ("reg", "corr", "expan", "orig", "sic", "abbr")
+            if self.opts.choice == "regularised"
+            else ("orig", "sic", "reg", "corr", "expan", "abbr")
+        )
+        if self.opts.expansions == "abbreviated":
+            prefer = tuple(p for p in prefer if p != "expan") + ("expan",)
+        pick = next((kids[p] for p in prefer if p in kids), None)
+        self.counts["choice"] += 1
+        if pick is None:
+            self.counts["choice_unreadable"] += 1
+            return
+        if _local(pick) == "orig":
+            # the reading as written: its letters as they are (no lower-casing in a choice)
+            self._children(pick, em, kind, lang, in_w)
+        else:
+            self.visit(pick, em, kind, lang, in_w, tail=False)
+
+    def _expan(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+        self.counts["expansions"] += 1
+        # <expan> holds elements: whitespace between them is layout, not a word break
+        em.text(_content(el.text), kind, in_w)
+        for child in el:
+            name = _local(child)
+            if name == "ex":
+                if self.opts.expansions == "expanded":
+                    ex_kind = kind if kind in ("lost", "surplus", "erased") else "abbreviation"
+                    self._children(child, em, ex_kind, lang, in_w)
+                else:
+                    self.counts["expansion_left_out"] += 1
+            else:
+                self.visit(child, em, kind, lang, in_w, tail=False)
+            em.text(_content(child.tail), kind, in_w)
+
+
+def _content(s: str | None) -> str | None:
+    """``s`` unless it is only whitespace (layout between elements)."""
+    return s if s and s.strip() else None
+
+
+def _letters(s: str) -> int:
+    return sum(1 for c in unicodedata.normalize("NFD", s) if "\u0370" <= c <= "\u03ff" and c.isalpha())
+
+
+def _dot_below(s: str) -> str:
+    """Put a dot below (U+0323) on every letter of ``s`` (Leiden for an uncertain letter)."""
+    out = []
+    for c in unicodedata.normalize("NFC", s):
+        out.append(c + "\u0323" if c.isalpha() else c)
+    return "".join(out)
+
+
+def _parse(path: Path) -> etree._Element:
+    raw = read_utf8(path)
+    parser = etree.XMLParser(recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True)
+    data = raw.encode("utf-8")
+    if raw.startswith("<?xml"):
+        data = re.sub(rb"^<\?xml[^>]*\?>", b'<?xml version="1.0" encoding="UTF-8"?>', data)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as e:
+        line = e.lineno or (e.position[0] if e.position else 0)
+        raise SourceError(path, line, f"malformed XML: {e.msg}", "repair the markup at that line") from None
+
+
+def _lang_of(el: etree._Element, default: str | None) -> str | None:
+    for a in el.iterancestors():
+        if a.get(_XML_LANG) is not None and _local(a) not in ("TEI",):
+            return a.get(_XML_LANG)
+    return default
+
+
+def read_epidoc(
+    path: Path,
+    root: Path | None = None,
+    *,
+    counts: Counter[str] | None = None,
+    options: EpiDocOptions | None = None,
+    tree: etree._Element | None = None,
+) -> Iterator[SourceRecord]:
+    """Yield the Greek records of one EpiDoc (TEI P5) file, as Leiden-annotated NFC text.
+
+    ``path``/``root``/``counts`` as for every reader; ``options`` the Leiden choices
+    (:class:`EpiDocOptions`); ``tree`` an already parsed root (the ``.xml`` dispatcher passes
+    it). ``source`` is ``"epidoc"``. Raises :class:`SourceError` for undecodable bytes,
+    malformed XML, or a root that is not a TEI P5 ``<TEI>``.
+    """
+    path = Path(path)
+    counts = counts if counts is not None else Counter()
+    opts = options or EpiDocOptions()
+    rel = relative_name(path, root)
+    doc = tree if tree is not None else _parse(path)
+    if not is_tei_p5(doc):
+        raise SourceError(path, doc.sourceline or 0, f"root element is <{doc.tag}>, not a TEI P5 <TEI>",
+                          "give an EpiDoc / TEI P5 file (namespace http://www.tei-c.org/ns/1.0)")
+    main = doc.find(f".//{_T}textLang")
+    default_lang = main.get("mainLang") if main is not None else None
+    walker = _Walker(opts, counts)
+    seen: Counter[str] = Counter()
+    for ed in doc.iter(_T + "div"):
+        if ed.get("type") != "edition":
+            continue
+        sub = ed.get("subtype")
+        if sub not in (None, "primary"):
+            counts[f"edition_skipped:{sub}"] += 1
+            continue
+        parts = [d for d in ed.iter(_T + "div") if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None]
+        units = parts or [ed]
+        for k, unit in enumerate(units, 1):
+            lang = unit.get(_XML_LANG) or _lang_of(unit, default_lang)
+            if not _is_greek_lang(lang):
+                counts[f"lang:{lang}"] += 1
+                continue
+            em = _Emitter(opts, counts)
+            walker._children(unit, em, None, lang, False)
+            text = unicodedata.normalize("NFC", em.leiden())
+            if not text:
+                counts["empty_division"] += 1
+                continue
+            if unit is ed:
+                cite = "1"
+            else:
+                ns = [d.get("n") or str(k) for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
+                      if d.get("type") == "textpart"]
+                cite = ".".join(ns)
+            seen[cite] += 1
+            if seen[cite] > 1:
+                counts["duplicate_id"] += 1
+                cite = f"{cite}~{seen[cite]}"
+            counts["records"] += 1
+            counts["chars"] += len(text)
+            yield SourceRecord(id=f"{rel}#{cite}", text=text, source="epidoc", work=rel, file=str(path),
+                               line=unit.sourceline or 0, known=MappingProxyType({}))
