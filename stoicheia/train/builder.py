@@ -32,7 +32,7 @@ from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
 from stoicheia.train.callbacks.eval_history import EvalHistory
-from stoicheia.train.checkpoints import repair_checkpoint_folder
+from stoicheia.train.checkpoints import CheckpointError, missing_records, repair_checkpoint_folder
 from stoicheia.train.console import configure_console
 from stoicheia.train.loggers.jsonl_logger import JSONLLogger
 from stoicheia.train.schedule import WSDScheduler, WSDShape
@@ -106,6 +106,23 @@ def _every(interval: int, control: AnnealControl):
     return check
 
 
+def _check_load_path(cfg: RunConfig, run_folder: Path | None) -> None:
+    """Raise ``ValueError`` if ``train.load_path`` is a local file that will be loaded (no
+    checkpoint of this run to autoresume from) and is missing or incomplete."""
+    load_path = cfg.train.load_path
+    if not load_path or "://" in load_path:
+        return  # object-store paths are checked where they are downloaded
+    if cfg.train.autoresume and run_folder is not None and any(run_folder.glob("latest-rank*.pt")):
+        return  # autoresume takes this run's own checkpoint and ignores load_path
+    path = Path(load_path)
+    if not path.is_file():
+        raise ValueError(f"train.load_path={load_path}: no such file; give the path of a .pt checkpoint (e.g. a run's best.pt)")
+    missing = missing_records(path)
+    if missing != []:
+        what = f"lacks the tensor records {', '.join(missing[:3])}" if missing else "is not a complete torch checkpoint (truncated or corrupt)"
+        raise ValueError(f"train.load_path={load_path} {what}; give another checkpoint (the run's earlier ep*-ba*-rank0.pt, best.pt or pre_anneal.pt)")
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
@@ -133,9 +150,16 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     save_folder = cfg.train.save_folder.format(run_name=run_name)
     run_folder = run_files.local_run_folder(save_folder, run_name)
     metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=str(run_folder))
+    problem = None
     if dist.get_global_rank() == 0 and "://" not in save_folder:
-        repair_checkpoint_folder(Path(save_folder))
-    dist.barrier()
+        try:
+            repair_checkpoint_folder(Path(save_folder), first_save=cfg.train.save_interval)
+        except CheckpointError as err:
+            problem = str(err)
+    problems = [p for p in dist.all_gather_object(problem) if p]  # every rank stops, none waits
+    if problems:
+        raise ValueError(problems[0])
+    _check_load_path(cfg, run_folder if "://" not in save_folder else None)
 
     d = cfg.data
     factory = TierMixFactory(
