@@ -184,8 +184,8 @@ def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_s
     proc = start(args, extra, log)
     t0 = time.monotonic()
     deadline = t0 + (expected * 3 + 60)
-    when = t0 + rng.uniform(0.3, 1.0) * expected
-    let_pass = rng.randint(0, 2)  # checkpoint writes to let through before the one killed
+    when = t0 + rng.uniform(0.0, 1.0) * expected
+    let_pass = rng.randint(0, 1)  # checkpoint writes to let through before the one killed
     seen = set(before)
     while proc.poll() is None and time.monotonic() < deadline:
         if aim_at_save:
@@ -258,6 +258,12 @@ def final_state(folder: Path) -> dict:
     return torch.load(folder / "final.pt", map_location="cpu", weights_only=False)["state"]["model"]
 
 
+def losses_rows(folder: Path) -> list[dict]:
+    from stoicheia.train import run_files
+
+    return [r for r in run_files.read_jsonl(folder / "metrics.jsonl") if "loss/total" in r]
+
+
 def losses(folder: Path) -> dict[int, float]:
     from stoicheia.train import run_files
 
@@ -300,7 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference run failed (exit status {ref.returncode}); see {work / 'reference.log'}")
         return 1
     t_ref = time.monotonic() - t
-    print(f"reference: {args.steps} batches in {t_ref:.1f} s ({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)", flush=True)
+    # a random kill comes within start-up plus a 1/(K+1) share of the batches, so that the K
+    # kills spread over the run instead of the run completing after the first few
+    times = [r["time"] for r in losses_rows(runs / "reference")]
+    per_batch = (times[-1] - times[0]) / max(1, len(times) - 1) if len(times) > 1 else t_ref / args.steps
+    startup = max(0.0, t_ref - per_batch * args.steps)
+    window = startup + per_batch * args.steps / (args.kills + 1)
+    print(f"reference: {len(times)} batches (the run's own end) in {t_ref:.1f} s ({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)", flush=True)
 
     extra = overrides(args, shards, runs, "killed")
     folder = runs / "killed"
@@ -311,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     rng.shuffle(plan)
     failed = None
     for aim in plan:
-        rc = kill_once(args, extra, folder, log, rng, aim, t_ref, rep)
+        rc = kill_once(args, extra, folder, log, rng, aim, window, rep)
         if rc is not None:  # it ended before the kill: completed, or failed
             if rc != 0:
                 failed = f"a restart failed with exit status {rc} (see {log})"
@@ -347,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAILED: {failed}")
     for n in rep.notes:
         print(n)
+    if rep.kills < args.kills:
+        print(f"the run completed after {rep.kills} of the {args.kills} kills planned")
     print(f"kills survived {rep.survived}/{rep.kills}, weights identical {'yes' if identical else 'no'}")
     print(f"kills during a save: {rep.during_save}/{rep.kills}; processes left behind: {rep.leftovers}")
     print(f"per-step losses equal: {'yes' if same_losses else 'no'} ({detail})")
