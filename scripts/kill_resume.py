@@ -128,13 +128,15 @@ def family(proc: subprocess.Popen) -> list[psutil.Process]:
         return []
 
 
-def checkpoints(folder: Path) -> dict[str, int]:
+def checkpoints(folder: Path) -> dict[str, tuple[int, int]]:
+    """``{name: (size, mtime_ns)}`` of the periodic checkpoint files in ``folder``."""
     out = {}
     try:
         for e in os.scandir(folder):
             if e.name.startswith("ep") and e.name.endswith(".pt"):
                 try:
-                    out[e.name] = e.stat().st_size
+                    st = e.stat()
+                    out[e.name] = (st.st_size, st.st_mtime_ns)
                 except FileNotFoundError:
                     pass
     except FileNotFoundError:
@@ -166,14 +168,17 @@ def wait_gone(procs: list[psutil.Process], timeout: float = 20.0) -> list[psutil
     return alive
 
 
-def landed_during_save(folder: Path) -> bool:
-    """After a kill: is the newest periodic checkpoint incomplete, or not the one ``latest`` names?"""
+def landed_during_save(folder: Path, before: dict[str, tuple[int, int]]) -> bool:
+    """After a kill: is the newest periodic checkpoint one that this start wrote (not as it was
+    in ``before``) and incomplete, or not the one ``latest`` names?"""
     from stoicheia.train.checkpoints import _NAME, checkpoint_is_complete
 
     files = sorted((int(m["batch"]), f) for f in folder.glob("ep*-ba*-rank0.pt") if (m := _NAME.match(f.name)))
     if not files:
         return False
     newest = files[-1][1]
+    if checkpoints(folder).get(newest.name) == before.get(newest.name):
+        return False  # left by an earlier start (the repair of this one had not run yet)
     link = folder / "latest-rank0.pt"
     return not checkpoint_is_complete(newest) or not link.is_symlink() or os.readlink(link) != newest.name
 
@@ -219,7 +224,7 @@ def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_s
                 p.kill()
             except psutil.NoSuchProcess:
                 pass
-    if landed_during_save(folder):
+    if landed_during_save(folder, before):
         rep.during_save += 1
     return None
 

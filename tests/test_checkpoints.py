@@ -152,3 +152,27 @@ def test_named_and_partial_checkpoints_are_checked(tmp_path):
     actions = repair_checkpoint_folder(tmp_path, first_save=10)
     assert (tmp_path / "corrupt" / "best.pt").exists() and (tmp_path / "corrupt" / ".pre_anneal.partial.pt").exists()
     assert (tmp_path / "final.pt").exists() and len(actions) == 3, actions
+
+
+def test_run_without_a_complete_checkpoint_stops_before_training(small_shards, tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    from stoicheia.train.builder import build_trainer
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny import tiny_run
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for b in (3, 6):
+        _real_checkpoint(folder / f"ep0-ba{b}-rank0.pt")
+        _without_member(folder / f"ep0-ba{b}-rank0.pt", tmp_path / "x.zip", "/data/0")
+        os.replace(tmp_path / "x.zip", folder / f"ep0-ba{b}-rank0.pt")
+    with pytest.raises(ValueError, match=r"no complete checkpoint in .*batch 6"):
+        build_trainer(tiny_run(small_shards, tmp_path, "r", "train.save_interval=3"))
+    assert sorted(p.name for p in (folder / "corrupt").iterdir()) == ["ep0-ba3-rank0.pt", "ep0-ba6-rank0.pt"]
+    bad = folder / "corrupt" / "ep0-ba6-rank0.pt"
+    with pytest.raises(ValueError, match="load_path=.*lacks the tensor records data/0"):
+        build_trainer(tiny_run(small_shards, tmp_path, "other", f"train.load_path={bad}"))

@@ -187,3 +187,19 @@ def test_kill_resume_script(small_shards, tmp_path):
     assert "kills survived 3/3, weights identical yes" in out
     assert "processes left behind: 0" in out and "per-step losses equal: yes" in out
     assert re.search(r"sigterm 1: exit status 143 .* batches lost 0, processes left 0", out), out
+
+
+def test_signals_option_is_checked():
+    from stoicheia.config import ConfigError
+    from stoicheia.train import registry
+    from stoicheia.train.callbacks.anneal_control import AnnealControl
+    from stoicheia.train.schedule import WSDShape
+
+    control = AnnealControl(WSDShape(100, 0.1, 0.2, 0.0), 120)
+    ctx = registry.RunContext(control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0)
+    assert [s.name for s in registry.build("callbacks", "preemption", {"signals": ["sigterm", "SIGUSR1"]}, ctx).signals] == ["SIGTERM", "SIGUSR1"]
+    with pytest.raises(ConfigError, match="unknown signal 'SIGFOO'"):
+        registry.build("callbacks", "preemption", {"signals": ["SIGFOO"]}, ctx)
+    with pytest.raises(ConfigError, match="SIGKILL cannot be caught"):
+        registry.build("callbacks", "preemption", {"signals": ["SIGKILL"]}, ctx)
+    assert "preemption" in dict(registry.resolve({}, "callbacks"))  # on by default

@@ -155,7 +155,10 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         try:
             repair_checkpoint_folder(Path(save_folder), first_save=cfg.train.save_interval)
         except CheckpointError as err:
-            problem = str(err)
+            if cfg.train.autoresume:
+                problem = str(err)
+            else:  # no autoresume: this run does not resume from its folder anyway
+                log.warning("[checkpoint] %s", err)
     problems = [p for p in dist.all_gather_object(problem) if p]  # every rank stops, none waits
     if problems:
         raise ValueError(problems[0])
