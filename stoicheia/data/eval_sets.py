@@ -34,7 +34,9 @@ def _local_val_dataset(local: str):
     trainer a process builds."""
     from streaming import StreamingDataset
 
-    return StreamingDataset(local=local, batch_size=1, shuffle=False)
+    from stoicheia.data.shm import retry_prefix_race
+
+    return retry_prefix_race(lambda: StreamingDataset(local=local, batch_size=1, shuffle=False))
 
 
 def _val_works(shard_root: str | Path | None) -> frozenset[str]:

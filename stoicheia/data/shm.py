@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
 
 _SEGMENT = re.compile(r"^\d{6}_")
+T = TypeVar("T")
 
 
 def _mapped_shm_files(proc: Path) -> set[str] | None:
@@ -74,3 +79,28 @@ def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Pat
     if removed:
         log.info("[data] removed %d stale streaming shared-memory segments left by killed runs", len(removed))
     return removed
+
+
+def retry_prefix_race(make: Callable[[], T], attempts: int = 5) -> T:
+    """``make()`` (which builds a ``StreamingDataset``), retried when it loses streaming's
+    shared-memory prefix race.
+
+    streaming picks the first free prefix ``NNNNNN`` and then creates ``/dev/shm/NNNNNN_locals``;
+    a run starting on the same machine at the same moment (another job on the node) can take
+    that prefix in between, and the create fails with ``FileExistsError``. Another try picks
+    the next free prefix. Only in a single process: with several ranks the ranks pass
+    barriers inside streaming, so one rank cannot retry alone (the error is raised as is).
+    """
+    import torch.distributed as tdist
+
+    for k in range(attempts):
+        try:
+            return make()
+        except FileExistsError as err:
+            name = os.path.basename(str(err.filename or ""))
+            alone = not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1
+            if k == attempts - 1 or not alone or not _SEGMENT.match(name):
+                raise
+            log.warning("[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one", name)
+            time.sleep(0.05 * (k + 1) + random.random() * 0.1)
+    raise AssertionError("unreachable")

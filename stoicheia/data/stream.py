@@ -22,6 +22,7 @@ from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
 from stoicheia.data.shards import decode_planes, index_samples, split_at_words
+from stoicheia.data.shm import retry_prefix_race
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
 
@@ -118,14 +119,16 @@ class NoisedRecordStream(StreamingDataset):
         predownload: int | None = None,
         phase: int = 0,
     ) -> None:
-        super().__init__(
-            streams=streams,
-            epoch_size=epoch_size,
-            shuffle=shuffle,
-            shuffle_seed=shuffle_seed,
-            batch_size=batch_size,
-            num_canonical_nodes=num_canonical_nodes,
-            predownload=predownload,
+        retry_prefix_race(
+            lambda: super(NoisedRecordStream, self).__init__(
+                streams=streams,
+                epoch_size=epoch_size,
+                shuffle=shuffle,
+                shuffle_seed=shuffle_seed,
+                batch_size=batch_size,
+                num_canonical_nodes=num_canonical_nodes,
+                predownload=predownload,
+            )
         )
         self.seq_len = seq_len
         # Leave a fifth of the row for elastic expansion of unknown-width lacunae.
