@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -55,7 +56,9 @@ def _wait_for(cond, proc: subprocess.Popen, what: str, limit: float = 300.0) -> 
     """Poll ``cond`` until true; fail if the process ends first (or after ``limit`` s)."""
     deadline = time.monotonic() + limit
     while not cond():
-        assert proc.poll() is None, f"the run ended (status {proc.returncode}) before {what}"
+        if proc.poll() is not None:
+            out = proc.stdout.read()[-3000:] if proc.stdout is not None else ""
+            raise AssertionError(f"the run ended (status {proc.returncode}) before {what}: {out}")
         assert time.monotonic() < deadline, f"no {what} within {limit} s"
         time.sleep(0.05)
 
@@ -141,7 +144,10 @@ def test_two_processes_stop_together_on_sigterm_and_when_the_launcher_dies(small
     after saving."""
     yaml = _yaml(small_shards, tmp_path, "two")
     folder = tmp_path / "two"
-    cmd = [COMPOSER, "-n", "2", "recipes/train.py", str(yaml)]
+    with socket.socket() as sock:  # a free rendezvous port: other jobs on this machine may hold 29500
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [COMPOSER, "-n", "2", "--master_port", str(port), "recipes/train.py", str(yaml)]
 
     proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _wait_for(lambda: _steps(folder) >= 2, proc, "two batches")
