@@ -9,7 +9,9 @@ complete checkpoint. A run that is complete (``complete.json`` in its run folder
 touched: the command prints which checkpoint to use and exits 0.
 
 Exit status: 0 done (or nothing to do), 2 configuration or input error, 3 the run diverged
-(non-finite gradients; the last good checkpoint stays the newest).
+(non-finite gradients; the last good checkpoint stays the newest), 143 stopped by SIGTERM
+(preemption, time limit, ``scancel``) after saving a checkpoint of the batch in progress: run
+the same command to resume.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from pathlib import Path
 # Use the code of the checkout this script is in, even where the shared virtual environment's
 # editable install points at another checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from stoicheia.lifetime import die_with_launcher  # noqa: E402
+
+# First thing: a trainer started by the `composer` launcher gets SIGTERM (save, then stop) when
+# the launcher dies, even of SIGKILL, instead of training on as an orphan.
+die_with_launcher()
 
 
 def _error(message: str) -> None:
@@ -101,7 +109,13 @@ def main(argv: list[str]) -> int:
             print(f"train.py: {err} (last good checkpoint: {last_good or 'none'})", file=sys.stderr)
         return 3
     built.trainer.close()
+    preemption = built.plugins.get("preemption")
+    if preemption is not None and preemption.stopped and not built.control.complete:
+        from stoicheia.train.callbacks.preemption import PREEMPTED_EXIT
+
+        return PREEMPTED_EXIT
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -13,7 +13,8 @@
 #        recipes/train.py CONFIG key=value ...
 # and resumes the run by autoresume. When the run is complete (complete.json) or has diverged
 # (exit status 3 or a new diverged.json) or could not start (exit status 2: configuration or
-# input error, e.g. missing shards), the job cancels the jobs of the chain after it.
+# input error, e.g. missing shards), the job cancels the jobs of the chain after it. Exit status
+# 143 (a trainer stopped by SIGTERM after saving the batch in progress) lets the chain go on.
 # --dry-run prints the batch script and the sbatch commands and writes and submits nothing.
 #
 # Exit status: 0 submitted (or nothing to do), 2 usage or configuration error, 1 sbatch failed.
@@ -155,16 +156,23 @@ if [[ -f $RUN_FOLDER/complete.json ]]; then
 fi
 
 # SLURM sends SIGTERM to this shell 120 s before the time limit (and on preemption or scancel).
-# The recipe does not save on a signal, so training goes on until SLURM stops it: the steps
-# since the last periodic checkpoint (train.save_interval) are trained again by the next job.
-trap 'say "SIGTERM: time limit near, or preempted/cancelled; the next job of the chain resumes from the newest complete checkpoint"' TERM
+# It is passed on to every process of the training step (scancel --signal without --batch
+# signals the steps only): each trainer saves a checkpoint at the end of the batch in progress
+# and exits with status 143, so the next job loses at most one batch. The composer launchers
+# run with SIGTERM ignored (trap '' below): a launcher has no handler of its own and would die
+# at once, and SLURM then kills a step's remaining processes, the trainers mid-save included.
+on_term() {
+  say "SIGTERM: time limit near, or preempted/cancelled; the trainers save the batch in progress and stop; the next job of the chain resumes from that checkpoint"
+  scancel --signal=TERM "$SLURM_JOB_ID" || say "scancel --signal=TERM failed: the trainers will be stopped by SLURM without a final checkpoint"
+}
+trap on_term TERM
 
 START_MARK=$(mktemp "$LOGDIR/.start-$SLURM_JOB_ID.XXXXXX")
 MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 say "training on $SLURM_NNODES node(s) x $GPUS_PER_NODE GPU(s), master $MASTER_ADDR:$MASTER_PORT: ${TRAIN[*]}"
 # One launcher per node; it starts one process per GPU. $SLURM_NODEID is read on each node.
 srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c \
-  'exec .venv/bin/composer -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID" --master_addr "$2" --master_port "$3" "${@:4}"' \
+  'trap "" TERM; exec .venv/bin/composer -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID" --master_addr "$2" --master_port "$3" "${@:4}"' \
   composer-launch "$GPUS_PER_NODE" "$MASTER_ADDR" "$MASTER_PORT" "${TRAIN[@]}" &
 SRUN_PID=$!
 while :; do
@@ -184,6 +192,9 @@ rm -f "$START_MARK"
 if [[ -f $RUN_FOLDER/complete.json ]]; then
   say "the run is complete (exit status $rc)"
   cancel_rest "run complete"
+elif ((rc == 143)); then
+  # the recipe's "stopped by SIGTERM after saving the batch in progress" (preemption, time limit)
+  say "training was stopped by SIGTERM and saved a checkpoint of the batch in progress (exit status 143); the next job of the chain (if any) resumes the run"
 elif ((rc == 2)); then
   # the recipe's "configuration or input error" (missing shards, bad key...): every later job
   # would fail the same way

@@ -48,3 +48,27 @@ def test_real_segments_live_one_kept_stale_one_removed():
         live.unlink()
         if Path("/dev/shm/999991_stoicheia_stale").exists():
             Path("/dev/shm/999991_stoicheia_stale").unlink()
+
+
+def test_a_lost_prefix_race_is_retried_in_a_single_process():
+    import errno
+
+    import pytest
+
+    from stoicheia.data.shm import retry_prefix_race
+
+    calls = []
+
+    def make():
+        calls.append(1)
+        if len(calls) < 3:
+            raise FileExistsError(errno.EEXIST, "File exists", "/002317_locals")
+        return "dataset"
+
+    assert retry_prefix_race(make) == "dataset" and len(calls) == 3
+
+    def other():
+        raise FileExistsError(errno.EEXIST, "File exists", "/tmp/not-streaming")
+
+    with pytest.raises(FileExistsError):
+        retry_prefix_race(other)

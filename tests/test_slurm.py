@@ -172,5 +172,17 @@ def test_job_of_a_complete_run_does_nothing(job, dry: dict) -> None:
 def test_job_sigterm_warning_keeps_waiting_for_training(job) -> None:
     rc, out, log = job(0, term_after_start=True)
     assert "SIGTERM: time limit near" in out
-    # the job waited for srun to end (its status, not the signal's) and cancelled nothing
-    assert rc == 0 and "training stopped with exit status 0" in out and "scancel" not in log
+    # the signal went on to the training step's processes; the job waited for srun to end (its
+    # status, not the signal's) and cancelled nothing of the chain
+    assert "scancel --signal=TERM 1002" in log.splitlines()
+    assert rc == 0 and "training stopped with exit status 0" in out and "scancel 100" not in log
+
+
+def test_job_preempted_status_143_lets_the_chain_go_on(job) -> None:
+    rc, out, log = job(143)
+    assert rc == 143 and "scancel 100" not in log
+    assert "stopped by SIGTERM and saved a checkpoint of the batch in progress (exit status 143)" in out
+
+
+def test_launchers_ignore_sigterm_so_trainers_can_save(dry: dict) -> None:
+    assert 'trap "" TERM; exec .venv/bin/composer -n "$1"' in dry["script"]

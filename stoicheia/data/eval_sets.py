@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stoicheia.data.shards import decode_planes, index_samples, read_stats
-from stoicheia.data.shm import create_with_retry
 from stoicheia.text.planes import Planes
 
 log = logging.getLogger(__name__)
@@ -122,7 +121,9 @@ def _local_val_dataset(local: str):
     trainer a process builds."""
     from streaming import StreamingDataset
 
-    return create_with_retry(lambda: StreamingDataset(local=local, batch_size=1, shuffle=False))
+    from stoicheia.data.shm import retry_prefix_race
+
+    return retry_prefix_race(lambda: StreamingDataset(local=local, batch_size=1, shuffle=False))
 
 
 def _val_works(shard_root: str | Path | None) -> frozenset[str]:

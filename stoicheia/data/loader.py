@@ -26,7 +26,9 @@ batches (ranks that ran out of an epoch at different times would deadlock DDP).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,7 @@ from stoicheia.data.packing import collate_rows, pack_rows
 from stoicheia.data.position import ElasticRegion, PackPosition, PackPositionHook
 from stoicheia.data.shards import split_at_words
 from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
+from stoicheia.lifetime import worker_init
 from stoicheia.noise import Noised, mask_spans, reference_noise
 from stoicheia.text.alphabet import IGNORE_INDEX
 
@@ -212,6 +215,9 @@ class PackedLoader(DataLoader):
                 num_workers=self.num_workers,
                 prefetch_factor=self.worker_prefetch,
                 persistent_workers=False,
+                # workers die with this process even when it is SIGKILLed, and leave SIGTERM
+                # (preemption) to it: see stoicheia.lifetime
+                worker_init_fn=functools.partial(worker_init, os.getpid()) if self.num_workers > 0 else None,
             )
             it = iter(inner)
             got_any = False

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _SEGMENT = re.compile(r"^\d{6}_")
+T = TypeVar("T")
 
 
 def _mapped_shm_files(proc: Path) -> set[str] | None:
@@ -82,21 +83,26 @@ def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Pat
     return removed
 
 
-def create_with_retry(make: Callable[[], T], attempts: int = 8) -> T:
-    """``make()`` (which builds a ``StreamingDataset``), again if it raises ``FileExistsError``.
+def retry_prefix_race(make: Callable[[], T], attempts: int = 5) -> T:
+    """``make()`` (which builds a ``StreamingDataset``), retried when it loses streaming's
+    shared-memory prefix race.
 
-    streaming picks a free shared-memory prefix ``NNNNNN`` by listing ``/dev/shm`` and then
-    creates its segments; another process of the machine (a second job on the node, a test
-    run beside a training run) may take the same prefix in between. A new try sees that
-    prefix in use and picks the next. Waits 0.05-0.3 s between tries (random, so that two
-    racing processes part); raises the last ``FileExistsError`` after ``attempts`` tries.
+    streaming picks the first free prefix ``NNNNNN`` and then creates ``/dev/shm/NNNNNN_locals``;
+    a run starting on the same machine at the same moment (another job on the node) can take
+    that prefix in between, and the create fails with ``FileExistsError``. Another try picks
+    the next free prefix. Only in a single process: with several ranks the ranks pass
+    barriers inside streaming, so one rank cannot retry alone (the error is raised as is).
     """
-    for attempt in range(attempts):
+    import torch.distributed as tdist
+
+    for k in range(attempts):
         try:
             return make()
         except FileExistsError as err:
-            if attempt == attempts - 1:
+            name = os.path.basename(str(err.filename or ""))
+            alone = not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1
+            if k == attempts - 1 or not alone or not _SEGMENT.match(name):
                 raise
-            log.debug("streaming shared memory prefix taken by another process (%s); trying again", err)
-            time.sleep(random.uniform(0.05, 0.3))
+            log.warning("[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one", name)
+            time.sleep(0.05 * (k + 1) + random.random() * 0.1)
     raise AssertionError("unreachable")

@@ -23,7 +23,7 @@ from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
 from stoicheia.data.shards import decode_planes, index_samples, split_at_words
-from stoicheia.data.shm import create_with_retry
+from stoicheia.data.shm import retry_prefix_race
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
 
@@ -121,9 +121,9 @@ class NoisedRecordStream(StreamingDataset):
         phase: int = 0,
     ) -> None:
         # Another process may take streaming's shared-memory prefix between its check and its
-        # creation: try again (see create_with_retry).
-        # streaming writes into the Stream objects it is given: each try gets fresh copies.
-        create_with_retry(
+        # creation: try again (see retry_prefix_race). streaming writes into the Stream objects
+        # it is given, so each try gets fresh copies.
+        retry_prefix_race(
             lambda: super(NoisedRecordStream, self).__init__(
                 streams=copy.deepcopy(streams),
                 epoch_size=epoch_size,

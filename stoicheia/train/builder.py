@@ -34,7 +34,7 @@ from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
-from stoicheia.train.checkpoints import repair_checkpoint_folder
+from stoicheia.train.checkpoints import CheckpointError, missing_records, repair_checkpoint_folder
 from stoicheia.train.console import configure_console
 from stoicheia.train.loggers.jsonl_logger import JSONLLogger
 from stoicheia.train.schedule import WSDScheduler, WSDShape
@@ -108,12 +108,9 @@ def _every(interval: int, control: AnnealControl):
     return check
 
 
-def check_paths(save_folder: str, load_path: str | None) -> None:
-    """Fail before any work when the local ``save_folder`` cannot be written or a local
-    ``load_path`` does not exist (object-store URIs are checked by the uploader).
-
-    Raises ``ValueError`` / ``FileNotFoundError`` naming the key and the fix.
-    """
+def check_save_folder(save_folder: str) -> None:
+    """Fail before any work when the local ``save_folder`` cannot be written (object-store
+    URIs are checked by the uploader). Raises ``ValueError`` naming the key and the fix."""
     if "://" not in save_folder:
         folder = Path(save_folder)
         try:
@@ -126,11 +123,6 @@ def check_paths(save_folder: str, load_path: str | None) -> None:
                 f"train.save_folder={save_folder}: cannot write there ({err.strerror or err}); "
                 "set train.save_folder to a folder this job may write to"
             ) from None
-    if load_path and "://" not in load_path and not Path(load_path).is_file():
-        raise FileNotFoundError(
-            f"train.load_path={load_path} does not exist (or is not a file); give the path of a checkpoint "
-            "(e.g. checkpoints/RUN/ep0-ba2000-rank0.pt or best.pt), or set train.load_path=null to start from scratch"
-        )
 
 
 def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
@@ -144,6 +136,23 @@ def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
 
             out.append(TensorboardLogger(log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, cfg.train.log_every)))
     return out
+
+
+def _check_load_path(cfg: RunConfig, run_folder: Path | None) -> None:
+    """Raise ``ValueError`` if ``train.load_path`` is a local file that will be loaded (no
+    checkpoint of this run to autoresume from) and is missing or incomplete."""
+    load_path = cfg.train.load_path
+    if not load_path or "://" in load_path:
+        return  # object-store paths are checked where they are downloaded
+    if cfg.train.autoresume and run_folder is not None and any(run_folder.glob("latest-rank*.pt")):
+        return  # autoresume takes this run's own checkpoint and ignores load_path
+    path = Path(load_path)
+    if not path.is_file():
+        raise ValueError(f"train.load_path={load_path}: no such file; give the path of a .pt checkpoint (e.g. a run's best.pt), or set train.load_path=null to start from scratch")
+    missing = missing_records(path)
+    if missing != []:
+        what = f"lacks the tensor records {', '.join(missing[:3])}" if missing else "is not a complete torch checkpoint (truncated or corrupt)"
+        raise ValueError(f"train.load_path={load_path} {what}; give another checkpoint (the run's earlier ep*-ba*-rank0.pt, best.pt or pre_anneal.pt)")
 
 
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
@@ -173,10 +182,20 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     save_folder = cfg.train.save_folder.format(run_name=run_name)
     run_folder = run_files.local_run_folder(save_folder, run_name)
     metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=str(run_folder))
-    check_paths(save_folder, cfg.train.load_path)
+    check_save_folder(save_folder)
+    problem = None
     if dist.get_global_rank() == 0 and "://" not in save_folder:
-        repair_checkpoint_folder(Path(save_folder))
-    dist.barrier()
+        try:
+            repair_checkpoint_folder(Path(save_folder), first_save=cfg.train.save_interval)
+        except CheckpointError as err:
+            if cfg.train.autoresume:
+                problem = str(err)
+            else:  # no autoresume: this run does not resume from its folder anyway
+                log.warning("[checkpoint] %s", err)
+    problems = [p for p in dist.all_gather_object(problem) if p]  # every rank stops, none waits
+    if problems:
+        raise ValueError(problems[0])
+    _check_load_path(cfg, run_folder if "://" not in save_folder else None)
 
     d = cfg.data
     factory = TierMixFactory(

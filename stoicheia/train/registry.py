@@ -43,6 +43,7 @@ from stoicheia.train.callbacks.anneal_early_stop import AnnealEarlyStop
 from stoicheia.train.callbacks.auto_anneal import AutoAnneal
 from stoicheia.train.callbacks.best_checkpoint import BestCheckpoint
 from stoicheia.train.callbacks.pre_anneal_checkpoint import PreAnnealCheckpoint
+from stoicheia.train.callbacks.preemption import Preemption
 from stoicheia.train.callbacks.record_log import RecordLog
 from stoicheia.train.callbacks.restoration_example import RestorationExample
 from stoicheia.train.callbacks.training_monitor import TrainingMonitor
@@ -62,6 +63,7 @@ CALLBACKS: dict[str, type] = {
     "record_log": RecordLog,
     "best_checkpoint": BestCheckpoint,
     "anneal_early_stop": AnnealEarlyStop,
+    "preemption": Preemption,
 }
 
 #: name -> Algorithm class.
@@ -77,6 +79,7 @@ DEFAULT_CALLBACKS: dict[str, dict[str, Any]] = {
     "pre_anneal_checkpoint": {},
     "best_checkpoint": {},
     "anneal_early_stop": {},
+    "preemption": {},
 }
 DEFAULT_ALGORITHMS: dict[str, dict[str, Any]] = {"gradient_guard": {}}
 

@@ -99,8 +99,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folder: str, name: str) -> Path:
-    """Write the full training state to ``folder/{name}.pt``, replacing it atomically, and
-    upload it to ``save_folder`` when that is an object-store URI.
+    """Write the full training state to ``folder/{name}.pt``, replacing it atomically once the
+    written file is verified complete (:func:`~stoicheia.train.checkpoints.checkpoint_is_complete`),
+    and upload it to ``save_folder`` when that is an object-store URI.
 
     Collective: every rank must call it (the data position is gathered from all ranks);
     only rank 0 writes. Returns the local path.
@@ -113,8 +114,14 @@ def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folde
     tmp = folder / f".{name}.partial.pt"
     written = save_checkpoint(state, filename=str(tmp), weights_only=False)
     if dist.get_global_rank() == 0 and written is not None:
-        os.replace(written, path)
-        if "://" in save_folder:
+        from stoicheia.train.checkpoints import checkpoint_is_complete
+
+        ok = checkpoint_is_complete(written)
+        if ok:
+            os.replace(written, path)
+        else:  # never replace a good file by a bad one; the next start moves it to corrupt/
+            log.error("[checkpoint] %s was written incomplete (disk full?): %s is left as it was", written, path)
+        if ok and "://" in save_folder:
             prefix = urlparse(save_folder).path.strip("/")
             logger.upload_file(remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt", file_path=path, overwrite=True)
         log.debug("step %d: saved %s", int(state.timestamp.batch), path)

@@ -31,7 +31,14 @@ class JSONLLogger(LoggerDestination):
 
         if self._fh is None and dist.get_global_rank() == 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            cut = False
+            if self.path.exists() and self.path.stat().st_size > 0:
+                with open(self.path, "rb") as fh:
+                    fh.seek(-1, 2)
+                    cut = fh.read(1) != b"\n"
             self._fh = open(self.path, "a", encoding="utf-8")
+            if cut:  # a kill cut the last line: end it, so the next row is not glued to it
+                self._fh.write("\n")
         return self._fh
 
     def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
