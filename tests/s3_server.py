@@ -37,7 +37,8 @@ class S3Server:
     environment only).
     """
 
-    def __init__(self, log_dir: Path, port: int | None = None) -> None:
+    def __init__(self, log_dir: Path, port: int | None = None, *, check_credentials: bool = False) -> None:
+        self.check_credentials = check_credentials
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.log_dir = Path(log_dir)
@@ -54,9 +55,13 @@ class S3Server:
     def start(self, bucket: str | None = BUCKET) -> None:
         moto = Path(sys.executable).parent / "moto_server"
         log = open(self.log_dir / f"moto-{self.port}-{len(self.starts)}.log", "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        if self.check_credentials:
+            # moto checks signatures and IAM policies after the first 4 requests, which create
+            # the user, its access key, its policy and the bucket
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"
         self.proc = subprocess.Popen(
-            [str(moto), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+            [str(moto), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=env,
         )
         deadline = time.time() + 30
         while True:
@@ -68,6 +73,15 @@ class S3Server:
                     raise RuntimeError(f"moto_server did not start on port {self.port}: see {log.name}") from None
                 time.sleep(0.1)
         self.starts.append(time.time())
+        if self.check_credentials:
+            iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="AKIAANY", aws_secret_access_key="any")
+            iam.create_user(UserName="stoicheia")
+            key = iam.create_access_key(UserName="stoicheia")["AccessKey"]
+            iam.put_user_policy(
+                UserName="stoicheia", PolicyName="all",
+                PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}',
+            )
+            self.env["AWS_ACCESS_KEY_ID"], self.env["AWS_SECRET_ACCESS_KEY"] = key["AccessKeyId"], key["SecretAccessKey"]
         if bucket:
             self.client().create_bucket(Bucket=bucket)
 
@@ -84,7 +98,8 @@ class S3Server:
 
     def client(self):
         return boto3.client(
-            "s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET,
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
             region_name="us-east-1", config=Config(retries={"max_attempts": 1}),
         )
 

@@ -21,10 +21,11 @@ import time
 import zipfile
 from pathlib import Path
 
+import pytest
 import torch
 from omegaconf import OmegaConf
 
-from stoicheia.config import to_dict
+from stoicheia.config import ConfigError, to_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from s3_server import BUCKET, SECRET  # noqa: E402
@@ -95,6 +96,34 @@ def assert_no_secret(roots: list[Path], texts: list[str], objects: dict[str, byt
     return n
 
 
+def batch_of(key: str) -> int:
+    return int(key.rsplit("-ba", 1)[1].split("-")[0])
+
+
+def kill_after_upload(server, machine: Path, yaml: Path, env, prefix: str, *, min_batch: int, n: int = 1, overrides=()) -> str:
+    """Start a run, SIGKILL its whole process group as soon as the store's latest symlink
+    points at batch ``min_batch`` or later; return its console output."""
+    machine.mkdir(parents=True, exist_ok=True)
+    log = machine / "console.txt"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(COMPOSER), "-n", str(n), str(REPO / "recipes" / "train.py"), str(yaml), *overrides], cwd=machine, env=env,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.time() + 240
+        while True:
+            assert proc.poll() is None and time.time() < deadline, "the run ended before it was killed: " + log.read_text()[-3000:]
+            if f"{prefix}latest-rank0.pt.symlink" in server.keys(prefix):
+                if batch_of(server.get(f"{prefix}latest-rank0.pt.symlink").decode()) >= min_batch:
+                    break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    text = log.read_text()
+    log.unlink()
+    return text
+
+
 def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shards, tmp_path, s3_server):
     env = clean_env(s3_server)
     # the uninterrupted run
@@ -114,27 +143,24 @@ def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shard
     assert s3_server.get("runs/ref/final.pt") == (local / "final.pt").read_bytes()
     assert s3_server.get("runs/ref/metrics.jsonl") == (local / "metrics.jsonl").read_bytes()
 
-    # a run killed (as by preemption) once the store has a checkpoint
-    yaml = write_yaml(tmp_path / "cut.yaml", small_shards, "cut")
-    (tmp_path / "B").mkdir()
-    proc = subprocess.Popen(
-        [str(COMPOSER), "-n", "1", str(REPO / "recipes" / "train.py"), str(yaml)], cwd=tmp_path / "B", env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.time() + 240
-    while "runs/cut/latest-rank0.pt.symlink" not in s3_server.keys("runs/cut/"):
-        assert proc.poll() is None and time.time() < deadline, "the run ended before its first checkpoint was uploaded"
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    pointed = s3_server.get("runs/cut/latest-rank0.pt.symlink").decode()
-    at = int(pointed.split("-ba")[1].split("-")[0])
-    assert at < 12, "killed before the end"
-    # a fresh machine: empty local folder, same command
-    again = train(tmp_path / "C", yaml, env)
+    # the same run reading its shards from the store, killed (as by preemption) once the
+    # store's latest points at batch 6 or later
+    s3_server.upload_folder(small_shards, "shards/small")
+    yaml = write_yaml(tmp_path / "cut.yaml", small_shards, "cut", "data.shard_root=/nonexistent", f"data.remote=s3://{BUCKET}/shards/small")
+    cut = kill_after_upload(s3_server, tmp_path / "B", yaml, env, "runs/cut/", min_batch=6, overrides=("data.local_cache=cache",))
+    # the newest checkpoint in the store is damaged: it must be skipped, not loaded
+    newest = max((k for k in s3_server.keys("runs/cut/ep")), key=batch_of)
+    data = s3_server.get(newest)
+    s3_server.put(newest, data[: len(data) // 2])
+    at = max(batch_of(k) for k in s3_server.keys("runs/cut/ep") if k != newest)
+    # a fresh machine: empty local folder and shard cache, same command
+    again = train(tmp_path / "C", yaml, env, "data.local_cache=cache")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"[store] s3://{BUCKET}/{newest} is incomplete or corrupt: it is not loaded" in again.stdout
     assert f"[store] restored ep0-ba{at}-rank0.pt (batch {at})" in again.stdout
     assert f"resuming run 'cut' from its checkpoint at batch {at}" in again.stdout
+    assert any((tmp_path / "C" / "cache" / "gold" / "train").glob("shard.*")), "shards were downloaded"
+    assert (tmp_path / "C" / "cache" / "stats.json").read_bytes() == (small_shards / "stats.json").read_bytes()
     assert same_weights(store_weights(s3_server, "runs/cut/final.pt"), store_weights(s3_server, "runs/ref/final.pt"))
     assert json.loads(s3_server.get("runs/cut/complete.json"))["step"] == 12
     # the logs in the store go on from where the killed job left them: every step is there
@@ -149,5 +175,252 @@ def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shard
 
     # the secret of the environment is in no file, object or console output
     objects = {k: s3_server.get(k) for k in s3_server.keys()}
-    texts = [r.stdout + r.stderr for r in (ref, again, done)]
+    texts = [r.stdout + r.stderr for r in (ref, again, done)] + [cut]
     assert assert_no_secret([tmp_path / m for m in "ABCD"], texts, objects) > 20
+
+
+def test_two_processes_resume_from_the_store_on_a_fresh_machine(small_shards, tmp_path, s3_server):
+    env = clean_env(s3_server)
+    yaml = write_yaml(tmp_path / "two.yaml", small_shards, "two")
+    first = kill_after_upload(s3_server, tmp_path / "A", yaml, env, "runs/two/", min_batch=3, n=2)
+    at = max(batch_of(k) for k in s3_server.keys("runs/two/ep"))
+    again = train(tmp_path / "B", yaml, env, n=2)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    out = again.stdout
+    assert out.count(f"[store] restored ep0-ba{at}-rank0.pt (batch {at})") == 1, out[-3000:]
+    assert out.count(f"resuming run 'two' from its checkpoint at batch {at}") == 1
+    assert out.count("[run] step 12: run complete") == 1
+    final = torch.load(io.BytesIO(s3_server.get("runs/two/final.pt")), weights_only=False)
+    assert len(final["state"]["dataset_state"]["train"]["ranks"]) == 2, "both ranks' data positions are in it"
+    assert json.loads(s3_server.get("runs/two/complete.json"))["step"] == 12
+    assert SECRET not in first + out + again.stderr
+
+
+class Console:
+    """A run's console lines, each with the time it arrived."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        import threading
+
+        self.lines: list[tuple[float, str]] = []
+        self.thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self.thread.start()
+
+    def _read(self, proc) -> None:
+        for line in proc.stdout:
+            self.lines.append((time.time(), line.rstrip("\n")))
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
+
+
+def start_run(machine: Path, yaml: Path, env, *overrides: str):
+    machine.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [str(COMPOSER), "-n", "1", str(REPO / "recipes" / "train.py"), str(yaml), *overrides], cwd=machine, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    return proc, Console(proc)
+
+
+def wait_for_key(server, key: str, proc, timeout: float = 240) -> None:
+    deadline = time.time() + timeout
+    while key not in server.keys(key.rsplit("/", 1)[0] + "/"):
+        assert proc.poll() is None and time.time() < deadline, f"{key} never appeared"
+        time.sleep(0.05)
+
+
+def test_store_outage_during_uploads_is_survived(small_shards, tmp_path, s3_server):
+    env = clean_env(s3_server)
+    yaml = write_yaml(tmp_path / "out.yaml", small_shards, "out", "train.upload_retry_seconds=120")
+    proc, console = start_run(tmp_path / "A", yaml, env)
+    wait_for_key(s3_server, "runs/out/latest-rank0.pt.symlink", proc)
+    t0 = time.time()
+    s3_server.stop()  # connections refused from now on
+    time.sleep(8)
+    s3_server.start()  # same port; moto's memory is empty, so the bucket is created again
+    assert proc.wait(timeout=300) == 0, console.text()[-4000:]
+    console.thread.join(timeout=10)
+    out = console.text()
+    failures = [(t, line) for t, line in console.lines if "[store]" in line and "failed" in line]
+    recovered = [(t, line) for t, line in console.lines if "[store]" in line and "after" in line and "failed tries" in line]
+    assert failures and recovered, out[-4000:]
+    assert all(t0 <= t < s3_server.starts[-1] + 1 for t, _ in failures[:1]), "the first failure is during the outage"
+    assert "stayed unreachable" not in out
+    # everything written after the outage began is in the store, and latest is the last checkpoint
+    names = {k.split("/")[-1] for k in s3_server.keys("runs/out/")}
+    assert {"ep0-ba12-rank0.pt", "final.pt", "complete.json", "metrics.jsonl", "latest-rank0.pt.symlink"} <= names, names
+    assert s3_server.get("runs/out/latest-rank0.pt.symlink").decode() == "runs/out/ep0-ba12-rank0.pt"
+    assert json.loads(s3_server.get("runs/out/complete.json"))["step"] == 12
+    local = tmp_path / "A" / "runs" / "out"
+    assert s3_server.get("runs/out/final.pt") == (local / "final.pt").read_bytes()
+    # the timeline, for the record (pytest -s shows it)
+    print(f"\noutage timeline (s after the server was stopped; it was back at {s3_server.starts[-1] - t0:.1f} s):")
+    for t, line in console.lines:
+        if "[store]" in line or "[run]" in line:
+            print(f"  {t - t0:7.1f}  {line}")
+
+
+def test_store_down_past_the_limit_stops_the_run_and_keeps_the_local_copy(small_shards, tmp_path, s3_server):
+    from stoicheia.train.checkpoints import checkpoint_is_complete
+
+    env = clean_env(s3_server)
+    yaml = write_yaml(tmp_path / "down.yaml", small_shards, "down", "train.upload_retry_seconds=3")
+    proc, console = start_run(tmp_path / "A", yaml, env)
+    wait_for_key(s3_server, "runs/down/latest-rank0.pt.symlink", proc)
+    s3_server.stop()
+    rc = proc.wait(timeout=300)
+    console.thread.join(timeout=10)
+    out = console.text()
+    assert rc == 4, out[-4000:]
+    assert "Traceback" not in out
+    assert "the object store stayed unreachable for" in out and "train.upload_retry_seconds=3" in out
+    assert "nothing is lost" in out and "Run the same command again" in out
+    local = tmp_path / "A" / "runs" / "down"
+    ckpts = sorted(local.glob("ep0-ba*-rank0.pt"), key=lambda f: batch_of(f.name))
+    assert len(ckpts) >= 2 and all(checkpoint_is_complete(f) for f in ckpts)
+    assert os.readlink(local / "latest-rank0.pt") == ckpts[-1].name
+    # the store is back (empty: moto forgot everything); the same command on the same machine
+    # uploads what is missing and finishes the run
+    s3_server.start()
+    again = train(tmp_path / "A", yaml, env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "missing in" in again.stdout and f"resuming run 'down' from its checkpoint at batch {batch_of(ckpts[-1].name)}" in again.stdout
+    names = {k.split("/")[-1] for k in s3_server.keys("runs/down/")}
+    assert {f.name for f in ckpts} <= names and {"final.pt", "complete.json"} <= names
+
+
+# --- checkpoints in the store that cannot be loaded ------------------------------------------
+def _ckpt(value: float) -> bytes:
+    buf = io.BytesIO()
+    torch.save({"state": {"x": torch.full((1000,), float(value))}}, buf)
+    return buf.getvalue()
+
+
+def _watch_store_log():
+    import logging
+
+    records: list[str] = []
+
+    class H(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logging.getLogger("stoicheia.train.object_store").addHandler(H())
+    return records
+
+
+def test_corrupt_newest_checkpoint_in_the_store_falls_back(tmp_path, s3_server, monkeypatch):
+    from stoicheia.train.object_store import StoreFolder, restore_run
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    s3_server.put("r/x/ep0-ba10-rank0.pt", _ckpt(10))
+    good = _ckpt(20)
+    s3_server.put("r/x/ep0-ba20-rank0.pt", good[: len(good) - 300])  # truncated upload
+    s3_server.put("r/x/latest-rank0.pt.symlink", b"r/x/ep0-ba20-rank0.pt")
+    records = _watch_store_log()
+    folder = StoreFolder.parse(f"s3://{BUCKET}/r/x")
+    assert restore_run(folder, tmp_path / "run") == "ep0-ba10-rank0.pt"
+    assert any(f"s3://{BUCKET}/r/x/ep0-ba20-rank0.pt is incomplete or corrupt" in r for r in records), records
+    assert os.readlink(tmp_path / "run" / "latest-rank0.pt") == "ep0-ba10-rank0.pt"
+    assert torch.load(tmp_path / "run" / "latest-rank0.pt")["state"]["x"][0] == 10
+    assert not (tmp_path / "run" / "ep0-ba20-rank0.pt").exists(), "the bad one is never put where it could be loaded"
+    # the local copy is as new as the store's newest good one: nothing is downloaded again
+    assert restore_run(folder, tmp_path / "run") is None
+
+
+def test_no_good_checkpoint_in_the_store_is_a_clear_error(tmp_path, s3_server, monkeypatch):
+    from stoicheia.train.object_store import StoreError, StoreFolder, restore_run
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    s3_server.put("r/y/ep0-ba10-rank0.pt", b"PK\x03\x04 not a checkpoint")
+    s3_server.put("r/y/ep0-ba20-rank0.pt", _ckpt(20)[:500])
+    with pytest.raises(StoreError, match=r"no complete checkpoint in s3://.*/r/y: every one is incomplete or corrupt .*ep0-ba20-rank0.pt.*ep0-ba10-rank0.pt"):
+        restore_run(StoreFolder.parse(f"s3://{BUCKET}/r/y"), tmp_path / "run")
+    assert not list((tmp_path / "run").glob("*.pt"))
+
+
+# --- failures before the first batch ---------------------------------------------------------
+def _main():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_recipe", REPO / "recipes" / "train.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.main
+
+
+def _run_main(yaml, env, monkeypatch, capsys, *overrides) -> tuple[int, str]:
+    for k in [k for k in os.environ if k.startswith("AWS_") or k == "S3_ENDPOINT_URL"]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    rc = _main()([str(yaml), *overrides])
+    out = capsys.readouterr()
+    return rc, out.out + out.err
+
+
+@pytest.fixture
+def short_yaml(small_shards, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    yaml = write_yaml(tmp_path / "pre.yaml", small_shards, "pre")
+    monkeypatch.chdir(tmp_path)  # the local run folder (runs/pre) would be made here
+    return yaml
+
+
+def test_missing_bucket_unreachable_store_and_unwritable_folder_stop_before_training(short_yaml, tmp_path, s3_server, monkeypatch, capsys):
+    env = dict(s3_server.env)
+    rc, out = _run_main(short_yaml, env, monkeypatch, capsys, "train.save_folder=s3://no-such-bucket/runs/{run_name}")
+    assert rc == 2 and "Traceback" not in out
+    assert "the bucket 'no-such-bucket' does not exist at http://127.0.0.1:" in out and "aws s3 mb s3://no-such-bucket" in out
+    assert len(out.strip().splitlines()) == 1
+    rc, out = _run_main(short_yaml, {**env, "S3_ENDPOINT_URL": "http://127.0.0.1:9"}, monkeypatch, capsys)
+    assert rc == 2 and "cannot reach the object store at http://127.0.0.1:9" in out and "S3_ENDPOINT_URL" in out
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for folder in (blocker / "runs", Path("/proc/stoicheia-test")):
+        rc, out = _run_main(short_yaml, env, monkeypatch, capsys, f"train.save_folder={folder}")
+        assert rc == 2 and "Traceback" not in out
+        assert f"train.save_folder {folder} is not writable" in out and "set train.save_folder" in out
+    assert not [f for f in (tmp_path / "runs").rglob("*") if f.is_file()], "nothing trained, nothing written"
+
+
+def test_wrong_or_missing_credentials_stop_before_training(short_yaml, tmp_path, monkeypatch, capsys):
+    from s3_server import S3Server
+
+    server = S3Server(tmp_path, check_credentials=True)  # moto checks signatures and IAM here
+    server.start()
+    try:
+        good = dict(server.env)
+        rc, out = _run_main(short_yaml, {**good, "AWS_SECRET_ACCESS_KEY": "wrong-secret"}, monkeypatch, capsys)
+        assert rc == 2 and "Traceback" not in out and "wrong-secret" not in out
+        assert "refused the credentials" in out and "SignatureDoesNotMatch" in out and "AWS_SECRET_ACCESS_KEY" in out
+        rc, out = _run_main(short_yaml, {**good, "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000000"}, monkeypatch, capsys)
+        assert rc == 2 and "InvalidAccessKeyId" in out
+        no_creds = {k: v for k, v in good.items() if not k.startswith("AWS_ACCESS") and not k.startswith("AWS_SECRET")}
+        no_creds.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_CONFIG_FILE=str(tmp_path / "none"))
+        rc, out = _run_main(short_yaml, no_creds, monkeypatch, capsys)
+        assert rc == 2 and "no credentials for s3://" in out and "never read from the YAML" in out
+        assert server.keys("runs/") == {}, "nothing written"
+    finally:
+        server.stop()
+
+
+def test_credentials_in_the_config_are_refused(short_yaml, tmp_path):
+    from stoicheia.config import load_config
+
+    for uri in (f"s3://AKIAX:{SECRET}@{BUCKET}/runs", f"sftp://me:{SECRET}@127.0.0.1/runs", f"s3://{BUCKET}/r?X-Amz-Signature={SECRET}"):
+        with pytest.raises(ConfigError, match="holds credentials or a query string; credentials are never read from the config") as err:
+            load_config(short_yaml, [f"train.save_folder={uri}"])
+        assert SECRET not in str(err.value)
+    with pytest.raises(ConfigError, match="data.remote"):
+        load_config(short_yaml, [f"data.remote=s3://AKIAX:{SECRET}@{BUCKET}/shards"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(short_yaml.read_text() + "\n" + f"aws_secret_access_key: {SECRET}\n")
+    with pytest.raises(ConfigError, match="'aws_secret_access_key' looks like a credential; credentials are never read") as err:
+        load_config(bad)
+    assert SECRET not in str(err.value)
+    with pytest.raises(ConfigError, match="train.upload_retry_seconds"):
+        load_config(short_yaml, ["train.upload_retry_seconds=0"])
