@@ -64,6 +64,19 @@ def main(argv: list[str]) -> int:
             print(f"train.py: {err}", file=sys.stderr)
         return 2
     if done is not None and "step" in done and "final" in done:
+        if remote and rank0 and (run_folder / done["final"]).exists():
+            # complete here, but a store outage may have kept files from the store: upload them
+            import logging
+
+            from stoicheia.train.console import configure_console
+            from stoicheia.train.loggers.store_uploader import StoreUploader
+
+            configure_console(0)
+            logging.getLogger("stoicheia").setLevel(logging.WARNING)
+            failed = StoreUploader(save_folder, run_folder, cfg.train.upload_retry_seconds).sync()
+            if failed:
+                print(f"train.py: {failed}", file=sys.stderr)
+                return 4
         if rank0:
             where = store.uri if remote else (lambda name: run_folder / name)
             best = done.get("best")

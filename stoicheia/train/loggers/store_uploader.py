@@ -118,8 +118,6 @@ class StoreUploader(LoggerDestination):
         self._queue.put(_Job("", Path()))
         self._thread.join()
         self._thread = None
-        if self._failed:
-            log.error("[store] the last logs were not uploaded: %s", self._failed)
 
     # --- public ------------------------------------------------------------------------
     def finish(self, state: State) -> None:
@@ -132,6 +130,19 @@ class StoreUploader(LoggerDestination):
                 time.sleep(0.1)
         self._raise_if_failed(state)
         log.info("[store] all files of the run are in %s", self.folder.uri())
+
+    def sync(self) -> str | None:
+        """Without a trainer (a run already complete locally): upload what the store lacks and
+        the marker files, wait, and return the error message if the store stayed unreachable
+        longer than the limit (else ``None``). Single process."""
+        self._thread = threading.Thread(target=self._work, name="stoicheia-store-upload", daemon=True)
+        self._thread.start()
+        self._resync()
+        self._put_markers()
+        self._queue.put(_Job("", Path()))
+        self._thread.join()
+        self._thread = None
+        return self._failed
 
     # --- internals ---------------------------------------------------------------------
     def _raise_if_failed(self, state: State) -> None:
@@ -191,7 +202,7 @@ class StoreUploader(LoggerDestination):
             if (self.run_folder / name).is_file() and name not in present:
                 self._put(_Job(name, self._stage(self.run_folder / name), verify=True))
         if missing:
-            log.info("[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them", len(missing), self.folder.uri())
+            log.warning("[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them", len(missing), self.folder.uri())
 
     def _work(self) -> None:
         while True:
@@ -233,8 +244,7 @@ class StoreUploader(LoggerDestination):
                         f"the checkpoints are in {self.run_folder.resolve()}. Run the same command again on this machine when the "
                         "store is back (the missing files are uploaded first), or raise train.upload_retry_seconds"
                     )
-                    log.error("[store] %s", self._failed)
-                    return
+                    return  # reported once, by the rank that raises StoreUnavailable
                 wait = min(delay, BACKOFF_MAX, self.retry_seconds - down)
                 log.warning(
                     "[store] %s upload of %s failed (%s, try %d); retrying in %.0f s (giving up after %g s)",
