@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from composer.core import State
 from composer.loggers import Logger, LoggerDestination
 from composer.utils import dist
@@ -93,6 +94,7 @@ class StoreUploader(LoggerDestination):
     def init(self, state: State, logger: Logger) -> None:
         if dist.get_global_rank() != 0:
             return
+        shutil.rmtree(self.staging, ignore_errors=True)  # links left by a killed job; the originals stay
         self._thread = threading.Thread(target=self._work, name="stoicheia-store-upload", daemon=True)
         self._thread.start()
         self._resync()
@@ -135,6 +137,7 @@ class StoreUploader(LoggerDestination):
         """Without a trainer (a run already complete locally): upload what the store lacks and
         the marker files, wait, and return the error message if the store stayed unreachable
         longer than the limit (else ``None``). Single process."""
+        shutil.rmtree(self.staging, ignore_errors=True)
         self._thread = threading.Thread(target=self._work, name="stoicheia-store-upload", daemon=True)
         self._thread.start()
         self._resync()
@@ -148,6 +151,11 @@ class StoreUploader(LoggerDestination):
     def _raise_if_failed(self, state: State) -> None:
         failed = [self._failed]
         if dist.get_world_size() > 1:
+            # one byte all-reduced per batch; the message travels only when there is one
+            flag = state.device.tensor_to_device(torch.tensor([int(self._failed is not None)], dtype=torch.uint8))
+            dist.all_reduce(flag, reduce_operation="MAX")
+            if not flag.item():
+                return
             dist.broadcast_object_list(failed, src=0)
         if failed[0] is not None:
             raise StoreUnavailable(failed[0])
