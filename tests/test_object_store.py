@@ -437,3 +437,40 @@ def test_credentials_in_the_config_are_refused(short_yaml, tmp_path):
     assert SECRET not in str(err.value)
     with pytest.raises(ConfigError, match="train.upload_retry_seconds"):
         load_config(short_yaml, ["train.upload_retry_seconds=0"])
+
+
+# --- SFTP ------------------------------------------------------------------------------------
+def test_sftp_save_folder_end_to_end(small_shards, tmp_path, monkeypatch, capsys):
+    """``sftp://`` against an SFTP server made with paramiko's server classes (there is no
+    OpenSSH sshd here): a run uploads everything, a fresh machine finds it complete, and the
+    restore path downloads and verifies its newest checkpoint."""
+    from sftp_server import USER, SFTPServer
+
+    from stoicheia.train.checkpoints import checkpoint_is_complete
+    from stoicheia.train.object_store import StoreFolder, restore_run
+
+    server = SFTPServer(tmp_path / "sftp-root", tmp_path / "keys")
+    try:
+        uri = f"sftp://{USER}@127.0.0.1:{server.port}/store/{{run_name}}"
+        monkeypatch.chdir(REPO)
+        yaml = write_yaml(tmp_path / "sftp.yaml", small_shards, "viasftp", f"train.save_folder={uri}")
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+        env.update(server.env, PYTHONPATH=str(REPO))
+        run = train(tmp_path / "A", yaml, env)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        stored = tmp_path / "sftp-root" / "store" / "viasftp"
+        names = {f.name for f in stored.iterdir()}
+        assert {"ep0-ba12-rank0.pt", "best.pt", "pre_anneal.pt", "final.pt", "complete.json", "metrics.jsonl", "latest-rank0.pt.symlink"} <= names
+        assert (stored / "latest-rank0.pt.symlink").read_text() == "/store/viasftp/ep0-ba12-rank0.pt"
+        assert (stored / "final.pt").read_bytes() == (tmp_path / "A" / "runs" / "viasftp" / "final.pt").read_bytes()
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        folder = StoreFolder.parse(uri.format(run_name="viasftp"))
+        assert restore_run(folder, tmp_path / "B" / "runs" / "viasftp") == "ep0-ba12-rank0.pt"
+        assert checkpoint_is_complete(tmp_path / "B" / "runs" / "viasftp" / "latest-rank0.pt")
+        (tmp_path / "C").mkdir()
+        monkeypatch.chdir(tmp_path / "C")
+        rc, out = _run_main(yaml, server.env, monkeypatch, capsys)
+        assert rc == 0 and "run 'viasftp' is complete at step 12" in out, out
+    finally:
+        server.stop()

@@ -146,7 +146,7 @@ def check_store(folder: StoreFolder, write: bool) -> None:
     """
     try:
         store = folder.open()
-        store.list_objects(folder.key(""))
+        list_names(store, folder)
         if write:
             with tempfile.TemporaryDirectory() as tmp:
                 probe = Path(tmp) / "probe"
@@ -175,7 +175,13 @@ def check_local_folder(folder: Path, what: str) -> None:
 
 
 def list_names(store, folder: StoreFolder) -> list[str]:
-    """Names of the objects directly in the store folder (``store`` from :meth:`StoreFolder.open`)."""
+    """Names of the objects directly in the store folder (``store`` from :meth:`StoreFolder.open`).
+    Composer's SFTP store cannot list: its SFTP client lists the directory (none yet: empty)."""
+    if folder.scheme == "sftp":
+        try:
+            return store.sftp_client.listdir(folder.prefix or ".")
+        except FileNotFoundError:
+            return []
     base = folder.key("")
     return [k[len(base):] for k in store.list_objects(base) if k.startswith(base) and "/" not in k[len(base):]]
 
