@@ -124,6 +124,7 @@ def kill_after_upload(server, machine: Path, yaml: Path, env, prefix: str, *, mi
     return text
 
 
+@pytest.mark.slow
 def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shards, tmp_path, s3_server, monkeypatch, capsys):
     env = clean_env(s3_server)
     # the uninterrupted run
@@ -182,6 +183,7 @@ def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shard
     assert assert_no_secret([tmp_path / m for m in "ABCD"], texts, objects) > 20
 
 
+@pytest.mark.slow
 def test_two_processes_resume_from_the_store_on_a_fresh_machine(small_shards, tmp_path, s3_server):
     env = clean_env(s3_server)
     yaml = write_yaml(tmp_path / "two.yaml", small_shards, "two")
@@ -233,6 +235,7 @@ def wait_for_key(server, key: str, proc, timeout: float = 240) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_store_outage_during_uploads_is_survived(small_shards, tmp_path, s3_server):
     env = clean_env(s3_server)
     yaml = write_yaml(tmp_path / "out.yaml", small_shards, "out", "train.upload_retry_seconds=120")
@@ -264,6 +267,7 @@ def test_store_outage_during_uploads_is_survived(small_shards, tmp_path, s3_serv
             print(f"  {t - t0:7.1f}  {line}")
 
 
+@pytest.mark.slow
 def test_store_down_past_the_limit_stops_the_run_and_keeps_the_local_copy(small_shards, tmp_path, s3_server):
     from stoicheia.train.checkpoints import checkpoint_is_complete
 
@@ -440,6 +444,7 @@ def test_credentials_in_the_config_are_refused(short_yaml, tmp_path):
 
 
 # --- SFTP ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sftp_save_folder_end_to_end(small_shards, tmp_path, monkeypatch, capsys):
     """``sftp://`` against an SFTP server made with paramiko's server classes (there is no
     OpenSSH sshd here): a run uploads everything, a fresh machine finds it complete, and the
