@@ -128,6 +128,12 @@ def main(argv: list[str]) -> int:
                 {"step": int(built.trainer.state.timestamp.batch), "message": str(err), "last_good_checkpoint": last_good, "time": run_files.now()},
             )
             print(f"train.py: {err} (last good checkpoint: {last_good or 'none'})", file=sys.stderr)
+        if built.uploader is not None:  # diverged.json and the logs go to the store too
+            try:
+                built.uploader.finish(built.trainer.state)
+            except StoreUnavailable as store_err:
+                if rank0:
+                    print(f"train.py: {store_err}", file=sys.stderr)
         return 3
     built.trainer.close()
     return 0

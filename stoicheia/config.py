@@ -228,6 +228,8 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         _check_uri(key, value, source)
     if d.remote is not None and "://" not in d.remote:
         raise bad("data.remote", f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; for local shards set data.shard_root")
+    if d.remote is not None and not d.local_cache:
+        raise bad("data.local_cache", "data.remote needs a local folder for the downloaded shards (a node-local disk), e.g. data.local_cache=/scratch/shards")
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
     if not all(math.isfinite(w) and w >= 0 for w in d.tier_weights.values()):

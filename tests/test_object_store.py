@@ -439,6 +439,8 @@ def test_credentials_in_the_config_are_refused(short_yaml, tmp_path):
     with pytest.raises(ConfigError, match="'aws_secret_access_key' looks like a credential; credentials are never read") as err:
         load_config(bad)
     assert SECRET not in str(err.value)
+    with pytest.raises(ConfigError, match="data.local_cache: data.remote needs a local folder"):
+        load_config(short_yaml, [f"data.remote=s3://{BUCKET}/shards"])
     with pytest.raises(ConfigError, match="train.upload_retry_seconds"):
         load_config(short_yaml, ["train.upload_retry_seconds=0"])
 

@@ -145,11 +145,11 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         err = None
         if dist.get_local_rank() == 0:
             try:
-                fetch_remote_stats(d.remote, d.local_cache or "shard_cache")
+                fetch_remote_stats(d.remote, d.local_cache)
             except FileNotFoundError as e:
                 err = str(e)
         _raise_first(err, FileNotFoundError)
-        stats_root = d.local_cache or "shard_cache"
+        stats_root = d.local_cache
     factory = TierMixFactory(
         shard_root=d.shard_root,
         seq_len=d.seq_len,

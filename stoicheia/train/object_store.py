@@ -230,9 +230,12 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
     Raises :class:`StoreError` when the store holds checkpoints newer than the local ones but
     none of them is complete and no local checkpoint exists.
     """
-    store = folder.open()
     run_folder = Path(run_folder)
-    names = list_names(store, folder)
+    try:
+        store = folder.open()
+        names = list_names(store, folder)
+    except Exception as err:
+        raise StoreError(f"train.save_folder: {describe_error(err, folder)}") from None
     remote = sorted(
         ((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n)) and m["rank"] == "0"), reverse=True
     )
@@ -269,22 +272,3 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
         )
     log.warning("[store] the store's newer checkpoints are corrupt (%s); resuming from the local one at batch %d", ", ".join(bad), local)
     return None
-
-
-def read_store_json(folder: StoreFolder, name: str) -> dict | None:
-    """The JSON object ``name`` of the store folder, or ``None`` if it is absent. Raises
-    :class:`StoreError` if the store cannot be read."""
-    import json
-
-    try:
-        store = folder.open()
-        if name not in list_names(store, folder):
-            return None
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / name
-            store.download_object(folder.key(name), str(path), overwrite=True)
-            return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise StoreError(f"{folder.uri(name)} is not valid JSON ({err}); delete it from the store") from None
-    except Exception as err:
-        raise StoreError(f"train.save_folder: {describe_error(err, folder)}") from None
