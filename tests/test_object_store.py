@@ -481,3 +481,40 @@ def test_sftp_save_folder_end_to_end(small_shards, tmp_path, monkeypatch, capsys
         assert rc == 0 and "run 'viasftp' is complete at step 12" in out, out
     finally:
         server.stop()
+
+
+def test_uploader_sync_fills_the_store_and_never_uploads_an_incomplete_checkpoint(tmp_path, s3_server, monkeypatch):
+    """What a re-run after an outage does (``StoreUploader.sync``, no training): checkpoints
+    missing in the store are uploaded in batch order and ``latest`` follows; a named checkpoint
+    rewritten since its last upload goes up again; an incomplete checkpoint never does."""
+    from stoicheia.train.loggers.store_uploader import StoreUploader
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    run = tmp_path / "runs" / "u"
+    run.mkdir(parents=True)
+    for b in (3, 6):
+        (run / f"ep0-ba{b}-rank0.pt").write_bytes(_ckpt(b))
+    os.symlink("ep0-ba6-rank0.pt", run / "latest-rank0.pt")
+    (run / "best.pt").write_bytes(_ckpt(1))
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    uri = f"s3://{BUCKET}/r/u"
+    assert StoreUploader(uri, run, 5).sync() is None
+    assert s3_server.get("r/u/latest-rank0.pt.symlink") == b"r/u/ep0-ba6-rank0.pt"
+    assert s3_server.get("r/u/best.pt") == (run / "best.pt").read_bytes()
+    assert s3_server.get("r/u/metrics.jsonl") == b'{"step": 1}\n'
+    # a new best.pt (its upload failed in an outage), a new checkpoint and a truncated one
+    time.sleep(0.01)
+    (run / "best.pt").write_bytes(_ckpt(2))
+    (run / "ep0-ba9-rank0.pt").write_bytes(_ckpt(9))
+    (run / "ep0-ba12-rank0.pt").write_bytes(_ckpt(12)[:400])
+    os.remove(run / "latest-rank0.pt")
+    os.symlink("ep0-ba12-rank0.pt", run / "latest-rank0.pt")
+    assert StoreUploader(uri, run, 5).sync() is None
+    names = {k.split("/")[-1] for k in s3_server.keys("r/u/")}
+    assert "ep0-ba9-rank0.pt" in names and "ep0-ba12-rank0.pt" not in names
+    # latest never points at the incomplete checkpoint (a fresh machine would still take ba9:
+    # restore_run looks at every checkpoint object, newest first)
+    assert s3_server.get("r/u/latest-rank0.pt.symlink") == b"r/u/ep0-ba6-rank0.pt"
+    assert s3_server.get("r/u/best.pt") == (run / "best.pt").read_bytes()
+    assert not list((run / ".upload").iterdir()), "staged links are removed once uploaded"

@@ -27,6 +27,7 @@ from composer.core import State
 from composer.loggers import Logger, LoggerDestination
 from composer.utils import dist
 
+from stoicheia.train import run_files
 from stoicheia.train.checkpoints import checkpoint_is_complete
 from stoicheia.train.object_store import (
     CHECKPOINT,
@@ -44,6 +45,11 @@ log = logging.getLogger(__name__)
 BACKOFF_START, BACKOFF_FACTOR, BACKOFF_MAX = 1.0, 2.0, 60.0
 
 
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
 class StoreUnavailable(RuntimeError):
     """The store stayed unreachable longer than ``train.upload_retry_seconds``; the message
     names the store, the file, the last error and where the local copy is."""
@@ -55,6 +61,7 @@ class _Job:
     path: Path  # staged local file (removed once uploaded)
     verify: bool = False  # a checkpoint: upload only if complete
     target: str | None = None  # a latest symlink: the checkpoint it points at
+    stamp: list[int] | None = None  # a named checkpoint: [size, mtime_ns] of the local file
 
 
 class StoreUploader(LoggerDestination):
@@ -86,6 +93,9 @@ class StoreUploader(LoggerDestination):
         self._failed: str | None = None
         self._bad: set[str] = set()
         self._store = None
+        # which version of each named checkpoint is in the store (a rewritten best.pt whose
+        # upload failed is uploaded again by the next job)
+        self._record = self.run_folder / ".uploaded.json"
 
     # --- Composer hooks ------------------------------------------------------------------
     def can_upload_files(self) -> bool:
@@ -106,7 +116,7 @@ class StoreUploader(LoggerDestination):
             self._put_markers()  # the logs up to this checkpoint are in the store before `latest` moves
             self._put(_Job(LATEST_SYMLINK if name.startswith("latest-rank0") else name, self._stage_text(self.folder.key(target)), target=target))
         else:
-            self._put(_Job(name, self._stage(Path(file_path)), verify=name.endswith(".pt")))
+            self._put(_Job(name, self._stage(Path(file_path)), verify=name.endswith(".pt"), stamp=_stamp(Path(file_path))))
 
     def batch_end(self, state: State, logger: Logger) -> None:
         self._raise_if_failed(state)
@@ -148,6 +158,12 @@ class StoreUploader(LoggerDestination):
         return self._failed
 
     # --- internals ---------------------------------------------------------------------
+    def _read_record(self) -> dict[str, list[int]]:
+        try:
+            return run_files.read_json(self.run_folder, self._record.name) or {}
+        except ValueError:
+            return {}
+
     def _raise_if_failed(self, state: State) -> None:
         failed = [self._failed]
         if dist.get_world_size() > 1:
@@ -206,9 +222,11 @@ class StoreUploader(LoggerDestination):
         if missing and link.is_symlink():
             target = os.readlink(link)
             self._put(_Job(LATEST_SYMLINK, self._stage_text(self.folder.key(target)), target=target))
+        record = self._read_record()
         for name in NAMED:
-            if (self.run_folder / name).is_file() and name not in present:
-                self._put(_Job(name, self._stage(self.run_folder / name), verify=True))
+            path = self.run_folder / name
+            if path.is_file() and (name not in present or record.get(name, _stamp(path)) != _stamp(path)):
+                self._put(_Job(name, self._stage(path), verify=True, stamp=_stamp(path)))
         if missing:
             log.warning("[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them", len(missing), self.folder.uri())
 
@@ -260,6 +278,10 @@ class StoreUploader(LoggerDestination):
                 )
                 time.sleep(max(wait, 0.0))
                 delay *= BACKOFF_FACTOR
+        if job.name in NAMED and job.stamp is not None:
+            record = self._read_record()
+            record[job.name] = job.stamp
+            run_files.write_json(self.run_folder, self._record.name, record)
         if first_failure is not None:
             log.info(
                 "[store] %s uploaded %s after %d failed tries over %.0f s", time.strftime("%H:%M:%S"), job.name, tries, time.time() - first_failure,
