@@ -258,10 +258,10 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
             log.warning("[store] %s is incomplete or corrupt: it is not loaded (it stays in the store); trying the previous checkpoint", folder.uri(name))
             continue
         os.replace(tmp, run_folder / name)
-        link = run_folder / "latest-rank0.pt"
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(name)
+        # atomic, also when the nodes of a job share the run folder and restore at once
+        tmp_link = run_folder / f".latest.{uuid.uuid4().hex}"
+        tmp_link.symlink_to(name)
+        os.replace(tmp_link, run_folder / "latest-rank0.pt")
         fetch_markers(folder, run_folder, overwrite=True, store=store)
         log.info("[store] restored %s (batch %d) from %s into %s", name, batch, folder.uri(), run_folder)
         return name
