@@ -147,15 +147,18 @@ def test_store_run_uploads_everything_and_a_fresh_machine_resumes_it(small_shard
     # the same run reading its shards from the store, killed (as by preemption) once the
     # store's latest points at batch 6 or later
     s3_server.upload_folder(small_shards, "shards/small")
-    yaml = write_yaml(tmp_path / "cut.yaml", small_shards, "cut", "data.shard_root=/nonexistent", f"data.remote=s3://{BUCKET}/shards/small")
-    cut = kill_after_upload(s3_server, tmp_path / "B", yaml, env, "runs/cut/", min_batch=6, overrides=("data.local_cache=cache",))
+    yaml = write_yaml(
+        tmp_path / "cut.yaml", small_shards, "cut", "data.shard_root=/nonexistent", f"data.remote=s3://{BUCKET}/shards/small",
+        "data.local_cache=cache",  # relative: inside each machine's working directory
+    )
+    cut = kill_after_upload(s3_server, tmp_path / "B", yaml, env, "runs/cut/", min_batch=6)
     # the newest checkpoint in the store is damaged: it must be skipped, not loaded
     newest = max((k for k in s3_server.keys("runs/cut/ep")), key=batch_of)
     data = s3_server.get(newest)
     s3_server.put(newest, data[: len(data) // 2])
     at = max(batch_of(k) for k in s3_server.keys("runs/cut/ep") if k != newest)
     # a fresh machine: empty local folder and shard cache, same command
-    again = train(tmp_path / "C", yaml, env, "data.local_cache=cache")
+    again = train(tmp_path / "C", yaml, env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"[store] s3://{BUCKET}/{newest} is incomplete or corrupt: it is not loaded" in again.stdout
     assert f"[store] restored ep0-ba{at}-rank0.pt (batch {at})" in again.stdout

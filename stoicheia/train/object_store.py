@@ -116,8 +116,13 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
                 f"no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
                 "~/.aws/credentials) in the job's environment; credentials are never read from the YAML"
             )
+        code = None
         if isinstance(err, bex.ClientError):
             code = str(err.response.get("Error", {}).get("Code", ""))
+        elif type(err).__name__ == "S3UploadFailedError":  # boto3 wraps the ClientError of an upload in text
+            found = re.search(r"An error occurred \((\w+)\)", str(err))
+            code = found.group(1) if found else None
+        if code is not None:
             if code == "NoSuchBucket":
                 return (
                     f"the bucket {folder.bucket!r} does not exist at {endpoint}: create it (e.g. `aws s3 mb s3://{folder.bucket}`) "
