@@ -100,14 +100,14 @@ def batch_of(key: str) -> int:
     return int(key.rsplit("-ba", 1)[1].split("-")[0])
 
 
-def kill_after_upload(server, machine: Path, yaml: Path, env, prefix: str, *, min_batch: int, n: int = 1, overrides=()) -> str:
+def kill_after_upload(server, machine: Path, yaml: Path, env, prefix: str, *, min_batch: int, n: int = 1) -> str:
     """Start a run, SIGKILL its whole process group as soon as the store's latest symlink
     points at batch ``min_batch`` or later; return its console output."""
     machine.mkdir(parents=True, exist_ok=True)
     log = machine / "console.txt"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [str(COMPOSER), "-n", str(n), str(REPO / "recipes" / "train.py"), str(yaml), *overrides], cwd=machine, env=env,
+            [str(COMPOSER), "-n", str(n), str(REPO / "recipes" / "train.py"), str(yaml)], cwd=machine, env=env,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.time() + 240
