@@ -33,6 +33,26 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the fix."""
 
 
+_CREDENTIAL_WORDS = ("secret", "password", "passwd", "access_key", "accesskey", "token", "credential", "api_key", "apikey")
+_CREDENTIAL_HINT = (
+    "credentials are never read from the config: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
+    "~/.aws/credentials; COMPOSER_SFTP_KEY_FILE for sftp) in the job's environment"
+)
+
+
+def _check_uri(key: str, value: str | None, source: str) -> None:
+    """Reject an object-store URI that carries a secret (``s3://KEY:SECRET@bucket``, a
+    password in ``sftp://user:pw@host``, a signed query string)."""
+    from urllib.parse import urlparse
+
+    if value is None or "://" not in value:
+        return
+    p = urlparse(value)
+    if p.password is not None or (p.username is not None and p.scheme != "sftp") or p.query:
+        # the message must not repeat the secret
+        raise ConfigError(f"{source}: {key}: the URI {p.scheme}://... holds credentials or a query string; {_CREDENTIAL_HINT}")
+
+
 @dataclass
 class DataConfig:
     """Where the shards are and how records become packed rows.
@@ -83,7 +103,8 @@ class TrainConfig:
     precision: str = "auto"  # auto | fp32 | amp_bf16
     compile: bool = False
     device: str = "auto"  # auto | cpu | gpu
-    save_folder: str = "checkpoints/{run_name}"
+    save_folder: str = "checkpoints/{run_name}"  # local path or s3:// gs:// oci:// sftp:// URI
+    upload_retry_seconds: float = 600.0  # an object store failing this long stops the run
     save_interval: int = 2000  # batches; evaluation runs at every checkpoint
     save_num_checkpoints_to_keep: int = -1
     autoresume: bool = True
@@ -118,6 +139,8 @@ def _check_keys(user: Any, schema: type, where: str, source: str) -> None:
         return
     fields = {f.name: f for f in dataclasses.fields(schema)}
     for key in user.keys():
+        if key not in fields and any(w in str(key).lower().replace("-", "_") for w in _CREDENTIAL_WORDS):
+            raise ConfigError(f"{source}: '{where}{key}' looks like a credential; {_CREDENTIAL_HINT}")
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.5)
             hint = f"; did you mean '{where}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
@@ -220,6 +243,14 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
             raise bad("train.loggers", f"unknown logger {name!r}" + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(LOGGERS)}"))
     if t.save_interval < 1 or t.log_every < 1:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
+    if not (t.upload_retry_seconds > 0 and math.isfinite(t.upload_retry_seconds)):
+        raise bad("train.upload_retry_seconds", f"must be a number of seconds > 0, got {t.upload_retry_seconds}")
+    for key, value in (("train.save_folder", t.save_folder), ("train.load_path", t.load_path), ("data.remote", d.remote)):
+        _check_uri(key, value, source)
+    if d.remote is not None and "://" not in d.remote:
+        raise bad("data.remote", f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; for local shards set data.shard_root")
+    if d.remote is not None and not d.local_cache:
+        raise bad("data.local_cache", "data.remote needs a local folder for the downloaded shards (a node-local disk), e.g. data.local_cache=/scratch/shards")
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
     if not all(math.isfinite(w) and w >= 0 for w in d.tier_weights.values()):

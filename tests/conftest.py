@@ -39,3 +39,17 @@ def small_shards(corpus_root: Path, tmp_path_factory) -> Path:
         progress=False,
     )
     return out
+
+
+@pytest.fixture
+def s3_server(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1 with the test bucket, stopped at the end (see s3_server.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from s3_server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("moto"))
+    server.start()
+    yield server
+    server.stop()

@@ -84,7 +84,7 @@ def test_load_path_missing(yaml, tmp_path):
 def test_save_folder_not_writable(yaml, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file, not a folder")
-    line = _check(_train(yaml, f"train.save_folder={blocker}/{{run_name}}"), "train.save_folder", "cannot write")
+    line = _check(_train(yaml, f"train.save_folder={blocker}/{{run_name}}"), "train.save_folder", "not writable")
     _suggested_key_exists(line, "train.save_folder")
 
 

@@ -13,6 +13,8 @@ The data position (which record, piece and slot comes next) is not kept here: th
 from __future__ import annotations
 
 import copy
+import os
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +75,33 @@ def make_streams(
                 )
             )
     return streams
+
+
+def fetch_remote_stats(remote: str, local_cache: str | Path) -> Path:
+    """Download ``{remote}/stats.json`` (written by ``stoicheia convert``) into ``local_cache``
+    with streaming's downloader (same endpoint and credentials as the shards) and return
+    ``local_cache``, the folder to read the statistics from. The file is replaced atomically.
+
+    Raises ``FileNotFoundError`` naming the object and the fix when it cannot be read (missing
+    object or bucket, refused credentials, unreachable endpoint).
+    """
+    from streaming.base.storage.download import CloudDownloader
+
+    folder = Path(local_cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".stats.{uuid.uuid4().hex}.json"
+    source = f"{remote.rstrip('/')}/stats.json"
+    try:
+        CloudDownloader.direct_download(source, str(tmp))
+    except Exception as err:
+        tmp.unlink(missing_ok=True)
+        raise FileNotFoundError(
+            f"cannot read {source} ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}): data.remote must hold "
+            "the whole output folder of `stoicheia convert` (stats.json and TIER/SPLIT/ shards); check the URI, S3_ENDPOINT_URL "
+            "and the credentials in the job's environment"
+        ) from None
+    os.replace(tmp, folder / "stats.json")
+    return folder
 
 
 @dataclass

@@ -25,7 +25,7 @@ from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader, build_eval_batches, pad_eval_batches
 from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
-from stoicheia.data.stream import TierMixFactory
+from stoicheia.data.stream import TierMixFactory, fetch_remote_stats
 from stoicheia.model.composer_model import StoicheiaModel
 from stoicheia.model.metrics import EVAL_METRICS
 from stoicheia.model.optim import param_groups
@@ -37,6 +37,8 @@ from stoicheia.train.callbacks.run_record import RunRecord
 from stoicheia.train.checkpoints import CheckpointError, missing_records, repair_checkpoint_folder
 from stoicheia.train.console import configure_console
 from stoicheia.train.loggers.jsonl_logger import JSONLLogger
+from stoicheia.train.loggers.store_uploader import StoreUploader
+from stoicheia.train.object_store import StoreError, StoreFolder, is_remote, restore_run
 from stoicheia.train.schedule import WSDScheduler, WSDShape
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ class Built:
     plugins: dict[str, Any]
     load_path: str | None = None
     autoresumed: bool = False
+    uploader: StoreUploader | None = None  # with an object-store save_folder
 
 
 class _ListDataset(torch.utils.data.Dataset):
@@ -88,9 +91,9 @@ def resolve_device(cfg: RunConfig) -> tuple[str, str]:
     return device, precision
 
 
-def _unigram_bits(cfg: RunConfig) -> float | None:
+def _unigram_bits(cfg: RunConfig, stats_root: str | Path) -> float | None:
     try:
-        return mixture_unigram_entropy(read_stats(Path(cfg.data.shard_root)), cfg.data.tier_weights)
+        return mixture_unigram_entropy(read_stats(Path(stats_root)), cfg.data.tier_weights)
     except (FileNotFoundError, ValueError, KeyError):
         return None  # shards from an object store, or an older stats.json: no baseline shown
 
@@ -106,23 +109,6 @@ def _every(interval: int, control: AnnealControl):
         return int(state.timestamp.batch) % interval == 0 or control.complete
 
     return check
-
-
-def check_save_folder(save_folder: str) -> None:
-    """Fail before any work when the local ``save_folder`` cannot be written (object-store
-    URIs are checked by the uploader). Raises ``ValueError`` naming the key and the fix."""
-    if "://" not in save_folder:
-        folder = Path(save_folder)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            probe = folder / f".write-test-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as err:
-            raise ValueError(
-                f"train.save_folder={save_folder}: cannot write there ({err.strerror or err}); "
-                "set train.save_folder to a folder this job may write to"
-            ) from None
 
 
 def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
@@ -182,22 +168,21 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     save_folder = cfg.train.save_folder.format(run_name=run_name)
     run_folder = run_files.local_run_folder(save_folder, run_name)
     metrics_file = cfg.train.metrics_file.format(run_name=run_name, save_folder=str(run_folder))
-    check_save_folder(save_folder)
-    problem = None
-    if dist.get_global_rank() == 0 and "://" not in save_folder:
-        try:
-            repair_checkpoint_folder(Path(save_folder), first_save=cfg.train.save_interval)
-        except CheckpointError as err:
-            if cfg.train.autoresume:
-                problem = str(err)
-            else:  # no autoresume: this run does not resume from its folder anyway
-                log.warning("[checkpoint] %s", err)
-    problems = [p for p in dist.all_gather_object(problem) if p]  # every rank stops, none waits
-    if problems:
-        raise ValueError(problems[0])
-    _check_load_path(cfg, run_folder if "://" not in save_folder else None)
+    _prepare_run_folder(cfg, save_folder, run_folder)
+    _check_load_path(cfg, run_folder)
 
     d = cfg.data
+    stats_root: str | Path = d.shard_root
+    if d.remote is not None:
+        # stats.json (val works, unigram baseline) comes from the store, once per node
+        err = None
+        if dist.get_local_rank() == 0:
+            try:
+                fetch_remote_stats(d.remote, d.local_cache)
+            except FileNotFoundError as e:
+                err = str(e)
+        _raise_first(err, FileNotFoundError)
+        stats_root = d.local_cache
     factory = TierMixFactory(
         shard_root=d.shard_root,
         seq_len=d.seq_len,
@@ -229,7 +214,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     control = AnnealControl(shape, cfg.train.max_steps, run_folder=run_folder, save_folder=save_folder)
     decide_on = decision_metric(cfg)
 
-    eval_sets = read_eval_sets(d.shard_root, d.tier_weights, d.eval_sets, d.eval_records, d.remote, d.local_cache)
+    eval_sets = read_eval_sets(stats_root, d.tier_weights, d.eval_sets, d.eval_records, d.remote, d.local_cache)
     if decide_on.split("/")[0] not in eval_sets:
         raise ValueError(
             f"train.decide_on={decide_on} names the evaluation set {decide_on.split('/')[0]!r}, which has no records "
@@ -279,9 +264,15 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     for name, kwargs in registry.resolve(cfg.callbacks, "callbacks"):
         plugins[name] = registry.build("callbacks", name, kwargs, ctx)
     algorithms = [p for n, p in plugins.items() if n in registry.ALGORITHMS]
-    callbacks = [control, RunRecord(to_dict(cfg), run_folder), EvalHistory(run_folder, _unigram_bits(cfg))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
+    callbacks = [control, RunRecord(to_dict(cfg), run_folder), EvalHistory(run_folder, _unigram_bits(cfg, stats_root))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"
+    loggers: list = [JSONLLogger(metrics_file), *extra_loggers(cfg, run_folder)]
+    uploader = None
+    if is_remote(save_folder):
+        # Composer works in the local run folder; the uploader mirrors it to the store
+        uploader = StoreUploader(save_folder, run_folder, cfg.train.upload_retry_seconds)
+        loggers.append(uploader)
     trainer = Trainer(
         model=model,
         train_dataloader=train_spec,
@@ -295,9 +286,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         algorithms=algorithms,
         callbacks=callbacks,
-        loggers=[JSONLLogger(metrics_file), *extra_loggers(cfg, run_folder)],
+        loggers=loggers,
         run_name=run_name,
-        save_folder=save_folder,
+        save_folder=str(run_folder),
         save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",
         save_interval=interval,
         save_overwrite=True,
@@ -314,8 +305,44 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     trainer.state.run_name = run_name
     trainer.logger.log_hyperparameters(to_dict(cfg))
     # autoresume found a checkpoint of this run (it then ignores load_path)
-    autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt")) if "://" not in save_folder else False
-    return Built(trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins, cfg.train.load_path, autoresumed)
+    autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt"))
+    return Built(
+        trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins, cfg.train.load_path, autoresumed, uploader
+    )
+
+
+def _raise_first(err: str | None, kind: type[Exception]) -> None:
+    """Collective: raise ``kind`` on every rank if any rank has an error message."""
+    errors = dist.all_gather_object(err) if dist.get_world_size() > 1 else [err]
+    first = next((e for e in errors if e), None)
+    if first:
+        raise kind(first)
+
+
+def _prepare_run_folder(cfg: RunConfig, save_folder: str, run_folder: Path) -> None:
+    """Make the local run folder safe to autoresume from (quarantine incomplete checkpoints,
+    fix ``latest``); with an object-store ``save_folder``, on every node, also bring the
+    store's newest good checkpoint and marker files into it (:func:`restore_run`).
+
+    Collective; raises :class:`StoreError` on every rank if the store's checkpoints are
+    unusable, and ``ValueError`` if the run has checkpoints but none is complete (see
+    :func:`~stoicheia.train.checkpoints.repair_checkpoint_folder`)."""
+    store_err = ckpt_err = None
+    first = dist.get_local_rank() == 0 if is_remote(save_folder) else dist.get_global_rank() == 0
+    if first:  # node disks are separate: with a store, each node restores its own copy
+        try:
+            repair_checkpoint_folder(run_folder, first_save=cfg.train.save_interval)
+            if is_remote(save_folder) and cfg.train.autoresume:
+                restore_run(StoreFolder.parse(save_folder), run_folder)
+        except StoreError as e:
+            store_err = str(e)
+        except CheckpointError as e:
+            if cfg.train.autoresume:
+                ckpt_err = str(e)
+            else:  # no autoresume: this run does not resume from its folder anyway
+                log.warning("[checkpoint] %s", e)
+    _raise_first(store_err, StoreError)
+    _raise_first(ckpt_err, ValueError)
 
 
 def fit_run(built: Built) -> bool:
@@ -332,6 +359,8 @@ def fit_run(built: Built) -> bool:
             "[run] run %r already complete at batch %d; nothing to do (its checkpoints are in %s; "
             "delete them or change run_name to train again)", state.run_name, done_at, built.save_folder,
         )
+        if built.uploader is not None:
+            built.uploader.finish(state)
         return False
     if state.max_duration is not None and done_at >= int(state.max_duration.value):
         raise ValueError(
@@ -345,4 +374,6 @@ def fit_run(built: Built) -> bool:
         else:
             log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
     built.trainer.fit()
+    if built.uploader is not None:
+        built.uploader.finish(state)  # final.pt, complete.json and the logs are in the store
     return True
