@@ -96,6 +96,19 @@ def model(trained):
     return load_model(trained, device="cpu")
 
 
+def test_a_corrupt_checkpoint_is_refused_not_loaded(trained, tmp_path):
+    """A bit flip inside a tensor record fails the CRC check: an error, never wrong weights."""
+    from stoicheia.inference.loading import ModelLoadError, load_model
+
+    data = bytearray((trained / "final.pt").read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    bad = tmp_path / "flipped.pt"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelLoadError, match=r"flipped\.pt: incomplete or corrupt checkpoint.*use another checkpoint"):
+        load_model(bad, device="cpu")
+
+
 def test_checkpoint_records_its_config(trained, model):
     assert model.kind == "checkpoint" and model.step == 8
     assert model.encoder_config.d_model == 32 and model.encoder_config.char_window == 16

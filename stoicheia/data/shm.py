@@ -106,3 +106,27 @@ def retry_prefix_race(make: Callable[[], T], attempts: int = 5) -> T:
             log.warning("[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one", name)
             time.sleep(0.05 * (k + 1) + random.random() * 0.1)
     raise AssertionError("unreachable")
+
+
+def stop_prefix_probe_leak() -> None:
+    """Make streaming's shared-memory prefix search release what it opens.
+
+    To find a free prefix, streaming 0.13 attaches the ``/dev/shm`` segments of every
+    existing prefix (``streaming.base.shared.prefix._check_and_find``) with ``atexit``
+    clean-up registered, so each probe stays open (a file descriptor and a mapping) until the
+    process exits: a process that builds datasets again and again (tests, notebooks, one
+    trainer after another) ran out of file descriptors (``Errno 24`` after ~20,000). Segments
+    that module only *attaches* (``create=False``) are now opened without the ``atexit`` hook
+    and closed when dropped; the segments it creates keep theirs. Idempotent.
+    """
+    from streaming.base.shared import prefix
+    from streaming.base.shared.memory import SharedMemory
+
+    if getattr(prefix.SharedMemory, "_stoicheia", False):
+        return
+
+    def shared_memory(name=None, create=None, size=0, auto_cleanup=True):
+        return SharedMemory(name, create, size, auto_cleanup=auto_cleanup and create is not False)
+
+    shared_memory._stoicheia = True  # type: ignore[attr-defined]
+    prefix.SharedMemory = shared_memory

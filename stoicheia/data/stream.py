@@ -25,9 +25,10 @@ from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
 from stoicheia.data.shards import decode_planes, index_samples, split_at_words
-from stoicheia.data.shm import retry_prefix_race
+from stoicheia.data.shm import retry_prefix_race, stop_prefix_probe_leak
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
+stop_prefix_probe_leak()
 
 def make_streams(
     shard_root: str | Path,

@@ -172,6 +172,13 @@ def load_model(
     if "://" not in source and is_export_dir(source):
         return _load_export(Path(source), dev, config)
     file, folder = _checkpoint_file(source)
+    from stoicheia.train.checkpoints import checkpoint_is_complete
+
+    if not checkpoint_is_complete(Path(file)):  # a bit flip or a cut file must not load as weights
+        raise ModelLoadError(
+            f"{file}: incomplete or corrupt checkpoint (a truncated file, a failed CRC check or a missing tensor "
+            "record); use another checkpoint of the run (its ep*-ba*-rank0.pt, best.pt or final.pt)"
+        )
     try:
         ckpt = torch.load(file, map_location="cpu", weights_only=False)
     except Exception as err:  # a truncated zip, a non-torch file...
