@@ -33,6 +33,17 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
             print(f"stoicheia convert: error: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus", file=sys.stderr)
             raise SystemExit(2)
         inputs.setdefault(tier, []).append(Path(path))
+    given = [(tier, p, p.resolve()) for tier, paths in inputs.items() for p in paths]
+    for i, (tier_a, a, ra) in enumerate(given):
+        for tier_b, b, rb in given[i + 1 :]:
+            if ra == rb or ra in rb.parents or rb in ra.parents:
+                # the same text would be read twice (and could land in train and val at once)
+                print(
+                    f"stoicheia convert: error: inputs {tier_a}={a} and {tier_b}={b} overlap (the same files would be "
+                    "read twice); give each source once",
+                    file=sys.stderr,
+                )
+                raise SystemExit(2)
     return inputs
 
 

@@ -205,6 +205,8 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     assert main(["export", str(trained / "best.pt"), str(out)]) == 0
     for name in ("model.safetensors", "config.json", "modeling_stoicheia.py", "README.md"):
         assert (out / name).exists(), name
+    # the weights are as readable as the other files (safetensors writes them 0600)
+    assert (out / "model.safetensors").stat().st_mode & 0o777 == (out / "config.json").stat().st_mode & 0o777
     card = (out / "README.md").read_text()
     assert "CC BY-SA 3.0 US" in card and "CC BY-NC-SA" in card  # Perseus and the UD treebank
     assert "| holdout |" in card  # held-out figures of the checkpoint's step

@@ -128,6 +128,11 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     with pytest.raises(SystemExit) as exc:
         cli_main(["convert", "--out", str(out), str(hes)])
     assert exc.value.code == 2 and "TIER=PATH" in capsys.readouterr().err
+    for twice in ([f"gold={hes}", f"gold={hes}"], [f"gold={hes.parent}", f"silver={hes}"]):
+        with pytest.raises(SystemExit) as exc:
+            cli_main(["convert", "--out", str(tmp_path / "dup"), *twice])
+        assert exc.value.code == 2 and "overlap (the same files would be read twice)" in capsys.readouterr().err
+    assert not (tmp_path / "dup").exists()
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "precious.txt").write_text("keep me")
     assert cli_main(["convert", "--out", str(tmp_path / "notes"), "--overwrite", f"gold={hes}"]) == 2

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,11 @@ def export_model(
     out.mkdir(parents=True, exist_ok=True)
     weights = {f"encoder.{k}": v.detach().cpu().contiguous() for k, v in model.encoder.state_dict().items()}
     save_file(weights, str(out / EXPORT_WEIGHTS), metadata={"format": "pt"})
+    # safetensors writes through a private temporary file (mode 0600): give the weights the
+    # mode of the other files (0666 less the umask), so a shared group can read them.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(out / EXPORT_WEIGHTS, 0o666 & ~umask)
     write_code(out)
     info = {
         "run_config": model.config,
