@@ -288,3 +288,22 @@ def test_corrupt_marker_exits_2_naming_the_file(tmp_path: Path, capsys) -> None:
     assert out.out == ""
     assert out.err.startswith("stoicheia status: error: ")
     assert str(folder / "anneal.json") in out.err and "not valid JSON" in out.err
+
+
+def test_unreadable_jsonl_lines_are_skipped_and_reported(tmp_path):
+    import logging
+
+    from stoicheia.train.run_files import read_jsonl
+
+    seen: list[str] = []
+    handler = logging.Handler(level=logging.WARNING)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("stoicheia.train.run_files")
+    logger.addHandler(handler)
+    try:
+        path = tmp_path / "metrics.jsonl"
+        path.write_bytes(b'{"step": 1}\n{"step": 2, "lo\n{"step": 3}\n\xff\xfe\n{"step"')
+        assert read_jsonl(path) == [{"step": 1}, {"step": 3}]
+    finally:
+        logger.removeHandler(handler)
+    assert any("3 unreadable line(s) skipped (lines 2, 4, 5" in m for m in seen), seen

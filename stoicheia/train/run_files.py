@@ -85,16 +85,25 @@ def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """All complete lines of a JSONL file (a last line cut by a kill is ignored)."""
+    """All readable lines of a JSONL file, in order.
+
+    A line cut by a kill (the JSONL logger ends it before the resumed job writes on) is not
+    JSON: such lines are skipped, and their count and line numbers are logged as a warning,
+    so that nothing is dropped without a word."""
     path = Path(path)
     if not path.exists():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    rows, bad = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
-            continue
+            bad.append(number)
+    if bad:
+        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
+        log.warning("%s: %d unreadable line(s) skipped (lines %s; a line cut by a kill is expected)", path, len(bad), shown)
     return rows
 
 
