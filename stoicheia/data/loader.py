@@ -207,6 +207,10 @@ class PackedLoader(DataLoader):
         resuming = (start.epoch, start.record_batch, start.sample_base) != (0, 0, 0)
         if resuming:
             dataset.seek(start.epoch, first_record_batch, start.sample_base)
+        # streaming keeps the resume point in one shared-memory segment per node that every
+        # rank writes; a rank must not start reading before all have written it (a reader once
+        # found it still empty). Every rank starts this generator at the same batch.
+        self._barrier()
         while True:
             inner = DataLoader(
                 dataset,
@@ -356,6 +360,13 @@ class PackedLoader(DataLoader):
                 positions.clear()
         finally:
             pieces.close()
+
+    def _barrier(self) -> None:
+        """Collective: wait for every rank (nothing with one process)."""
+        import torch.distributed as tdist
+
+        if tdist.is_available() and tdist.is_initialized() and tdist.get_world_size() > 1:
+            tdist.barrier()
 
     def _all_ranks_done(self, done: bool) -> bool:
         """Collective (one per batch, on every rank): True when every rank has used up its
