@@ -16,9 +16,12 @@ check that it ends exactly where an uninterrupted run ends.
    and the expected end. After each kill the run's processes (trainers, DataLoader workers)
    must all be gone within 20 s; then the command is run again. A kill "landed during a
    save" if, afterwards, the newest checkpoint file is incomplete or ``latest`` does not
-   point at it. Then M SIGTERMs (the preemption signal): each must end the run with exit
-   status 143 after a checkpoint of the batch in progress, and the next start must resume
-   there (at most one batch lost).
+   point at it. The M SIGTERMs (the preemption signal) come first, two batches into a start,
+   so that the run is never so near its end that it completes before acting on the signal:
+   each must end the run with exit status 143 after a checkpoint of the batch in progress,
+   and the next start must resume there (at most one batch lost). An aimed kill lets a
+   checkpoint pass only while two save intervals remain, so the K kills all land before the
+   run completes.
 4. Compared with the reference: the final weights (``final.pt``, on CPU) bit for bit, and
    the per-step losses of ``metrics.jsonl`` (retrained steps de-duplicated, the last kept).
 
@@ -197,7 +200,7 @@ def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_s
     while proc.poll() is None and time.monotonic() < deadline:
         if aim_at_save:
             new = set(checkpoints(folder)) - seen
-            if new and let_pass > 0:
+            if new and let_pass > 0 and steps_logged(folder) + 2 * args.save_interval < args.steps:
                 let_pass -= 1
                 seen |= new
             elif new:
@@ -329,7 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     plan = [i % 2 == 1 for i in range(args.kills)]  # every other kill aimed at a checkpoint write
     rng.shuffle(plan)
     failed = None
-    for aim in plan:
+    term_rng = random.Random(args.seed + 1)  # the kill plan does not depend on --sigterms
+    for _ in range(args.sigterms):
+        if sigterm_once(args, extra, folder, log, term_rng, t_ref, rep) is not None:
+            failed = f"the run ended before its SIGTERM (see {log})"
+            break
+    for aim in ([] if failed else plan):
         rc = kill_once(args, extra, folder, log, rng, aim, window, rep)
         if rc is not None:  # it ended before the kill: completed, or failed
             if rc != 0:
@@ -337,11 +345,6 @@ def main(argv: list[str] | None = None) -> int:
                 rep.survived = max(0, rep.survived - 1)  # the kill before it was not survived
             break
         rep.survived += 1  # provisional: the next start must take it up
-    for _ in range(args.sigterms):
-        if failed or (folder / "complete.json").exists():
-            break
-        if sigterm_once(args, extra, folder, log, rng, t_ref, rep) is not None:
-            break
     if not failed and not (folder / "complete.json").exists():
         proc = start(args, extra, log)
         rep.restarts += 1
