@@ -6,7 +6,7 @@ Every configuration below trains the demo recipe (``yamls/demo.yaml`` plus its o
 scratch within the same wall-clock budget (default 10 minutes of training on this machine):
 
 1. a calibration run of ``--calib-steps`` steps measures the seconds per step (evaluations and
-   checkpoints included, as in the real run);
+   checkpoints included, as in the real run); all calibrations run first, back to back;
 2. ``train.nominal_steps`` is set so that the whole run (its anneal may start up to
    ``max_steps - nominal_steps`` batches late) fits the budget: ``nominal = floor(budget /
    (step seconds * 1.2))``, ``max_steps = 1.2 * nominal``, a checkpoint + evaluation every
@@ -56,6 +56,24 @@ def run(cmd: list[str], log: Path) -> tuple[int, float]:
     return rc, time.perf_counter() - t0
 
 
+def calibrate(name: str, base: list[str], steps: int, out: Path) -> float | None:
+    """Seconds per training step of one configuration (evaluations and checkpoints included),
+    measured over the last two thirds of a ``steps``-batch run; None if the run failed."""
+    calib = f"sweep-{name}-calib"
+    shutil.rmtree(out / calib, ignore_errors=True)
+    rc, _ = run(
+        [*base, f"run_name={calib}", f"train.nominal_steps={steps}", f"train.max_steps={steps}",
+         f"train.save_interval={max(1, steps // 3)}", "callbacks.auto_anneal=false"],
+        out / f"{calib}.log",
+    )
+    if rc != 0:
+        print(f"{name}: calibration failed (exit {rc}); see {out / f'{calib}.log'}", flush=True)
+        return None
+    rows_ = [json.loads(x) for x in (out / calib / "metrics.jsonl").read_text().splitlines()]
+    times = [r["time"] for r in rows_ if "loss/total" in r]
+    return (times[-1] - times[len(times) // 3]) / max(1, len(times) - 1 - len(times) // 3)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shards", default="data/shards")
@@ -64,47 +82,45 @@ def main() -> int:
     p.add_argument("--out", default="checkpoints/sweep")
     p.add_argument("--only", nargs="+", help="run only these configurations")
     args = p.parse_args()
+    if args.only and (unknown := sorted(set(args.only) - set(CONFIGS))):
+        p.error(f"unknown configuration(s) {unknown}; known: {sorted(CONFIGS)}")
     out = REPO / args.out
     out.mkdir(parents=True, exist_ok=True)
     composer = str(REPO / ".venv" / "bin" / "composer")
-    rows = []
-    for name, overrides in CONFIGS.items():
-        if args.only and name not in args.only:
-            continue
-        base = [composer, "recipes/train.py", "yamls/demo.yaml", f"data.shard_root={args.shards}", *overrides,
+    names = [n for n in CONFIGS if not args.only or n in args.only]
+
+    def base(name: str) -> list[str]:
+        return [composer, "recipes/train.py", "yamls/demo.yaml", f"data.shard_root={args.shards}", *CONFIGS[name],
                 f"train.save_folder={args.out}/{{run_name}}"]
-        calib = f"sweep-{name}-calib"
-        shutil.rmtree(out / calib, ignore_errors=True)
-        steps = args.calib_steps
-        rc, seconds = run(
-            [*base, f"run_name={calib}", f"train.nominal_steps={steps}", f"train.max_steps={steps}",
-             f"train.save_interval={max(1, steps // 3)}", "callbacks.auto_anneal=false"],
-            out / f"{calib}.log",
-        )
-        if rc != 0:
-            print(f"{name}: calibration failed (exit {rc}); see {out / f'{calib}.log'}")
-            continue
-        rows_ = [json.loads(x) for x in (out / calib / "metrics.jsonl").read_text().splitlines()]
-        times = [r["time"] for r in rows_ if "loss/total" in r]
-        per_step = (times[-1] - times[len(times) // 3]) / max(1, len(times) - 1 - len(times) // 3)
-        nominal = max(50, math.floor(args.budget_min * 60 / (per_step * 1.2)))
+
+    # All calibrations first, back to back: the step counts are fixed from them, so the long
+    # runs after them give the same result even if the machine is busier by then.
+    per_step = {}
+    for name in names:
+        t = calibrate(name, base(name), args.calib_steps, out)
+        if t is not None:
+            per_step[name] = t
+            print(f"{name:<26} {t:6.3f} s/step (calibration)", flush=True)
+    rows = []
+    for name in per_step:
+        nominal = max(50, math.floor(args.budget_min * 60 / (per_step[name] * 1.2)))
         interval = max(10, nominal // 20)
         run_name = f"sweep-{name}"
         shutil.rmtree(out / run_name, ignore_errors=True)
         rc, seconds = run(
-            [*base, f"run_name={run_name}", f"train.nominal_steps={nominal}", f"train.max_steps={int(nominal * 1.2)}",
-             f"train.save_interval={interval}"],
+            [*base(name), f"run_name={run_name}", f"train.nominal_steps={nominal}",
+             f"train.max_steps={int(nominal * 1.2)}", f"train.save_interval={interval}"],
             out / f"{run_name}.log",
         )
         best = json.loads((out / run_name / "best.json").read_text()) if (out / run_name / "best.json").exists() else {}
         row = {
-            "config": name, "overrides": overrides, "seconds_per_step": per_step, "nominal_steps": nominal,
+            "config": name, "overrides": CONFIGS[name], "seconds_per_step": per_step[name], "nominal_steps": nominal,
             "exit": rc, "train_minutes": seconds / 60, "best_step": best.get("step"),
             "best_dev_bits_per_char": best.get("value"),
         }
         rows.append(row)
         print(
-            f"{name:<26} {per_step:6.3f} s/step  {nominal:5d} steps  {seconds / 60:5.1f} min  "
+            f"{name:<26} {per_step[name]:6.3f} s/step  {nominal:5d} steps  {seconds / 60:5.1f} min  "
             f"best {best.get('metric', '?')} {best.get('value', float('nan')):.4f} at step {best.get('step')}",
             flush=True,
         )
