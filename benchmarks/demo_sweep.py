@@ -7,10 +7,10 @@ scratch within the same wall-clock budget (default 10 minutes of training on thi
 
 1. a calibration run of ``--calib-steps`` steps measures the seconds per step (evaluations and
    checkpoints included, as in the real run); all calibrations run first, back to back;
-2. ``train.nominal_steps`` is set so that the whole run (its anneal may start up to
-   ``max_steps - nominal_steps`` batches late) fits the budget: ``nominal = floor(budget /
-   (step seconds * 1.2))``, ``max_steps = 1.2 * nominal``, a checkpoint + evaluation every
-   ``nominal / 20`` steps;
+2. ``train.nominal_steps`` is set so that the longest run (its anneal may start up to
+   ``max_steps - nominal_steps`` batches late) fits the budget: ``max_steps = 1.2 * nominal``,
+   a checkpoint + evaluation every ``nominal / 20`` steps (24 in the longest run), so
+   ``nominal = floor((budget - 24 * evaluation seconds) / (1.2 * step seconds))``;
 3. the run trains to its end and its best held-out ``dev/bits_per_char`` (from ``best.json``)
    and its wall time are recorded.
 
@@ -31,6 +31,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -56,9 +57,12 @@ def run(cmd: list[str], log: Path) -> tuple[int, float]:
     return rc, time.perf_counter() - t0
 
 
-def calibrate(name: str, base: list[str], steps: int, out: Path) -> float | None:
-    """Seconds per training step of one configuration (evaluations and checkpoints included),
-    measured over the last two thirds of a ``steps``-batch run; None if the run failed."""
+def calibrate(name: str, base: list[str], steps: int, out: Path) -> tuple[float, float] | None:
+    """Time one configuration: ``(seconds per training step, seconds per evaluation +
+    checkpoint)``, from a ``steps``-batch run that evaluates and saves every ``steps // 3``
+    batches. The step time is the median gap between consecutive logged batches; the
+    evaluation time is the mean excess of the gaps that hold an evaluation (over 3x the
+    median). None if the run failed."""
     calib = f"sweep-{name}-calib"
     shutil.rmtree(out / calib, ignore_errors=True)
     rc, _ = run(
@@ -70,8 +74,12 @@ def calibrate(name: str, base: list[str], steps: int, out: Path) -> float | None
         print(f"{name}: calibration failed (exit {rc}); see {out / f'{calib}.log'}", flush=True)
         return None
     rows_ = [json.loads(x) for x in (out / calib / "metrics.jsonl").read_text().splitlines()]
-    times = [r["time"] for r in rows_ if "loss/total" in r]
-    return (times[-1] - times[len(times) // 3]) / max(1, len(times) - 1 - len(times) // 3)
+    at = {r["step"]: r["time"] for r in rows_ if "loss/total" in r}  # one row per batch
+    times = [at[k] for k in sorted(at)]
+    gaps = [b - a for a, b in zip(times[1:-1], times[2:], strict=True)]  # the first batch carries start-up
+    step = statistics.median(gaps)
+    spikes = [g - step for g in gaps if g > 3 * step]
+    return step, (sum(spikes) / len(spikes) if spikes else 0.0)
 
 
 def main() -> int:
@@ -95,15 +103,16 @@ def main() -> int:
 
     # All calibrations first, back to back: the step counts are fixed from them, so the long
     # runs after them give the same result even if the machine is busier by then.
-    per_step = {}
+    per_step, per_eval = {}, {}
     for name in names:
         t = calibrate(name, base(name), args.calib_steps, out)
         if t is not None:
-            per_step[name] = t
-            print(f"{name:<26} {t:6.3f} s/step (calibration)", flush=True)
+            per_step[name], per_eval[name] = t
+            print(f"{name:<26} {t[0]:6.3f} s/step, {t[1]:5.1f} s/evaluation (calibration)", flush=True)
     rows = []
     for name in per_step:
-        nominal = max(50, math.floor(args.budget_min * 60 / (per_step[name] * 1.2)))
+        # the longest run: max_steps = 1.2 x nominal batches and 24 evaluations + checkpoints
+        nominal = max(50, math.floor((args.budget_min * 60 - 24 * per_eval[name]) / (per_step[name] * 1.2)))
         interval = max(10, nominal // 20)
         run_name = f"sweep-{name}"
         shutil.rmtree(out / run_name, ignore_errors=True)
@@ -114,7 +123,8 @@ def main() -> int:
         )
         best = json.loads((out / run_name / "best.json").read_text()) if (out / run_name / "best.json").exists() else {}
         row = {
-            "config": name, "overrides": CONFIGS[name], "seconds_per_step": per_step[name], "nominal_steps": nominal,
+            "config": name, "overrides": CONFIGS[name], "seconds_per_step": per_step[name],
+            "seconds_per_evaluation": per_eval[name], "nominal_steps": nominal,
             "exit": rc, "train_minutes": seconds / 60, "best_step": best.get("step"),
             "best_dev_bits_per_char": best.get("value"),
         }
