@@ -149,3 +149,24 @@ def test_restoration_example_never_picks_a_word_with_a_real_lacuna():
     planes = encode_text("ἀνθρώπ[...] καὶ λόγος", strict=True).planes
     r, a, b = pick_word([planes], 400)
     assert (r, a, b) == (0, 12, 17) and not planes.lacuna[a:b].any()  # λόγος, not ἀνθρώπ[...]
+
+
+def _tei(tmp_path: Path, body: str, name: str = "t.xml") -> Path:
+    """A small TEI P5 file (for markup the corpus does not show in one place)."""
+    path = tmp_path / name
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader>'
+        '<profileDesc><langUsage><language ident="grc"/></langUsage><textLang mainLang="grc"/></profileDesc>'
+        f"</teiHeader>\n<text><body>\n{body}\n</body></text></TEI>\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><div type="textpart" n="a"><ab>λόγος</ab></div>'
+                          '<div type="textpart" n="a"><ab>ἔργον</ab></div><div type="textpart" n="a"><ab>καί</ab></div></div>')
+    counts = Counter()
+    recs = list(read_epidoc(path, tmp_path, counts=counts))
+    assert [r.id for r in recs] == ["t.xml#a", "t.xml#a~2", "t.xml#a~3"]
+    assert counts["duplicate_id"] == 2

@@ -72,7 +72,7 @@ from types import MappingProxyType
 
 from lxml import etree
 
-from .record import SourceError, SourceRecord, read_utf8, relative_name
+from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5"]
 
@@ -465,10 +465,7 @@ def read_epidoc(
                 ns = [d.get("n") or str(k) for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
                       if d.get("type") == "textpart"]
                 cite = ".".join(ns)
-            seen[cite] += 1
-            if seen[cite] > 1:
-                counts["duplicate_id"] += 1
-                cite = f"{cite}~{seen[cite]}"
+            cite = unique_citation(cite, seen, counts)
             counts["records"] += 1
             counts["chars"] += len(text)
             yield SourceRecord(id=f"{rel}#{cite}", text=text, source="epidoc", work=rel, file=str(path),
