@@ -170,3 +170,34 @@ def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
     recs = list(read_epidoc(path, tmp_path, counts=counts))
     assert [r.id for r in recs] == ["t.xml#a", "t.xml#a~2", "t.xml#a~3"]
     assert counts["duplicate_id"] == 2
+
+
+def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab>λόγος <gap reason="lost" quantity="lots" unit="character"/> '
+                          'καὶ <gap reason="lost" quantity="0" unit="character"/> ἔργον <gap reason="lost" atLeast="x" atMost="3" '
+                          'unit="character"/> τε <gap reason="lost" unit="character"/> δὲ <gap reason="lost" extent="unknwn" '
+                          'unit="character"/> μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>')
+    counts = Counter()
+    (rec,) = read_epidoc(path, tmp_path, counts=counts)
+    assert rec.text == "λόγος [---] καὶ [---] ἔργον [---] τε [---] δὲ [---] μὲν [..]"
+    assert counts["gaps"] == 6
+    assert counts["gap_quantity_unreadable"] == 2  # "lots" and "0"
+    assert counts["gap_range_unreadable"] == 1
+    assert counts["gap_width_unstated"] == 1
+    assert counts["gap_extent:unknwn"] == 1
+    enc = encode_text(rec.text, strict=True)
+    assert int(np.count_nonzero(enc.planes.lacuna == A.LACUNA_UNKNOWN)) == 5
+    assert int(np.count_nonzero(enc.planes.lacuna == A.LACUNA_LOST)) == 2
+    stats = convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    rc = stats["tiers"]["bronze"]["reader_counts"]
+    assert rc["gap_quantity_unreadable"] == 2 and rc["gap_range_unreadable"] == 1
+
+
+def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab><date>ἔτους</date> <placeName>Συρακοσίων</placeName> '
+                          '<term>δῆμος</term> <persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>')
+    counts = Counter()
+    (rec,) = read_epidoc(path, tmp_path, counts=counts)
+    assert rec.text == "ἔτους Συρακοσίων δῆμος ἄρχων β"
+    unknown = {k: v for k, v in counts.items() if k.startswith("unknown_element:")}
+    assert unknown == {"unknown_element:date": 2, "unknown_element:term": 1}
