@@ -201,3 +201,28 @@ def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
     assert rec.text == "ἔτους Συρακοσίων δῆμος ἄρχων β"
     unknown = {k: v for k, v in counts.items() if k.startswith("unknown_element:")}
     assert unknown == {"unknown_element:date": 2, "unknown_element:term": 1}
+
+
+def test_tei_p5_without_an_edition_div_names_what_is_missing(tmp_path):
+    from stoicheia.data.shards import ConvertError
+
+    path = _tei(tmp_path, '<div type="textpart" n="1"><ab>λόγος καὶ ἔργον</ab></div>', name="noedition.xml")
+    with pytest.raises(SourceError) as e:
+        list(read_source(path, tmp_path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}:") and 'without a <div type="edition">' in msg
+    assert "not Greek" not in msg and 'wrap the text of <body> in <div type="edition"' in msg
+    with pytest.raises(ConvertError, match='without a <div type="edition">'):
+        convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    stats = convert({"bronze": [path, isic("020492")]}, tmp_path / "out2", val_fraction=0.0, progress=False, skip_bad=True)
+    st = stats["tiers"]["bronze"]
+    assert list(st["files_skipped"]) == [str(path)] and "edition" in st["files_skipped"][str(path)]
+    assert sum(st["records_kept"].values()) == 1
+
+
+def test_a_tier_without_greek_says_what_the_readers_left_out(tmp_path):
+    from stoicheia.data.shards import ConvertError
+
+    with pytest.raises(ConvertError) as e:
+        convert({"bronze": [isic("001880")]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    assert "left out by the readers: lang:la: 1" in str(e.value)

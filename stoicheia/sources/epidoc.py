@@ -462,7 +462,8 @@ def read_epidoc(
     ``path``/``root``/``counts`` as for every reader; ``options`` the Leiden choices
     (:class:`EpiDocOptions`); ``tree`` an already parsed root (the ``.xml`` dispatcher passes
     it). ``source`` is ``"epidoc"``. Raises :class:`SourceError` for undecodable bytes,
-    malformed XML, or a root that is not a TEI P5 ``<TEI>``.
+    malformed XML, a root that is not a TEI P5 ``<TEI>``, or a file with no
+    ``<div type="edition">`` (the only division read).
     """
     path = Path(path)
     counts = counts if counts is not None else Counter()
@@ -474,11 +475,21 @@ def read_epidoc(
                           "give an EpiDoc / TEI P5 file (namespace http://www.tei-c.org/ns/1.0)")
     main = doc.find(f".//{_T}textLang")
     default_lang = main.get("mainLang") if main is not None else None
+    editions = [d for d in doc.iter(_T + "div") if d.get("type") == "edition"]
+    if not editions:
+        # EpiDoc keeps the text in the edition division only; a TEI P5 file without one is
+        # another kind of TEI (or an EpiDoc file that lost it), not a file without Greek
+        body = doc.find(f"{_T}text/{_T}body")
+        raise SourceError(
+            path, (body if body is not None else doc).sourceline or 0,
+            'TEI P5 file without a <div type="edition">: the EpiDoc reader reads the text of the '
+            "edition division only, and this file has none",
+            'wrap the text of <body> in <div type="edition" xml:lang="grc"> (EpiDoc), or give the '
+            "text as .txt/.jsonl",
+        )
     walker = _Walker(opts, counts)
     seen: Counter[str] = Counter()
-    for ed in doc.iter(_T + "div"):
-        if ed.get("type") != "edition":
-            continue
+    for ed in editions:
         sub = ed.get("subtype")
         if sub not in (None, "primary"):
             counts[f"edition_skipped:{sub}"] += 1
