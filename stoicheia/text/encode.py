@@ -421,8 +421,8 @@ def encode_text(
 
     ``strict=True`` raises :class:`stoicheia.text.leiden.LeidenError` for notation that
     cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
-    bracket character (or, for any other fault, every bracket sign of the text), counts
-    ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
+    bracket character or combining mark (or, for any other fault, every bracket sign of the
+    text), counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
     """
     if not isinstance(text, str):
         raise TypeError(f"encode_text expects str, got {type(text).__name__}")
@@ -476,7 +476,8 @@ def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
                 raise
             leiden["leiden_repaired"] += 1
             p = err.position
-            if 0 <= p < len(text) and _BRACKET_SIGNS.match(text, p):
+            if 0 <= p < len(text) and (_BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])):
+                # the bracket sign at fault, or a combining mark that has no letter to sit on
                 text = text[:p] + text[p + 1 :]
             else:
                 text = _BRACKET_SIGNS.sub("", text)
