@@ -111,35 +111,10 @@ def test_dots_below_are_uncertain_letters():
     assert seg.text == "ὸ" and seg.uncertain == (True,)
 
 
-@pytest.mark.parametrize(
-    "text, plain, orphans",
-    [
-        (" \u0323 \u0323 \u0323ος", "   ος", (1, 3, 5)),  # after spaces
-        ("λόγος \u0323καὶ", "λόγος καὶ", (6,)),  # after a space, before a word
-        ("\u0323καὶ", "καὶ", (0,)),  # at the start
-        ("λόγος.\u0323", "λόγος.", (6,)),  # on punctuation
-        ("[ου]\u0323ς", "ς", (4,)),  # right after a closing bracket
-    ],
-)
-def test_a_dot_below_on_no_letter_is_no_letter(text, plain, orphans):
-    """An uncertain-reading mark with no letter under it is removed, never a lost letter."""
-    segs = parse_leiden(text)
-    assert not any(isinstance(s, Lacuna) for s in segs)
-    (last,) = [s for s in segs if isinstance(s, Text)]
-    assert last.text == plain and last.orphan_dots == orphans and not any(last.uncertain)
-    assert last.end == len(text)
-
-
-def test_a_dot_below_on_no_letter_is_counted_by_the_readers_and_refused_in_restore_input():
-    from stoicheia.text.encode import encode_text
-
-    enc = encode_text("λόγος \u0323καὶ ἔρ\u0323γον")
-    assert enc.dropped["dot_below_on_no_letter"] == 1
-    assert not enc.planes.lacuna.any() and len(enc.planes) == 5 + 3 + 5
-    assert enc.leiden["uncertain_letters"] == 1 and "lacunae" not in enc.leiden
-    with pytest.raises(LeidenError, match="dot below .* on no letter") as e:
-        encode_text("λόγος \u0323καὶ", strict=True)
-    assert e.value.position == 6
+def test_dots_below_on_no_letter_are_illegible_letters():
+    segs = parse_leiden(" ̣ ̣ ̣ος")
+    assert isinstance(segs[0], Lacuna) and (segs[0].min_width, segs[0].max_width) == (3, 3)
+    assert segs[-1].text == "ος"
 
 
 def test_plain_text_is_one_segment_and_dots_outside_brackets_are_text():

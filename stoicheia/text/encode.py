@@ -50,10 +50,7 @@ Dropped characters are counted by kind in a ``collections.Counter``:
 * ``punctuation_extra`` a modelled punctuation mark on a letter that already has one
   (the stronger by :data:`PUNCT_STRENGTH` survives); ``punctuation_orphan`` a modelled
   punctuation mark with no letter before it; ``format`` invisible format characters
-  (category Cf: soft hyphen, ZWJ, BOM, ...), which do not separate words;
-* ``dot_below_on_no_letter`` (:func:`encode_text` only) a Leiden dot below that sits on no
-  letter (after a space, on punctuation, at the start): the uncertain reading of no letter,
-  removed; never a lost letter (``strict=True``: an error).
+  (category Cf: soft hyphen, ZWJ, BOM, ...), which do not separate words.
 
 Word boundaries come only from separators between two letters: every dropped or
 punctuation character except ``format`` ones, and elision. The shape of sigma plays no
@@ -431,8 +428,7 @@ def encode_text(
     removed (the letters counted uncertain); comments (``(?)``, ``vac.``) separate words.
 
     ``strict=True`` raises :class:`stoicheia.text.leiden.LeidenError` for notation that
-    cannot be read, including a dot below on no letter (the readers count it
-    ``dot_below_on_no_letter`` in ``dropped``); ``strict=False`` (the readers) repairs it by dropping the offending
+    cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
     bracket character or combining mark (or, for any other fault, every bracket sign of the
     text), counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
     """
@@ -454,14 +450,6 @@ def encode_text(
     out: list[str] = []
     for seg in segs:
         if isinstance(seg, Text):
-            if seg.orphan_dots:
-                if strict:
-                    raise LeidenError(
-                        text, seg.orphan_dots[0],
-                        "a dot below (U+0323) on no letter; it marks an uncertain letter and is typed "
-                        "right after that letter (α̣); write an illegible letter as [.]",
-                    )
-                dropped["dot_below_on_no_letter"] += len(seg.orphan_dots)
             out.append(seg.text)
             if any(seg.uncertain):
                 leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))

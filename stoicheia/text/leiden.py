@@ -49,11 +49,8 @@ The notation read
                        earlier editor or only partly preserved -> ``"partly_lost"``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
                        and the letter's flag in ``uncertain`` is set (in any segment)
-``̣`` on no letter      a dot below after a space, on punctuation, right after a closing
-                       bracket or at the start marks the uncertain reading of no letter: it
-                       is removed (its place in ``Text.orphan_dots``) and is never a lost
-                       letter; ``encode_text`` counts it ``dot_below_on_no_letter`` (strict:
-                       an error). Illegible letters are written ``[.]``, ``[...]``
+``̣`` on no letter      a dot below on a space or at the start (``̣ ̣ ̣``): traces of an
+                       illegible letter each -> ``Lacuna(1, 1)`` per dot (merged)
 ``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
 =====================  =================================================================
 
@@ -121,16 +118,12 @@ class Text:
     ``text`` is NFC with the dots below removed; ``uncertain`` has one bool per code point
     of ``text`` (True for the code points of a letter written with a dot below).
     ``start``/``end``: the span in the parsed string (0-based, end exclusive).
-    ``orphan_dots``: the positions (0-based, in the parsed string) of the dots below in the
-    span that sat on no letter (after a space, on punctuation, at the start); removed from
-    ``text``, they stand for no letter (see the module docstring).
     """
 
     text: str
     uncertain: tuple[bool, ...]
     start: int
     end: int
-    orphan_dots: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,7 +229,7 @@ def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
         body = cl.replace(DOT_BELOW, "")
         if dotted and (not body or not body[0].isalpha()):
             orphans += cl.count(DOT_BELOW)
-            if body:  # the space (or punctuation) that carried the dot stays
+            if body.strip():
                 body_nfc = unicodedata.normalize("NFC", body)
                 out.append(body_nfc)
                 flags.extend([False] * len(body_nfc))
@@ -248,7 +241,7 @@ def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
 
 
 def _text_segments(text: str, start: int, end: int) -> list[Segment]:
-    """Plain text between brackets: Text runs and ``vac.`` comments."""
+    """Plain text between brackets: Text runs, ``vac.`` comments, illegible-dot lacunae."""
     segs: list[Segment] = []
     pos = start
     chunk = text[start:end]
@@ -262,17 +255,42 @@ def _text_segments(text: str, start: int, end: int) -> list[Segment]:
 
 
 def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
-    """``text[start:end]`` as one :class:`Text`: dots below removed, each either the flag of
-    the letter it sits on or, on no letter, an entry of ``orphan_dots``."""
     if start >= end:
         return []
-    s, flags, _ = _strip_dots(text[start:end])
-    orphans: tuple[int, ...] = ()
-    if DOT_BELOW in text[start:end]:
-        orphans = tuple(
-            i for i in range(start, end) if text[i] == DOT_BELOW and not _base_is_letter(text, i, start)
-        )
-    return [Text(s, flags, start, end, orphans)]
+    raw = text[start:end]
+    if DOT_BELOW not in raw:
+        s, flags, _ = _strip_dots(raw)
+        return [Text(s, flags, start, end)]
+    # split at dots below that sit on no letter: each is an illegible letter
+    segs: list[Segment] = []
+    i = start
+    run_start = start
+    while i < end:
+        ch = text[i]
+        if ch == DOT_BELOW and (i == start or not _base_is_letter(text, i, start)):
+            if run_start < i:
+                s, flags, _ = _strip_dots(text[run_start:i])
+                segs.append(Text(s, flags, run_start, i))
+            j = i
+            n = 0
+            while j < end and (text[j] == DOT_BELOW or (text[j] == " " and DOT_BELOW in text[j + 1 : j + 2])):
+                n += text[j] == DOT_BELOW
+                j += 1
+            if segs and isinstance(segs[-1], Text) and segs[-1].text.endswith(" ") and segs[-1].end == i:
+                # the space that carried the first dot is part of the traces
+                last = segs.pop()
+                if last.text[:-1]:
+                    segs.append(Text(last.text[:-1], last.uncertain[:-1], last.start, i - 1))
+                segs.append(Lacuna(n, n, False, i - 1, j))
+            else:
+                segs.append(Lacuna(n, n, False, i, j))
+            i = run_start = j
+            continue
+        i += 1
+    if run_start < end:
+        s, flags, _ = _strip_dots(text[run_start:end])
+        segs.append(Text(s, flags, run_start, end))
+    return segs
 
 
 def _base_is_letter(text: str, i: int, lo: int) -> bool:
