@@ -34,8 +34,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from stoicheia.data.stream import NoisedRecordStream
+    from stoicheia.noise import NoiseConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,18 +65,26 @@ def ensure_shards(shards: Path | None) -> Path:
     return out
 
 
-def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
-    from stoicheia.data.loader import PackedLoader
+def train_stream(shards: Path, seq_len: int, noise: NoiseConfig, records_per_batch: int) -> NoisedRecordStream:
+    """The benchmarks' training stream: the gold and silver tiers of ``shards`` mixed 1:1
+    (train split), noised with ``noise`` (a ``NoiseConfig``, noise seed 0), read
+    ``records_per_batch`` records per worker batch."""
     from stoicheia.data.stream import NoisedRecordStream, make_streams
-    from stoicheia.noise import NoiseConfig
 
-    ds = NoisedRecordStream(
+    return NoisedRecordStream(
         streams=make_streams(shards, {"gold": 1.0, "silver": 1.0}, "train"),
         seq_len=seq_len,
-        noise=NoiseConfig(),
+        noise=noise,
         noise_seed=0,
-        batch_size=16,
+        batch_size=records_per_batch,
     )
+
+
+def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
+    from stoicheia.data.loader import PackedLoader
+    from stoicheia.noise import NoiseConfig
+
+    ds = train_stream(shards, seq_len, NoiseConfig(), 16)
     loader = PackedLoader(ds, rows=rows, num_workers=0)
     it = iter(loader)
     next(it)  # open shards, warm caches
@@ -88,7 +101,6 @@ def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
 def bench_step(shards: Path, steps: int) -> None:
     from stoicheia.config import batch_split, load_config
     from stoicheia.data.loader import PackedLoader
-    from stoicheia.data.stream import NoisedRecordStream, make_streams
     from stoicheia.model.composer_model import StoicheiaModel
     from stoicheia.model.optim import param_groups
 
@@ -96,13 +108,7 @@ def bench_step(shards: Path, steps: int) -> None:
     torch.manual_seed(0)
     model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
     opt = torch.optim.AdamW(param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr)
-    ds = NoisedRecordStream(
-        streams=make_streams(shards, {"gold": 1.0, "silver": 1.0}, "train"),
-        seq_len=cfg.data.seq_len,
-        noise=cfg.noise,
-        noise_seed=0,
-        batch_size=cfg.data.records_per_batch,
-    )
+    ds = train_stream(shards, cfg.data.seq_len, cfg.noise, cfg.data.records_per_batch)
     rows = cfg.train.micro_batch_rows * batch_split(cfg.train, 1)[0]
     batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), steps + 3))
     times = []
@@ -134,20 +140,13 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
 
     from stoicheia.config import load_config
     from stoicheia.data.loader import PackedLoader
-    from stoicheia.data.stream import NoisedRecordStream, make_streams
     from stoicheia.model.composer_model import StoicheiaModel
     from stoicheia.model.optim import param_groups
     from stoicheia.train.algorithms.gradient_guard import GradientGuard
 
     logging.getLogger("composer").setLevel(logging.ERROR)
     cfg = load_config(REPO / "yamls" / "demo.yaml")
-    ds = NoisedRecordStream(
-        streams=make_streams(shards, {"gold": 1.0, "silver": 1.0}, "train"),
-        seq_len=cfg.data.seq_len,
-        noise=cfg.noise,
-        noise_seed=0,
-        batch_size=cfg.data.records_per_batch,
-    )
+    ds = train_stream(shards, cfg.data.seq_len, cfg.noise, cfg.data.records_per_batch)
     rows = cfg.train.micro_batch_rows * cfg.train.grad_accum
     total = (rounds + 1) * round_steps  # round 0 warms both paths up and is not counted
     batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), total))

@@ -149,3 +149,80 @@ def test_restoration_example_never_picks_a_word_with_a_real_lacuna():
     planes = encode_text("ἀνθρώπ[...] καὶ λόγος", strict=True).planes
     r, a, b = pick_word([planes], 400)
     assert (r, a, b) == (0, 12, 17) and not planes.lacuna[a:b].any()  # λόγος, not ἀνθρώπ[...]
+
+
+def _tei(tmp_path: Path, body: str, name: str = "t.xml") -> Path:
+    """A small TEI P5 file (for markup the corpus does not show in one place)."""
+    path = tmp_path / name
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader>'
+        '<profileDesc><langUsage><language ident="grc"/></langUsage><textLang mainLang="grc"/></profileDesc>'
+        f"</teiHeader>\n<text><body>\n{body}\n</body></text></TEI>\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><div type="textpart" n="a"><ab>λόγος</ab></div>'
+                          '<div type="textpart" n="a"><ab>ἔργον</ab></div><div type="textpart" n="a"><ab>καί</ab></div></div>')
+    counts = Counter()
+    recs = list(read_epidoc(path, tmp_path, counts=counts))
+    assert [r.id for r in recs] == ["t.xml#a", "t.xml#a~2", "t.xml#a~3"]
+    assert counts["duplicate_id"] == 2
+
+
+def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab>λόγος <gap reason="lost" quantity="lots" unit="character"/> '
+                          'καὶ <gap reason="lost" quantity="0" unit="character"/> ἔργον <gap reason="lost" atLeast="x" atMost="3" '
+                          'unit="character"/> τε <gap reason="lost" unit="character"/> δὲ <gap reason="lost" extent="unknwn" '
+                          'unit="character"/> μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>')
+    counts = Counter()
+    (rec,) = read_epidoc(path, tmp_path, counts=counts)
+    assert rec.text == "λόγος [---] καὶ [---] ἔργον [---] τε [---] δὲ [---] μὲν [..]"
+    assert counts["gaps"] == 6
+    assert counts["gap_quantity_unreadable"] == 2  # "lots" and "0"
+    assert counts["gap_range_unreadable"] == 1
+    assert counts["gap_width_unstated"] == 1
+    assert counts["gap_extent:unknwn"] == 1
+    enc = encode_text(rec.text, strict=True)
+    assert int(np.count_nonzero(enc.planes.lacuna == A.LACUNA_UNKNOWN)) == 5
+    assert int(np.count_nonzero(enc.planes.lacuna == A.LACUNA_LOST)) == 2
+    stats = convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    rc = stats["tiers"]["bronze"]["reader_counts"]
+    assert rc["gap_quantity_unreadable"] == 2 and rc["gap_range_unreadable"] == 1
+
+
+def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
+    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab><date>ἔτους</date> <placeName>Συρακοσίων</placeName> '
+                          '<term>δῆμος</term> <persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>')
+    counts = Counter()
+    (rec,) = read_epidoc(path, tmp_path, counts=counts)
+    assert rec.text == "ἔτους Συρακοσίων δῆμος ἄρχων β"
+    unknown = {k: v for k, v in counts.items() if k.startswith("unknown_element:")}
+    assert unknown == {"unknown_element:date": 2, "unknown_element:term": 1}
+
+
+def test_tei_p5_without_an_edition_div_names_what_is_missing(tmp_path):
+    from stoicheia.data.shards import ConvertError
+
+    path = _tei(tmp_path, '<div type="textpart" n="1"><ab>λόγος καὶ ἔργον</ab></div>', name="noedition.xml")
+    with pytest.raises(SourceError) as e:
+        list(read_source(path, tmp_path))
+    msg = str(e.value)
+    assert msg.startswith(f"{path}:") and 'without a <div type="edition">' in msg
+    assert "not Greek" not in msg and 'wrap the text of <body> in <div type="edition"' in msg
+    with pytest.raises(ConvertError, match='without a <div type="edition">'):
+        convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    stats = convert({"bronze": [path, isic("020492")]}, tmp_path / "out2", val_fraction=0.0, progress=False, skip_bad=True)
+    st = stats["tiers"]["bronze"]
+    assert list(st["files_skipped"]) == [str(path)] and "edition" in st["files_skipped"][str(path)]
+    assert sum(st["records_kept"].values()) == 1
+
+
+def test_a_tier_without_greek_says_what_the_readers_left_out(tmp_path):
+    from stoicheia.data.shards import ConvertError
+
+    with pytest.raises(ConvertError) as e:
+        convert({"bronze": [isic("001880")]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    assert "left out by the readers: lang:la: 1" in str(e.value)

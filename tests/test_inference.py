@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from stoicheia.data.loader import build_eval_batches
+from stoicheia.data.eval_batches import build_eval_batches
 from stoicheia.inference.decoding import kbest_independent
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.model.metrics import DiaMacroAccuracy, PunctMacroAccuracy

@@ -141,6 +141,10 @@ def test_plain_text_is_one_segment_and_dots_outside_brackets_are_text():
         ("[0]", 1, "width 0"),
         ("[5±5]", 1, "width of 0"),
         ("[.6-3.]", 1, "empty"),
+        ("[\u0301]", 1, "no letter inside the bracket"),
+        ("λόγ[...\u0301]", 7, "no letter inside the bracket"),
+        ("⟨\u0313 καὶ⟩", 1, "no letter inside the bracket"),
+        ("{\u0308}", 1, "no letter inside the bracket"),
     ],
 )
 def test_errors_name_the_position(text, position, words):
@@ -150,3 +154,41 @@ def test_errors_name_the_position(text, position, words):
     assert e.value.position == position
     assert words in str(e.value)
     assert f"character {position}" in str(e.value)
+
+
+ACUTE, SMOOTH = "\u0301", "\u0313"
+
+
+@pytest.mark.parametrize(
+    "text, reason, expected, before",  # before: the letter (index) before the bracket, if any
+    [
+        (f"ἀνθρώπ[{ACUTE}ου]", "lost", "όυ", 5),
+        (f"λόγ[{SMOOTH}ο]", "lost", "ὀ", 2),
+        (f"α({ACUTE}β)", "abbreviation", "β\u0301", 0),
+        (f"⟨{SMOOTH}{ACUTE}Α⟩θῆναι", "omitted", "Ἄ", None),
+        (f"[[{ACUTE}α]]", "erased", "ά", None),
+        (f"π[---{ACUTE}α]", "lost", "ά", 0),
+    ],
+)
+def test_marks_right_after_an_opening_bracket_belong_to_the_letter_after_them(text, reason, expected, before):
+    import unicodedata
+
+    from stoicheia.text import alphabet as A
+    from stoicheia.text.encode import encode_text
+
+    (ed,) = [s for s in parse_leiden(text) if isinstance(s, Editorial)]
+    assert ed.reason == reason and unicodedata.normalize("NFC", ed.text) == unicodedata.normalize("NFC", expected)
+    # on the planes: the letter before the bracket keeps no mark of the bracket's letter
+    enc = encode_text(text, strict=True)
+    if before is not None:
+        assert A.dia_fields(int(enc.planes.dia[before])) == (0, 0, 0, 0)
+    assert enc.dropped["unknown_mark"] == 0 and enc.dropped["elision"] == 0
+
+
+def test_a_mark_on_no_letter_in_a_bracket_is_repaired_not_moved_outside():
+    from stoicheia.text import alphabet as A
+    from stoicheia.text.encode import encode_text
+
+    enc = encode_text("λόγ[\u0301]ος")  # the readers' lenient mode: dropped and counted
+    assert enc.leiden["leiden_repaired"] >= 1
+    assert A.dia_fields(int(enc.planes.dia[2])) == (0, 0, 0, 0)  # γ gets no accent

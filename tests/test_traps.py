@@ -207,3 +207,43 @@ def test_heta_and_overline_in_real_archaic_inscriptions():
     n = normalise_record(rec.text)
     assert planes_to_text(n.planes) == "Ἀλεξίας ὁ Ξένονος ἐπὶ ἀνγέλοι τᾶι ἑκάται ἀνέθεκε"
     assert n.dropped["heta"] == 2 and n.dropped.get("latin", 0) == 0
+
+
+# --- two marks of one kind on a letter ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, accent, position",
+    [
+        ("λόγος ά\u0301β", 1, 7),  # the same acute twice (precomposed + combining)
+        ("λόγος α\u0301\u0301β", 1, 8),  # twice combining
+        ("λόγος α\u0301\u0300β", 1, 8),  # acute then grave: the first typed is kept
+        ("λόγος ὰ\u0301β", 2, 7),  # grave (precomposed) then acute
+        ("λόγος ᾶ\u0301β", 3, 7),  # circumflex then acute
+    ],
+)
+def test_stacked_accents_keep_the_first_are_counted_and_refused_in_restore_input(text, accent, position):
+    enc = encode_text(text)
+    assert A.dia_fields(int(enc.planes.dia[5])) == (accent, 0, 0, 0)
+    assert enc.dropped["extra_mark"] == 1 and len(enc.planes) == 7
+    with pytest.raises(ValueError, match="two accents") as e:
+        encode_text(text, strict=True)
+    assert e.value.position == position
+
+
+def test_two_breathings_are_counted_and_a_breathing_plus_an_accent_is_no_stack():
+    enc = encode_text("ἀ\u0314ν")
+    assert A.dia_fields(int(enc.planes.dia[0]))[1] == 1 and enc.dropped["extra_mark"] == 1
+    with pytest.raises(ValueError, match="two breathings"):
+        encode_text("ἀ\u0314ν", strict=True)
+    ok = encode_text("α\u0313\u0301ν ἀλλ\u0313", strict=True)  # ἄν; the elision mark on λ is no breathing
+    assert ok.dropped["extra_mark"] == 0
+
+
+def test_stacked_accents_are_counted_in_the_conversion_stats(tmp_path):
+    from stoicheia.data.shards import convert
+
+    src = tmp_path / "t.txt"
+    src.write_text("λόγος ά\u0301β καὶ ὰ\u0301λλος\n", encoding="utf-8")
+    stats = convert({"gold": [src]}, tmp_path / "out", val_fraction=0.0, progress=False)
+    assert stats["tiers"]["gold"]["stripped_characters"]["extra_mark"] == 2

@@ -1,4 +1,5 @@
-"""Training and evaluation dataloaders: noised records packed into rows of ``seq_len`` slots.
+"""The training dataloader: noised records packed into rows of ``seq_len`` slots (the fixed
+evaluation batches are built in :mod:`stoicheia.data.eval_batches`).
 
 Why packing runs here, in the main process, and not in the DataLoader workers: a packed row
 takes a variable number of records and may end in the middle of one, so the count of
@@ -30,20 +31,15 @@ import functools
 import logging
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
 from stoicheia.data.packing import collate_rows, pack_rows
 from stoicheia.data.position import ElasticRegion, PackPosition, PackPositionHook
-from stoicheia.data.shards import split_at_words
 from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
 from stoicheia.lifetime import worker_init
-from stoicheia.noise import Noised, mask_spans, reference_noise
-from stoicheia.text.alphabet import IGNORE_INDEX
+from stoicheia.noise import Noised
 
 log = logging.getLogger(__name__)
 
@@ -403,123 +399,3 @@ class PackedLoader(DataLoader):
             yield from self._batches(start, first_record_batch)
             start = self.position
 
-
-def build_eval_batches(
-    records: list[Any],
-    seq_len: int,
-    rows: int,
-    t: float,
-    seed: int,
-    min_fragment: int = 16,
-    keys: list[int] | None = None,
-) -> list[dict[str, torch.Tensor]]:
-    """Fixed evaluation batches: every record noised with the reference noise (iid masking
-    at rate ``t``, all channels UNKNOWN; record k seeded by ``(seed, keys[k])``, ``keys``
-    defaulting to ``0, 1, ...``), then packed. The training evaluators and ``stoicheia
-    evaluate`` both build their batches here.
-
-    ``records`` are :class:`stoicheia.text.planes.Planes`; pieces longer than 80% of
-    ``seq_len`` are split at word starts. Returns a list of collated batches.
-    """
-    pieces: list[Noised] = []
-    for k, planes in enumerate(records):
-        rng = np.random.default_rng([seed, k if keys is None else keys[k]])
-        for part in split_at_words(planes, max(1, int(seq_len * 0.8))):
-            pieces.append(reference_noise(part, rng, t=t))
-    batches, rows_acc = [], []
-    for row, _ in pack_rows(pieces, seq_len, min_fragment):
-        rows_acc.append(row)
-        if len(rows_acc) == rows:
-            batches.append(collate_rows(rows_acc, seq_len))
-            rows_acc = []
-    if rows_acc:
-        batches.append(collate_rows(rows_acc, seq_len))
-    return batches
-
-
-def pad_eval_batches(batches: list[dict[str, torch.Tensor]], world: int) -> list[dict[str, torch.Tensor]]:
-    """``batches`` plus all-padding batches (``seg_id`` 0, every target IGNORE_INDEX, weight 0:
-    nothing scored) until the count divides by ``world``, so that a DistributedSampler gives
-    every rank the same number of evaluation batches and evaluates none twice (it would
-    otherwise repeat batches to even out the ranks)."""
-    out = list(batches)
-    while len(out) % world:
-        pad = {k: v.clone() for k, v in batches[-1].items()}
-        pad["seg_id"].zero_()
-        for k in pad:
-            if k.startswith("tgt_"):
-                pad[k].fill_(IGNORE_INDEX)
-        pad["weight"].zero_()
-        out.append(pad)
-    return out
-
-
-@dataclass
-class MaskedWord:
-    """One whole word masked for the word-restoration evaluation: record ``record`` (index in
-    the list given), batch ``batch``, row ``row``, letters ``[start, end)`` of that row."""
-
-    record: int
-    batch: int
-    row: int
-    start: int
-    end: int
-
-
-def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_len: int = 2, gap: int = 8) -> list[tuple[int, int]]:
-    """Whole words to mask in one record: each word of at least ``min_len`` letters is taken
-    with probability ``rate``, in text order, unless it starts fewer than ``gap`` letters after
-    the end of the last word taken (so every masked word has at least ``gap`` known letters
-    on its left within the record, and a letter n-gram of order <= ``gap + 1`` sees only true
-    letters). A word touching a real lacuna of the source (``planes.lacuna > 0``) is never
-    taken: its letters are not all known. Returns ``[(start, end), ...]`` letter spans."""
-    lac = getattr(planes, "lacuna", None)
-    lost = np.flatnonzero(lac > 0) if lac is not None else np.zeros(0, np.int64)
-    starts = [int(x) for x in planes.word_starts()]
-    bounds = [*starts, len(planes)]
-    draws = rng.random(len(starts))
-    out: list[tuple[int, int]] = []
-    last_end = -gap
-    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=False)):
-        if lost.size and np.searchsorted(lost, a) < lost.size and lost[np.searchsorted(lost, a)] < b:
-            continue
-        if b - a >= min_len and draws[i] < rate and a - last_end >= gap:
-            out.append((a, b))
-            last_end = b
-    return out
-
-
-def build_word_batches(
-    records: list[Any], seq_len: int, rows: int, rate: float, seed: int, gap: int = 8
-) -> tuple[list[dict[str, torch.Tensor]], list[MaskedWord]]:
-    """Batches for the masked-word restoration evaluation: in each record (cut into parts of
-    at most ``seq_len`` letters at word starts) whole words chosen by
-    :func:`choose_masked_words` (record k seeded by ``(seed, k)``) become known-width lacunae
-    (:func:`stoicheia.noise.mask_spans`: MASK slots, every aux channel UNKNOWN). One part per
-    row (no packing, so a word's slots are found by row and offset); parts are sorted by length
-    and each batch is only as wide as its longest part.
-
-    Returns the collated batches (``(rows, T_batch)`` tensors, see
-    :func:`~stoicheia.data.packing.collate_rows`) and every masked word's place.
-    """
-    parts: list[tuple[int, Any, list[tuple[int, int]]]] = []
-    for k, planes in enumerate(records):
-        rng = np.random.default_rng([seed, k])
-        spans = choose_masked_words(planes, rng, rate, gap=gap)
-        offset = 0
-        for part in split_at_words(planes, seq_len):
-            end = offset + len(part)
-            inside = [(a - offset, b - offset) for a, b in spans if offset <= a and b <= end]
-            if inside:
-                parts.append((k, part, inside))
-            offset = end
-    parts.sort(key=lambda x: len(x[1]))
-    batches: list[dict[str, torch.Tensor]] = []
-    words: list[MaskedWord] = []
-    for b0 in range(0, len(parts), rows):
-        chunk = parts[b0 : b0 + rows]
-        noised = [[mask_spans(part, spans)] for _, part, spans in chunk]
-        batches.append(collate_rows(noised, max(len(n[0]) for n in noised)))
-        for r, (k, _, spans) in enumerate(chunk):
-            words.extend(MaskedWord(k, len(batches) - 1, r, a, b) for a, b in spans)
-    return batches, words

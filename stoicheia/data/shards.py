@@ -88,6 +88,14 @@ class TierStats:
         }
 
 
+def _left_out(reader_counts: Counter, most: int = 6) -> str:
+    """The commonest kinds the readers left out (``lang:la: 1, edition_skipped:...``), for
+    error messages; the tallies of what was read (records, chars, ...) are not listed."""
+    read = {"records", "chars", "sentences", "gaps", "choice", "expansions", "symbol", "space"}
+    kinds = [(k, v) for k, v in reader_counts.most_common() if k not in read]
+    return ", ".join(f"{k}: {v}" for k, v in kinds[:most])
+
+
 def unigram_entropy_bits(counts: np.ndarray) -> float:
     """Shannon entropy ``-sum p log2 p`` (bits per letter) of letter counts: the bits per
     character of a model that knows only letter frequencies, the baseline for ``bits_per_char``."""
@@ -311,8 +319,9 @@ def convert(
                 raise ConvertError(
                     f"tier {tier!r}: no Greek record in {', '.join(map(str, paths))} "
                     f"(records dropped: {dict(st.records_dropped) or 'none'}; files without records: "
-                    f"{', '.join(st.files_without_records) or 'none'}). Check that these are Greek "
-                    "sources (Perseus TEI, CoNLL-U, .txt, .jsonl) or lower --min-greek"
+                    f"{', '.join(st.files_without_records) or 'none'}; left out by the readers: "
+                    f"{_left_out(st.reader_counts) or 'nothing'}). Check that these are Greek "
+                    "sources (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) or lower --min-greek"
                 )
             if st.records_kept["val"] == 0:
                 warnings.append(

@@ -2,11 +2,11 @@
 
 Two passes over the records:
 
-1. **Reference noise** (the training evaluators' batches, :func:`stoicheia.data.loader.build_eval_batches`,
+1. **Reference noise** (the training evaluators' batches, :func:`stoicheia.data.eval_batches.build_eval_batches`,
    and their metrics, :func:`stoicheia.model.metrics.eval_metrics`): iid masking at rate ``t``
    (0.30), every aux channel hidden. Bits per character over the masked letters, boundary F1,
    diacritic and punctuation accuracy per slot and macro-averaged over classes.
-2. **Masked words** (:func:`stoicheia.data.loader.build_word_batches`): whole words become
+2. **Masked words** (:func:`stoicheia.data.eval_batches.build_word_batches`): whole words become
    known-width lacunae, the rest of the letters stay visible (channels hidden). A word counts
    as restored at top-1 when the most likely letter sequence (letters scored independently
    from one forward pass, :func:`stoicheia.inference.decoding.kbest_independent`) equals it,
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from stoicheia.data.eval_batches import build_eval_batches, build_word_batches
 from stoicheia.data.eval_sets import EvalRecord, read_split_records
-from stoicheia.data.loader import build_eval_batches, build_word_batches
 from stoicheia.inference.decoding import kbest_independent
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.ngram import LetterNgram, ids_to_letters

@@ -35,7 +35,7 @@ from types import MappingProxyType
 import conllu as conllu_lib
 
 from .plain import normalise_text, read_utf8_lines
-from .record import SourceError, SourceRecord, relative_name
+from .record import SourceError, SourceRecord, relative_name, unique_citation
 
 __all__ = ["read_conllu", "NO_PUNCT_TREEBANKS"]
 
@@ -113,9 +113,8 @@ def read_conllu(
     seen: Counter[str] = Counter()
     for name, work, line, sentences in docs:
         key = _slug(name)
-        seen[key] += 1
-        if seen[key] > 1:
-            key = f"{key}~{seen[key]}"
+        # a document resumed after another one is normal in UD: not counted as a duplicate
+        key = unique_citation(key, seen, None)
         text = " ".join(sentences)
         counts["records"] += 1
         counts["chars"] += len(text)

@@ -20,8 +20,15 @@ same thing:
 ``<gap unit="character"           ``[....]`` one lost letter per dot: a real lacuna of known
 quantity="N"/>``                  width (``reason="illegible"`` too: the letters are unknown)
 ``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``
-``extent="unknown"``              ``[---]``: unknown width (also a misspelt ``extent`` or a
-                                  unit such as ``cm``: counted ``gap_unit:<unit>``)
+``extent="unknown"``              ``[---]``: unknown width (also a unit such as ``cm``:
+                                  counted ``gap_unit:<unit>``)
+no readable width                 ``[---]``, an unknown width, counted by what was wrong:
+                                  ``gap_quantity_unreadable`` (``quantity`` not a whole
+                                  number > 0: ``"lots"``, ``"0"``, ``"3.5"``),
+                                  ``gap_range_unreadable`` (``atLeast``/``atMost`` not a
+                                  pair of whole numbers 0 < low <= high),
+                                  ``gap_width_unstated`` (no width attribute and no
+                                  ``extent``), ``gap_extent:<value>`` (a misspelt ``extent``)
 ``unit="line"``                   ``[---]`` between word breaks: a lost line has unknown
                                   width (counted ``gap_lines``)
 ``<supplied reason="lost">``      ``[letters]`` (option ``supplied_lost="text"``, default:
@@ -46,8 +53,14 @@ evidence="previouseditor">``
                                   whitespace around it is ignored)
 ``<g>``                           no letter; a word break, except inside a ``<w>``
 ``<space>``                       a word break (an uninscribed space)
-``<num>``, ``<w>``, ``<name>``,   their text (``<hi>``, ``<seg>``, ``<add>``, ``<c>``,
-``<persName>``, ...               ``<l>``, ``<lg>`` too)
+``<num>``, ``<w>``, ``<name>``,   their text (the elements of ``_TEXT_ELEMENTS``: also
+``<persName>``, ...               ``<placeName>``, ``<roleName>``, ``<hi>``, ``<seg>``,
+                                  ``<add>``, ``<c>``, ``<l>``, ``<lg>``, ``<measure>``, ...)
+any other element                 its text is kept (an inline element of the edition wraps
+                                  letters of the text far more often than not, and a letter
+                                  dropped is lost for good), counted
+                                  ``unknown_element:<name>`` so a new kind of markup shows
+                                  in ``stats.json`` (``reader_counts``)
 ``<orig>`` outside ``<choice>``   its letters, lower-cased (a diplomatic transcription in
                                   capitals: the capitals are not the editor's)
 ``<note>``, ``<certainty>``,      left out, counted ``excluded:<tag>``
@@ -72,7 +85,7 @@ from types import MappingProxyType
 
 from lxml import etree
 
-from .record import SourceError, SourceRecord, read_utf8, relative_name
+from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5"]
 
@@ -94,6 +107,13 @@ _BRACKETS = {
 _EXCLUDED = frozenset({"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"})
 #: elements that break words where they stand
 _BREAKS = frozenset({"milestone", "cb", "pb", "ab", "l", "lg", "p", "div"})
+#: elements whose content is text of the edition, read as it stands (the other elements the
+#: walker does not handle by name are read the same way but counted ``unknown_element:<name>``)
+_TEXT_ELEMENTS = frozenset({
+    "w", "name", "persName", "placeName", "roleName", "orgName", "geogName", "rs", "num", "measure",
+    "hi", "seg", "add", "c", "l", "lg", "ab", "p", "div", "foreign", "abbr", "ex", "reg", "corr", "sic",
+})
+_WHOLE = re.compile(r"[0-9]+")
 _SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
 _GAP = "\x00"  # marks a piece that is Leiden already (a lacuna)
 
@@ -298,6 +318,8 @@ class _Walker:
                 else:
                     em.pieces.append((s.lower(), k))
         else:  # w, name, persName, num, hi, seg, add, c, l, ab, ...: their text
+            if name not in _TEXT_ELEMENTS:
+                self.counts[f"unknown_element:{name}"] += 1
             if name in _BREAKS:
                 em.text(" ", None, in_w)
             self._children(el, em, kind, lang, in_w or name == "w")
@@ -318,25 +340,33 @@ class _Walker:
             self.counts["gap_lines"] += 1
             em.raw(" [---] ")
             return
-        extent, qty = el.get("extent"), el.get("quantity")
-        if not qty and extent and extent.strip().isdigit():  # extent="7": a count misplaced
-            qty = extent.strip()
-        lo, hi = el.get("atLeast"), el.get("atMost")
         if unit != "character":
             self.counts[f"gap_unit:{unit}"] += 1
             em.raw("[---]")
-        elif qty and qty.isdigit() and int(qty) > 0:
-            n = int(qty)
+            return
+        extent, qty = el.get("extent"), el.get("quantity")
+        if qty is None and extent and extent.strip().isdigit():  # extent="7": a count misplaced
+            qty = extent
+        lo, hi = el.get("atLeast"), el.get("atMost")
+        n = _whole(qty)
+        if n:
             if el.get("precision") in ("low", "medium"):
                 em.raw(f"[-ca.{n}-]")
             else:
                 em.raw("[" + "." * n + "]")
-        elif lo and hi and lo.isdigit() and hi.isdigit() and 0 < int(lo) <= int(hi):
-            em.raw(f"[.{int(lo)}-{int(hi)}.]")
-        else:
-            if extent != "unknown":
-                self.counts[f"gap_extent:{extent}"] += 1
-            em.raw("[---]")
+            return
+        a, b = _whole(lo), _whole(hi)
+        if a and b and a <= b:
+            em.raw(f"[.{a}-{b}.]")
+            return
+        # no readable width: a lacuna of unknown width, counted by what was wrong with it
+        if qty is not None:
+            self.counts["gap_quantity_unreadable"] += 1
+        if lo is not None or hi is not None:
+            self.counts["gap_range_unreadable"] += 1
+        if qty is None and lo is None and hi is None and extent != "unknown":
+            self.counts["gap_width_unstated" if extent is None else f"gap_extent:{extent}"] += 1
+        em.raw("[---]")
 
     def _choice(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
         kids = {_local(c): c for c in el if _local(c)}
@@ -378,6 +408,13 @@ class _Walker:
 def _content(s: str | None) -> str | None:
     """``s`` unless it is only whitespace (layout between elements)."""
     return s if s and s.strip() else None
+
+
+def _whole(s: str | None) -> int | None:
+    """``s`` as a whole number > 0 (surrounding spaces allowed), else ``None``."""
+    if s is None or not _WHOLE.fullmatch(s.strip()):
+        return None
+    return int(s) or None
 
 
 def _letters(s: str) -> int:
@@ -425,7 +462,8 @@ def read_epidoc(
     ``path``/``root``/``counts`` as for every reader; ``options`` the Leiden choices
     (:class:`EpiDocOptions`); ``tree`` an already parsed root (the ``.xml`` dispatcher passes
     it). ``source`` is ``"epidoc"``. Raises :class:`SourceError` for undecodable bytes,
-    malformed XML, or a root that is not a TEI P5 ``<TEI>``.
+    malformed XML, a root that is not a TEI P5 ``<TEI>``, or a file with no
+    ``<div type="edition">`` (the only division read).
     """
     path = Path(path)
     counts = counts if counts is not None else Counter()
@@ -437,11 +475,21 @@ def read_epidoc(
                           "give an EpiDoc / TEI P5 file (namespace http://www.tei-c.org/ns/1.0)")
     main = doc.find(f".//{_T}textLang")
     default_lang = main.get("mainLang") if main is not None else None
+    editions = [d for d in doc.iter(_T + "div") if d.get("type") == "edition"]
+    if not editions:
+        # EpiDoc keeps the text in the edition division only; a TEI P5 file without one is
+        # another kind of TEI (or an EpiDoc file that lost it), not a file without Greek
+        body = doc.find(f"{_T}text/{_T}body")
+        raise SourceError(
+            path, (body if body is not None else doc).sourceline or 0,
+            'TEI P5 file without a <div type="edition">: the EpiDoc reader reads the text of the '
+            "edition division only, and this file has none",
+            'wrap the text of <body> in <div type="edition" xml:lang="grc"> (EpiDoc), or give the '
+            "text as .txt/.jsonl",
+        )
     walker = _Walker(opts, counts)
     seen: Counter[str] = Counter()
-    for ed in doc.iter(_T + "div"):
-        if ed.get("type") != "edition":
-            continue
+    for ed in editions:
         sub = ed.get("subtype")
         if sub not in (None, "primary"):
             counts[f"edition_skipped:{sub}"] += 1
@@ -465,10 +513,7 @@ def read_epidoc(
                 ns = [d.get("n") or str(k) for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
                       if d.get("type") == "textpart"]
                 cite = ".".join(ns)
-            seen[cite] += 1
-            if seen[cite] > 1:
-                counts["duplicate_id"] += 1
-                cite = f"{cite}~{seen[cite]}"
+            cite = unique_citation(cite, seen, counts)
             counts["records"] += 1
             counts["chars"] += len(text)
             yield SourceRecord(id=f"{rel}#{cite}", text=text, source="epidoc", work=rel, file=str(path),

@@ -76,7 +76,7 @@ from types import MappingProxyType
 from lxml import etree
 
 from .betacode import beta_to_unicode, strip_latin_spans
-from .record import SourceError, SourceRecord, read_utf8, relative_name
+from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["ENTITIES", "read_perseus"]
 
@@ -446,10 +446,7 @@ def read_perseus(
                 if ctx is not top:
                     counts["empty_division"] += 1
                 continue
-            seen[cite] += 1
-            if seen[cite] > 1:
-                counts["duplicate_id"] += 1
-                cite = f"{cite}~{seen[cite]}"
+            cite = unique_citation(cite, seen, counts)
             counts["records"] += 1
             counts["chars"] += len(text)
             yield SourceRecord(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-__all__ = ["SourceRecord", "SourceError", "relative_name"]
+__all__ = ["SourceRecord", "SourceError", "relative_name", "unique_citation"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,19 @@ def read_utf8(path: Path, encoding: str = "utf-8") -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise SourceError(str(path), line, f"bytes are not UTF-8 ({e.reason})", "re-save the file as UTF-8") from None
+
+
+def unique_citation(cite: str, seen: Counter[str], counts: Counter[str] | None) -> str:
+    """``cite`` made unique within one file: the second record with the same citation gets
+    ``"<cite>~2"``, the third ``"<cite>~3"``, ... (each counted ``duplicate_id`` in ``counts``
+    unless it is ``None``: a reader for which a repeated citation is normal passes ``None``).
+
+    ``seen`` counts the citations given so far in the file (updated here); a reader keeps one
+    per file so that record ids stay unique and stable (the same file gives the same ids).
+    """
+    seen[cite] += 1
+    if seen[cite] > 1:
+        if counts is not None:
+            counts["duplicate_id"] += 1
+        return f"{cite}~{seen[cite]}"
+    return cite

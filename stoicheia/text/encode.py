@@ -7,8 +7,10 @@ letters; :func:`text_to_planes` is the Leiden-blind core (brackets are punctuati
 
 Reading works on the canonical decomposition (NFD) of the text, cut into clusters of one
 base character plus its combining marks (:mod:`stoicheia.text.clusters`); the marks of a
-cluster are collected as a set, so every Unicode spelling of a letter (precomposed oxia or
-tonos forms, NFC, NFD, marks in any order) gives the same planes. NFKC is never applied (it
+cluster are read by kind (accent, breathing, iota subscript, diaeresis; one of each per
+letter), so every Unicode spelling of a letter (precomposed oxia or tonos forms, NFC, NFD,
+marks in any order) gives the same planes. Two marks of one kind on a letter are never
+merged silently: see ``extra_mark``. NFKC is never applied (it
 would turn lunate ϲ into ς and spacing breathings into space + mark). ς, ϲ, Ϲ fold to σ;
 ϐ ϑ ϕ ϰ ϱ ϖ to β θ φ κ ρ π; also ϵ -> ε, ϴ -> Θ and ϒ -> Υ.
 
@@ -33,8 +35,11 @@ Dropped characters are counted by kind in a ``collections.Counter``:
   marks on a non-letter base, and spacing diacritics that could not be attached to a letter;
 * ``mark_before_capital`` combining breathings/accents typed before a capital (after a
   space or at the start): moved onto the capital (``"\u0313Αθῆναι"`` = Ἀθῆναι);
-* ``extra_mark`` a second accent/breathing/iota/diaeresis on one letter (the first one
-  in NFD order is kept);
+* ``extra_mark`` a second mark of a kind the letter already has: stacked accents (acute +
+  grave, the same accent typed twice), two breathings, two iotas, two diaereses. The first
+  one in NFD order is kept (for marks of one kind that is the order typed: NFD reorders
+  only marks of different combining classes) and each other one is counted here;
+  :func:`encode_text` with ``strict=True`` (restore input) refuses such a letter instead;
 * ``elision`` an elision mark (U+2019, U+02BC, U+0027, U+1FBD, U+1FBF directly after a
   letter; a stray U+0313 on a consonant, on ρ not followed by ρ (``παῤ`` = παρ’; ``ῤῥ``
   stays), or with no letter under it). A U+1FBD/U+1FBF used as a combining mark is a smooth
@@ -64,6 +69,8 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import (
+    _BR,
+    _BREATHABLE,
     _CLUSTER_RE,
     _INTERN,
     _K_APOS,
@@ -72,6 +79,7 @@ from stoicheia.text.clusters import (
     _K_YPO,
     _LETTER,
     _LETTER_IS_BREATHABLE,
+    _MARK,
     _SMOOTH_ONLY,
     _VOWELS,
     LACUNA_CHARS,
@@ -421,8 +429,8 @@ def encode_text(
 
     ``strict=True`` raises :class:`stoicheia.text.leiden.LeidenError` for notation that
     cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
-    bracket character (or, for any other fault, every bracket sign of the text), counts
-    ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
+    bracket character or combining mark (or, for any other fault, every bracket sign of the
+    text), counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
     """
     if not isinstance(text, str):
         raise TypeError(f"encode_text expects str, got {type(text).__name__}")
@@ -430,6 +438,14 @@ def encode_text(
     leiden: collections.Counter = collections.Counter()
     if _HAS_STAND_IN.search(text):
         text = _HAS_STAND_IN.sub("\ufffd", text)
+    if strict:
+        stacked = _stacked_mark(text)
+        if stacked is not None:
+            raise LeidenError(
+                text, stacked[0],
+                f"a letter with two {stacked[1]}; keep the one meant (the converter keeps the first "
+                "and counts extra_mark)",
+            )
     segs = _parse(text, strict, leiden)
     out: list[str] = []
     for seg in segs:
@@ -464,6 +480,33 @@ def encode_text(
     return Encoded(planes, dropped, leiden)
 
 
+_MARK_KINDS = ("accents", "breathings", "iota subscripts", "diaereses")
+
+
+def _stacked_mark(text: str) -> tuple[int, str] | None:
+    """The first letter of ``text`` with two marks of one kind (what ``extra_mark`` counts
+    inside one letter): ``(0-based position of the character holding the second mark,
+    "accents (combining acute accent and combining grave accent)")``, or ``None``."""
+    letter: tuple[int, int] | None = None
+    seen: dict[int, str] = {}
+    for i, ch in enumerate(text):
+        for c in unicodedata.normalize("NFD", ch):
+            if not unicodedata.combining(c):
+                letter, seen = _LETTER.get(c), {}
+                continue
+            fv = _MARK.get(c)
+            if letter is None or fv is None:
+                continue
+            field, value = fv
+            if field == _BR and value == 1 and letter[0] not in _BREATHABLE:
+                continue  # a smooth breathing on a consonant is the elision mark
+            name = unicodedata.name(c, f"U+{ord(c):04X}").lower()
+            if field in seen:
+                return i, f"{_MARK_KINDS[field]} ({seen[field]} and {name})"
+            seen[field] = name
+    return None
+
+
 _BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
 
 
@@ -476,7 +519,8 @@ def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
                 raise
             leiden["leiden_repaired"] += 1
             p = err.position
-            if 0 <= p < len(text) and _BRACKET_SIGNS.match(text, p):
+            if 0 <= p < len(text) and (_BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])):
+                # the bracket sign at fault, or a combining mark that has no letter to sit on
                 text = text[:p] + text[p + 1 :]
             else:
                 text = _BRACKET_SIGNS.sub("", text)

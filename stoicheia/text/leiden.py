@@ -54,6 +54,12 @@ The notation read
 ``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
 =====================  =================================================================
 
+A combining mark (accent, breathing, diaeresis, iota subscript) written right after an opening
+bracket, or right after a lacuna inside ``[ ]``, has no letter before it in the bracket: it
+belongs to the letter that follows it there (``ἀνθρώπ[\u0301ου]`` reads ``ἀνθρώπ[όυ]``, never
+an accent on the π outside), and with no letter after it in the bracket (``[\u0301]``,
+``[...\u0301]``) it is an error.
+
 A ``?`` inside square brackets (``[καὶ?]``) marks the supplement as doubtful: it sets the
 uncertain flags of that supplement and is not kept as text. A single ``.`` right after a
 letter inside square brackets (``[ἔλαττον.]``) is the full stop of the supplement, not a lost
@@ -305,7 +311,7 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
         nonlocal sup_start
         if sup_start is None:
             return
-        raw = text[sup_start:upto]
+        raw = _marks_onto_next_letter(text, sup_start, upto)
         doubtful = "?" in raw
         s, flags, orphans = _strip_dots(raw.replace("?", ""))
         if orphans:
@@ -361,6 +367,30 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
     return segs
 
 
+def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
+    """``text[a:b]`` with the combining marks at its start moved after the letter that follows
+    them (Unicode puts a mark after its letter: marks typed right after an opening bracket
+    would otherwise join the letter before the bracket).
+
+    A leading run that holds a dot below is left as it is (:func:`_strip_dots` reports a dot
+    on no letter). Raises :class:`LeidenError` at ``a`` when no letter follows the marks.
+    """
+    raw = text[a:b]
+    k = 0
+    while k < len(raw) and unicodedata.combining(raw[k]):
+        k += 1
+    if k == 0 or DOT_BELOW in raw[:k]:
+        return raw
+    if k < len(raw) and raw[k].isalpha():
+        return raw[k] + raw[:k] + raw[k + 1 :]
+    names = ", ".join(unicodedata.name(c, f"U+{ord(c):04X}").lower() for c in raw[:k])
+    raise LeidenError(
+        text, a,
+        f"a combining mark ({names}) with no letter inside the bracket to sit on; "
+        "type it after the letter it belongs to, or remove it",
+    )
+
+
 def _is_letterish(ch: str) -> bool:
     return ch.isalpha() or unicodedata.combining(ch) > 0
 
@@ -392,7 +422,8 @@ def parse_leiden(text: str) -> list[Segment]:
     Raises :class:`LeidenError` (a ``ValueError``) with the 0-based position of the fault:
     a closing bracket that closes nothing or the wrong bracket, an opening bracket inside
     another (brackets do not nest), a bracket left open, an empty bracket, a lacuna of width
-    0, ``[N±M]`` with ``M >= N``, a dot below on no letter inside ``[ ]``.
+    0, ``[N±M]`` with ``M >= N``, a dot below on no letter inside ``[ ]``, a combining mark
+    right after an opening bracket (or a lacuna in ``[ ]``) with no letter after it there.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_leiden expects str, got {type(text).__name__}")
@@ -441,6 +472,9 @@ def parse_leiden(text: str) -> list[Segment]:
             else:
                 if orphans:
                     raise LeidenError(text, i, f"a dot below on no letter inside {opener}{closer}")
+                moved = _marks_onto_next_letter(text, body, j)
+                if moved != raw:
+                    s, flags, _ = _strip_dots(moved)
                 segs.append(Editorial(s, reason, flags, i, end))
         i = run = end
     segs.extend(_text_segments(text, run, n))

@@ -21,8 +21,9 @@ from composer import DataSpec, Evaluator, Trainer
 from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
+from stoicheia.data.eval_batches import build_eval_batches, pad_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
-from stoicheia.data.loader import PackedLoader, build_eval_batches, pad_eval_batches
+from stoicheia.data.loader import PackedLoader
 from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import TierMixFactory, fetch_remote_stats
