@@ -13,7 +13,8 @@ Examples::
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
 
-Exit status 0 on success, 2 on a usage or input error (the message names the file and fix).
+Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
+argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ import os
 import sys
 import time
 from pathlib import Path
+
+from stoicheia.cli_args import OneLineParser, device_name, float_in, int_in, out_dir_problem
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+
+def _fail(command: str, message: str) -> int:
+    """Print the one-line error of ``stoicheia COMMAND``; returns the exit status 2."""
+    print(f"stoicheia {command}: error: {message}", file=sys.stderr)
+    return 2
 
 
 def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
@@ -51,6 +61,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from stoicheia.data.shards import ConvertError, convert
     from stoicheia.sources import EpiDocOptions
 
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("convert", f"--out {problem}")
     t0 = time.perf_counter()
     try:
         summary = convert(
@@ -138,16 +151,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     from stoicheia.sources import SourceError
 
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        return _fail("evaluate", f"--out {out} is a folder; give a file name for the JSON, e.g. {out / 'eval.json'}")
+    problem = out_dir_problem(out.parent) if out is not None else None
+    if problem:
+        return _fail("evaluate", f"--out {out}: {problem}")
+    if args.train_shards and not Path(args.train_shards).is_dir():
+        return _fail("evaluate", f"--train-shards {args.train_shards!r}: no such folder; give the output folder of `stoicheia convert`")
+    try:  # the inputs first: a wrong path fails before the model is loaded
+        records, described = load_records(args.shards, args.split, args.tiers, args.max_records)
+    except (FileNotFoundError, ValueError, SourceError) as err:
+        return _fail("evaluate", str(err))
     model = _load(args, "evaluate")
     cfg = model.config
     data = cfg.get("data", {})
-    try:
-        records, described = load_records(args.shards, args.split, args.tiers, args.max_records)
-    except (FileNotFoundError, ValueError, SourceError) as err:
-        print(f"stoicheia evaluate: error: {err}", file=sys.stderr)
-        return 2
     if described.get("rejected"):
         print(f"rejected records (not Greek enough or empty): {described['rejected']}")
+    not_read = described.get("not_read") or []
+    if not_read:
+        shown = ", ".join(not_read[:5]) + (f" and {len(not_read) - 5} more" if len(not_read) > 5 else "")
+        print(f"{len(not_read)} files in the folders given are not sources (.txt/.jsonl/.xml/.conllu) and were not read: {shown}")
     opt = EvalOptions(
         seq_len=args.seq_len or int(data.get("seq_len", 512)),
         rows=args.rows or int(data.get("eval_rows", 8)),
@@ -157,20 +181,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     ngram = ngram_info = None
     train_root = args.train_shards or (args.shards[0] if "shards" in described else data.get("shard_root"))
-    if args.ngram_order > 0 and train_root and Path(train_root).is_dir():
+    if args.ngram_order == 0:
+        print("n-gram baseline left out (--ngram-order 0)")
+    elif train_root and Path(train_root).is_dir():
         try:
             ngram, ngram_info = train_ngram(train_root, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
             print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} letters of {train_root}")
         except FileNotFoundError as err:
             print(f"n-gram baseline left out: {err}")
     else:
-        print("n-gram baseline left out: no training shards (give --train-shards DIR)")
+        print(f"n-gram baseline left out: the run's shards ({train_root or 'data.shard_root unset'}) are not here; give --train-shards DIR")
     result = evaluate(model, records, opt, ngram, progress=lambda m: print(m, flush=True))
     result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": cfg.get("run_name")}
     result["input"] = described
     if ngram_info:
         result["ngram"] = ngram_info
-    out = Path(args.out) if args.out else None
     lines = format_table(result, args.max_works)
     print("\n".join(lines))
     if out is not None:
@@ -204,6 +229,14 @@ def _held_out(model, checkpoint: str) -> dict:
 def cmd_export(args: argparse.Namespace) -> int:
     from stoicheia.inference.export import describe_training_data, export_model, find_shard_root
 
+    out_dir = Path(args.out_dir)  # checked before the checkpoint is read
+    problem = out_dir_problem(out_dir)
+    if problem:
+        return _fail("export", f"OUT_DIR {problem}")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not args.overwrite:
+        return _fail("export", f"OUT_DIR {out_dir} exists and is not empty; choose another folder or pass --overwrite")
+    if args.shards and not Path(args.shards).is_dir():
+        return _fail("export", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
     model = _load(args, "export")
     if model.kind == "export":
         print(f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint", file=sys.stderr)
@@ -214,10 +247,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         print("note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)")
     data = describe_training_data(model.config, root)
     try:
-        out = export_model(model, args.out_dir, held_out=held, training_data=data, overwrite=args.overwrite)
+        out = export_model(model, out_dir, held_out=held, training_data=data, overwrite=args.overwrite)
     except FileExistsError as err:
-        print(f"stoicheia export: error: {err}", file=sys.stderr)
-        return 2
+        return _fail("export", str(err))
+    except OSError as err:  # disk full, permissions changed meanwhile
+        return _fail("export", f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose another OUT_DIR")
     print(f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
           + (f", held-out figures of step {held['step']}" if held else ", no held-out figures found beside the checkpoint") + ")")
     print(f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)")
@@ -227,11 +261,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from stoicheia.train.report import write_report
 
+    problem = out_dir_problem(args.out) if args.out else None
+    if problem:
+        return _fail("report", f"--out {problem}")
     try:
         png, page = write_report(Path(args.run_folder), args.out)
     except ValueError as err:
-        print(f"stoicheia report: error: {err}", file=sys.stderr)
-        return 2
+        return _fail("report", str(err))
+    except OSError as err:
+        return _fail("report", f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); give --out FOLDER you can write to")
     print(f"wrote {png} and {page}")
     return 0
 
@@ -239,11 +277,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     import json
 
-    from stoicheia.inference.restore import RestoreError, format_result, restore
+    from stoicheia.inference.restore import (
+        GapTooWideError,
+        RestoreError,
+        format_result,
+        parse_input,
+        restore,
+    )
 
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
+    if args.beam is not None and args.beam < args.top_k:
+        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    try:  # the notation first: a typo fails before the model is loaded
+        parse_input(text, supplements="repredict" if args.repredict_supplements else "keep",
+                    unknown_width=args.unknown_width, about_margin=args.about_margin)
+    except GapTooWideError:
+        pass  # said by restore() below, with the limit of the loaded model
+    except RestoreError as err:
+        return _fail("restore", str(err))
     model = _load(args, "restore")
     try:
         result = restore(
@@ -252,8 +305,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
         )
     except RestoreError as err:
-        print(f"stoicheia restore: error: {err}", file=sys.stderr)
-        return 2
+        return _fail("restore", str(err))
     if args.json:
         print(json.dumps({
             "input": result.input,
@@ -268,22 +320,22 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
-    p.add_argument("--device", default="auto", help="auto (GPU if any), cpu, cuda, cuda:1 ...")
+    p.add_argument("--device", default="auto", type=device_name, help="auto (GPU if any), cpu, cuda, cuda:1 ...")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command."""
-    parser = argparse.ArgumentParser(prog="stoicheia", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("convert", help="source files (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) to MDS shards")
     p.add_argument("inputs", nargs="+", metavar="TIER=PATH", help="a tier name and a file or directory; repeatable")
     p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
-    p.add_argument("--val-fraction", type=float, default=0.005, help="share of records held out by id hash (default 0.005)")
+    p.add_argument("--val-fraction", type=float_in(0, 1, hi_open=True, meaning=" (share of records held out)"), default=0.005, help="share of records held out by id hash (default 0.005)")
     p.add_argument("--val-work", action="append", metavar="WORK", help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable")
-    p.add_argument("--max-record-letters", type=int, default=2048, help="longer records are stored in word-aligned parts")
-    p.add_argument("--min-greek", type=float, default=0.95, help="reject records with a smaller share of Greek letters")
+    p.add_argument("--max-record-letters", type=int_in(16, meaning=" letters"), default=2048, help="longer records are stored in word-aligned parts")
+    p.add_argument("--min-greek", type=float_in(0, 1, meaning=" (share of Greek letters)"), default=0.95, help="reject records with a smaller share of Greek letters")
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
-    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel reader processes")
+    p.add_argument("--workers", type=int_in(1, meaning=" reader processes"), default=min(4, os.cpu_count() or 1), help="parallel reader processes")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     p.add_argument("--supplied-lost", choices=("text", "lacuna"), default="text",
                    help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) or make them a real lacuna of their length")
@@ -299,30 +351,32 @@ def main(argv: list[str] | None = None) -> int:
     _model_args(p)
     p.add_argument("--shards", nargs="+", required=True, metavar="DIR_OR_FILE",
                    help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders")
-    p.add_argument("--split", default="val", choices=("val", "train"), help="split of the shards (default val)")
+    p.add_argument("--split", choices=("val", "train"), help="split of the shards (default val)")
     p.add_argument("--tiers", nargs="+", help="tiers of the shards to evaluate (default all)")
-    p.add_argument("--max-records", type=int, help="at most this many records per tier")
+    p.add_argument("--max-records", type=int_in(1, meaning=" records per tier"), help="at most this many records per tier")
     p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")
-    p.add_argument("--ngram-order", type=int, default=5, help="order of the letter n-gram baseline (0: none; default 5)")
-    p.add_argument("--ngram-letters", type=int, default=20_000_000, help="letters the n-gram is trained on at most")
-    p.add_argument("--seq-len", type=int, help="row length in slots (default: the run's data.seq_len)")
-    p.add_argument("--rows", type=int, help="rows per forward pass (default: the run's data.eval_rows)")
-    p.add_argument("--t", type=float, help="reference masking rate (default: the run's data.eval_t, 0.30)")
-    p.add_argument("--seed", type=int, help="noise seed (default: the run's data.eval_seed)")
-    p.add_argument("--word-rate", type=float, default=0.15, help="share of words masked in the word pass (default 0.15)")
-    p.add_argument("--max-works", type=int, default=20, help="works shown in the table (all are in the JSON)")
+    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
+    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.add_argument("--seq-len", type=int_in(32, meaning=" slots, like data.seq_len"), help="row length in slots (default: the run's data.seq_len)")
+    p.add_argument("--rows", type=int_in(1, meaning=" rows"), help="rows per forward pass (default: the run's data.eval_rows)")
+    p.add_argument("--t", type=float_in(0, 1, lo_open=True, meaning=" (the share of letters masked, default 0.30)"),
+                   help="reference masking rate (default: the run's data.eval_t, 0.30)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a noise seed)"), help="noise seed (default: the run's data.eval_seed)")
+    p.add_argument("--word-rate", type=float_in(0, 1, lo_open=True, meaning=" (share of words masked, default 0.15)"), default=0.15, help="share of words masked in the word pass (default 0.15)")
+    p.add_argument("--max-works", type=int_in(0, meaning=" works"), default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     _model_args(p)
     p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
-    p.add_argument("--top-k", type=int, default=5, help="restorations to print, best first (default 5)")
-    p.add_argument("--beam", type=int, help="hypotheses kept while decoding (default max(top-k, 4))")
+    p.add_argument("--top-k", type=int_in(1, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
+    p.add_argument("--beam", type=int_in(1, meaning=" hypotheses"), help="hypotheses kept while decoding (default max(top-k, 4))")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
     p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
-    p.add_argument("--unknown-width", type=int, default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
-    p.add_argument("--about-margin", type=float, default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
-    p.add_argument("--window", type=int, help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
+    p.add_argument("--unknown-width", type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
+    p.add_argument("--about-margin", type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"), default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
+    p.add_argument("--window", type=int_in(0, meaning=" slots (0: no windowing)"),
+                   help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the aligned text")
     p.set_defaults(func=cmd_restore)
     p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
@@ -335,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
     p.set_defaults(func=cmd_export, device="cpu")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
+        return stop.code if isinstance(stop.code, int) else 0
     return args.func(args)
 
 

@@ -228,6 +228,25 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
         assert torch.equal(got[k], want[k]), k
         assert torch.equal(again[k], want[k]), k
     assert main(["export", str(trained / "best.pt"), str(out)]) == 2  # no silent overwrite
+    # the name transformers users pass, and a clear error for a tensor of the wrong rank
+    with torch.no_grad():
+        by_name = hf(input_ids=chars, attention_mask=seg)
+    for k in want:
+        assert torch.equal(by_name[k], want[k]), k
+    for bad in (chars[0], chars[None]):
+        with pytest.raises(ValueError, match=rf"chars has shape \({', '.join(map(str, bad.shape))},?\): expected 2 dimensions \(B, T\)"):
+            hf(bad)
+    with pytest.raises(ValueError, match="not both"):
+        hf(chars, input_ids=chars)
+    with pytest.raises(ValueError, match="no letter ids"):
+        hf()
+    with pytest.raises(TypeError, match="unexpected argument.*token_type_ids"):
+        hf(input_ids=chars, token_type_ids=seg)
+    # the card lists the tiers the run trained on (gold, silver; bronze had weight 0)
+    rows = [line.split("|")[1].strip() for line in card.splitlines() if line.startswith("| ") and line.count("|") == 6]
+    assert rows[1:] == ["gold", "silver"], rows
+    assert "?" not in card.split("## Training data")[1].split("##")[0]
+    assert "`callbacks.anneal_data.phases`" in card
 
 
 def test_report_from_real_metrics_log(trained, tmp_path):
@@ -332,7 +351,7 @@ def test_restore_errors_and_windowing(model):
         with pytest.raises(RestoreError, match=why):
             restore(model, bad)
     long = " ".join(["καὶ τοῦ λόγου"] * 60) + " ἀρ[...]ος " + " ".join(["καὶ τοῦ λόγου"] * 60)
-    with pytest.raises(RestoreError, match="allow windowing"):
+    with pytest.raises(RestoreError, match="--window 0 refuses windowing: leave --window out"):
         restore(model, long, window=0)
     res = restore(model, long, top_k=2, window=96)
     assert len(res.restorations[0].fills[0]) == 3 and res.windows == 1
@@ -340,6 +359,42 @@ def test_restore_errors_and_windowing(model):
     res2 = restore(model, two, top_k=3, window=96)
     assert res2.windows == 2 and [len(f) for f in res2.restorations[0].fills] == [3, 2]
     assert [r.logprob for r in res2.restorations] == sorted((r.logprob for r in res2.restorations), reverse=True)
+
+
+def test_restore_width_errors_name_the_model_limit(trained, capsys):
+    """One line, exit 2, the limit of the model (its 96-slot rows) or of --window."""
+    from stoicheia.cli import main
+
+    def error(*argv):
+        rc = main(["restore", str(trained), "--device", "cpu", *argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and len(err.strip().splitlines()) == 1, err
+        return err
+
+    for text in ("καὶ [100000] τοῦ", "καὶ [99999999999999999999] τοῦ", "καὶ [200] τοῦ"):  # ([3000000000]: the parser test)
+        err = error(text)
+        assert "more than the model can fill: at most 96 letters at once" in err, err
+        assert "96-slot rows the model was trained on" in err and "--unknown-width" not in err
+    assert "give --unknown-width 94 or less" in error("--unknown-width", "200", "καὶ [---] τοῦ")
+    assert "at most 3 letters at once (--window 3" in error("--window", "3", "καὶ [.5.] τοῦ")
+    long = " ".join(["καὶ τοῦ λόγου"] * 20) + " ἀρ[...]ος"
+    assert "--window 0 refuses windowing: leave --window out" in error("--window", "0", long)
+    assert "Leiden notation at character 4" in error("καὶ [ τοῦ")
+
+
+def test_evaluate_command_counts_unread_files(trained, small_shards, tmp_path, capsys):
+    from stoicheia.cli import main
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "hymn.txt").write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n", encoding="utf-8")
+    (folder / "scan.tiff").write_bytes(b"II*\x00")
+    rc = main(["evaluate", str(trained), "--shards", str(folder), "--ngram-order", "0", "--device", "cpu", "--out", str(tmp_path / "e.json")])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "1 files in the folders given are not sources" in printed and "scan.tiff" in printed
+    assert "n-gram baseline left out (--ngram-order 0)" in printed
+    assert json.loads((tmp_path / "e.json").read_text())["input"]["not_read"] == [str(folder / "scan.tiff")]
 
 
 def test_restore_command(trained, capsys):

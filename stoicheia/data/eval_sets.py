@@ -81,34 +81,43 @@ def read_split_records(
     return out
 
 
-def read_text_records(paths: Iterable[str | Path], min_greek: float = 0.95) -> tuple[list[EvalRecord], Counter]:
+def read_text_records(
+    paths: Iterable[str | Path], min_greek: float = 0.95, not_read: list[Path] | None = None
+) -> tuple[list[EvalRecord], Counter]:
     """Raw sources (``.txt``, ``.jsonl``, Perseus TEI ``.xml``, CoNLL-U), converted on the fly with
     the readers of :mod:`stoicheia.sources` and :func:`stoicheia.text.filter.normalise_record`,
     exactly as ``stoicheia convert`` would. Directories are searched like ``convert`` does.
 
     Returns the records (tier ``input``, work = the file's path relative to the directory
     given, or its name) and a ``Counter`` of rejected records by reason (``empty``,
-    ``not_greek``): nothing is dropped silently. Raises
-    :class:`stoicheia.sources.SourceError` (file, line, fix) for a file the readers cannot read
-    and ``ValueError`` when no Greek record is left.
+    ``not_greek``): nothing is dropped silently. The files of the directories that are not
+    read (no source suffix, licence/readme, hidden) are appended to ``not_read`` when it is a
+    list, for the caller to report. Raises :class:`stoicheia.sources.SourceError` (file,
+    line, fix) for a file the readers cannot read and ``ValueError`` when no Greek record is
+    left (the message counts the files not read).
     """
     from stoicheia.sources import iter_source_files, read_source
     from stoicheia.text.filter import normalise_record
 
     out: list[EvalRecord] = []
     dropped: Counter = Counter()
+    skipped: list[Path] = []
+    paths = list(paths)
     for given in map(Path, paths):
         root = given if given.is_dir() else given.parent
-        for f in iter_source_files([given]):
+        for f in iter_source_files([given], skipped=skipped):
             for rec in read_source(f, root):
                 norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
                 if norm.planes is None:
                     dropped[norm.reject_reason or "rejected"] += 1
                     continue
                 out.append(EvalRecord(norm.planes, "input", rec.work, rec.id))
+    if not_read is not None:
+        not_read.extend(skipped)
     if not out:
+        unread = f", {len(skipped)} files not read as they are no sources (e.g. {skipped[0]})" if skipped else ""
         raise ValueError(
-            f"no Greek record in {', '.join(map(str, paths))} (rejected: {dict(dropped) or 'none'}); give Greek "
+            f"no Greek record in {', '.join(map(str, paths))} (rejected: {dict(dropped) or 'none'}{unread}); give Greek "
             ".txt/.jsonl/.xml/.conllu files or a shard folder"
         )
     return out, dropped

@@ -236,10 +236,10 @@ def convert(
             tier with no records at all.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir():  # before listing it: a file cannot be listed
+        raise ConvertError(f"--out {out} is a file; give a directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
-    if out.exists() and not out.is_dir():
-        raise ConvertError(f"--out {out} is a file; give a directory")
     if out.exists() and any(out.iterdir()) and not (out / "stats.json").exists():
         raise ConvertError(
             f"--out {out} is not empty and holds no stats.json, so it is not a converted corpus; "

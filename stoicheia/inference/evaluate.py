@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -252,26 +253,93 @@ def format_table(result: dict[str, Any], max_works: int | None = None) -> list[s
     return lines
 
 
+def is_shard_folder(path: str | Path) -> bool:
+    """True if ``path`` is the output folder of ``stoicheia convert`` (a ``stats.json``, or a
+    ``TIER/train`` or ``TIER/val`` folder with an MDS ``index.json``)."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    if (p / "stats.json").exists():
+        return True
+    return any((t / s / "index.json").exists() for t in p.iterdir() if t.is_dir() for s in ("train", "val"))
+
+
+def _missing_input(given: str) -> str:
+    """The message for an input path that does not exist, naming it exactly as given."""
+    m = re.fullmatch(r"(.+?)((?::\d*)+)", given)
+    if m and Path(m.group(1)).exists():
+        return f"{given!r}: no such file or folder ({m.group(1)!r} exists: drop the {m.group(2)!r} after it)"
+    return f"{given!r}: no such file or folder; check the path"
+
+
 def load_records(
     inputs: list[str],
-    split: str = "val",
+    split: str | None = None,
     tiers: list[str] | None = None,
     max_records: int | None = None,
 ) -> tuple[list[EvalRecord], dict[str, Any]]:
-    """The records to evaluate: a shard folder (its ``split`` records of ``tiers``) or raw
-    source files / folders (converted on the fly). Returns the records and a description
-    (``{"shards": ...}`` or ``{"files": [...], "rejected": {...}}``)."""
-    from stoicheia.data.eval_sets import read_text_records
+    """The records to evaluate: one shard folder (its ``split`` records, default ``val``, of
+    ``tiers``, default all that have records) or raw source files / folders (converted on
+    the fly, tier ``input``). ``max_records`` caps the records per tier.
 
-    if len(inputs) == 1 and Path(inputs[0]).is_dir() and any(
-        (p / split / "index.json").exists() for p in Path(inputs[0]).iterdir() if p.is_dir()
-    ):
-        recs = read_split_records(inputs[0], split, tiers, max_records)
-        return recs, {"shards": str(inputs[0]), "split": split}
-    recs, rejected = read_text_records(inputs)
+    Returns the records and a description: ``{"shards", "split", "tiers"}``, or ``{"files",
+    "rejected": {reason: count}, "not_read": [files of the folders that are no sources]}``.
+
+    Raises ``FileNotFoundError`` for an input that does not exist (named exactly as given) or
+    shards without records of ``split``; ``ValueError`` for a shard folder given beside other
+    inputs, a tier the shards have no ``split`` records of (the message lists those they
+    have), ``tiers``/``split`` given for raw files, ``max_records < 1`` and no Greek record;
+    :class:`stoicheia.sources.SourceError` for a file the readers cannot read.
+    """
+    from stoicheia.data.eval_sets import read_text_records
+    from stoicheia.data.shards import index_samples
+
+    if max_records is not None and max_records < 1:
+        raise ValueError(f"--max-records {max_records}: give at least 1 record per tier (or leave it out for all)")
+    missing = [x for x in inputs if not Path(x).exists()]
+    if missing:
+        more = f" ({len(missing) - 1} more inputs missing)" if len(missing) > 1 else ""
+        raise FileNotFoundError(f"--shards {_missing_input(str(missing[0]))}{more}")
+    shard_dirs = [x for x in inputs if is_shard_folder(x)]
+    if shard_dirs and len(inputs) > 1:
+        others = [x for x in inputs if x != shard_dirs[0]]
+        raise ValueError(
+            f"--shards {shard_dirs[0]!r} is a shard folder (output of `stoicheia convert`), given beside "
+            f"{', '.join(map(repr, others[:3]))}{' ...' if len(others) > 3 else ''}: give one shard folder alone, or "
+            "raw source files only (run evaluate once for each)"
+        )
+    if shard_dirs:
+        root = Path(shard_dirs[0])
+        split = split or "val"
+        dirs = sorted(p for p in root.iterdir() if p.is_dir())
+        present = [p.name for p in dirs if (p / split / "index.json").exists() and index_samples(p / split) > 0]
+        if not present:
+            have = sorted(f"{p.name}/{s}" for p in dirs for s in ("train", "val") if (p / s / "index.json").exists())
+            raise FileNotFoundError(
+                f"{root}: no tier has {split} records (the shards hold {', '.join(have) or 'no split'}); "
+                + ("give --split train, or convert with --val-fraction > 0" if split == "val" else "give another shard folder")
+            )
+        absent = [t for t in tiers or [] if t not in present]
+        if absent:
+            raise ValueError(
+                f"--tiers {' '.join(absent)}: the shards at {root} have no {split} records of "
+                f"{'that tier' if len(absent) == 1 else 'those tiers'}; tiers with {split} records: {', '.join(present)}"
+            )
+        chosen = list(tiers) if tiers else present
+        recs = read_split_records(root, split, chosen, max_records)
+        return recs, {"shards": str(root), "split": split, "tiers": chosen}
+    if tiers:
+        raise ValueError(
+            f"--tiers {' '.join(tiers)}: tiers are those of a shard folder, and {', '.join(inputs)} are raw source files "
+            "(read as one tier, 'input'): leave --tiers out"
+        )
+    if split is not None:
+        raise ValueError(f"--split {split}: splits are those of a shard folder, and {', '.join(inputs)} are raw source files: leave --split out")
+    not_read: list[Path] = []
+    recs, rejected = read_text_records(inputs, not_read=not_read)
     if max_records is not None:
         recs = recs[:max_records]
-    return recs, {"files": list(inputs), "rejected": dict(rejected)}
+    return recs, {"files": list(inputs), "rejected": dict(rejected), "not_read": [str(p) for p in not_read]}
 
 
-__all__ = ["EVAL_METRICS", "EvalOptions", "evaluate", "format_table", "load_records", "train_ngram"]
+__all__ = ["EVAL_METRICS", "EvalOptions", "evaluate", "format_table", "is_shard_folder", "load_records", "train_ngram"]

@@ -72,7 +72,8 @@ MODELING_PY = '''"""Hugging Face wrapper of the Stoicheia character encoder (wri
 
 Inputs are the aligned letter planes, each ``(B, T)`` int64: ``chars`` (letters 0..23 in the
 order of ``stoicheia_alphabet.LETTERS``, MASK 24 for a lost letter, PAD 26), and optionally
-``boundary``, ``dia``, ``punct`` (their UNKNOWN ids by default), ``seg_id`` and ``pos``. The
+``boundary``, ``dia``, ``punct`` (their UNKNOWN ids by default), ``seg_id`` and ``pos``;
+``input_ids`` is accepted for ``chars`` and ``attention_mask`` for ``seg_id``. The
 output is the dict of float32 logits ``char`` (B, T, 27), ``boundary`` (B, T, 3), ``dia``
 (B, T, 48), ``cap`` (B, T, 2), ``punct`` (B, T, 6). Turn Greek text into planes with the
 ``stoicheia`` package (``stoicheia.text.planes.text_to_planes``), or use ``stoicheia restore``.
@@ -105,7 +106,26 @@ class StoicheiaEncoderModel(PreTrainedModel):
     def _init_weights(self, module):
         pass  # the encoder initialises itself; from_pretrained then loads every weight
 
-    def forward(self, chars, boundary=None, dia=None, punct=None, seg_id=None, pos=None, **kwargs):
+    def forward(self, chars=None, boundary=None, dia=None, punct=None, seg_id=None, pos=None, input_ids=None,
+                attention_mask=None, **kwargs):
+        """Logits of ``CharBertEncoder.forward``. ``input_ids`` is another name for ``chars`` (the
+        name transformers code passes); ``attention_mask`` (1 text, 0 padding) stands for
+        ``seg_id`` when that is not given. Raises ``ValueError`` for no ids, both names, or a
+        tensor that is not (B, T); ``TypeError`` for an argument the model does not take."""
+        if input_ids is not None:
+            if chars is not None:
+                raise ValueError("give the letter ids once: chars or input_ids, not both")
+            chars = input_ids
+        if chars is None:
+            raise ValueError("no letter ids: call model(chars) or model(input_ids=chars) with a (B, T) int64 tensor")
+        if attention_mask is not None and seg_id is None:
+            seg_id = attention_mask.long() if hasattr(attention_mask, "long") else attention_mask
+        extra = sorted(k for k, v in kwargs.items() if v is not None and v is not False)
+        if extra:
+            raise TypeError(
+                f"unexpected argument(s) {', '.join(extra)}; the model takes chars (or input_ids), boundary, dia, punct, "
+                "seg_id (or attention_mask) and pos"
+            )
         return self.encoder(chars, boundary=boundary, dia=dia, punct=punct, seg_id=seg_id, pos=pos)
 '''
 
@@ -247,6 +267,23 @@ def _sources(root: Path) -> dict[str, list[str]]:
     return {t: sorted(s) for t, s in found.items()}
 
 
+def _phases(run_config: dict[str, Any]) -> list[Any]:
+    """The run's tier-mix phases (``callbacks.anneal_data.phases``: ``[[until, {tier: weight}], ...]``), or ``[]``."""
+    anneal = (run_config.get("callbacks") or {}).get("anneal_data")
+    phases = anneal.get("phases") if isinstance(anneal, dict) else None
+    return list(phases) if isinstance(phases, list) else []
+
+
+def trained_tiers(run_config: dict[str, Any]) -> set[str] | None:
+    """The tiers the run trained on: a positive weight in ``data.tier_weights`` or in a phase
+    of ``callbacks.anneal_data.phases``. ``None`` when the configuration records no weights."""
+    weights = (run_config.get("data") or {}).get("tier_weights")
+    mixes = [w for w in [weights] + [p[1] for p in _phases(run_config) if isinstance(p, list) and len(p) == 2] if isinstance(w, dict)]
+    if not mixes:
+        return None
+    return {t for mix in mixes for t, w in mix.items() if isinstance(w, (int, float)) and w > 0}
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
@@ -283,7 +320,7 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "```python",
         "from transformers import AutoModel",
         "model = AutoModel.from_pretrained(PATH, trust_remote_code=True)",
-        "logits = model(chars=chars)  # chars: (B, T) int64 letter ids, 24 = MASK; returns a dict of logits",
+        "logits = model(chars)  # chars: (B, T) int64 letter ids, 24 = MASK (input_ids=chars also works); a dict of logits",
         "```",
         "",
         "With the `stoicheia` package: `stoicheia restore PATH \"TEXT\"` and `stoicheia evaluate PATH --shards DIR`.",
@@ -293,9 +330,11 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
     ]
     weights = td.get("tier_weights") or {}
     tiers = td.get("tiers") or {}
-    if weights or tiers:
+    trained = trained_tiers(run)
+    shown = sorted(trained) if trained is not None else sorted(set(weights) | set(tiers))
+    if shown:
         lines += ["| tier | weight | train letters | held-out letters | train records |", "|---|---|---|---|---|"]
-        for tier in sorted(set(weights) | set(tiers)):
+        for tier in shown:
             st = tiers.get(tier, {})
             lines.append(
                 f"| {tier} | {weights.get(tier, 0)} | {st.get('letters', {}).get('train', '?'):,} | "
@@ -303,6 +342,12 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
                 if st else f"| {tier} | {weights.get(tier, 0)} | ? | ? | ? |"
             )
         lines.append("")
+        phases = _phases(run)
+        if phases:
+            lines += [f"The tier weights change during training (`callbacks.anneal_data.phases`): `{json.dumps(phases)}`.", ""]
+        unused = sorted(set(tiers) - set(shown))
+        if unused:
+            lines += [f"The shards also hold {', '.join(unused)}, which this run did not train on (weight 0).", ""]
     if td.get("sources"):
         lines.append("Sources per tier: " + "; ".join(f"{t}: {', '.join(s)}" for t, s in td["sources"].items()) + ".")
         lines.append("")

@@ -76,19 +76,70 @@ class LoadedModel:
         return self.encoder({k: v.to(dev) for k, v in batch.items()})
 
 
+def available_devices() -> list[str]:
+    """The devices a model can be loaded on here: ``cpu``, then ``cuda:0``... for every CUDA
+    GPU torch sees, and ``mps`` on a Mac with Metal."""
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    return out
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``"auto"``/``None``: the first CUDA GPU if torch sees one, else the CPU."""
+    """``"auto"``/``None``: the first CUDA GPU if torch sees one, else the CPU; else the named
+    device (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
+
+    Raises :class:`ModelLoadError` (a ``ValueError``) for a name torch does not read
+    (``gpu0``), a device type other than cpu/cuda/mps, and a device this machine does not
+    have (no CUDA GPU visible, ``cuda:3`` with two GPUs); the message lists the devices there are.
+    """
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    have = ", ".join(available_devices())
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ModelLoadError(
+            f"device {str(device)!r} is not a device name; give auto, cpu, cuda or cuda:N (here: {have})"
+        ) from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            import os
+
+            seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+            why = f" (CUDA_VISIBLE_DEVICES={seen!r})" if seen is not None else ""
+            raise ModelLoadError(
+                f"device {str(device)!r}: no CUDA GPU is visible on this machine{why}; give --device cpu or auto "
+                f"(here: {have})"
+            )
+        if dev.index is not None and dev.index >= n:
+            raise ModelLoadError(
+                f"device {str(device)!r}: this machine has {n} visible CUDA GPU(s), cuda:0 to cuda:{n - 1}; give one of {have}"
+            )
+    elif dev.type == "mps":
+        if "mps" not in available_devices():
+            raise ModelLoadError(f"device {str(device)!r}: Metal (mps) is not available here; give one of {have}")
+    elif dev.type != "cpu":
+        raise ModelLoadError(f"device {str(device)!r}: only cpu, cuda and mps are supported; give one of auto, {have}")
+    return dev
 
 
 def _config_from_yaml(config: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(config, dict):
         return config
-    from stoicheia.config import load_config, to_dict
+    from stoicheia.config import ConfigError, load_config, to_dict
 
-    return to_dict(load_config(config))
+    try:
+        return to_dict(load_config(config))
+    except ConfigError as err:
+        text = str(err)
+        raise ModelLoadError(f"--config {text}" if text.startswith(str(config)) else f"--config {config}: {text}") from None
+    except OSError as err:  # a folder, no permission...
+        raise ModelLoadError(f"--config {config}: cannot read it ({err.strerror}); give the run's YAML file") from None
 
 
 def _encoder_config(config: dict[str, Any], where: str) -> EncoderConfig:
@@ -155,6 +206,26 @@ def _checkpoint_file(path: str) -> tuple[Path, str]:
     return p, str(p.parent)
 
 
+def _other_checkpoints_hint(file: Path) -> str:
+    """The fix for an unreadable checkpoint: the other checkpoints of its folder, newest first."""
+    try:
+        others = sorted(
+            (p for p in file.parent.glob("*.pt") if p.resolve() != file.resolve() and not p.name.startswith(".")),
+            key=lambda p: p.stat().st_mtime, reverse=True,
+        )
+    except OSError:
+        others = []
+    if others:
+        shown = ", ".join(p.name for p in others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        where = f"the run folder {file.parent} also holds {shown}"
+    else:
+        where = f"{file.parent} holds no other checkpoint"
+    return (
+        f"use another checkpoint of the run ({where}; latest-rank0.pt, best.pt or final.pt), or copy or "
+        "download the file again"
+    )
+
+
 def load_model(
     path: str | Path,
     *,
@@ -165,10 +236,13 @@ def load_model(
 
     ``config``: a YAML run config (or its dict) to take the model shape from, for checkpoints
     that carry none. Raises :class:`ModelLoadError` (a ``ValueError``) naming the path and the
-    fix: missing file, unreadable checkpoint, no model shape, weights of another shape.
+    fix: a device this machine lacks (:func:`resolve_device`), an unreadable ``config`` (checked
+    before the checkpoint is read), missing file, unreadable checkpoint (the fix names the
+    other checkpoints of its folder), no model shape, weights of another shape.
     """
     dev = resolve_device(device)
     source = str(path)
+    given_config = _config_from_yaml(config) if config is not None else None  # a wrong --config fails first
     if "://" not in source and is_export_dir(source):
         return _load_export(Path(source), dev, config)
     file, folder = _checkpoint_file(source)
@@ -177,17 +251,18 @@ def load_model(
     if not checkpoint_is_complete(Path(file)):  # a bit flip or a cut file must not load as weights
         raise ModelLoadError(
             f"{file}: incomplete or corrupt checkpoint (a truncated file, a failed CRC check or a missing tensor "
-            "record); use another checkpoint of the run (its ep*-ba*-rank0.pt, best.pt or final.pt)"
+            f"record); {_other_checkpoints_hint(Path(file))}"
         )
     try:
         ckpt = torch.load(file, map_location="cpu", weights_only=False)
     except Exception as err:  # a truncated zip, a non-torch file...
-        raise ModelLoadError(f"{file}: not a readable torch checkpoint ({err})") from err
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ModelLoadError(f"{file}: not a readable torch checkpoint ({first}); {_other_checkpoints_hint(Path(file))}") from err
     state = ckpt.get("state", ckpt) if isinstance(ckpt, dict) else None
     if not isinstance(state, dict) or "model" not in state:
         raise ModelLoadError(f"{file}: not a Composer training checkpoint (no state.model); give best.pt, final.pt or ep*-ba*-rank0.pt")
-    if config is not None:
-        run_config = _config_from_yaml(config)
+    if given_config is not None:
+        run_config = given_config
     else:
         recorded = (state.get("callbacks") or {}).get("RunRecord")
         run_config = recorded.get("config") if isinstance(recorded, dict) else None
@@ -212,12 +287,19 @@ def load_model(
 def _load_export(folder: Path, dev: torch.device, config: Any) -> LoadedModel:
     from safetensors.torch import load_file
 
+    again = "export the checkpoint again (stoicheia export CHECKPOINT OUT_DIR --overwrite)"
     try:
         meta = json.loads((folder / EXPORT_CONFIG).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not valid JSON ({err}); export the checkpoint again") from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not valid JSON ({err}); {again}") from err
+    if not isinstance(meta, dict):
+        raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not an export's config (a JSON object); {again}")
     run_config = meta.get("stoicheia", {}).get("run_config") or {"model": meta.get("encoder", {})}
     cfg = _encoder_config({"model": meta.get("encoder", {})}, str(folder / EXPORT_CONFIG))
-    encoder = _build(cfg, _strip_prefix(load_file(str(folder / EXPORT_WEIGHTS))), str(folder), dev)
+    try:
+        weights = load_file(str(folder / EXPORT_WEIGHTS))
+    except Exception as err:  # safetensors raises its own error types for a cut or foreign file
+        raise ModelLoadError(f"{folder / EXPORT_WEIGHTS}: unreadable weights ({str(err).splitlines()[0]}); {again}") from err
+    encoder = _build(cfg, _strip_prefix(weights), str(folder), dev)
     info = dict(meta.get("stoicheia", {}))
     return LoadedModel(encoder, run_config, str(folder), "export", info.get("step"), info)

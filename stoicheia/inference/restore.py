@@ -52,7 +52,15 @@ import torch
 
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import encode_text, text_to_planes
-from stoicheia.text.leiden import Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import (
+    MAX_LACUNA_WIDTH,
+    Editorial,
+    Lacuna,
+    LacunaTooWideError,
+    LeidenError,
+    Text,
+    parse_leiden,
+)
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -62,6 +70,10 @@ _SYMBOLS = A.NUM_LETTERS + 2  # head outputs scored: 24 letters, MASK (never all
 
 class RestoreError(ValueError):
     """The text cannot be restored as given; the message says what to change."""
+
+
+class GapTooWideError(RestoreError):
+    """A lacuna wider than the model can fill (or than any lacuna the parser reads)."""
 
 
 @dataclass
@@ -163,18 +175,81 @@ class _Item:
     values: tuple[int, int, int, int, int] | None = None  # chars, boundary, dia, cap, punct
 
 
+def check_options(*, unknown_width: int = 20, about_margin: float = 0.25, window: int | None = None) -> None:
+    """Raise :class:`RestoreError` for an option out of range: ``unknown_width`` outside
+    ``1..MAX_LACUNA_WIDTH`` letters, ``about_margin`` not a number in ``[0, 1]``, a negative
+    ``window``."""
+    if not isinstance(unknown_width, int) or not 1 <= unknown_width <= MAX_LACUNA_WIDTH:
+        raise RestoreError(
+            f"unknown_width={unknown_width!r}: a lacuna of unknown width holds 1 to {MAX_LACUNA_WIDTH:,} letters; "
+            "give a whole number in that range (default 20)"
+        )
+    if not isinstance(about_margin, (int, float)) or not 0 <= about_margin <= 1:  # also refuses nan
+        raise RestoreError(
+            f"about_margin={about_margin!r}: [-ca.N-] is read as N ± max(1, round(margin × N)) letters; "
+            "give a fraction from 0 to 1 (default 0.25)"
+        )
+    if window is not None and (not isinstance(window, int) or window < 0):
+        raise RestoreError(f"window={window!r}: give the slots the model sees at once (>= 1), or 0 to refuse windowing")
+
+
+def _gap_too_wide(seg: Lacuna, notation: str, lo: int, hi: int, slots: int, limit: int, why: str) -> GapTooWideError:
+    """The error for a lacuna ``seg`` read as ``lo..hi`` letters in ``slots`` slots, more than
+    ``limit`` slots (``why``: where the limit comes from)."""
+    if seg.known_width:
+        return GapTooWideError(
+            f"the lacuna {notation!r} holds {hi:,} letters, more than the model can fill: at most {limit:,} letters "
+            f"at once ({why}); restore a narrower lacuna"
+        )
+    if seg.max_width is None:
+        fix = f"give --unknown-width {max(1, limit - 2)} or less"
+    elif seg.approximate:
+        fix = "give a smaller --about-margin or a narrower lacuna"
+    else:
+        fix = "give a narrower lacuna"
+    return GapTooWideError(
+        f"the lacuna {notation!r} may hold up to {hi:,} letters ({slots:,} slots with the 2 that BLANK may end), more "
+        f"than the model can fill: at most {limit:,} slots at once ({why}); {fix}"
+    )
+
+
 def parse_input(
-    text: str, *, supplements: str = "keep", unknown_width: int = 20, about_margin: float = 0.25
+    text: str,
+    *,
+    supplements: str = "keep",
+    unknown_width: int = 20,
+    about_margin: float = 0.25,
+    max_slots: int | None = None,
+    limit_why: str = "",
 ) -> tuple[list[_Item], list[Gap]]:
     """The working sequence of ``text`` and its gaps (module docstring). Raises
-    :class:`RestoreError` for notation the Leiden parser rejects (with the position), a text
-    without Greek letters, or nothing to restore."""
+    :class:`RestoreError` for notation the Leiden parser rejects (with the position; a
+    counted width above :data:`~stoicheia.text.leiden.MAX_LACUNA_WIDTH` among them), an option
+    out of range (:func:`check_options`), a text without Greek letters, nothing to restore,
+    or a gap of more than ``max_slots`` slots (``limit_why`` says where that limit comes
+    from); the widths are checked before any slot is made."""
     if supplements not in ("keep", "repredict"):
         raise RestoreError(f"supplements={supplements!r}: use 'keep' or 'repredict'")
-    if unknown_width < 1:
-        raise RestoreError(f"unknown_width={unknown_width}: a lacuna of unknown width needs room for >= 1 letter")
+    check_options(unknown_width=unknown_width, about_margin=about_margin)
     try:
         segments = parse_leiden(text)
+    except LacunaTooWideError as err:
+        limit = (
+            f"more than the model can fill: at most {max_slots:,} letters at once ({limit_why})" if max_slots is not None
+            else f"more than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may hold"
+        )
+        raise GapTooWideError(f"the lacuna {err.notation!r} holds up to {err.width:,} letters, {limit}; restore a narrower lacuna") from None
+    except LeidenError as err:
+        raise RestoreError(f"{err}; fix the brackets (see 'Restoring a text' in the README)") from None
+    if max_slots is not None:
+        for seg in segments:
+            if isinstance(seg, Lacuna):
+                lo, hi = _gap_bounds(seg, unknown_width, about_margin)
+                slots = hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
+                if slots > max_slots:
+                    notation = text[max(0, seg.start - 1) : seg.end + 1].strip()
+                    raise _gap_too_wide(seg, notation, lo, hi, slots, max_slots, limit_why)
+    try:
         enc = encode_text(text, strict=True)
     except LeidenError as err:
         raise RestoreError(f"{err}; fix the brackets (see 'Restoring a text' in the README)") from None
@@ -507,9 +582,11 @@ def restore(
     run's ``data.seq_len``; ``0`` refuses to window and raises for a longer text).
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
-    nested brackets, a width of 0), a text without Greek letters, a text with nothing to
-    restore (no lacuna, no uncertain letter, no re-predicted supplement, and no ``respace``),
-    a lacuna wider than the window, or a text longer than the window when ``window=0``.
+    nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
+    (:func:`check_options`, ``top_k``/``beam`` < 1), a text without Greek letters, a text
+    with nothing to restore (no lacuna, no uncertain letter, no re-predicted supplement, and
+    no ``respace``), a lacuna wider than the window (checked before any slot is made), or a
+    text longer than the window when ``window=0``.
     """
     from stoicheia.inference.loading import LoadedModel, load_model
 
@@ -519,18 +596,30 @@ def restore(
     beam = max(top_k, 4) if beam is None else beam
     if beam < top_k:
         raise RestoreError(f"beam={beam} is smaller than top_k={top_k}")
-    items, gaps = parse_input(text, supplements=supplements, unknown_width=unknown_width, about_margin=about_margin)
+    check_options(unknown_width=unknown_width, about_margin=about_margin, window=window)
+    trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
+    win = trained if window is None else window
+    why = (
+        f"the window: the {trained}-slot rows the model was trained on" if window is None
+        else f"--window {window}; the model was trained on {trained}-slot rows" if window
+        else f"--window 0: one row of at most the {trained} slots the model was trained on"
+    )
+    items, gaps = parse_input(
+        text, supplements=supplements, unknown_width=unknown_width, about_margin=about_margin,
+        max_slots=win or trained, limit_why=why,
+    )
     if not gaps and not respace:
         raise RestoreError(
             f"nothing to restore in {text!r}: no lacuna ([...], [.5.], [5±3], [---]), no uncertain letter (dot below); "
             "use --respace to predict word division, accents and punctuation"
         )
-    trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
-    win = trained if window is None else window
     total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
     if win == 0:
         if total > trained:
-            raise RestoreError(f"the text takes {total} slots, more than the {trained} the model was trained on; allow windowing")
+            raise RestoreError(
+                f"the text takes {total:,} slots, more than the {trained} the model was trained on, and --window 0 "
+                "refuses windowing: leave --window out (or give a number of slots) to decode it window by window"
+            )
         win = total
     result = RestoreResult(text, gaps, [])
     if not gaps:
@@ -599,4 +688,7 @@ def format_result(result: RestoreResult) -> list[str]:
     return lines
 
 
-__all__ = ["Gap", "Restoration", "RestoreError", "RestoreResult", "format_result", "parse_input", "restore", "restore_planes"]
+__all__ = [
+    "Gap", "GapTooWideError", "Restoration", "RestoreError", "RestoreResult", "check_options", "format_result", "parse_input", "restore",
+    "restore_planes",
+]

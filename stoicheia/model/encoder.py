@@ -200,8 +200,9 @@ class CharBertEncoder(nn.Module):
         "punct": (B,T,6)}`` float32 logits. Padding slots (``seg_id == 0``) get finite but
         meaningless logits.
 
-        Raises ``ValueError`` when a tensor is not ``(B, T)`` integer like ``chars`` or an id is
-        out of range (the message names the plane and its valid range).
+        Raises ``TypeError`` when ``chars`` is no tensor, ``ValueError`` when ``chars`` is not 2-D
+        or another tensor is not ``(B, T)`` integer like ``chars``, or an id is out of range (the
+        message names the plane and its valid range).
         """
         if isinstance(chars, Mapping):
             batch = chars
@@ -210,6 +211,13 @@ class CharBertEncoder(nn.Module):
             chars = batch["chars"]
             boundary, dia, punct = batch.get("boundary"), batch.get("dia"), batch.get("punct")
             seg_id, pos = batch.get("seg_id"), batch.get("pos")
+        if not isinstance(chars, Tensor):
+            raise TypeError(f"chars must be a torch.Tensor of letter ids, shape (B, T), got {type(chars).__name__}")
+        if chars.dim() != 2:  # before the defaults below are shaped like it
+            raise ValueError(
+                f"chars has shape {tuple(chars.shape)}: expected 2 dimensions (B, T), rows of letter ids; "
+                "for a single row give chars.unsqueeze(0)"
+            )
         planes = {"chars": chars, "boundary": boundary, "dia": dia, "punct": punct}
         for name, default in _DEFAULT_IDS.items():
             if planes[name] is None:

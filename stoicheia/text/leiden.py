@@ -66,7 +66,8 @@ letter inside square brackets (``[ἔλαττον.]``) is the full stop of the s
 letter (lost letters stand apart, ``[.]`` ``[αβ . .]``, or in runs, ``[...]``). Outside brackets everything else is
 text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (``[α(ὐτοῦ)]``
 is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
-0 and ``N±M`` with ``M >= N`` are errors.
+0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`MAX_LACUNA_WIDTH` are
+errors (the encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
 """
 
 from __future__ import annotations
@@ -77,12 +78,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "LeidenError",
+    "LacunaTooWideError",
     "Text",
     "Lacuna",
     "Editorial",
     "Comment",
     "Segment",
     "REASONS",
+    "MAX_LACUNA_WIDTH",
     "parse_leiden",
     "has_leiden",
 ]
@@ -91,6 +94,11 @@ __all__ = [
 REASONS = ("lost", "abbreviation", "omitted", "erased", "surplus", "partly_lost")
 
 DOT_BELOW = "\u0323"
+
+#: The widest lacuna, in letters, that a number in ``[ ]`` may give (``[.N.]``, ``[-ca.N-]``,
+#: ``[N±M]``, ``[.a-b.]``). Editions count lost letters up to a few hundred (the widest in
+#: ../shared/corpus is 915); a longer loss is counted in lines and written ``[---]``.
+MAX_LACUNA_WIDTH = 10_000
 
 
 class LeidenError(ValueError):
@@ -109,6 +117,16 @@ class LeidenError(ValueError):
         super().__init__(
             f"Leiden notation at character {position}: {message} (near {context!r})"
         )
+
+
+class LacunaTooWideError(LeidenError):
+    """A counted lacuna wider than :data:`MAX_LACUNA_WIDTH` letters; ``width`` is the widest
+    reading in letters and ``notation`` the bracket as written."""
+
+    def __init__(self, text: str, position: int, message: str, width: int, notation: str) -> None:
+        super().__init__(text, position, message)
+        self.width = width
+        self.notation = notation
 
 
 @dataclass(frozen=True)
@@ -397,6 +415,17 @@ def _is_letterish(ch: str) -> bool:
 
 def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
     n = int(m.group("n"))
+    widest = max(n + int(m.group("pm") or 0), int(m.group("hi") or 0))
+    if widest > MAX_LACUNA_WIDTH:
+        opened = text.rfind("[", 0, at + 1)
+        closed = text.find("]", at)
+        notation = text[max(0, opened) : closed + 1 if closed >= 0 else m.end()]
+        raise LacunaTooWideError(
+            text, at,
+            f"a lacuna of up to {widest} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may "
+            "hold; check the number, or write a loss that long as [---] (unknown width)",
+            widest, notation,
+        )
     if m.group("pm") is not None:
         pm = int(m.group("pm"))
         if pm >= n:
@@ -422,7 +451,8 @@ def parse_leiden(text: str) -> list[Segment]:
     Raises :class:`LeidenError` (a ``ValueError``) with the 0-based position of the fault:
     a closing bracket that closes nothing or the wrong bracket, an opening bracket inside
     another (brackets do not nest), a bracket left open, an empty bracket, a lacuna of width
-    0, ``[N±M]`` with ``M >= N``, a dot below on no letter inside ``[ ]``, a combining mark
+    0, ``[N±M]`` with ``M >= N``, a counted width above :data:`MAX_LACUNA_WIDTH`
+    (:class:`LacunaTooWideError`), a dot below on no letter inside ``[ ]``, a combining mark
     right after an opening bracket (or a lacuna in ``[ ]``) with no letter after it there.
     """
     if not isinstance(text, str):

@@ -12,6 +12,8 @@ tier-mix phase switch (dotted), i.e. each step where ``data/phase`` changes.
 from __future__ import annotations
 
 import html
+import json
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,8 @@ from typing import Any
 
 from stoicheia.train import run_files
 from stoicheia.train.callbacks.eval_history import read_history
+
+log = logging.getLogger(__name__)
 
 LOSS_TERMS = ("loss/total", "loss/char", "loss/boundary", "loss/dia", "loss/cap", "loss/punct")
 LR_KEY = "lr-AdamW/group0"
@@ -44,23 +48,82 @@ class RunCurves:
     unigram_bits: float | None = None
 
 
+_RUN_FOLDER_HINT = "give the run folder (train.save_folder, or runs/RUN_NAME when checkpoints go to an object store)"
+
+
+def _read_log(path: Path) -> tuple[list[Any], int, str | None]:
+    """The JSON values of the lines of the log ``path``, the number of non-empty lines that are
+    not JSON (a line cut by a kill), and what is wrong with the file as a whole: ``None`` when
+    it is text or absent. Logs nothing: the caller says what it left out."""
+    if not path.exists():
+        return [], 0, None
+    if path.is_dir():
+        return [], 0, f"{path} is a folder, not a JSONL log"
+    data = path.read_bytes()
+    if not data.strip():
+        return [], 0, f"{path} is empty ({len(data)} bytes): the run has logged nothing there yet"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        return [], 0, f"{path} is not text ({len(data):,} bytes of binary data): not a log this project writes"
+    values: list[Any] = []
+    bad = 0
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError:
+                bad += 1
+    return values, bad, None
+
+
+def _step_of(row: Any) -> int | None:
+    """The integer step of a log line, or ``None`` for a line without one (or not a mapping)."""
+    if not isinstance(row, dict):
+        return None
+    try:
+        return int(row["step"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def read_curves(folder: str | Path) -> RunCurves:
-    """Read a run folder (module docstring). Raises ``ValueError`` naming the folder when it
-    has neither ``metrics.jsonl`` nor ``evals.jsonl``, or a marker file is not valid JSON."""
+    """Read a run folder (module docstring). Raises ``ValueError`` naming the folder or file
+    and what is wrong: no such folder, a file given, neither ``metrics.jsonl`` nor
+    ``evals.jsonl`` with a line that has a step (each file said to be empty, binary, or with
+    no such line), or a marker file that is not valid JSON. When there is something to draw,
+    the lines left out (not JSON, or without a step) are counted in a logged warning."""
     folder = Path(folder)
-    metrics_path = folder / "metrics.jsonl"
-    rows = run_files.read_jsonl(metrics_path)
-    history = read_history(folder)
-    if not rows and not history:
-        raise ValueError(
-            f"{folder} holds no metrics.jsonl nor evals.jsonl: give the run folder (train.save_folder, or runs/RUN_NAME "
-            "when checkpoints go to an object store)"
+    if not folder.exists():
+        raise ValueError(f"{folder}: no such folder; {_RUN_FOLDER_HINT}")
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is a file, not a run folder; {_RUN_FOLDER_HINT}")
+    metrics_path, evals_path = folder / "metrics.jsonl", folder / run_files.EVALS
+    rows, bad, problem = _read_log(metrics_path)
+    usable = [(s, r) for s, r in ((_step_of(r), r) for r in rows) if s is not None]
+    evals, _, evals_problem = _read_log(evals_path)
+    # read_history warns about the lines it leaves out: only when there is something to draw
+    history = read_history(folder) if any(_step_of(r) is not None for r in evals) else []
+    if not usable and not history:
+        problems = []
+        for path, whole in ((metrics_path, problem), (evals_path, evals_problem)):
+            if whole:
+                problems.append(whole)
+            elif path.exists():
+                problems.append(f"{path}: none of its lines is a JSON record with a step, not a log this project writes")
+        if problems:
+            raise ValueError(f"nothing to draw: {'; '.join(problems)}; {_RUN_FOLDER_HINT}")
+        raise ValueError(f"{folder} holds no metrics.jsonl nor evals.jsonl: {_RUN_FOLDER_HINT}")
+    if bad or len(usable) < len(rows):
+        log.warning(
+            "%s: %d line(s) left out: %d not JSON (a line cut by a kill is expected), %d without a step",
+            metrics_path, bad + len(rows) - len(usable), bad, len(rows) - len(usable),
         )
     by_step: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        if row.get("step") is None:
-            continue
-        by_step.setdefault(int(row["step"]), {}).update(row)  # a re-trained step: the later line wins
+    for step, row in usable:
+        by_step.setdefault(step, {}).update(row)  # a re-trained step: the later line wins
     curves = RunCurves(folder)
     curves.steps = sorted(by_step)
     keys = sorted({k for r in by_step.values() for k, v in r.items() if isinstance(v, (int, float)) and k not in ("step", "time")})
@@ -68,7 +131,8 @@ def read_curves(folder: str | Path) -> RunCurves:
         curves.series[k] = [float(by_step[s].get(k, math.nan)) for s in curves.steps]
     for row in history:
         for name, value in row["metrics"].items():
-            curves.evals.setdefault(row["set"], {}).setdefault(name, []).append((int(row["step"]), float(value)))
+            if isinstance(value, (int, float)):  # numbers only (NaN stays: a float); an edited line may hold text
+                curves.evals.setdefault(row["set"], {}).setdefault(name, []).append((int(row["step"]), float(value)))
     anneal = run_files.read_json(folder, run_files.ANNEAL)
     if anneal is not None and "step" in anneal:
         curves.anneal_start = int(anneal["step"])
@@ -86,8 +150,6 @@ def read_curves(folder: str | Path) -> RunCurves:
 
 
 def _unigram_bits(folder: Path) -> float | None:
-    import json
-
     from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 
     cfg_file = folder / "config.json"

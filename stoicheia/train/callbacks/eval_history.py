@@ -55,8 +55,21 @@ class EvalHistory(Callback):
 
 def read_history(run_folder: Path) -> list[dict]:
     """The evaluations in ``run_folder/evals.jsonl``, one per ``(step, set)`` (the later line
-    wins: a resumed run re-evaluates the steps since its checkpoint), sorted by step."""
+    wins: a resumed run re-evaluates the steps since its checkpoint), sorted by step. Lines
+    that are JSON but no evaluation record (no ``step``, ``set`` or ``metrics`` mapping) are
+    left out, and their count logged as a warning."""
     rows: dict[tuple[int, str], dict] = {}
-    for row in run_files.read_jsonl(Path(run_folder) / run_files.EVALS):
-        rows[(int(row["step"]), str(row["set"]))] = row
+    path = Path(run_folder) / run_files.EVALS
+    odd = 0
+    for row in run_files.read_jsonl(path):
+        try:
+            key = (int(row["step"]), str(row["set"]))
+            if not isinstance(row["metrics"], dict):
+                raise TypeError
+        except (KeyError, TypeError, ValueError):
+            odd += 1
+            continue
+        rows[key] = row
+    if odd:
+        log.warning("%s: %d line(s) are JSON but no evaluation record (step, set, metrics); left out", path, odd)
     return [rows[k] for k in sorted(rows)]

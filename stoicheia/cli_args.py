@@ -1,0 +1,93 @@
+"""Argument checks of the ``stoicheia`` command, shared by its subcommands.
+
+Every value is checked where argparse reads it (``type=`` functions), so each command refuses a
+bad value the same way and before any file is read: one line on stderr,
+``stoicheia COMMAND: error: argument --NAME: WHAT IS WRONG; THE FIX``, and exit status 2
+(:class:`OneLineParser`; argparse's own errors, such as a missing argument, get the same one
+line). Output folders are checked before any work starts (:func:`out_dir_problem`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (no usage block) and exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the arguments)\n")
+
+
+def int_in(lo: int, hi: int | None = None, meaning: str = "") -> Callable[[str], int]:
+    """A ``type=`` function: a whole number from ``lo`` to ``hi`` (``None``: no upper bound).
+
+    ``meaning`` (what the number is, and its default) ends the error message."""
+    span = f"from {lo:,} to {hi:,}" if hi is not None else f"of at least {lo:,}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give one {span}{meaning}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"{text} is out of range; give a whole number {span}{meaning}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def float_in(lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False, meaning: str = "") -> Callable[[str], float]:
+    """A ``type=`` function: a finite number in the interval from ``lo`` to ``hi`` (``lo_open``/
+    ``hi_open``: the bound itself excluded); ``nan`` and ``inf`` are refused."""
+    span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give one in {span}{meaning}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number; give one in {span}{meaning}")
+        if not ((value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)):
+            raise argparse.ArgumentTypeError(f"{text} is out of range; give a number in {span}{meaning}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def device_name(text: str) -> str:
+    """A ``type=`` function for ``--device``: ``auto`` or a device this machine has (checked by
+    :func:`stoicheia.inference.loading.resolve_device`, whose message lists those it has)."""
+    from stoicheia.inference.loading import ModelLoadError, resolve_device
+
+    try:
+        resolve_device(text)
+    except ModelLoadError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def out_dir_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be used as an output folder, or ``None``: it is a file, a folder
+    above it is a file, or the folder (or the nearest existing one above it) is not writable."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{p} is a file, not a folder; give the path of a folder (new or empty)"
+    above = p
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        return f"{p}: {above} is a file, so no folder can be made under it; give another path"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"{p}: no permission to write in {above}; give a folder you can write to"
+    return None
+
+
+__all__ = ["OneLineParser", "device_name", "float_in", "int_in", "out_dir_problem"]
