@@ -47,6 +47,9 @@ CONFIGS: dict[str, list[str]] = {
     "d128-L4-T256-r16": ["data.seq_len=256", "train.micro_batch_rows=16", "train.global_batch_rows=16", "model.char_window=64"],
     "d128-L4-T1024-r4": ["data.seq_len=1024", "train.micro_batch_rows=4", "train.global_batch_rows=4"],
     "d128-L4-T512-r8-lr3e-3": ["train.lr=3e-3"],
+    "d64-L4-T512-r8": ["model.d_model=64", "model.n_heads=4"],
+    "d96-L4-T256-r16": ["model.d_model=96", "model.n_heads=4", "data.seq_len=256", "train.micro_batch_rows=16",
+                        "train.global_batch_rows=16", "model.char_window=64"],
 }
 
 
