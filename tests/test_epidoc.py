@@ -226,3 +226,24 @@ def test_a_tier_without_greek_says_what_the_readers_left_out(tmp_path):
     with pytest.raises(ConvertError) as e:
         convert({"bronze": [isic("001880")]}, tmp_path / "out", val_fraction=0.0, progress=False)
     assert "left out by the readers: lang:la: 1" in str(e.value)
+
+
+def test_gap_too_wide_to_count_is_unknown_width(tmp_path):
+    """A <gap> wider than the Leiden parser's limit (a typo, or a whole column) is a loss of
+    unknown width, counted; it never allocates its stated width (99,999,999,999 letters)."""
+    from stoicheia.sources.epidoc import MAX_GAP_LETTERS, read_epidoc
+    from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+    assert MAX_GAP_LETTERS == MAX_LACUNA_WIDTH
+    f = tmp_path / "wide.xml"
+    f.write_text(
+        '<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>t</title></titleStmt>'
+        '</fileDesc></teiHeader><text><body><div type="edition" xml:lang="grc"><ab>'
+        'καὶ τὸν <gap reason="lost" unit="character" quantity="99999999999"/> πατέρα '
+        '<gap reason="lost" unit="character" atLeast="3" atMost="20000"/> ἔφη</ab></div></body></text></TEI>',
+        encoding="utf-8",
+    )
+    counts = __import__("collections").Counter()
+    recs = list(read_epidoc(f, counts=counts))
+    assert len(recs) == 1 and recs[0].text.count("[---]") == 2, recs
+    assert counts["gap_too_wide"] == 2

@@ -192,3 +192,19 @@ def test_a_mark_on_no_letter_in_a_bracket_is_repaired_not_moved_outside():
     enc = encode_text("λόγ[\u0301]ος")  # the readers' lenient mode: dropped and counted
     assert enc.leiden["leiden_repaired"] >= 1
     assert A.dia_fields(int(enc.planes.dia[2])) == (0, 0, 0, 0)  # γ gets no accent
+
+
+def test_reader_keeps_a_too_wide_lacuna_as_unknown_width():
+    """The readers' lenient mode reads a counted lacuna above MAX_LACUNA_WIDTH as [---]: the
+    loss stays where it was (never joined across) and is counted lacuna_too_wide."""
+    from stoicheia.text.encode import encode_text
+    from stoicheia.text.leiden import LacunaTooWideError
+
+    with pytest.raises(LacunaTooWideError):
+        encode_text("καὶ τὸν [20000] πατέρα", strict=True)
+    wide = encode_text("καὶ τὸν [20000] πατέρα")
+    unknown = encode_text("καὶ τὸν [---] πατέρα")
+    assert wide.leiden["lacuna_too_wide"] == 1 and wide.leiden["leiden_repaired"] == 0
+    assert wide.planes.chars.tolist() == unknown.planes.chars.tolist()
+    assert wide.planes.lacuna.tolist() == unknown.planes.lacuna.tolist()
+    assert 3 in wide.planes.lacuna.tolist()

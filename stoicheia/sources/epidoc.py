@@ -29,6 +29,8 @@ no readable width                 ``[---]``, an unknown width, counted by what w
                                   pair of whole numbers 0 < low <= high),
                                   ``gap_width_unstated`` (no width attribute and no
                                   ``extent``), ``gap_extent:<value>`` (a misspelt ``extent``)
+wider than ``MAX_GAP_LETTERS``    ``[---]``, counted ``gap_too_wide`` (a typo or a whole
+(10,000)                          column: too long to count; the Leiden parser's limit)
 ``unit="line"``                   ``[---]`` between word breaks: a lost line has unknown
                                   width (counted ``gap_lines``)
 ``<supplied reason="lost">``      ``[letters]`` (option ``supplied_lost="text"``, default:
@@ -94,6 +96,9 @@ _T = "{" + TEI_NS + "}"
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323]")
 _WS = re.compile(r"\s+")
+#: The widest gap written as counted letters: stoicheia.text.leiden.MAX_LACUNA_WIDTH (not
+#: imported: sources sit upstream of text).
+MAX_GAP_LETTERS = 10_000
 #: Leiden brackets by kind (see stoicheia.text.leiden)
 _BRACKETS = {
     "lost": ("[", "]"),
@@ -349,13 +354,17 @@ class _Walker:
             qty = extent
         lo, hi = el.get("atLeast"), el.get("atMost")
         n = _whole(qty)
+        a, b = _whole(lo), _whole(hi)
+        if max(n or 0, b or 0) > MAX_GAP_LETTERS:  # a typo or a whole column: too long to count
+            self.counts["gap_too_wide"] += 1
+            em.raw("[---]")
+            return
         if n:
             if el.get("precision") in ("low", "medium"):
                 em.raw(f"[-ca.{n}-]")
             else:
                 em.raw("[" + "." * n + "]")
             return
-        a, b = _whole(lo), _whole(hi)
         if a and b and a <= b:
             em.raw(f"[.{a}-{b}.]")
             return

@@ -84,7 +84,7 @@ from stoicheia.text.clusters import (
     _VOWELS,
     LACUNA_CHARS,
 )
-from stoicheia.text.leiden import Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import Editorial, Lacuna, LacunaTooWideError, LeidenError, Text, parse_leiden
 from stoicheia.text.planes import Planes
 
 __all__ = ["text_to_planes", "encode_text", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
@@ -392,7 +392,8 @@ class Encoded(NamedTuple):
     ``lacunae_unknown_width`` (stand-in slots), ``supplied_letters`` (letters supplied in a
     ``[ ]``), ``expansion_letters``, ``omitted_letters``, ``erased_letters``,
     ``partly_lost_letters``, ``surplus_letters`` (dropped: not part of the text),
-    ``uncertain_letters`` (dots below), ``editorial_comments``, ``leiden_repaired``).
+    ``uncertain_letters`` (dots below), ``editorial_comments``, ``leiden_repaired``,
+    ``lacuna_too_wide``: a counted lacuna above ``MAX_LACUNA_WIDTH`` letters, read as ``[---]``).
     """
 
     planes: Planes
@@ -514,6 +515,19 @@ def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
     for _ in range(len(text) + 1):
         try:
             return parse_leiden(text)
+        except LacunaTooWideError as err:
+            if strict:
+                raise
+            # a loss too long to count (a typo or a whole column): kept as a loss of unknown
+            # width, never joined across; the bracket's other contents go with it
+            at = text.rfind(err.notation, 0, err.position + len(err.notation))
+            if at < 0:
+                at = text.rfind("[", 0, err.position + 1)
+                end = text.find("]", err.position)
+                err.notation = text[max(0, at) : end + 1 if end >= 0 else len(text)]
+                at = max(0, at)
+            leiden["lacuna_too_wide"] += 1
+            text = text[:at] + "[---]" + text[at + len(err.notation) :]
         except LeidenError as err:
             if strict:
                 raise
