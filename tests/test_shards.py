@@ -137,5 +137,16 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     (tmp_path / "notes" / "precious.txt").write_text("keep me")
     assert cli_main(["convert", "--out", str(tmp_path / "notes"), "--overwrite", f"gold={hes}"]) == 2
     assert (tmp_path / "notes" / "precious.txt").exists(), "--overwrite never deletes what convert did not write"
+    # a converted folder with a user's file (or an input) added: --overwrite refuses, deletes nothing
+    (out / "src").mkdir()
+    (out / "src" / "mine.txt").write_text("καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρεῖναι μέν " * 20, encoding="utf-8")
+    assert cli_main(["convert", "--out", str(out), "--overwrite", "--workers", "1", f"gold={out / 'src'}"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 1 entry that convert did not write (src)" in err and (out / "src" / "mine.txt").exists()
+    (out / "src" / "mine.txt").unlink()
+    (out / "src").rmdir()
+    assert cli_main(["convert", "--out", str(out), "--overwrite", "--workers", "1", f"gold={out / 'gold'}"]) == 2
+    assert "lies inside --out" in capsys.readouterr().err and (out / "stats.json").exists()
+    assert cli_main(["convert", "--out", str(out), "--overwrite", "--workers", "1", f"gold={hes}"]) == 0
     assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--max-record-letters", "0", f"gold={hes}"]) == 2
     assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--min-greek", "2", f"gold={hes}"]) == 2

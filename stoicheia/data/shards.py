@@ -245,6 +245,8 @@ def convert(
             f"--out {out} is not empty and holds no stats.json, so it is not a converted corpus; "
             "--overwrite only replaces earlier output of `stoicheia convert`: choose another --out"
         )
+    if out.exists() and any(out.iterdir()):
+        _check_replaceable(out, inputs)
     if not 0.0 <= val_fraction < 1.0:
         raise ConvertError(f"--val-fraction must be in [0, 1), got {val_fraction}")
     if max_record_letters < 16:
@@ -360,6 +362,31 @@ def convert(
     tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
     return summary
+
+
+def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
+    """Refuse to replace ``out`` (``--overwrite``) when that would delete anything ``convert``
+    did not write there: an input inside it, or an entry other than ``stats.json`` and the
+    tier folders its ``stats.json`` names. Raises :class:`ConvertError` listing them."""
+    try:
+        tiers = set(json.loads((out / "stats.json").read_text(encoding="utf-8")).get("tiers", {}))
+    except (OSError, ValueError, AttributeError):
+        tiers = set()
+    foreign = sorted(e.name for e in out.iterdir() if e.name != "stats.json" and not (e.is_dir() and e.name in tiers))
+    if foreign:
+        shown = ", ".join(foreign[:8]) + (f" and {len(foreign) - 8} more" if len(foreign) > 8 else "")
+        raise ConvertError(
+            f"--out {out} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} that convert did not write "
+            f"({shown}); --overwrite replaces the whole folder and would delete them: move them out or choose another --out"
+        )
+    root = out.resolve()
+    for tier, paths in inputs.items():
+        for given in paths:
+            q = Path(given).resolve()
+            if q == root or root in q.parents:
+                raise ConvertError(
+                    f"input {tier}={given} lies inside --out {out}, which --overwrite replaces: choose another --out"
+                )
 
 
 def _map_files(jobs: list[tuple], workers: int, progress: bool, tier: str) -> Iterator[_FileResult]:
