@@ -227,7 +227,12 @@ def _held_out(model, checkpoint: str) -> dict:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from stoicheia.inference.export import describe_training_data, export_model, find_shard_root
+    from stoicheia.inference.export import (
+        describe_training_data,
+        export_file_names,
+        export_model,
+        find_shard_root,
+    )
 
     out_dir = Path(args.out_dir)  # checked before the checkpoint is read
     problem = out_dir_problem(out_dir)
@@ -235,6 +240,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _fail("export", f"OUT_DIR {problem}")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not args.overwrite:
         return _fail("export", f"OUT_DIR {out_dir} exists and is not empty; choose another folder or pass --overwrite")
+    foreign = sorted(e.name for e in out_dir.iterdir() if e.name not in export_file_names()) if out_dir.is_dir() else []
+    if foreign:
+        return _fail("export", f"OUT_DIR {out_dir} holds files an export does not write ({', '.join(foreign[:6])}"
+                     f"{' ...' if len(foreign) > 6 else ''}): --overwrite would delete them (is it a run folder?); "
+                     "choose another OUT_DIR")
     if args.shards and not Path(args.shards).is_dir():
         return _fail("export", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
     model = _load(args, "export")

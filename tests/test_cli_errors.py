@@ -306,3 +306,25 @@ def test_truncated_checkpoint_names_the_others(tmp_path, capsys):
                      "ep0-ba8-rank0.pt: incomplete or corrupt checkpoint", "use another checkpoint of the run",
                      f"the run folder {run} also holds best.pt")
     assert "download the file again" in line
+
+
+def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
+    """A failure (Ctrl-C, full disk) while an export is written leaves the earlier export whole
+    and no OUT.partial: never weights of one export beside the config of another."""
+    from stoicheia.inference import export as ex
+
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "config.json").write_text("old config")
+    (out / "model.safetensors").write_bytes(b"old weights")
+
+    def boom(model, folder, held_out, training_data):
+        (folder / "model.safetensors").write_bytes(b"new weights")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ex, "_write_export", boom)
+    with pytest.raises(KeyboardInterrupt):
+        ex.export_model(object(), out, overwrite=True)
+    assert (out / "model.safetensors").read_bytes() == b"old weights"
+    assert (out / "config.json").read_text() == "old config"
+    assert not (tmp_path / "exp.partial").exists()

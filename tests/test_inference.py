@@ -228,6 +228,12 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
         assert torch.equal(got[k], want[k]), k
         assert torch.equal(again[k], want[k]), k
     assert main(["export", str(trained / "best.pt"), str(out)]) == 2  # no silent overwrite
+    # --overwrite replaces an export whole, and refuses a folder holding other files (a run folder)
+    weights = (out / "model.safetensors").read_bytes()
+    assert main(["export", str(trained / "best.pt"), str(out), "--overwrite"]) == 0
+    assert (out / "model.safetensors").read_bytes() == weights and not out.with_name("export.partial").exists()
+    assert main(["export", str(trained / "best.pt"), str(trained), "--overwrite"]) == 2
+    assert (trained / "best.pt").exists() and (trained / "config.json").exists()
     # the name transformers users pass, and a clear error for a tensor of the wrong rank
     with torch.no_grad():
         by_name = hf(input_ids=chars, attention_mask=seg)

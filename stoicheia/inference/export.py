@@ -162,15 +162,54 @@ def export_model(
 
     ``held_out``: figures to record and print in the card, e.g. ``{"step": 1200, "sets":
     {"dev": {"bits_per_char": 2.94, ...}}}``; ``training_data``: what the model was trained on
-    (:func:`describe_training_data`). Raises ``FileExistsError`` for a non-empty ``out_dir``
-    unless ``overwrite``.
+    (:func:`describe_training_data`). The folder is written whole as ``OUT.partial`` and then
+    renamed, so an interrupted export leaves the old folder (or none), never a mixture. Raises
+    ``FileExistsError`` for a non-empty ``out_dir`` unless ``overwrite``, and, even with it,
+    for a folder holding files an export does not write (a run folder, say).
     """
-    from safetensors.torch import save_file
+    import shutil
 
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+        foreign = sorted(e.name for e in out.iterdir() if e.name not in export_file_names())
+        if foreign:
+            shown = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
+            raise FileExistsError(
+                f"{out} holds files an export does not write ({shown}): --overwrite replaces the whole folder and "
+                "would delete them (is it a run folder?); choose another OUT_DIR"
+            )
+    # Written whole into OUT.partial, then renamed: a Ctrl-C or a full disk never leaves a
+    # folder whose weights and config.json come from two different exports.
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        _write_export(model, tmp, held_out, training_data)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = out.with_name(out.name + ".old")
+    if out.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def export_file_names() -> set[str]:
+    """The names an export folder holds: the weights, ``config.json``, the model card and the
+    model code (a ``__pycache__`` that ``transformers`` may leave is allowed too)."""
+    return {EXPORT_WEIGHTS, EXPORT_CONFIG, "README.md", "__pycache__", *CODE_FILES,
+            "configuration_stoicheia.py", "modeling_stoicheia.py"}
+
+
+def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None,
+                  training_data: dict[str, Any] | None) -> None:
+    from safetensors.torch import save_file
+
     weights = {f"encoder.{k}": v.detach().cpu().contiguous() for k, v in model.encoder.state_dict().items()}
     save_file(weights, str(out / EXPORT_WEIGHTS), metadata={"format": "pt"})
     # safetensors writes through a private temporary file (mode 0600): give the weights the
@@ -199,7 +238,6 @@ def export_model(
     }
     (out / EXPORT_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
     (out / "README.md").write_text(model_card(model, info), encoding="utf-8")
-    return out
 
 
 def find_shard_root(run_config: dict[str, Any], checkpoint: str | Path | None = None) -> Path | None:
