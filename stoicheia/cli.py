@@ -157,6 +157,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     problem = out_dir_problem(out.parent) if out is not None else None
     if problem:
         return _fail("evaluate", f"--out {out}: {problem}")
+    if out is not None:
+        if out.suffix == ".txt":
+            return _fail("evaluate", f"--out {out}: the JSON goes to --out and the table beside it as .txt; give a .json name, e.g. {out.with_suffix('.json')}")
+        # never write over an input (or a file inside an input folder) with the results
+        written = {out.resolve(), out.with_suffix(".txt").resolve()}
+        for given in args.shards:
+            src = Path(given).resolve()
+            hit = [w for w in written if w == src or src in w.parents]
+            if hit:
+                return _fail("evaluate", f"--out {out} would write {hit[0].name} over the input {given}; give an --out outside the inputs")
     if args.train_shards and not Path(args.train_shards).is_dir():
         return _fail("evaluate", f"--train-shards {args.train_shards!r}: no such folder; give the output folder of `stoicheia convert`")
     try:  # the inputs first: a wrong path fails before the model is loaded

@@ -328,3 +328,12 @@ def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
     assert (out / "model.safetensors").read_bytes() == b"old weights"
     assert (out / "config.json").read_text() == "old config"
     assert not (tmp_path / "exp.partial").exists()
+
+
+def test_evaluate_never_writes_over_its_inputs(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "καὶ τὸν πατέρα"}\n', encoding="utf-8")
+    one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(src)], capsys, "over the input", str(src))
+    one_error(["evaluate", MISSING, "--shards", str(tmp_path), "--out", str(tmp_path / "eval.json")], capsys, "over the input")
+    one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path / "res.txt")], capsys, "give a .json name")
+    assert src.read_text(encoding="utf-8") == '{"id": "a", "text": "καὶ τὸν πατέρα"}\n'
