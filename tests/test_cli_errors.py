@@ -4,6 +4,7 @@ the fix, exit status 2, no traceback, nothing lost. These cases fail before a mo
 
 from __future__ import annotations
 
+import os
 import json
 from pathlib import Path
 
@@ -337,3 +338,14 @@ def test_evaluate_never_writes_over_its_inputs(tmp_path, capsys):
     one_error(["evaluate", MISSING, "--shards", str(tmp_path), "--out", str(tmp_path / "eval.json")], capsys, "over the input")
     one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path / "res.txt")], capsys, "give a .json name")
     assert src.read_text(encoding="utf-8") == '{"id": "a", "text": "καὶ τὸν πατέρα"}\n'
+
+
+def test_convert_names_a_file_name_that_is_not_utf8(tmp_path, capsys):
+    folder = tmp_path / "src"
+    folder.mkdir()
+    bad = os.fsdecode(b"bad\xffname.txt")
+    (folder / bad).write_text("καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρεῖναι " * 20, encoding="utf-8")
+    line = one_error(["convert", "--out", str(tmp_path / "o"), "--workers", "1", f"gold={folder}"], capsys,
+                     "not valid UTF-8", "rename")
+    assert "bad\\udcffname.txt" in line
+    assert not (tmp_path / "o").exists()

@@ -275,9 +275,14 @@ def convert(
                     raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
                 root = given if given.is_dir() else given.parent
                 not_read: list[Path] = []
-                for f in iter_source_files([given], skipped=not_read):
+                try:
+                    found = iter_source_files([given], skipped=not_read)
+                except SourceError as err:
+                    raise ConvertError(str(err)) from None
+                for f in found:
                     jobs.append((str(f), str(root), max_record_letters, min_greek, epidoc))
-                st.files_not_read.extend(map(str, not_read))
+                # stats.json is UTF-8: a name that is not is listed escaped
+                st.files_not_read.extend(str(f).encode("utf-8", "backslashreplace").decode("utf-8") for f in not_read)
             if not jobs:
                 raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
             writers = {

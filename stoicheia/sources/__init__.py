@@ -94,7 +94,8 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
     Greek text although it ends in ``.txt``) are not read and, if
     ``skipped`` is a list, are appended to it so that the caller can report them (a
     directory without source files gives no path: the caller decides whether that is an
-    error). Raises :class:`SourceError` for a path that does not exist.
+    error). Raises :class:`SourceError` for a path that does not exist or a file name that is
+    not valid UTF-8.
     """
     found: set[Path] = set()
     for p in map(Path, paths):
@@ -112,4 +113,10 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
                     skipped.append(f)
         else:
             raise SourceError(p, 0, "no such file or directory", "check the path")
+    for f in found:  # record ids and shard indexes are UTF-8: a name that is not fails here, named
+        try:
+            f.as_posix().encode("utf-8")
+        except UnicodeEncodeError:
+            raise SourceError(Path(ascii(f.as_posix())[1:-1]), 0, "the file name is not valid UTF-8",
+                              "rename the file (record ids are made from file names)") from None
     return sorted(found, key=lambda f: f.as_posix())
