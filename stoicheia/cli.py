@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")
     p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
     p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
-    p.add_argument("--seq-len", type=int_in(32, meaning=" slots, like data.seq_len"), help="row length in slots (default: the run's data.seq_len)")
+    p.add_argument("--seq-len", type=int_in(32, 65_536, meaning=" slots, like data.seq_len (the attention mask of one row takes T x T bytes)"), help="row length in slots (default: the run's data.seq_len)")
     p.add_argument("--rows", type=int_in(1, meaning=" rows"), help="rows per forward pass (default: the run's data.eval_rows)")
     p.add_argument("--t", type=float_in(0, 1, lo_open=True, meaning=" (the share of letters masked, default 0.30)"),
                    help="reference masking rate (default: the run's data.eval_t, 0.30)")
@@ -389,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     _model_args(p)
     p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
-    p.add_argument("--top-k", type=int_in(1, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
-    p.add_argument("--beam", type=int_in(1, meaning=" hypotheses"), help="hypotheses kept while decoding (default max(top-k, 4))")
+    p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
+    p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
     p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
     p.add_argument("--unknown-width", type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
@@ -413,7 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
         return stop.code if isinstance(stop.code, int) else 0
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        # convert and export write OUT.partial and rename it whole, so nothing half-written stays
+        print(f"stoicheia {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

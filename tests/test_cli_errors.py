@@ -55,8 +55,8 @@ MISSING = "/nonexistent/checkpoint.pt"  # never read: the option is refused firs
         (["restore", MISSING, "--window", "x", GAP], ["argument --window", "'x' is not a whole number"]),
         (["restore", MISSING, "--unknown-width", "0", GAP], ["argument --unknown-width", "from 1 to 10,000"]),
         (["restore", MISSING, "--unknown-width", "3000000000", GAP], ["argument --unknown-width", "from 1 to 10,000"]),
-        (["restore", MISSING, "--top-k", "0", GAP], ["argument --top-k", "at least 1"]),
-        (["restore", MISSING, "--beam", "-1", GAP], ["argument --beam", "at least 1"]),
+        (["restore", MISSING, "--top-k", "0", GAP], ["argument --top-k", "from 1 to 100"]),
+        (["restore", MISSING, "--beam", "-1", GAP], ["argument --beam", "from 1 to 256"]),
         (["restore", MISSING, "--top-k", "5", "--beam", "2", GAP], ["--beam 2 is smaller than --top-k 5", "--beam 5 or more"]),
         (["evaluate", MISSING, "--shards", "x", "--word-rate", "-1"], ["argument --word-rate", "(0, 1]"]),
         (["evaluate", MISSING, "--shards", "x", "--word-rate", "0"], ["argument --word-rate", "(0, 1]"]),
@@ -66,7 +66,7 @@ MISSING = "/nonexistent/checkpoint.pt"  # never read: the option is refused firs
         (["evaluate", MISSING, "--shards", "x", "--ngram-order", "0", "--max-records", "-5"], ["argument --max-records"]),
         (["evaluate", MISSING, "--shards", "x", "--ngram-order", "-2"], ["argument --ngram-order", "from 0 to 6", "0: no n-gram"]),
         (["evaluate", MISSING, "--shards", "x", "--ngram-order", "7"], ["argument --ngram-order", "from 0 to 6"]),
-        (["evaluate", MISSING, "--shards", "x", "--seq-len", "8"], ["argument --seq-len", "at least 32"]),
+        (["evaluate", MISSING, "--shards", "x", "--seq-len", "8"], ["argument --seq-len", "from 32 to 65,536"]),
         (["evaluate", MISSING, "--shards", "x", "--rows", "0"], ["argument --rows", "at least 1"]),
         (["evaluate", MISSING, "--shards", "x", "--seed", "-1"], ["argument --seed"]),
         (["convert", "--out", "o", "gold=x", "--val-fraction", "1"], ["argument --val-fraction", "[0, 1)"]),
@@ -349,3 +349,23 @@ def test_convert_names_a_file_name_that_is_not_utf8(tmp_path, capsys):
                      "not valid UTF-8", "rename")
     assert "bad\\udcffname.txt" in line
     assert not (tmp_path / "o").exists()
+
+
+def test_ctrl_c_is_one_line(monkeypatch, capsys):
+    from stoicheia import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_status", interrupted)
+    rc, _, err = run_cli(["status", "/nonexistent/run"], capsys)
+    assert rc == 130 and err.strip() == "stoicheia status: interrupted (Ctrl-C)"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["restore", MISSING, "καὶ [...] ἔφη", "--top-k", "100000"], "--top-k"),
+    (["restore", MISSING, "καὶ [...] ἔφη", "--beam", "100000"], "--beam"),
+    (["evaluate", MISSING, "--shards", "/x", "--seq-len", "100000"], "--seq-len"),
+])
+def test_costly_options_have_an_upper_bound(argv, needle, capsys):
+    one_error(argv, capsys, needle, "out of range")
