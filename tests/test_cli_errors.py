@@ -369,3 +369,18 @@ def test_ctrl_c_is_one_line(monkeypatch, capsys):
 ])
 def test_costly_options_have_an_upper_bound(argv, needle, capsys):
     one_error(argv, capsys, needle, "out of range")
+
+
+def test_evaluate_counts_nothing_twice_and_names_a_damaged_folder(small_shards, tmp_path, capsys):
+    import shutil
+
+    from stoicheia.inference.evaluate import load_records
+
+    one_error(["evaluate", MISSING, "--shards", str(small_shards), str(small_shards)], capsys, "is given twice")
+    once, _ = load_records([str(small_shards)], tiers=["gold"])
+    twice, desc = load_records([str(small_shards)], tiers=["gold", "gold"])
+    assert len(twice) == len(once) and desc["tiers"] == ["gold"]
+    damaged = tmp_path / "shards"
+    shutil.copytree(small_shards, damaged)
+    (damaged / "gold" / "val" / "index.json").unlink()
+    one_error(["evaluate", MISSING, "--shards", str(damaged)], capsys, "gold/val/index.json is missing", "convert it again")

@@ -21,6 +21,7 @@ which other works are evaluated.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -272,6 +273,17 @@ def _missing_input(given: str) -> str:
     return f"{given!r}: no such file or folder; check the path"
 
 
+def _tiers_without_index(root: Path, split: str, present: list[str]) -> list[str]:
+    """Tiers that the folder's ``stats.json`` says have ``split`` records but that have no
+    readable index there (a damaged or half-copied shard folder)."""
+    try:
+        tiers = json.loads((root / "stats.json").read_text(encoding="utf-8")).get("tiers", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    return sorted(t for t, st in tiers.items()
+                  if isinstance(st, dict) and (st.get("records_kept") or {}).get(split, 0) > 0 and t not in present)
+
+
 def load_records(
     inputs: list[str],
     split: str | None = None,
@@ -300,6 +312,11 @@ def load_records(
     if missing:
         more = f" ({len(missing) - 1} more inputs missing)" if len(missing) > 1 else ""
         raise FileNotFoundError(f"--shards {_missing_input(str(missing[0]))}{more}")
+    seen: dict[Path, str] = {}
+    for x in inputs:
+        if Path(x).resolve() in seen:
+            raise ValueError(f"--shards {x!r} is given twice ({seen[Path(x).resolve()]!r} too): its records would count twice; give it once")
+        seen[Path(x).resolve()] = x
     shard_dirs = [x for x in inputs if is_shard_folder(x)]
     if shard_dirs and len(inputs) > 1:
         others = [x for x in inputs if x != shard_dirs[0]]
@@ -319,6 +336,13 @@ def load_records(
                 f"{root}: no tier has {split} records (the shards hold {', '.join(have) or 'no split'}); "
                 + ("give --split train, or convert with --val-fraction > 0" if split == "val" else "give another shard folder")
             )
+        damaged = _tiers_without_index(root, split, present)
+        if damaged:
+            raise FileNotFoundError(
+                f"{root}: stats.json lists {split} records of {', '.join(damaged)}, but "
+                f"{damaged[0]}/{split}/index.json is missing or empty: the shard folder is damaged; convert it again"
+            )
+        tiers = list(dict.fromkeys(tiers)) if tiers else tiers  # a tier named twice counts once
         absent = [t for t in tiers or [] if t not in present]
         if absent:
             raise ValueError(
