@@ -121,10 +121,17 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     try:
         facts = run_status(Path(args.run_folder))
+        lines = list(format_status(facts))
     except ValueError as err:
         print(f"stoicheia status: error: {err}", file=sys.stderr)
         return 2
-    for line in format_status(facts):
+    except (TypeError, AttributeError, KeyError, OverflowError) as err:
+        # valid JSON with values of the wrong type: a damaged marker file (or a hand edit)
+        print(f"stoicheia status: error: a file in {args.run_folder} holds a value of the wrong type ({type(err).__name__}: "
+              f"{err}); check complete.json, anneal.json, best.json, diverged.json and the last lines of evals.jsonl "
+              "(restore them from the checkpoints, or delete the damaged one)", file=sys.stderr)
+        return 2
+    for line in lines:
         print(line)
     return 0
 

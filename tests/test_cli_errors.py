@@ -4,8 +4,8 @@ the fix, exit status 2, no traceback, nothing lost. These cases fail before a mo
 
 from __future__ import annotations
 
-import os
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -384,3 +384,21 @@ def test_evaluate_counts_nothing_twice_and_names_a_damaged_folder(small_shards, 
     shutil.copytree(small_shards, damaged)
     (damaged / "gold" / "val" / "index.json").unlink()
     one_error(["evaluate", MISSING, "--shards", str(damaged)], capsys, "gold/val/index.json is missing", "convert it again")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("complete.json", "[1, 2]"),
+    ("complete.json", '{"use": 5, "step": "x", "best": 3}'),
+    ("anneal.json", "[]"),
+    ("diverged.json", '{"step": 5, "last_good_checkpoint": 12}'),
+])
+def test_status_names_a_damaged_marker_file(tmp_path, capsys, name, text):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1, "time": 1.0, "loss/total": 3.0}\n')
+    (run / name).write_text(text)
+    rc, out, err = run_cli(["status", str(run)], capsys)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert rc in (0, 2) and "Traceback" not in err, err
+    if rc == 2:
+        assert len(lines) == 1 and lines[0].startswith("stoicheia status: error: ") and (name in lines[0] or str(run) in lines[0]), err

@@ -84,7 +84,14 @@ from stoicheia.text.clusters import (
     _VOWELS,
     LACUNA_CHARS,
 )
-from stoicheia.text.leiden import Editorial, Lacuna, LacunaTooWideError, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import (
+    Editorial,
+    Lacuna,
+    LacunaTooWideError,
+    LeidenError,
+    Text,
+    parse_leiden,
+)
 from stoicheia.text.planes import Planes
 
 __all__ = ["text_to_planes", "encode_text", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]

@@ -62,17 +62,19 @@ def write_json(folder: Path, name: str, obj: dict[str, Any]) -> Path:
 
 def read_json(folder: Path, name: str) -> dict[str, Any] | None:
     """The object in ``folder/name``, or ``None`` if there is no such file. Raises
-    ``ValueError`` naming the file if it is not valid JSON."""
+    ``ValueError`` naming the file if it is not valid UTF-8 JSON or not a JSON object."""
     path = Path(folder) / name
     if not path.exists():
         return None
+    fix = ("it is a copy of state kept in the checkpoints: restore it, or delete it "
+           "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(
-            f"{path} is not valid JSON ({err}); it is a copy of state kept in the checkpoints: restore it, or delete it "
-            "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)"
-        ) from err
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); {fix}") from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds a JSON {type(value).__name__}, not an object; {fix}")
+    return value
 
 
 def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
