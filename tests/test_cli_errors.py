@@ -264,7 +264,7 @@ def test_report_names_the_file_and_what_is_wrong(tmp_path, capsys):
     cases = {
         "empty": (b"", "metrics.jsonl is empty (0 bytes)"),
         "blank": (b"\n\n", "metrics.jsonl is empty (2 bytes)"),
-        "binary": (bytes(range(256)) * 3, "metrics.jsonl is not text (768 bytes of binary data)"),
+        "binary": (bytes(range(256)) * 3, "metrics.jsonl is not a JSONL log (768 bytes, no line of JSON)"),
         "junk": (b"hello\n5\n[1, 2]\n{\"no_step\": 1}\n", "metrics.jsonl: none of its lines is a JSON record with a step"),
     }
     for name, (content, needle) in cases.items():
@@ -274,7 +274,7 @@ def test_report_names_the_file_and_what_is_wrong(tmp_path, capsys):
         line = one_error(["report", str(run)], capsys, str(run / "metrics.jsonl"), needle)
         assert not (run / "report.png").exists(), line
     (tmp_path / "junk" / "evals.jsonl").write_bytes(b"\x00\x01")
-    one_error(["report", str(tmp_path / "junk")], capsys, "evals.jsonl is not text", "metrics.jsonl: none of its lines")
+    one_error(["report", str(tmp_path / "junk")], capsys, "evals.jsonl is not a JSONL log", "metrics.jsonl: none of its lines")
 
 
 def test_report_leaves_out_odd_lines_and_says_so(tmp_path, caplog):
@@ -287,6 +287,10 @@ def test_report_leaves_out_odd_lines_and_says_so(tmp_path, caplog):
     (run / "evals.jsonl").write_text(json.dumps({"step": 2, "set": "dev", "metrics": {"bits_per_char": 3.1}}) + "\n[]\n")
     curves = read_curves(run)
     assert curves.steps == [1, 2] and curves.series["loss/total"] == [3.0, 2.5]
+    # NUL bytes or a cut character in one line (a crash) leave the other lines readable
+    with open(run / "metrics.jsonl", "ab") as fh:
+        fh.write(b"\x00\x00\x00\n{\"step\": 9, \"loss/total\": \xff}\n" + json.dumps({"step": 4, "loss/total": 2.0}).encode() + b"\n")
+    assert read_curves(run).series["loss/total"] == [3.0, 2.5, 2.0]
     assert curves.evals == {"dev": {"bits_per_char": [(2, 3.1)]}}
     said = caplog.text
     assert "3 line(s) left out: 1 not JSON" in said and "2 without a step" in said

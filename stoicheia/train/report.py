@@ -62,20 +62,23 @@ def _read_log(path: Path) -> tuple[list[Any], int, str | None]:
     data = path.read_bytes()
     if not data.strip():
         return [], 0, f"{path} is empty ({len(data)} bytes): the run has logged nothing there yet"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is None or "\x00" in text:
-        return [], 0, f"{path} is not text ({len(data):,} bytes of binary data): not a log this project writes"
+    # line by line: a crash can leave NUL bytes or a cut character in one line, which must not
+    # hide the rest of the log
     values: list[Any] = []
     bad = 0
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                values.append(json.loads(line))
-            except json.JSONDecodeError:
-                bad += 1
+    for raw in data.split(b"\n"):
+        if not raw.strip(b" \t\r\x00"):
+            bad += bool(raw.strip(b" \t\r"))
+            continue
+        try:
+            line = raw.decode("utf-8")
+            if "\x00" in line:
+                raise ValueError("NUL byte")
+            values.append(json.loads(line))
+        except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            bad += 1
+    if not values:
+        return [], 0, f"{path} is not a JSONL log ({len(data):,} bytes, no line of JSON): not a log this project writes"
     return values, bad, None
 
 
