@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from streaming import MDSWriter
 
+from stoicheia.publish import partial_folder, publish_folder
 from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
@@ -258,10 +259,7 @@ def convert(
         raise ConvertError(f"tier names may use letters, digits, '_' and '-' only: {bad_tiers}")
     val_works = frozenset(val_works)
     stats: dict[str, TierStats] = {}
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    tmp = partial_folder(out)
     try:
         seen_works: set[str] = set()
         warnings: list[str] = []
@@ -360,12 +358,7 @@ def convert(
         raise
     # Publish atomically: a killed conversion never leaves a half-written OUT behind.
     # With --overwrite the old output is replaced only now, after the new one is complete.
-    old = out.with_name(out.name + ".old")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    publish_folder(tmp, out)
     return summary
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.inference.loading import EXPORT_CONFIG, EXPORT_WEIGHTS, LoadedModel
+from stoicheia.publish import partial_folder, publish_folder
 
 _PKG = Path(__file__).resolve().parents[1]
 #: exported file name -> package source file
@@ -182,20 +183,13 @@ def export_model(
             )
     # Written whole into OUT.partial, then renamed: a Ctrl-C or a full disk never leaves a
     # folder whose weights and config.json come from two different exports.
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = partial_folder(out)
     try:
         _write_export(model, tmp, held_out, training_data)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = out.with_name(out.name + ".old")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    publish_folder(tmp, out)
     return out
 
 
