@@ -66,6 +66,38 @@ def test_kbest_is_exact():
     assert [s for _, s in got] == pytest.approx([s for s, _ in brute[:7]])
 
 
+def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
+    """The export writes code that runs without stoicheia, or stops with a message: an entry
+    module that does not import a module its modules need (transformers would not copy it),
+    a package module importing stoicheia beyond model/ and text/."""
+    from stoicheia.inference import export as ex
+
+    ok = tmp_path / "ok.py"
+    ok.write_text("from stoicheia.text import alphabet as A\nfrom stoicheia.model.config import (\n    EncoderConfig,\n)\n"
+                  "def f():\n    from stoicheia.text.planes import Planes\n")
+    assert ex._relative_source(ok) == (
+        "from . import stoicheia_alphabet as A\nfrom .stoicheia_config import (\n    EncoderConfig,\n)\n"
+        "def f():\n    from .stoicheia_planes import Planes\n"
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text("from stoicheia.train.builder import build_trainer\n")
+    with pytest.raises(RuntimeError, match=r"bad\.py imports a stoicheia module outside stoicheia\.\{model,text\}"):
+        ex._relative_source(bad)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    for name in ex.HF_FILES:
+        (hf / name).write_bytes((ex.HF_DIR / name).read_bytes())
+    tok = hf / "tokenization_stoicheia.py"
+    line = "from .stoicheia_clusters import LACUNA_CHARS  # noqa: F401\n"
+    assert line in tok.read_text(encoding="utf-8")
+    tok.write_text(tok.read_text(encoding="utf-8").replace(line, ""), encoding="utf-8")
+    monkeypatch.setattr(ex, "HF_DIR", hf)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match=r"tokenization_stoicheia\.py needs stoicheia_clusters through other modules.*from \.stoicheia_clusters import"):
+        ex.write_code(out)
+
+
 # --- a tiny real training run ---------------------------------------------------------------
 
 
