@@ -55,7 +55,9 @@ CORPUS_LICENCES = {
 }
 
 _ABSOLUTE = re.compile(r"^(\s*)from stoicheia\.(?:model|text)\.(\w+) import", re.MULTILINE)
-_PACKAGE = re.compile(r"^(\s*)from stoicheia\.(?:model|text) import (\w+)(?: as (\w+))?[ \t]*$", re.MULTILINE)
+_PACKAGE = re.compile(
+    r"^(\s*)from stoicheia\.(?:model|text) import (\w+)(?: as (\w+))?[ \t]*$", re.MULTILINE
+)
 _ANY_STOICHEIA = re.compile(r"^\s*(from|import) stoicheia\b", re.MULTILINE)
 #: the relative imports of an exported module: ``from .stoicheia_x import`` (what
 #: ``transformers`` follows; its ``get_relative_imports`` uses this pattern) and ``from .
@@ -68,10 +70,14 @@ def _package_module(exported: str) -> Path:
     """The package source of the exported module ``stoicheia_<name>`` (``<name>.py`` of
     :data:`_CARRIED_PACKAGES`). Raises ``RuntimeError`` for none or several."""
     name = exported.removeprefix("stoicheia_")
-    found = [_PKG / pkg / f"{name}.py" for pkg in _CARRIED_PACKAGES if (_PKG / pkg / f"{name}.py").exists()]
+    found = [_PKG / pkg / f"{name}.py" for pkg in _CARRIED_PACKAGES]
+    found = [f for f in found if f.exists()]
     if len(found) != 1:
-        where = " and ".join(str(f) for f in found) or f"no stoicheia/{{{','.join(_CARRIED_PACKAGES)}}}/{name}.py"
-        raise RuntimeError(f"the export names its module {exported}.py after one package module, found {where}")
+        where = " and ".join(str(f) for f in found) or "none"
+        raise RuntimeError(
+            f"the export names its module {exported}.py after one module {name}.py of "
+            f"stoicheia/{{{','.join(_CARRIED_PACKAGES)}}}, found {where}"
+        )
     return found[0]
 
 
@@ -86,11 +92,15 @@ def _relative_source(path: Path) -> str:
     ``from stoicheia.text import alphabet as A`` -> ``from . import stoicheia_alphabet as
     A``). Raises ``RuntimeError`` for any other import of ``stoicheia``."""
     text = _ABSOLUTE.sub(r"\1from .stoicheia_\2 import", path.read_text(encoding="utf-8"))
-    text = _PACKAGE.sub(lambda m: f"{m.group(1)}from . import stoicheia_{m.group(2)} as {m.group(3) or m.group(2)}", text)
+    text = _PACKAGE.sub(
+        lambda m: f"{m.group(1)}from . import stoicheia_{m.group(2)} as {m.group(3) or m.group(2)}",
+        text,
+    )
     if _ANY_STOICHEIA.search(text):
         raise RuntimeError(
-            f"{path} imports a stoicheia module outside stoicheia.{{{','.join(_CARRIED_PACKAGES)}}} (or in a form "
-            "the export cannot rewrite): the exported model code must run with torch, numpy and transformers only"
+            f"{path} imports a stoicheia module outside stoicheia."
+            f"{{{','.join(_CARRIED_PACKAGES)}}} (or in a form the export cannot rewrite): the "
+            "exported model code must run with torch, numpy and transformers only"
         )
     return text
 
@@ -98,8 +108,9 @@ def _relative_source(path: Path) -> str:
 def code_files() -> dict[str, Path]:
     """The package modules an export carries: ``{"stoicheia_<name>.py": source path}``,
     every ``stoicheia_*`` module the files of :data:`HF_FILES` import, and theirs in turn."""
-    todo = sorted({m for f in HF_FILES for m in _relative_imports((HF_DIR / f).read_text(encoding="utf-8"))
-                   if m.startswith("stoicheia_")})
+    sources = [(HF_DIR / f).read_text(encoding="utf-8") for f in HF_FILES]
+    used = set().union(*(_relative_imports(text) for text in sources))
+    todo = sorted(m for m in used if m.startswith("stoicheia_"))
     found: dict[str, Path] = {}
     while todo:
         mod = todo.pop()
@@ -107,7 +118,7 @@ def code_files() -> dict[str, Path]:
             continue
         src = _package_module(mod)
         found[f"{mod}.py"] = src
-        todo += sorted(m for m in _relative_imports(_relative_source(src)) if f"{m}.py" not in found)
+        todo += sorted(_relative_imports(_relative_source(src)))
     return dict(sorted(found.items()))
 
 
@@ -128,8 +139,9 @@ def _check_carried(out: Path) -> None:
         missing = sorted(need - direct)
         if missing:
             raise RuntimeError(
-                f"stoicheia/inference/hf/{entry} needs {', '.join(missing)} through other modules but does not "
-                f"import {'it' if len(missing) == 1 else 'them'} itself; add `from .{missing[0]} import ...  # noqa: F401`"
+                f"stoicheia/inference/hf/{entry} needs {', '.join(missing)} (through the modules "
+                "it imports) but does not import it as `from .MODULE import NAME`, so transformers "
+                f"would not copy it; add `from .{missing[0]} import ...  # noqa: F401`"
             )
 
 
@@ -217,8 +229,10 @@ def export_model(
 
 def export_file_names() -> set[str]:
     """The names an export folder holds: the weights, ``config.json``, the model card, the
-    model and tokenizer code and ``tokenizer_config.json`` (a ``__pycache__`` that ``transformers`` may leave is allowed too)."""
-    return {EXPORT_WEIGHTS, EXPORT_CONFIG, TOKENIZER_CONFIG, "README.md", "__pycache__", *HF_FILES, *code_files()}
+    model and tokenizer code and ``tokenizer_config.json`` (a ``__pycache__`` that
+    ``transformers`` may leave is allowed too)."""
+    names = {EXPORT_WEIGHTS, EXPORT_CONFIG, TOKENIZER_CONFIG, "README.md", "__pycache__"}
+    return names | set(HF_FILES) | set(code_files())
 
 
 def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None,
@@ -253,7 +267,8 @@ def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None
         "stoicheia": info,
     }
     (out / EXPORT_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
-    (out / TOKENIZER_CONFIG).write_text(json.dumps(tokenizer_config(model), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tok_config = json.dumps(tokenizer_config(model), indent=2, ensure_ascii=False)
+    (out / TOKENIZER_CONFIG).write_text(tok_config + "\n", encoding="utf-8")
     (out / "README.md").write_text(model_card(model, info), encoding="utf-8")
 
 
@@ -376,8 +391,9 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "from transformers import AutoModel, AutoTokenizer",
         "tok = AutoTokenizer.from_pretrained(PATH, trust_remote_code=True)",
         "model = AutoModel.from_pretrained(PATH, trust_remote_code=True).eval()",
-        'batch = tok(["μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος"], return_tensors="pt", return_planes=True)',
-        "logits = model(**batch)  # a dict of logits per head: char (B, T, 27), boundary, dia, cap, punct",
+        'batch = tok(["μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος"], return_tensors="pt",',
+        "            return_planes=True)",
+        "logits = model(**batch)  # logits per head: char (B, T, 27), boundary, dia, cap, punct",
         'tok.batch_decode(logits["char"].argmax(-1), skip_special_tokens=True)  # the letters',
         "tok.render(logits, batch)  # the text with its lacunae filled in [ ]",
         "```",
