@@ -17,7 +17,7 @@ tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
 model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
 
 texts = [
-    "θεοῖς πᾶσι [.]ἱ στρατευσάμενοι κατὰ ναῦν Ἁλαισῖνοι",  # I.Sicily 612, one letter lost
+    "θεοῖς πᾶσι [.]ἱ στρατευσάμενοι κατὰ ναῦν Ἁλαισῖνοι",  # ISic000612, its [ο] lost
     "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος οὐλομένην",
 ]
 batch = tok(texts, return_tensors="pt", return_planes=True)
