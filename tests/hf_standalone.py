@@ -37,6 +37,14 @@ def main(folder: str, texts_file: str, out: str) -> None:
     meta["letters"] = tok.batch_decode(logits["char"].argmax(-1), skip_special_tokens=True)
     meta["rendered"] = tok.render(logits, batch)
     meta["one_text"] = tok(texts[0])["input_ids"]
+    meta["errors"] = []
+    for args, kwargs in [((texts[0],), {"truncation": True}), (("123 abc",), {}),
+                         ((texts,), {"padding": "max_length"}), (("α[β",), {"strict": True})]:
+        try:
+            tok(*args, **kwargs)
+            meta["errors"].append(None)
+        except Exception as err:  # the error a notebook user would see
+            meta["errors"].append(f"{type(err).__name__}: {err}")
     meta["modules"] = sorted(m for m in sys.modules if m.split(".")[0] == "stoicheia")
     np.savez(out + ".npz", **arrays)
     with open(out + ".json", "w", encoding="utf-8") as f:

@@ -380,6 +380,9 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
         for k in A.PLANES:
             assert np.array_equal(got[f"planes/{j}/{k}"], got[f"planes/{src}/{k}"]), (j, k)
     assert meta["one_text"] == want[0].planes.chars.tolist()
+    assert [e.split(":")[0] for e in meta["errors"]] == ["TypeError", "ValueError", "ValueError", "LeidenError"]
+    assert "truncation" in meta["errors"][0] and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
+    assert "'[' is never closed" in meta["errors"][3]
 
     # the batch: the planes, padded with PAD and the UNKNOWN ids
     lengths = [len(w.planes) for w in want]

@@ -150,13 +150,13 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
 
         ``return_tensors``: ``"pt"`` or ``"np"`` for ``(B, T)`` int64 arrays (one text gives
         B = 1), ``None`` for lists (one text: flat lists). ``padding``: ``True``/``"longest"``
-        pads to the longest text; ``False`` leaves the rows as long as their texts (then
-        tensors need texts of one length). Raises ``ValueError`` for a text with no Greek
-        letter (the message counts what was dropped) or for rows of unequal length with
-        ``padding=False`` and tensors; ``TypeError`` for an option this tokenizer does not
-        take (``truncation``, ``max_length``, ...: a text is never cut; a text longer than the
-        rows the model was trained on, ``config.stoicheia["run_config"]["data"]["seq_len"]``,
-        is better restored with ``stoicheia restore``, which decodes it window by window).
+        pads to the longest text; ``False``/``"do_not_pad"`` leaves the rows as long as their
+        texts (then tensors need texts of one length). Raises ``ValueError`` for a text with no
+        Greek letter (the message counts what was dropped), another ``padding``, or rows of
+        unequal length with ``padding=False`` and tensors; ``TypeError`` for an option this
+        tokenizer does not take (``truncation``, ``max_length``, ...: a text is never cut; a
+        text longer than the rows the model was trained on, ``tok.model_max_length``, is better
+        restored with ``stoicheia restore``, which decodes it window by window).
         """
         if kwargs:
             raise TypeError(
@@ -181,7 +181,12 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
         keys += ["attention_mask"] if return_attention_mask else []
         keys += ["cap", "lacuna"] if return_planes else []
         lengths = [len(p) for p in rows]
-        pad = padding is True or padding in ("longest", "max_length")
+        if padding not in (True, False, "longest", "do_not_pad"):
+            raise ValueError(
+                f"padding={padding!r}: this tokenizer pads to the longest text (True, "
+                "'longest') or not at all (False, 'do_not_pad')"
+            )
+        pad = padding in (True, "longest")
         if not pad and return_tensors is not None and len(set(lengths)) > 1:
             raise ValueError(
                 f"texts of {min(lengths)} to {max(lengths)} letters cannot make one tensor "
