@@ -5,6 +5,10 @@
 # Extra arguments are passed to the trainer as overrides, e.g. `bash scripts/demo.sh train.max_steps=100`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Everything the demo prints is also appended to checkpoints/stoicheia-demo/console.log (the run
+# folder): scripts/docs_outputs.py cuts the README's screen of the demo's output from it.
+mkdir -p checkpoints/stoicheia-demo
+exec > >(tee -a checkpoints/stoicheia-demo/console.log) 2>&1
 bash scripts/setup.sh
 CORPUS=${STOICHEIA_CORPUS:-../shared/corpus}
 if [ ! -f data/shards/stats.json ]; then

@@ -26,8 +26,8 @@ class AnnealEarlyStop(Callback):
 
     Args:
         control, decide_on: injected.
-        patience: evaluations without a new best before stopping (``train``'s
-            ``anneal_patience``); 0 disables the early stop.
+        patience: evaluations without a new best before stopping; 0 disables the early
+            stop.
         min_delta: improvement (metric units) that counts as a new best.
     """
 

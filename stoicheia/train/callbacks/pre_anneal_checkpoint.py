@@ -20,8 +20,8 @@ class PreAnnealCheckpoint(Callback):
     ``pre_anneal.pt`` in the run folder (and the object store, when ``save_folder`` is one).
 
     It holds weights, optimizer moments and data position at the end of the stable phase,
-    so another anneal (other mix, other length) can start from it as a new run: see the
-    README, "Another anneal from pre_anneal".
+    so another anneal (other mix, other length) can start from it as a new run: see
+    docs/plugins.md, "Another anneal from pre_anneal.pt".
 
     Args:
         control, run_folder, save_folder: injected.

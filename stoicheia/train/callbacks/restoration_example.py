@@ -49,7 +49,13 @@ class RestorationExample(Callback):
     """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
     the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
     (:func:`stoicheia.inference.restore.restore_planes`: iterative unmasking, most confident
-    letter first)."""
+    letter first).
+
+    Args:
+        eval_records: the held-out records of the first evaluation set (injected).
+        context: letters of the record shown before the word.
+        max_letters: letters at the start of each record searched for the word.
+    """
 
     def __init__(self, eval_records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
         records = eval_records

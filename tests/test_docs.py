@@ -1,0 +1,301 @@
+"""The commands, keys and outputs shown in README.md and the docs pages stay true.
+
+* Every command of a fenced ```bash block is checked as far as it can be without running
+  it: a ``stoicheia`` subcommand or a script exists and every ``--option`` it is given is in
+  its ``--help``; a training command's YAML and ``key=value`` overrides load
+  (:func:`stoicheia.config.load_config`, plugins checked too); every repository path exists.
+  A command of a kind this test does not know fails it, so none goes unchecked.
+* Every YAML key named in the pages (`` `train.clip_norm` ``, ``callbacks.auto_anneal.stall_eps``)
+  and in the plugins' docstrings exists; every key of the schema is in docs/configuration.md.
+* docs/plugins.md's reference is what scripts/make_plugin_docs.py writes.
+* Every output block (```text) follows a marker naming the script that regenerates it.
+* The README's test command is the one .ci/run runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stoicheia.config import RunConfig, load_config
+from stoicheia.train import registry
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+#: The pages this test checks (README.md and the docs pages written with it). Pages of other
+#: features are checked by their own tests.
+PAGES = [
+    "README.md",
+    "docs/corpus-and-shards.md",
+    "docs/configuration.md",
+    "docs/plugins.md",
+    "docs/monitoring.md",
+    "docs/cluster.md",
+    "docs/evaluating.md",
+    "docs/benchmarks.md",
+    "docs/licences.md",
+    "docs/restore-notation.md",
+]
+PLUGIN_SOURCES = sorted((REPO / "stoicheia/train/callbacks").glob("*.py")) + sorted((REPO / "stoicheia/train/algorithms").glob("*.py"))
+#: Programs that only appear as context (exports, cluster tools) and are not ours to check.
+FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd"}
+REPO_DIRS = ("yamls/", "scripts/", "benchmarks/", "recipes/", "docs/", "tests/", "stoicheia/")
+
+
+def fenced(page: str, lang: str) -> list[str]:
+    """The bodies of the ```LANG blocks of ``page``."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+
+
+def commands(page: str) -> list[str]:
+    """The shell commands of the page's ```bash blocks: continuation lines joined, comments
+    dropped, ``a && b`` split."""
+    out = []
+    for block in fenced(page, "bash"):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part, comments=True)
+                if words:
+                    out.append(words)
+    return out
+
+
+@cache
+def help_options(argv: tuple[str, ...]) -> set[str]:
+    """The ``--options`` (and ``-x`` flags) that ``argv --help`` lists."""
+    run = subprocess.run([*argv, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{' '.join(argv)} --help failed: {run.stderr[-500:]}"
+    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", run.stdout))
+
+
+def check_options(argv: tuple[str, ...], args: list[str], where: str) -> None:
+    known = help_options(argv)
+    for a in args:
+        if a.startswith("-") and not re.fullmatch(r"-?\d[\d.]*", a):
+            opt = a.split("=", 1)[0]
+            assert opt in known, f"{where}: {' '.join(argv)} has no option {opt} ({' '.join(argv)} --help)"
+
+
+def check_paths(words: list[str], where: str) -> None:
+    for w in words:
+        for token in re.split(r"[=,]", w):
+            if token.startswith(REPO_DIRS) and "{" not in token and "*" not in token:
+                assert (REPO / token).exists(), f"{where}: {token} does not exist"
+
+
+def check_training(args: list[str], where: str) -> None:
+    """``recipes/train.py CONFIG key=value ...`` after the launcher's own options."""
+    i = args.index("recipes/train.py")
+    rest = args[i + 1 :]
+    config, overrides = rest[0], [a for a in rest[1:] if "=" in a]
+    cfg = load_config(REPO / config, overrides)
+    registry.check_plugins(cfg)
+    # the launcher's options
+    launcher = args[:i]
+    if launcher and launcher[0] != "composer":
+        return
+    for a in launcher[1:]:
+        if a.startswith("-"):
+            assert a.split("=")[0] in {"-n", "--nproc", "--world_size", "--node_rank", "--master_addr", "--master_port"}, f"{where}: launcher option {a}"
+
+
+def check_command(words: list[str], where: str) -> None:
+    for w in words:
+        # a placeholder (CHECKPOINT, [--out FILE]) cannot be checked: show a real command
+        assert not (re.fullmatch(r"[A-Z][A-Z_]{2,}(\.\w+)?", w) or ((w.startswith("[") or w.endswith("]")) and w.isascii() and "=" not in w)), (
+            f"{where}: '{w}' is a placeholder; write a command a user can run"
+        )
+    check_paths(words, where)
+    prog, args = words[0], words[1:]
+    if prog in FOREIGN or re.fullmatch(r"\w+=.*", prog):
+        return
+    if prog == "bash" and args[:1] == ["-c"]:
+        for part in args[1].split(";"):
+            inner = shlex.split(part.replace("exec ", ""))
+            if inner and inner[0] != "trap":
+                check_command(inner, where)
+        return
+    if prog == "bash":
+        script = args[0]
+        assert (REPO / script).is_file(), f"{where}: {script} does not exist"
+        if script == "scripts/slurm_chain.sh":
+            check_options(("bash", script), [a for a in args[1:] if a.startswith("-")], where)
+            config = next(a for a in args[1:] if a.endswith(".yaml"))
+            overrides = [a for a in args[args.index(config) + 1 :] if "=" in a]
+            registry.check_plugins(load_config(REPO / config, overrides))
+        else:
+            assert script in ("scripts/demo.sh", "scripts/setup.sh"), f"{where}: no check for {script}"
+        return
+    if prog == ".venv/bin/composer":
+        check_training(["composer", *args], where)
+        return
+    if prog == ".venv/bin/python":
+        if args[:2] == ["-m", "pytest"]:
+            return
+        if args[:2] == ["-m", "stoicheia"]:
+            sub = args[2]
+            check_options((PY, "-m", "stoicheia", sub), args[3:], where)
+            return
+        if args[:2] == ["-m", "stoicheia.launch"]:
+            check_options((PY, "-m", "stoicheia.launch"), [a for a in args[2 : args.index("recipes/train.py")]], where)
+            check_training(["stoicheia.launch", *args[2:]], where)
+            return
+        script = args[0]
+        assert script.endswith(".py") and (REPO / script).is_file(), f"{where}: {script} does not exist"
+        check_options((PY, script), args[1:], where)
+        return
+    if prog == ".venv/bin/tensorboard":
+        return  # Composer's TensorboardLogger's viewer; its --logdir is the run folder
+    pytest.fail(f"{where}: no check for the command {' '.join(words)}; teach tests/test_docs.py")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_bash_commands_parse(page: str) -> None:
+    cmds = commands(page)
+    for words in cmds:
+        check_command(words, f"{page}: {shlex.join(words)[:120]}")
+
+
+def _schema() -> dict[str, set[str] | None]:
+    """``section -> field names`` (None for a field without sub-keys)."""
+    out: dict[str, set[str] | None] = {}
+    for f in dataclasses.fields(RunConfig):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out[f.name] = {g.name for g in dataclasses.fields(default)} if dataclasses.is_dataclass(default) else None
+    return out
+
+
+KEY = re.compile(r"(?<![\w./-])((?:data|noise|model|train|callbacks|algorithms)\.[A-Za-z_][\w.]*)")
+NOT_KEYS = re.compile(r"\.(py|pt|pkl|json|jsonl|yaml|md|txt|safetensors|sh)$")
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` (``section.field[.sub]``) is not a key of the configuration, or None."""
+    key = key.rstrip(".")
+    if NOT_KEYS.search(key):
+        return None
+    parts = key.split(".")
+    section = parts[0]
+    if section in ("callbacks", "algorithms"):
+        reg = registry.CALLBACKS if section == "callbacks" else registry.ALGORITHMS
+        if len(parts) < 2:
+            return None
+        if parts[1] not in reg:
+            return f"no plugin {section}.{parts[1]}"
+        if len(parts) > 2:
+            params = inspect.signature(reg[parts[1]].__init__).parameters
+            if parts[2] not in params or parts[2] in registry.CONTEXT_FIELDS:
+                return f"plugin {parts[1]} has no option {parts[2]}"
+        return None
+    fields = _schema()[section]
+    if len(parts) > 1 and parts[1] not in fields:
+        return f"{section} has no key {parts[1]}"
+    return None
+
+
+def inline_code(text: str) -> list[str]:
+    return re.findall(r"``?([^`\n]+?)``?", text)
+
+
+@pytest.mark.parametrize("source", PAGES + [str(p.relative_to(REPO)) for p in PLUGIN_SOURCES])
+def test_named_config_keys_exist(source: str) -> None:
+    text = (REPO / source).read_text(encoding="utf-8")
+    bad = []
+    for span in inline_code(text):
+        for key in KEY.findall(span):
+            why = key_problem(key)
+            if why:
+                bad.append(f"{key}: {why}")
+    assert not bad, f"{source} names keys that do not exist: {bad}"
+
+
+def test_configuration_page_lists_every_key() -> None:
+    text = (REPO / "docs/configuration.md").read_text(encoding="utf-8")
+    words = set(re.findall(r"[A-Za-z_]+", " ".join(inline_code(text))))
+    missing = [f"{s}.{k}" for s, fields in _schema().items() for k in (fields or {s}) if k not in words]
+    assert not missing, f"docs/configuration.md does not describe {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_yaml_blocks_load(page: str, tmp_path: Path) -> None:
+    for i, block in enumerate(fenced(page, "yaml")):
+        data = yaml.safe_load(block)
+        path = tmp_path / f"block{i}.yaml"
+        path.write_text(block, encoding="utf-8")
+        registry.check_plugins(load_config(path))
+        assert isinstance(data, dict)
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plugins_page_is_generated() -> None:
+    make = _load_script("make_plugin_docs")
+    page = (REPO / "docs/plugins.md").read_text(encoding="utf-8")
+    assert make.render_page(page) == page, "docs/plugins.md is stale: run .venv/bin/python scripts/make_plugin_docs.py"
+
+
+def test_plugin_docs_refuse_an_undocumented_option() -> None:
+    make = _load_script("make_plugin_docs")
+
+    class Undocumented:
+        """Does something.
+
+        Args:
+            control: injected.
+        """
+
+        def __init__(self, control, window: int = 3) -> None:
+            pass
+
+    with pytest.raises(make.DocError, match="option 'window'"):
+        make.plugin_section("callbacks", "undocumented", Undocumented, True)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_outputs_name_their_generator(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
+    for m in re.finditer(r"^```text\n", text, re.M):
+        before = text[: m.start()].rstrip("\n").splitlines()[-1]
+        mark = re.fullmatch(r"<!-- (generated|measured) by (\S+?)[: ].*-->", before)
+        assert mark, f"{page}: the output block at offset {m.start()} has no marker naming its script"
+        assert (REPO / mark.group(2)).is_file(), f"{page}: {mark.group(2)} does not exist"
+        if "docs_outputs.py: $ " in before:
+            words = shlex.split(before.split(": $ ", 1)[1].removesuffix(" -->"))
+            check_command(words, f"{page}: marker")
+
+
+def test_demo_screen_is_cut_from_a_log(tmp_path: Path) -> None:
+    outputs = _load_script("docs_outputs")
+    log = tmp_path / "console.log"
+    lines = [f"[train] step {s}  loss 4.0" for s in range(1, 200, 25)] + ["[run] step 199: run complete", "demo: restoring", "#1 ..."]
+    log.write_text("gold: 3 files\nnoise line\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    screen = outputs.demo_screen(log).splitlines()
+    assert screen[0] == "gold: 3 files" and screen[1] == "..."
+    assert "[train] step 1  loss 4.0" in screen and "[train] step 176  loss 4.0" not in screen
+    assert screen[-3:] == ["[run] step 199: run complete", "demo: restoring", "#1 ..."]
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = [" ".join(w) for w in commands("README.md") if w[:3] == [".venv/bin/python", "-m", "pytest"]]
+    ci = (REPO / ".ci/run").read_text(encoding="utf-8")
+    assert readme, "README.md shows no test command"
+    assert any(line.strip().startswith(readme[0]) for line in ci.splitlines()), f".ci/run does not run {readme[0]!r}"
+    assert "bash scripts/setup.sh" in ci
