@@ -95,7 +95,7 @@ def _progress(total: int) -> tuple[Any, Any, Callable[[str], None]]:
                    TimeRemainingColumn(), console=console, transient=True)
     bar.start()
     task = bar.add_task("epidoc", total=total, gaps=0)
-    return bar, task, lambda msg: console.print(msg, markup=False, highlight=False)
+    return bar, task, lambda msg: console.print(msg, markup=False, highlight=False, soft_wrap=True)
 
 
 def restore_corpus(
