@@ -73,6 +73,34 @@ def test_gap_readings_by_hand():
     assert [f for f, _ in got1] == ["γ", "ε"] and sum(p for _, p in got1) == pytest.approx(1.0)
 
 
+def test_header_entries_placed_and_indented_in_place():
+    """The respStmt goes after the last child of <titleStmt>, the change into <listChange> (or
+    a new <revisionDesc>), indented like their siblings, CRLF kept; nothing else moves."""
+    from stoicheia.inference.epidoc_restore import _header_edits, _locate
+
+    model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck&1.pt")
+    head = ('<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
+            '        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n')
+    for rev, expect_change in (
+        ('    <revisionDesc>\r\n      <listChange>\r\n        <change when="2020-01-01">x</change>\r\n'
+         '      </listChange>\r\n    </revisionDesc>\r\n',
+         '<change when="2020-01-01">x</change>\r\n        <change when="2026-12-01" who="#stoicheia">'),
+        ("", '</fileDesc>\r\n    <revisionDesc><listChange><change when="2026-12-01" who="#stoicheia">'),
+    ):
+        data = (head + rev + "  </teiHeader>\r\n</TEI>").encode()
+        doc = etree.fromstring(data)
+        edits = _header_edits(doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 2, 5, "2026-12-01")
+        out, at = [], 0
+        for s, e, b in sorted(edits):
+            out += [data[at:s], b]
+            at = e
+        new = b"".join(out + [data[at:]]).decode()
+        assert '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (demo, step 7)</name>' in new
+        assert "model ck&amp;1.pt" in new and expect_change in new
+        assert "\n" not in new.replace("\r\n", "")  # no bare LF in a CRLF file
+        assert etree.fromstring(new.encode()) is not None
+
+
 def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_path):
     from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
 

@@ -394,7 +394,9 @@ def _append_child(data: bytes, spans: dict[Any, _Span], parent: etree._Element, 
         last = spans[kids[-1]]
         prev_end = spans[kids[-2]].end if len(kids) > 1 else ps.tag_end
         before = data[prev_end : last.start]
-        indent = before[before.rfind(b"\n") :] if b"\n" in before and not before.strip() else b""
+        nl = before.rfind(b"\n")
+        nl -= 1 if nl > 0 and before[nl - 1 : nl] == b"\r" else 0  # keep a CRLF file CRLF
+        indent = before[nl:] if nl >= 0 and not before.strip() else b""
         return last.end, last.end, indent + entry.encode()
     close = data.rfind(b"</", ps.tag_end, ps.end)
     return close, close, entry.encode()
