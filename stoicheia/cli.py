@@ -325,7 +325,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if args.out is not None:
         return _fail("restore", "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out")
     if args.text is None:
-        return _fail("restore", "give a TEXT to restore (or '-' to read stdin), or --epidoc PATH... --out DIR for EpiDoc files")
+        return _fail("restore", "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+                     "or --epidoc PATH... --out DIR for EpiDoc files")
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
@@ -391,6 +392,23 @@ def _restore_epidoc(args: argparse.Namespace) -> int:
     return 0
 
 
+class _IntermixedParser(OneLineParser):
+    """``restore``'s parser: its TEXT is optional (``--epidoc`` replaces it), and argparse
+    would take an optional positional as absent at the first option it meets
+    (``restore CKPT --top-k 3 TEXT``); intermixed parsing reads it wherever it stands."""
+
+    _inner = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._inner:  # parse_known_intermixed_args calls this method itself
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
@@ -444,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p.__class__ = _IntermixedParser  # add_parser makes the parent's class
     _model_args(p)
     p.add_argument("text", metavar="TEXT", nargs="?", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
     p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
