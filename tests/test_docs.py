@@ -47,16 +47,28 @@ PAGES = [
     "docs/licences.md",
     "docs/restore-notation.md",
 ]
-PLUGIN_SOURCES = sorted((REPO / "stoicheia/train/callbacks").glob("*.py")) + sorted((REPO / "stoicheia/train/algorithms").glob("*.py"))
+PLUGIN_SOURCES = sorted((REPO / "stoicheia/train/callbacks").glob("*.py")) + sorted(
+    (REPO / "stoicheia/train/algorithms").glob("*.py")
+)
 #: Programs that only appear as context (exports, cluster tools) and are not ours to check.
 FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd"}
 REPO_DIRS = ("yamls/", "scripts/", "benchmarks/", "recipes/", "docs/", "tests/", "stoicheia/")
 
 
 def fenced(page: str, lang: str) -> list[str]:
-    """The bodies of the ```LANG blocks of ``page``."""
-    text = (REPO / page).read_text(encoding="utf-8")
-    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+    """The bodies of the ```LANG blocks of ``page`` (``lang`` "": blocks without a language)."""
+    blocks, current, opened = [], [], None
+    for line in (REPO / page).read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.startswith("```"):
+            if opened is None:
+                opened, current = line[3:].strip(), []
+                continue
+            if opened == lang:
+                blocks.append("".join(current))
+            opened = None
+        elif opened is not None:
+            current.append(line)
+    return blocks
 
 
 def commands(page: str) -> list[str]:
@@ -86,7 +98,9 @@ def check_options(argv: tuple[str, ...], args: list[str], where: str) -> None:
     for a in args:
         if a.startswith("-") and not re.fullmatch(r"-?\d[\d.]*", a):
             opt = a.split("=", 1)[0]
-            assert opt in known, f"{where}: {' '.join(argv)} has no option {opt} ({' '.join(argv)} --help)"
+            assert opt in known, (
+                f"{where}: {' '.join(argv)} has no option {opt} ({' '.join(argv)} --help)"
+            )
 
 
 def check_paths(words: list[str], where: str) -> None:
@@ -109,15 +123,23 @@ def check_training(args: list[str], where: str) -> None:
         return
     for a in launcher[1:]:
         if a.startswith("-"):
-            assert a.split("=")[0] in {"-n", "--nproc", "--world_size", "--node_rank", "--master_addr", "--master_port"}, f"{where}: launcher option {a}"
+            assert a.split("=")[0] in {
+                "-n",
+                "--nproc",
+                "--world_size",
+                "--node_rank",
+                "--master_addr",
+                "--master_port",
+            }, f"{where}: launcher option {a}"
 
 
 def check_command(words: list[str], where: str) -> None:
     for w in words:
         # a placeholder (CHECKPOINT, [--out FILE]) cannot be checked: show a real command
-        assert not (re.fullmatch(r"[A-Z][A-Z_]{2,}(\.\w+)?", w) or ((w.startswith("[") or w.endswith("]")) and w.isascii() and "=" not in w)), (
-            f"{where}: '{w}' is a placeholder; write a command a user can run"
-        )
+        assert not (
+            re.fullmatch(r"[A-Z][A-Z_]{2,}(\.\w+)?", w)
+            or ((w.startswith("[") or w.endswith("]")) and w.isascii() and "=" not in w)
+        ), f"{where}: '{w}' is a placeholder; write a command a user can run"
     check_paths(words, where)
     prog, args = words[0], words[1:]
     if prog in FOREIGN or re.fullmatch(r"\w+=.*", prog):
@@ -137,7 +159,9 @@ def check_command(words: list[str], where: str) -> None:
             overrides = [a for a in args[args.index(config) + 1 :] if "=" in a]
             registry.check_plugins(load_config(REPO / config, overrides))
         else:
-            assert script in ("scripts/demo.sh", "scripts/setup.sh"), f"{where}: no check for {script}"
+            assert script in ("scripts/demo.sh", "scripts/setup.sh"), (
+                f"{where}: no check for {script}"
+            )
         return
     if prog == ".venv/bin/composer":
         check_training(["composer", *args], where)
@@ -150,11 +174,17 @@ def check_command(words: list[str], where: str) -> None:
             check_options((PY, "-m", "stoicheia", sub), args[3:], where)
             return
         if args[:2] == ["-m", "stoicheia.launch"]:
-            check_options((PY, "-m", "stoicheia.launch"), [a for a in args[2 : args.index("recipes/train.py")]], where)
+            check_options(
+                (PY, "-m", "stoicheia.launch"),
+                [a for a in args[2 : args.index("recipes/train.py")]],
+                where,
+            )
             check_training(["stoicheia.launch", *args[2:]], where)
             return
         script = args[0]
-        assert script.endswith(".py") and (REPO / script).is_file(), f"{where}: {script} does not exist"
+        assert script.endswith(".py") and (REPO / script).is_file(), (
+            f"{where}: {script} does not exist"
+        )
         check_options((PY, script), args[1:], where)
         return
     if prog == ".venv/bin/tensorboard":
@@ -174,7 +204,11 @@ def _schema() -> dict[str, set[str] | None]:
     out: dict[str, set[str] | None] = {}
     for f in dataclasses.fields(RunConfig):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        out[f.name] = {g.name for g in dataclasses.fields(default)} if dataclasses.is_dataclass(default) else None
+        out[f.name] = (
+            {g.name for g in dataclasses.fields(default)}
+            if dataclasses.is_dataclass(default)
+            else None
+        )
     return out
 
 
@@ -225,7 +259,9 @@ def test_named_config_keys_exist(source: str) -> None:
 def test_configuration_page_lists_every_key() -> None:
     text = (REPO / "docs/configuration.md").read_text(encoding="utf-8")
     words = set(re.findall(r"[A-Za-z_]+", " ".join(inline_code(text))))
-    missing = [f"{s}.{k}" for s, fields in _schema().items() for k in (fields or {s}) if k not in words]
+    missing = [
+        f"{s}.{k}" for s, fields in _schema().items() for k in (fields or {s}) if k not in words
+    ]
     assert not missing, f"docs/configuration.md does not describe {missing}"
 
 
@@ -249,7 +285,9 @@ def _load_script(name: str):
 def test_plugins_page_is_generated() -> None:
     make = _load_script("make_plugin_docs")
     page = (REPO / "docs/plugins.md").read_text(encoding="utf-8")
-    assert make.render_page(page) == page, "docs/plugins.md is stale: run .venv/bin/python scripts/make_plugin_docs.py"
+    assert make.render_page(page) == page, (
+        "docs/plugins.md is stale: run .venv/bin/python scripts/make_plugin_docs.py"
+    )
 
 
 def test_plugin_docs_refuse_an_undocumented_option() -> None:
@@ -275,7 +313,9 @@ def test_outputs_name_their_generator(page: str) -> None:
     for m in re.finditer(r"^```text\n", text, re.M):
         before = text[: m.start()].rstrip("\n").splitlines()[-1]
         mark = re.fullmatch(r"<!-- (generated|measured) by (\S+?)[: ].*-->", before)
-        assert mark, f"{page}: the output block at offset {m.start()} has no marker naming its script"
+        assert mark, (
+            f"{page}: the output block at offset {m.start()} has no marker naming its script"
+        )
         assert (REPO / mark.group(2)).is_file(), f"{page}: {mark.group(2)} does not exist"
         if "docs_outputs.py: $ " in before:
             words = shlex.split(before.split(": $ ", 1)[1].removesuffix(" -->"))
@@ -285,7 +325,11 @@ def test_outputs_name_their_generator(page: str) -> None:
 def test_demo_screen_is_cut_from_a_log(tmp_path: Path) -> None:
     outputs = _load_script("docs_outputs")
     log = tmp_path / "console.log"
-    lines = [f"[train] step {s}  loss 4.0" for s in range(1, 200, 25)] + ["[run] step 199: run complete", "demo: restoring", "#1 ..."]
+    lines = [f"[train] step {s}  loss 4.0" for s in range(1, 200, 25)] + [
+        "[run] step 199: run complete",
+        "demo: restoring",
+        "#1 ...",
+    ]
     log.write_text("gold: 3 files\nnoise line\n" + "\n".join(lines) + "\n", encoding="utf-8")
     screen = outputs.demo_screen(log).splitlines()
     assert screen[0] == "gold: 3 files" and screen[1] == "..."
@@ -294,8 +338,56 @@ def test_demo_screen_is_cut_from_a_log(tmp_path: Path) -> None:
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
-    readme = [" ".join(w) for w in commands("README.md") if w[:3] == [".venv/bin/python", "-m", "pytest"]]
+    readme = [
+        " ".join(w) for w in commands("README.md") if w[:3] == [".venv/bin/python", "-m", "pytest"]
+    ]
     ci = (REPO / ".ci/run").read_text(encoding="utf-8")
     assert readme, "README.md shows no test command"
-    assert any(line.strip().startswith(readme[0]) for line in ci.splitlines()), f".ci/run does not run {readme[0]!r}"
+    assert any(line.strip().startswith(readme[0]) for line in ci.splitlines()), (
+        f".ci/run does not run {readme[0]!r}"
+    )
     assert "bash scripts/setup.sh" in ci
+
+
+#: Pages that other branches of issue 13 add; a link to one of them is checked once it exists.
+LANDING = {
+    "docs/restoring.md",
+    "docs/restoration-page.md",
+    "docs/measuring-restoration.md",
+    "docs/data-formats.md",
+    "docs/runs.md",
+}
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_links_point_to_pages_and_headings(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (REPO / page).parent / path if path else REPO / page
+        rel = file.resolve().relative_to(REPO).as_posix()
+        if not file.exists() and rel in LANDING:
+            continue
+        assert file.exists(), f"{page}: the link {target} points to no file"
+        if anchor and file.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.M)
+            assert anchor in {slug(h) for h in headings}, (
+                f"{page}: the link {target} points to no heading of {rel}"
+            )
+
+
+def test_pipeline_map_paths_exist() -> None:
+    """The README's map of where each stage lives names files and folders that exist."""
+    blocks = fenced("README.md", "")
+    paths = [p for b in blocks for p in re.findall(r"(?:stoicheia|recipes|yamls)/[\w/.*]*", b)]
+    assert len(paths) > 10, "the README lost its map of the pipeline"
+    missing = [p for p in paths if not list(REPO.glob(p.rstrip("/")))]
+    assert not missing, f"README.md's pipeline map names paths that do not exist: {missing}"
