@@ -391,3 +391,60 @@ def test_pipeline_map_paths_exist() -> None:
     assert len(paths) > 10, "the README lost its map of the pipeline"
     missing = [p for p in paths if not list(REPO.glob(p.rstrip("/")))]
     assert not missing, f"README.md's pipeline map names paths that do not exist: {missing}"
+
+
+# --- the README's own commands, run on a tiny trained model ---------------------------------
+
+DEMO_FOLDER = "checkpoints/stoicheia-demo"
+
+
+@pytest.fixture(scope="module")
+def tiny_demo_run(small_shards, tmp_path_factory) -> Path:
+    """A run folder like the demo's (best.pt, evals, markers), from a 2-layer model trained
+    for 4 batches on the small real shards."""
+    import os
+
+    from stoicheia.train.builder import build_trainer, fit_run
+    from tiny import tiny_run
+
+    folder = tmp_path_factory.mktemp("docs_runs")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        cfg = tiny_run(
+            small_shards,
+            folder,
+            "demo",
+            "train.nominal_steps=4",
+            "train.max_steps=4",
+            "train.save_interval=2",
+        )
+        built = build_trainer(cfg)
+        fit_run(built)
+        built.trainer.close()
+    finally:
+        os.chdir(cwd)
+    assert (folder / "demo" / "best.pt").is_file()
+    return folder / "demo"
+
+
+def test_readme_commands_run(tiny_demo_run: Path, tmp_path: Path) -> None:
+    """Each `stoicheia` command of the README runs (exit 0) on a demo-like run folder, and
+    its Python example runs, with `checkpoints/stoicheia-demo` standing for that folder."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ran = 0
+    for words in commands("README.md"):
+        if words[:3] != [".venv/bin/python", "-m", "stoicheia"]:
+            continue
+        argv = [PY, *(w.replace(DEMO_FOLDER, str(tiny_demo_run)) for w in words[1:])]
+        run = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert run.returncode == 0, f"README.md: {shlex.join(words)}: {run.stderr[-800:]}"
+        ran += 1
+    assert ran >= 3, "the README shows no stoicheia commands"
+    for block in fenced("README.md", "python"):
+        code = block.replace(DEMO_FOLDER, str(tiny_demo_run))
+        exec(compile(code, "README.md python block", "exec"), {})
