@@ -3,7 +3,7 @@
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
 ``export`` writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
-``restore`` fills the lacunae of a Greek text.
+``restore`` fills the lacunae of a Greek text; ``serve`` puts a restoration page on a local address.
 
 Examples::
 
@@ -12,6 +12,7 @@ Examples::
     stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
+    stoicheia serve checkpoints/stoicheia-demo/best.pt        # then open http://127.0.0.1:8000/
 
 Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
 argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
@@ -416,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
     p.set_defaults(func=cmd_export, device="cpu")
+    from stoicheia.serve.command import add_serve_parser
+
+    add_serve_parser(sub, _model_args)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands

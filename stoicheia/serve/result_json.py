@@ -1,0 +1,145 @@
+"""The restore result as the JSON of the contract that ``stoicheia restore --json``, the EpiDoc
+writer and this server share (``input``, ``gaps``, ``restorations``, ``notes``; see
+``docs/restoration-page.md``).
+
+:func:`result_to_json` is the one place the server turns a
+:class:`~stoicheia.inference.restore.RestoreResult` into that shape. When the result has its
+own ``to_json()`` (the inference package's serialiser) that is used as it is; otherwise the
+fields the result does not carry yet are *estimated from its top-k restorations*: a
+restoration's weight is ``exp(logprob)`` renormalised over the k returned, a letter's
+probability is the weight of the restorations that agree with the best fill at that letter,
+a gap's alternatives are its distinct fills with their summed weights, and the width
+distribution is the summed weight per fill length. A note in ``notes`` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from typing import Any
+
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+ESTIMATED_NOTE = (
+    "letter probabilities, per-gap alternatives and width distributions are estimated from the "
+    "top-k restorations (each weighted by exp(logprob), renormalised over the k)"
+)
+
+
+def _base_letters(s: str) -> list[str]:
+    """The base letters of ``s`` (NFD, marks, spaces and punctuation removed), lower case."""
+    return [c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L")]
+
+
+def _offsets(text: str, notations: list[str]) -> list[tuple[int, int]]:
+    """``[(start, end), ...]``: where each notation stands in ``text``, searched left to right.
+
+    A notation not found verbatim (an uncertain letter typed decomposed, say) is searched in
+    NFC; if it is still not found it gets an empty span at the cursor."""
+    out = []
+    at = 0
+    for n in notations:
+        i = text.find(n, at)
+        if i < 0:
+            i = text.find(unicodedata.normalize("NFC", n), at)
+            n = unicodedata.normalize("NFC", n)
+        if i < 0:
+            out.append((at, at))
+            continue
+        out.append((i, i + len(n)))
+        at = i + len(n)
+    return out
+
+
+def _printed_fills(restoration: Any, n_bracketed: int) -> list[str] | None:
+    """The fills of the non-uncertain gaps as printed in ``restoration.text`` (with accents,
+    breathings and word breaks from the model's heads), or ``None`` when the brackets of the
+    text do not line up with the gaps."""
+    runs = _BRACKETED.findall(restoration.text)
+    if len(runs) != n_bracketed:
+        return None
+    return [r.strip() for r in runs]
+
+
+def result_to_json(result: Any) -> dict[str, Any]:
+    """The contract JSON of ``result`` (a ``RestoreResult``): a dict of plain types.
+
+    Keys: ``input`` (str), ``gaps`` (list of dicts: ``index``, ``kind``, ``notation``,
+    ``start``/``end`` (character offsets in ``input``), ``min_letters``/``max_letters``,
+    ``fill``, ``letter_probs`` (one float in [0, 1] per base letter of ``fill``),
+    ``alternatives`` (``fill``, ``prob``, ``logprob`` natural log), ``width_probs``
+    (``{"N": P}``, summing to 1, or ``None`` for a fixed width), ``editor``), ``restorations``
+    (``text``, ``logprob`` in nats, ``fills`` aligned with ``gaps``) and ``notes``.
+    Uses ``result.to_json()`` when it exists (module docstring)."""
+    if hasattr(result, "to_json"):
+        data = result.to_json()
+        return data if isinstance(data, dict) else dict(data)
+    gaps = list(result.gaps)
+    rests = list(result.restorations)
+    own = [i for i, g in enumerate(gaps) if g.kind != "uncertain"]  # what Restoration.fills covers
+    # weights of the k restorations: exp(logprob) renormalised (log-sum-exp for stability)
+    lps = [float(r.logprob) for r in rests]
+    top = max(lps) if lps else 0.0
+    raw = [math.exp(lp - top) for lp in lps]
+    total = sum(raw) or 1.0
+    weights = [w / total for w in raw]
+    # each restoration's fill of every gap, aligned with gaps (an uncertain letter: its reading)
+    fills: list[list[str]] = []
+    for r in rests:
+        printed = _printed_fills(r, len(own))
+        row = [g.read or "" for g in gaps]
+        for k, gi in enumerate(own):
+            bare = r.fills[k] if k < len(r.fills) else ""
+            shown = printed[k] if printed is not None else bare
+            # the printed fill must spell the same letters as the decoded one, else the bare letters
+            row[gi] = shown if _base_letters(shown) == _base_letters(bare) else bare
+        fills.append(row)
+    spans = _offsets(result.input, [g.notation.strip() for g in gaps])
+    out_gaps = []
+    for gi, g in enumerate(gaps):
+        best = fills[0][gi] if fills else ""
+        best_letters = _base_letters(best)
+        probs = []
+        for li, letter in enumerate(best_letters):
+            agree = sum(w for w, row in zip(weights, fills, strict=True)
+                        if li < len(_base_letters(row[gi])) and _base_letters(row[gi])[li] == letter)
+            probs.append(round(agree, 6))
+        alts: dict[str, float] = {}
+        for w, row in zip(weights, fills, strict=True):
+            alts[row[gi]] = alts.get(row[gi], 0.0) + w
+        alternatives = [
+            {"fill": f, "prob": round(p, 6), "logprob": round(math.log(p), 6) if p > 0 else float("-inf")}
+            for f, p in sorted(alts.items(), key=lambda kv: -kv[1])
+        ]
+        width_probs = None
+        if g.min_letters != g.max_letters or not g.fixed_width:
+            width_probs = {}
+            for w, row in zip(weights, fills, strict=True):
+                n = str(len(_base_letters(row[gi])))
+                width_probs[n] = round(width_probs.get(n, 0.0) + w, 6)
+            width_probs = dict(sorted(width_probs.items(), key=lambda kv: int(kv[0])))
+        start, end = spans[gi]
+        out_gaps.append({
+            "index": gi, "kind": g.kind, "notation": g.notation.strip(), "start": start, "end": end,
+            "min_letters": int(g.min_letters), "max_letters": int(g.max_letters), "fill": best,
+            "letter_probs": probs, "alternatives": alternatives, "width_probs": width_probs, "editor": None,
+        })
+    out_rests = []
+    for r, row in zip(rests, fills, strict=True):
+        # the contract's text: the input with each gap's notation replaced by its fill in Leiden
+        pieces, at = [], 0
+        for gi, (start, end) in enumerate(spans):
+            if end <= start:
+                continue
+            pieces.append(result.input[at:start])
+            pieces.append(f"[{row[gi]}]" if gaps[gi].kind != "uncertain" else row[gi] + "\u0323")
+            at = end
+        pieces.append(result.input[at:])
+        out_rests.append({"text": "".join(pieces), "logprob": float(r.logprob), "fills": row})
+    notes = list(getattr(result, "notes", []) or [])
+    if gaps:
+        notes.append(ESTIMATED_NOTE)
+    return {"input": result.input, "gaps": out_gaps, "restorations": out_rests, "notes": notes}
+
+
+__all__ = ["ESTIMATED_NOTE", "result_to_json"]
