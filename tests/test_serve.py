@@ -308,3 +308,41 @@ def test_static_files_ship_with_the_package():
     patterns = json.loads(line.group(1))
     files = [p.relative_to(STATIC.parent).as_posix() for p in STATIC.rglob("*") if p.is_file()]
     assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+
+
+class _AlwaysRho:
+    """A stand-in encoder whose char head says ρ at every slot (every other head uniform)."""
+
+    def __call__(self, batch):
+        import torch
+
+        from stoicheia.text import alphabet as A
+
+        B, T = batch["chars"].shape
+        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        out["char"][:, :, A.LETTERS.index("ρ")] = 8.0
+        return out
+
+
+def test_uncertain_letters_and_supplements_in_the_json():
+    """An uncertain letter the model changes comes back as its fill; a kept supplement stays text."""
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.inference.restore import restore
+    from stoicheia.serve.result_json import result_to_json
+
+    class Loaded(LoadedModel):
+        def __call__(self, batch):
+            return self.encoder(batch)
+
+    stub = Loaded(_AlwaysRho(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+    text = "[καὶ] τ̣οῦ [..] α̣ὐτοῦ"
+    data = result_to_json(restore(stub, text, top_k=1))
+    assert [(g["kind"], g["notation"], text[g["start"] : g["end"]]) for g in data["gaps"]] == [
+        ("uncertain", "τ̣", "τ̣"), ("lacuna", "[..]", "[..]"), ("uncertain", "α̣", "α̣")]
+    assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "ρ"]
+    assert [len(g["letter_probs"]) for g in data["gaps"]] == [1, 2, 1]
+    assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] ρ̣ὐτοῦ")
+    repredicted = result_to_json(restore(stub, text, top_k=1, supplements="repredict"))
+    assert [g["kind"] for g in repredicted["gaps"]] == ["supplement", "uncertain", "lacuna", "uncertain"]
+    assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "ρ"]
+    assert repredicted["gaps"][0]["notation"] == "[καὶ]" and repredicted["gaps"][0]["start"] == 0

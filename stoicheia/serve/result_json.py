@@ -26,6 +26,11 @@ ESTIMATED_NOTE = (
 )
 
 
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
 def _base_letters(s: str) -> list[str]:
     """The base letters of ``s`` (NFD, marks, spaces and punctuation removed), lower case."""
     return [c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L")]
@@ -49,6 +54,51 @@ def _offsets(text: str, notations: list[str]) -> list[tuple[int, int]]:
         out.append((i, i + len(n)))
         at = i + len(n)
     return out
+
+
+def _outside_brackets(text: str) -> list[str]:
+    """The letters of ``text`` outside ``[ ]``, each with its combining marks (NFC, dot below
+    removed), in order."""
+    out: list[str] = []
+    depth = 0
+    for ch in unicodedata.normalize("NFD", text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and unicodedata.category(ch).startswith("L"):
+            out.append(ch)
+        elif depth == 0 and unicodedata.combining(ch) and out and ch != "\u0323":
+            out[-1] += ch
+    return [unicodedata.normalize("NFC", c) for c in out]
+
+
+def _uncertain_fills(result: Any, restoration: Any) -> dict[int, str]:
+    """``{gap index: letter}``: how ``restoration`` reads each uncertain letter (its text keeps
+    the input's letters outside brackets in order; the working sequence of
+    :func:`~stoicheia.inference.restore.parse_input` says which of them are uncertain)."""
+    from stoicheia.inference.restore import RestoreError, parse_input
+
+    if not any(g.kind == "uncertain" for g in result.gaps):
+        return {}
+    repredicted = any(g.kind == "supplement" for g in result.gaps)
+    try:
+        items, _ = parse_input(result.input, supplements="repredict" if repredicted else "keep")
+    except RestoreError:
+        return {}
+    letters = _outside_brackets(restoration.text)
+    out: dict[int, str] = {}
+    k = 0
+    for it in items:
+        is_uncertain = it.gap is not None and result.gaps[it.gap].kind == "uncertain"
+        if it.gap is not None and not is_uncertain:
+            continue
+        if k >= len(letters):
+            return {}  # the text does not line up with the input: keep the readings
+        if is_uncertain:
+            out[it.gap] = letters[k]
+        k += 1
+    return out if k == len(letters) else {}
 
 
 def _printed_fills(restoration: Any, n_bracketed: int) -> list[str] | None:
@@ -79,10 +129,9 @@ def result_to_json(result: Any) -> dict[str, Any]:
     own = [i for i, g in enumerate(gaps) if g.kind != "uncertain"]  # what Restoration.fills covers
     # weights of the k restorations: exp(logprob) renormalised (log-sum-exp for stability)
     lps = [float(r.logprob) for r in rests]
-    top = max(lps) if lps else 0.0
-    raw = [math.exp(lp - top) for lp in lps]
-    total = sum(raw) or 1.0
-    weights = [w / total for w in raw]
+    norm = _logsumexp(lps) if lps else 0.0
+    log_weights = [lp - norm for lp in lps]
+    weights = [math.exp(lw) for lw in log_weights]
     # each restoration's fill of every gap, aligned with gaps (an uncertain letter: its reading)
     fills: list[list[str]] = []
     for r in rests:
@@ -93,6 +142,9 @@ def result_to_json(result: Any) -> dict[str, Any]:
             shown = printed[k] if printed is not None else bare
             # the printed fill must spell the same letters as the decoded one, else the bare letters
             row[gi] = shown if _base_letters(shown) == _base_letters(bare) else bare
+        for gi, letter in _uncertain_fills(result, r).items():
+            if _base_letters(letter):
+                row[gi] = letter
         fills.append(row)
     spans = _offsets(result.input, [g.notation.strip() for g in gaps])
     out_gaps = []
@@ -104,12 +156,13 @@ def result_to_json(result: Any) -> dict[str, Any]:
             agree = sum(w for w, row in zip(weights, fills, strict=True)
                         if li < len(_base_letters(row[gi])) and _base_letters(row[gi])[li] == letter)
             probs.append(round(agree, 6))
-        alts: dict[str, float] = {}
-        for w, row in zip(weights, fills, strict=True):
-            alts[row[gi]] = alts.get(row[gi], 0.0) + w
+        members: dict[str, list[float]] = {}
+        for lw, row in zip(log_weights, fills, strict=True):
+            members.setdefault(row[gi], []).append(lw)
+        alts = {f: _logsumexp(lws) for f, lws in members.items()}  # log space: no -inf for a tiny weight
         alternatives = [
-            {"fill": f, "prob": round(p, 6), "logprob": round(math.log(p), 6) if p > 0 else float("-inf")}
-            for f, p in sorted(alts.items(), key=lambda kv: -kv[1])
+            {"fill": f, "prob": round(math.exp(lp), 6), "logprob": round(lp, 6)}
+            for f, lp in sorted(alts.items(), key=lambda kv: -kv[1])
         ]
         width_probs = None
         if g.min_letters != g.max_letters or not g.fixed_width:
