@@ -73,7 +73,7 @@ def browser(tmp_path_factory):
     opts.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                 "--window-size=1000,900", "--force-device-scale-factor=1",
+                 "--window-size=1000,900", "--force-device-scale-factor=1", "--hide-scrollbars",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)

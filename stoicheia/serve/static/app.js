@@ -86,11 +86,28 @@ function drawRestored() {
   for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
 }
 
+// restoration i as text, its fills in colour (the Leiden text itself is what Copy gives)
+function withFills(i) {
+  const out = el("span", { class: "greek" });
+  const text = current.input;
+  let at = 0;
+  for (const g of [...current.gaps].sort((a, b) => a.start - b.start)) {
+    if (g.end <= g.start) continue;
+    out.append(text.slice(at, g.start).normalize("NFC"));
+    const fill = current.restorations[i].fills[g.index];
+    out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, fill + "\u0323")
+      : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
+    at = g.end;
+  }
+  out.append(text.slice(at).normalize("NFC"));
+  return out;
+}
+
 function drawRestorations() {
   const list = $("restorations");
   list.replaceChildren();
   current.restorations.forEach((r, i) => {
-    const li = el("li", { title: "show this restoration above" }, el("span", { class: "greek" }, r.text),
+    const li = el("li", { title: "show this restoration above" }, withFills(i),
       el("span", { class: "score" }, `log p = ${r.logprob.toFixed(2)}`));
     li.addEventListener("click", () => { shown = i; drawRestored(); });
     list.append(li);
