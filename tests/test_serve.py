@@ -242,26 +242,60 @@ def test_the_font_has_polytonic_greek():
     assert licence is not None and licence.is_file()
 
 
-def test_restore_epidoc_endpoint(client, monkeypatch):
-    import stoicheia
+def test_restore_epidoc_missing_is_501(client, monkeypatch):
+    from stoicheia.serve import app as app_module
 
-    if hasattr(stoicheia, "restore_epidoc"):
-        pytest.skip("stoicheia.restore_epidoc exists: its own tests cover it")
+    monkeypatch.setattr(app_module, "_restore_epidoc_function", lambda: None)
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<TEI/>")})
     assert r.status_code == 501 and "stoicheia.restore_epidoc is missing" in r.json()["error"]
     assert client.get("/model").json()["epidoc_upload"] is False
+
+
+def test_restore_epidoc_real_file(client, corpus_root):
+    """An I.Sicily file in, the restored file out (once stoicheia.restore_epidoc exists)."""
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout yet (the endpoint answers 501)")
+    src = (corpus_root / "isicily" / "inscriptions" / "ISic003084.xml").read_bytes()
+    r = client.post("/restore-epidoc", files={"file": ("ISic003084.xml", src)}, data={"top_k": "2"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-disposition"] == 'attachment; filename="ISic003084.xml"'
+    assert "restored=" in r.headers["x-stoicheia-gaps"]
+    assert r.content != src and b'resp="#stoicheia"' in r.content
+    assert client.get("/model").json()["epidoc_upload"] is True
+    bad = client.post("/restore-epidoc", files={"file": ("x.xml", b"<notxml")})
+    assert bad.status_code == 422 and "malformed XML" in bad.json()["error"]
+
+
+def test_restore_epidoc_wiring(client, monkeypatch):
+    import stoicheia
+
     seen = {}
 
-    def fake(model, xml):  # the endpoint passes the bytes on and answers what comes back
-        seen["xml"] = xml
-        return xml.replace(b"gap", b"supplied")
+    class Outcome:
+        def __init__(self, status):
+            self.status = status
+
+    class Result:  # what restore_epidoc returns: the restored bytes and each gap's outcome
+        def __init__(self, xml):
+            self.xml = xml
+            self.gaps = [Outcome("restored"), Outcome("left"), Outcome("restored")]
+
+    def fake(model, xml, *, top_k, unknown_width):  # the endpoint passes the bytes and options on
+        seen.update(xml=xml, top_k=top_k, unknown_width=unknown_width)
+        return Result(xml.replace(b"gap", b"supplied"))
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", fake, raising=False)
-    r = client.post("/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")})
+    r = client.post("/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")}, data={"top_k": "3"})
     assert r.status_code == 200 and r.content == b"<ab><supplied/></ab>"
     assert r.headers["content-disposition"] == 'attachment; filename="ISic_1.xml"'
+    assert r.headers["x-stoicheia-gaps"] == "left=1 restored=2"
+    assert seen == {"xml": b"<ab><gap/></ab>", "top_k": 3, "unknown_width": 20}
+    r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<ab/>")}, data={"top_k": "0"})
+    assert r.status_code == 422 and r.json()["error"].startswith("top_k: Input should be greater than or equal to 1")
 
-    def refuses(model, xml):
+    def refuses(model, xml, **options):
         raise ValueError("a.xml:1: root element is <x>, not a TEI P5 <TEI>. Fix: give an EpiDoc file\nmore")
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", refuses, raising=False)

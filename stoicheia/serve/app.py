@@ -31,18 +31,26 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, File, Request, UploadFile
+from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from stoicheia.serve.fragment import epidoc_ab
 from stoicheia.serve.result_json import result_to_json
-from stoicheia.serve.schemas import ErrorResponse, ModelInfo, RestoreRequest, RestoreResponse
+from stoicheia.serve.schemas import (
+    MAX_TOP_K,
+    ErrorResponse,
+    ModelInfo,
+    RestoreRequest,
+    RestoreResponse,
+)
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 log = logging.getLogger(__name__)
 
@@ -229,8 +237,13 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     @app.post("/restore-epidoc", responses={200: {"content": {"application/xml": {}}},
                                             413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
                                             501: {"model": ErrorResponse}})
-    def restore_epidoc_file(file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")]) -> Response:
-        """Restore the lacunae of an uploaded EpiDoc file; answers the restored file."""
+    def restore_epidoc_file(
+        file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
+        top_k: Annotated[int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")] = 5,
+        unknown_width: Annotated[int, Form(ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most")] = 20,
+    ) -> Response:
+        """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``); answers the
+        restored file, with ``X-Stoicheia-Gaps`` counting its gaps by outcome (e.g. ``restored=3 left=1``)."""
         fn = _restore_epidoc_function()
         if fn is None:
             return JSONResponse(
@@ -241,8 +254,8 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         xml = file.file.read()
         try:
             with lock:
-                out = fn(model, xml)
-        except (ValueError, OSError) as err:  # RestoreError, SourceError-like refusals: one line
+                out = fn(model, xml, top_k=top_k, unknown_width=unknown_width)
+        except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
             return JSONResponse({"error": str(err).splitlines()[0]}, status_code=422)
         body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
         if body is None:
@@ -250,8 +263,11 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
                                 status_code=500)
         # a header is Latin-1: the name as ASCII letters, digits, dots, dashes and underscores
         name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.filename or "inscription.xml").name) or "inscription.xml"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        outcomes = Counter(str(getattr(g, "status", "?")) for g in getattr(out, "gaps", []) or [])
+        headers["X-Stoicheia-Gaps"] = " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) or "none"
         return Response(body if isinstance(body, bytes) else body.encode("utf-8"), media_type="application/xml",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+                        headers=headers)
 
     upload_paths = {"/restore-epidoc"}
     app.add_middleware(BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes)

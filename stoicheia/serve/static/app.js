@@ -200,6 +200,8 @@ async function restoreFile() {
   if (!file) { err.textContent = "choose an EpiDoc .xml file first"; err.hidden = false; return; }
   const form = new FormData();
   form.append("file", file);
+  form.append("top_k", $("top-k").value);
+  form.append("unknown_width", $("unknown-width").value);
   status.textContent = "restoring…";
   try {
     const resp = await fetch("/restore-epidoc", { method: "POST", body: form });
@@ -209,7 +211,8 @@ async function restoreFile() {
     document.body.append(a);
     a.click();
     a.remove();
-    status.textContent = "downloaded";
+    const gaps = resp.headers.get("X-Stoicheia-Gaps");
+    status.textContent = `downloaded${gaps ? ` (gaps: ${gaps.replaceAll("=", " ")})` : ""}`;
   } catch (e) {
     err.textContent = `no answer from the server (${e.message})`;
     err.hidden = false;
