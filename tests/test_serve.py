@@ -380,3 +380,44 @@ def test_uncertain_letters_and_supplements_in_the_json():
     assert [g["kind"] for g in repredicted["gaps"]] == ["supplement", "uncertain", "lacuna", "uncertain"]
     assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "ρ"]
     assert repredicted["gaps"][0]["notation"] == "[καὶ]" and repredicted["gaps"][0]["start"] == 0
+
+
+def test_the_serve_command_serves(model, tmp_path):
+    """``stoicheia serve EXPORT --port N`` in its own process: it loads the model, answers the
+    page and /restore on 127.0.0.1, and Ctrl-C (SIGINT) stops it with status 0."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+
+    from stoicheia.inference.export import export_model
+
+    folder = export_model(model, tmp_path / "export")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "stoicheia", "serve", str(folder), "--port", str(port), "--device", "cpu"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(base + "/model", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "stoicheia serve did not answer within 180 s"
+            time.sleep(0.5)
+        assert httpx.get(base + "/").text.startswith("<!doctype html>")
+        r = httpx.post(base + "/restore", json={"text": "καὶ [..] τοῦ", "top_k": 1}, timeout=120)
+        assert r.status_code == 200 and r.json()["gaps"][0]["notation"] == "[..]"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.startswith(f"serving {folder} (step 0) at http://127.0.0.1:{port}/ (API schema: /docs); Ctrl-C stops")
