@@ -184,6 +184,8 @@ def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     assert [b.text for b in buttons] == [e["id"] for e in examples["examples"]]
     buttons[0].click()
     assert browser.find_element("id", "text").get_attribute("value") == examples["examples"][0]["text"]
+    source = browser.find_element("id", "example-source")
+    assert source.is_displayed() and source.text.startswith(examples["examples"][0]["id"]) and "CC BY 4.0" in source.text
     _restore(browser, None, top_k=3)
     assert not browser.find_element("id", "error").is_displayed()
     assert browser.find_elements("css selector", "#restored span.fill")

@@ -226,7 +226,13 @@ async function loadExamples() {
     const data = await resp.json();
     for (const ex of data.examples) {
       const b = el("button", { type: "button", class: "example", title: `${ex.title} (${ex.id}, ${data.licence})` }, ex.id);
-      b.addEventListener("click", () => { $("text").value = ex.text; clearError(); });
+      b.addEventListener("click", () => {
+        $("text").value = ex.text;
+        clearError();
+        const src = $("example-source");
+        src.replaceChildren(el("a", { href: ex.url }, ex.id), ` · ${ex.title} · ${ex.date} · edition text of ${data.source}, ${data.licence}`);
+        src.hidden = false;
+      });
       $("examples").append(b);
     }
   } catch (_) { /* the page works without them */ }
@@ -249,6 +255,7 @@ async function loadModel() {
 document.addEventListener("DOMContentLoaded", () => {
   $("restore").addEventListener("click", restoreText);
   $("text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) restoreText(); });
+  $("text").addEventListener("input", () => { $("example-source").hidden = true; });
   $("copy-leiden").addEventListener("click", () => copyText(current.restorations[shown].text, "Leiden"));
   $("copy-epidoc").addEventListener("click", () => copyText(current.epidoc[shown], "EpiDoc"));
   $("epidoc-restore").addEventListener("click", restoreFile);
