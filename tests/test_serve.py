@@ -50,7 +50,8 @@ def test_restore_answers_the_contract(client, model):
     r = client.post("/restore", json={"text": THREE_GAPS, "top_k": 3, "unknown_width": 6})
     assert r.status_code == 200, r.text
     data = r.json()
-    assert set(data) == {"input", "gaps", "restorations", "notes", "epidoc"}
+    assert set(data) == {"input", "gaps", "restorations", "notes", "epidoc", "respaced"}
+    assert data["respaced"] is None  # only with respace
     assert data["input"] == THREE_GAPS
     gaps = data["gaps"]
     assert [g["notation"] for g in gaps] == ["[....]", "[-ca.6-]", "[---]"]
@@ -82,6 +83,16 @@ def test_restore_answers_the_contract(client, model):
     direct = restore(model, THREE_GAPS, top_k=3, unknown_width=6)
     assert [[_strip(f) for f in x["fills"]] for x in data["restorations"]] == [[f.lower() for f in x.fills] for x in direct.restorations]
     assert data["restorations"][0]["logprob"] == pytest.approx(direct.restorations[0].logprob)
+
+
+def test_respace_answers_the_models_rendering(client, model):
+    from stoicheia.inference.restore import restore
+
+    text = "ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ"
+    data = client.post("/restore", json={"text": text, "top_k": 2, "respace": True}).json()
+    direct = restore(model, text, top_k=2, respace=True)
+    assert data["respaced"] == [r.text for r in direct.restorations]
+    assert [g["notation"] for g in data["gaps"]] == ["[..]"]
 
 
 def _strip(s: str) -> str:

@@ -163,6 +163,22 @@ def test_restore_shade_and_copy_in_the_browser(server, browser):
     assert clip == want["epidoc"][1] and clip.startswith('<ab xml:space="preserve">')
 
 
+def test_respace_shows_the_models_text(server, browser):
+    base, _ = server
+    _open(browser, base)
+    browser.find_element("id", "respace").click()
+    try:
+        _restore(browser, "ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", top_k=2)
+        want = _api(base, {"text": "ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", "top_k": 2, "respace": True})
+        shown = browser.find_element("id", "restored").text
+        assert shown == unicodedata.normalize("NFC", want["respaced"][0])
+        assert "respaced by the model" in browser.find_element("id", "shown-rank").text
+        browser.find_element("id", "copy-leiden").click()
+        assert browser.find_element("id", "copied").get_attribute("value") == want["respaced"][0]
+    finally:
+        browser.find_element("id", "respace").click()
+
+
 def test_bad_input_shows_the_one_line_message(server, browser):
     base, _ = server
     _open(browser, base)

@@ -28,7 +28,6 @@ prints), a malformed request 422 with the field and the fix.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import threading
 from collections import Counter
@@ -51,8 +50,6 @@ from stoicheia.serve.schemas import (
     RestoreResponse,
 )
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
-
-log = logging.getLogger(__name__)
 
 #: default body limits in bytes: a JSON restore request, and an uploaded EpiDoc file
 MAX_JSON_BYTES = 256 * 1024
@@ -169,7 +166,7 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     :class:`~stoicheia.inference.loading.LoadedModel`: the caller loads it once; it is never
     reloaded). ``max_json_bytes``/``max_upload_bytes``: body limits of ``POST /restore`` and of
     ``POST /restore-epidoc`` (bytes; larger bodies get 413)."""
-    from stoicheia.inference.restore import RestoreError, parse_input, restore
+    from stoicheia.inference.restore import GapTooWideError, RestoreError, parse_input, restore
 
     app = FastAPI(
         title="Stoicheia restoration server",
@@ -221,9 +218,10 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         supplements = req.supplements
         try:  # the notation first (no lock needed): a typo is answered at once
             parse_input(req.text, supplements=supplements, unknown_width=req.unknown_width, about_margin=req.about_margin)
+        except GapTooWideError:
+            pass  # said by restore() below, with the limit of the loaded model
         except RestoreError as err:
-            if type(err).__name__ != "GapTooWideError":  # said below, with the loaded model's limit
-                return JSONResponse({"error": str(err)}, status_code=422)
+            return JSONResponse({"error": str(err)}, status_code=422)
         try:
             with lock:
                 result = restore(model, req.text, top_k=req.top_k, respace=req.respace, supplements=supplements,
@@ -232,6 +230,9 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
             return JSONResponse({"error": str(err)}, status_code=422)
         data = result_to_json(result)
         data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
+        # with respace every letter's word division, accents and punctuation come from the
+        # model: its own rendering of each restoration (restored letters in [ ])
+        data["respaced"] = [r.text for r in result.restorations] if req.respace else None
         return data
 
     @app.post("/restore-epidoc", responses={200: {"content": {"application/xml": {}}},

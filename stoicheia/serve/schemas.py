@@ -2,7 +2,8 @@
 publishes them as the OpenAPI schema at ``/openapi.json``, browsable at ``/docs``).
 
 The response mirrors the restore result JSON shared with ``stoicheia restore --json`` (see
-``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration).
+``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration) and
+``respaced`` (the model's rendering of each restoration, when ``respace`` was asked).
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class RestoreResponse(BaseModel):
     restorations: list[RestorationOut]
     notes: list[str]
     epidoc: list[str] = Field(description="each restoration as an EpiDoc <ab> fragment (same order)")
+    respaced: list[str] | None = Field(
+        None, description="with respace: each restoration as the model writes it (word division, accents, "
+                          "capitals, punctuation from its heads; restored letters in [ ]), else null")
 
 
 class ErrorResponse(BaseModel):

@@ -53,9 +53,40 @@ function letterProbs(g, r) {
   return Array.from(baseLetters(fill)).map(() => p);
 }
 
+// with respace the model rewrites every letter: draw its text, shading the [ ] runs by the
+// gaps' letter probabilities when they line up with the gaps (else plain)
+function drawRespaced(box) {
+  const text = current.respaced[shown].normalize("NFC");
+  const own = current.gaps.filter((g) => g.kind !== "uncertain").sort((a, b) => a.start - b.start);
+  const runs = text.split(/(\[[^\[\]]*\])/);
+  const bracketed = runs.filter((_, i) => i % 2 === 1);
+  if (bracketed.length !== own.length) { box.append(text); return; }
+  runs.forEach((piece, i) => {
+    if (i % 2 === 0) { box.append(piece); return; }
+    const g = own[(i - 1) / 2];
+    const probs = letterProbs(g, shown);
+    box.append(el("span", { class: "bracket" }, "["));
+    let li = 0;
+    for (const c of clusters(piece.slice(1, -1))) {
+      if (!isLetter(c)) { box.append(c); continue; }
+      const p = probs[li] ?? 0;
+      li += 1;
+      box.append(el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, c));
+    }
+    box.append(el("span", { class: "bracket" }, "]"));
+  });
+}
+
 function drawRestored() {
   const box = $("restored");
   box.replaceChildren();
+  if (current.respaced) {
+    drawRespaced(box);
+    $("shown-rank").textContent = `#${shown + 1} of ${current.restorations.length}, respaced by the model`;
+    for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
+    return;
+  }
   const text = current.input;
   const fills = current.restorations[shown].fills;
   const gaps = [...current.gaps].sort((a, b) => a.start - b.start);
@@ -107,7 +138,8 @@ function drawRestorations() {
   const list = $("restorations");
   list.replaceChildren();
   current.restorations.forEach((r, i) => {
-    const li = el("li", { title: "show this restoration above" }, withFills(i),
+    const shownText = current.respaced ? el("span", { class: "greek" }, current.respaced[i].normalize("NFC")) : withFills(i);
+    const li = el("li", { title: "show this restoration above" }, shownText,
       el("span", { class: "score" }, `log p = ${r.logprob.toFixed(2)}`));
     li.addEventListener("click", () => { shown = i; drawRestored(); });
     list.append(li);
@@ -256,7 +288,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("restore").addEventListener("click", restoreText);
   $("text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) restoreText(); });
   $("text").addEventListener("input", () => { $("example-source").hidden = true; });
-  $("copy-leiden").addEventListener("click", () => copyText(current.restorations[shown].text, "Leiden"));
+  $("copy-leiden").addEventListener("click", () => copyText(
+    current.respaced ? current.respaced[shown] : current.restorations[shown].text, "Leiden"));
   $("copy-epidoc").addEventListener("click", () => copyText(current.epidoc[shown], "EpiDoc"));
   $("epidoc-restore").addEventListener("click", restoreFile);
   loadExamples();
