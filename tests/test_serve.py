@@ -384,6 +384,11 @@ def test_uncertain_letters_and_supplements_in_the_json():
     data = result_to_json(restore(stub, text, top_k=1))
     assert [(g["kind"], g["notation"], text[g["start"] : g["end"]]) for g in data["gaps"]] == [
         ("uncertain", "τ̣", "τ̣"), ("lacuna", "[..]", "[..]"), ("uncertain", "α̣", "α̣")]
+    # a capital, and accents before the dot: the notation as typed, where it was typed
+    caps = "ΚΑΙ Ἀ̣ΥΤΟΥ [..] ὁ̣ δῆμος"
+    data_caps = result_to_json(restore(stub, caps, top_k=1))
+    assert [(g["notation"], caps[g["start"] : g["end"]]) for g in data_caps["gaps"]] == [
+        ("Ἀ̣", "Ἀ̣"), ("[..]", "[..]"), ("ὁ̣", "ὁ̣")]
     assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "ρ"]
     assert [len(g["letter_probs"]) for g in data["gaps"]] == [1, 2, 1]
     assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] ρ̣ὐτοῦ")

@@ -36,23 +36,44 @@ def _base_letters(s: str) -> list[str]:
     return [c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L")]
 
 
-def _offsets(text: str, notations: list[str]) -> list[tuple[int, int]]:
-    """``[(start, end), ...]``: where each notation stands in ``text``, searched left to right.
+def _find_uncertain(text: str, letter: str, at: int) -> tuple[int, int] | None:
+    """The first letter ``letter`` (any case, any accents) with a dot below (U+0323, among
+    the combining marks after it) in ``text`` from ``at``: ``(start, end)`` with its marks."""
+    for i in range(at, len(text)):
+        base = unicodedata.normalize("NFD", text[i])[0].lower()
+        if base != letter.lower():
+            continue
+        j = i + 1
+        while j < len(text) and unicodedata.combining(text[j]):
+            j += 1
+        if "\u0323" in text[i + 1 : j]:
+            return i, j
+    return None
 
-    A notation not found verbatim (an uncertain letter typed decomposed, say) is searched in
-    NFC; if it is still not found it gets an empty span at the cursor."""
+
+def _offsets(text: str, gaps: list[Any]) -> list[tuple[int, int]]:
+    """``[(start, end), ...]``: where each gap's notation stands in ``text``, searched left to
+    right: a lacuna or supplement verbatim (else in NFC), an uncertain letter as typed (its
+    ``notation`` is the lower-case letter and a dot below; the text may have a capital and
+    accents). A notation not found gets an empty span at the cursor."""
     out = []
     at = 0
-    for n in notations:
-        i = text.find(n, at)
-        if i < 0:
-            i = text.find(unicodedata.normalize("NFC", n), at)
-            n = unicodedata.normalize("NFC", n)
-        if i < 0:
+    for g in gaps:
+        n = g.notation.strip()
+        found = None
+        if g.kind == "uncertain":
+            found = _find_uncertain(text, n[0], at)
+        else:
+            for form in (n, unicodedata.normalize("NFC", n)):
+                i = text.find(form, at)
+                if i >= 0:
+                    found = (i, i + len(form))
+                    break
+        if found is None:
             out.append((at, at))
             continue
-        out.append((i, i + len(n)))
-        at = i + len(n)
+        out.append(found)
+        at = found[1]
     return out
 
 
@@ -146,7 +167,7 @@ def result_to_json(result: Any) -> dict[str, Any]:
             if _base_letters(letter):
                 row[gi] = letter
         fills.append(row)
-    spans = _offsets(result.input, [g.notation.strip() for g in gaps])
+    spans = _offsets(result.input, gaps)
     out_gaps = []
     for gi, g in enumerate(gaps):
         best = fills[0][gi] if fills else ""
@@ -173,7 +194,9 @@ def result_to_json(result: Any) -> dict[str, Any]:
             width_probs = dict(sorted(width_probs.items(), key=lambda kv: int(kv[0])))
         start, end = spans[gi]
         out_gaps.append({
-            "index": gi, "kind": g.kind, "notation": g.notation.strip(), "start": start, "end": end,
+            # the notation as typed (the input's own characters), where it was found
+            "index": gi, "kind": g.kind, "notation": result.input[start:end] if end > start else g.notation.strip(),
+            "start": start, "end": end,
             "min_letters": int(g.min_letters), "max_letters": int(g.max_letters), "fill": best,
             "letter_probs": probs, "alternatives": alternatives, "width_probs": width_probs, "editor": None,
         })
