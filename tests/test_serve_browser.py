@@ -179,6 +179,37 @@ def test_respace_shows_the_models_text(server, browser):
         browser.find_element("id", "respace").click()
 
 
+def test_epidoc_upload_downloads_the_restored_file(server, browser, corpus_root, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables the upload)")
+    base, _ = server
+    _open(browser, base)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    src = corpus_root / "isicily" / "inscriptions" / "ISic003084.xml"
+    browser.find_element("id", "epidoc-file").send_keys(str(src))
+    browser.find_element("id", "epidoc-restore").click()
+    got = downloads / "ISic003084.restored.xml"
+    WebDriverWait(browser, 180).until(lambda d: got.is_file() and got.stat().st_size > 0
+                                      or d.find_element("id", "epidoc-error").is_displayed())
+    assert not browser.find_element("id", "epidoc-error").is_displayed()
+    data = got.read_bytes()
+    assert data != src.read_bytes() and b'resp="#stoicheia"' in data
+    assert browser.find_element("id", "epidoc-status").text.startswith("downloaded (gaps: ")
+    # a file that is not XML: the one line, next to the upload
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<notxml", encoding="utf-8")
+    browser.find_element("id", "epidoc-file").send_keys(str(bad))
+    browser.find_element("id", "epidoc-restore").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element("id", "epidoc-error").is_displayed())
+    assert "malformed XML" in browser.find_element("id", "epidoc-error").text
+
+
 def test_bad_input_shows_the_one_line_message(server, browser):
     base, _ = server
     _open(browser, base)
