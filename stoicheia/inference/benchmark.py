@@ -2,7 +2,8 @@
 
 The model restores gaps of texts it never trained on (the inscription dev set, see
 :mod:`stoicheia.inference.benchmark_protocols` for the three protocols) with the product's
-decoder (:mod:`stoicheia.inference.restore`: iterative unmasking, beam of 20), and a letter
+decoder (:func:`stoicheia.inference.restore.decoding.decode_window`, the beam of iterative
+unmasking that ``restore`` runs; beam of 20), and a letter
 n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards as
 ``evaluate`` trains it) fills exactly the same gaps. Scores: :mod:`.benchmark_scoring`;
 table, JSON and reliability plot: :mod:`.benchmark_report`.
@@ -69,7 +70,8 @@ class ModelDecoder:
     window: int | None = None
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
-        from stoicheia.inference.restore import _decode_window, parse_input
+        from stoicheia.inference.restore.decoding import decode_window
+        from stoicheia.inference.restore.reading import parse_input
         from stoicheia.text import alphabet as A
 
         trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
@@ -88,7 +90,7 @@ class ModelDecoder:
             pos += w
         lo = max(0, min(a - (win - (b - a)) // 2, pos - win))
         hi = min(pos, lo + win)
-        hyps = _decode_window(self.model, items, gaps, {}, [g], lo, hi, self.beam, respace=False)
+        hyps = decode_window(self.model, items, gaps, {}, [g], lo, hi, self.beam, respace=False)
         fills = ["".join(A.LETTERS[int(s)] for s in h.fill[g] if 0 <= s < A.NUM_LETTERS) for h in hyps]
         return fills, float(math.exp(hyps[0].score)) if hyps else 0.0
 
