@@ -213,7 +213,11 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
     convert({"bronze": files}, shards, val_fraction=0.0, inscription_dev_digits=[4], workers=1, progress=False)
 
     from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.evaluate import load_records
 
+    # evaluate --split inscription_dev reads the same inscriptions from the shards
+    records, described = load_records([str(shards)], "inscription_dev")
+    assert {r.work for r in records} == {"ISic000824.xml", "ISic000864.xml"} and described["split"] == "inscription_dev"
     with pytest.raises(BenchmarkError, match="--inscription-dev-digit"):
         plain = tmp_path / "plain"
         convert({"bronze": files}, plain, val_fraction=0.0, workers=1, progress=False)
