@@ -265,6 +265,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             if label not in tasks:
                 tasks[label] = bar.add_task(label, total=total)
             bar.update(tasks[label], completed=done)
+            if done == total:  # a line per protocol and decoder, also where no bar is drawn (a log file)
+                bar.console.print(f"{label}: {total:,} gaps restored")
 
         try:
             result = benchmark(

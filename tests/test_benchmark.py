@@ -145,6 +145,14 @@ def test_run_tasks_figures_by_hand():
     assert sup["examples"][0]["model"] == {"top1": "τον", "rank": 1, "prob": 0.9, "best5": ["τον", "ταν"]}
     assert sup["examples"][1]["model"]["rank"] == 3, "marks and final sigma folded before ranking"
 
+    def refuses(task):
+        raise ValueError("no Greek letter")
+
+    res = run_tasks({"model": refuses}, tasks)["supplements"]
+    f = res["decoders"]["model"]
+    assert f["failed"] == 2 and f["cer"] == 1.0 and f["top20"] == 0.0, "a failure is a wrong answer, counted"
+    assert res["examples"][0]["model"]["error"] == "no Greek letter"
+
 
 # --- the decoders on the same gaps --------------------------------------------------------------
 
@@ -179,6 +187,10 @@ def test_model_decoder_decodes_only_the_target_with_the_products_decoder():
     assert fills[0] == "ρρρ" and len(fills) == 4 and len(set(fills)) == 4 and all(len(f) == 3 for f in fills)
     p = math.exp(8) / (math.exp(8) + 23)  # ρ against the 23 other letters at each slot
     assert prob == pytest.approx(p**3)
+    # another lacuna of the edition wider than the 128-slot window: only the target's window is seen
+    wide = Task("supplements", dev.id, "καὶ [.300.] δῆμος [...] ἔδωκε", 18, 23, 1, "ρρρ", True)
+    fills, prob = ModelDecoder(_Stub(3), beam=4)(wide)
+    assert fills[0] == "ρρρ" and prob == pytest.approx(p**3)
     unknown = Task("unknown", dev.id, "καὶ δῆμος [---] ἔδωκε", 10, 15, 0, "ρρρ", False)
     fills, prob = ModelDecoder(_Stub(3), beam=4, unknown_width=10)(unknown)
     assert fills[0] == "ρρρ", "BLANK ends the unknown width after 3 letters"

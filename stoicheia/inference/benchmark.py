@@ -76,10 +76,9 @@ class ModelDecoder:
 
         trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
         win = self.window or trained
-        items, gaps = parse_input(
-            task.input, supplements="keep", unknown_width=self.unknown_width, max_slots=win,
-            limit_why=f"the {win}-slot window",
-        )
+        # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
+        # only the window around the target is seen, and the target holds at most 22 slots
+        items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
         lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
         g = lacunae[task.target]
         pos = a = b = 0
@@ -130,9 +129,11 @@ class NgramDecoder:
 def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Every decoder on every task of every protocol. Returns ``{protocol: {"gaps": n,
     "decoders": {name: figures of :func:`~.benchmark_scoring.summarise` plus "seconds" and
-    "restorations_per_second"}, "examples": [per gap: text id, offsets, truth, and per decoder
-    its top-1, rank, probability and 5 best]}}``. ``progress(label, done, total)`` is called
-    after each gap."""
+    "restorations_per_second", "failed"}, "examples": [per gap: text id, offsets, truth, and per
+    decoder its top-1, rank, probability and 5 best]}}``. A task a decoder cannot decode (a
+    ``ValueError``, e.g. notation it refuses) scores as a wrong answer with probability 0, is
+    counted in ``failed`` and its message kept in the gap's entry: nothing is dropped.
+    ``progress(label, done, total)`` is called after each gap."""
     out: dict[str, Any] = {}
     for protocol, ts in tasks.items():
         per: dict[str, Any] = {}
@@ -140,19 +141,29 @@ def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progre
         for name, dec in decoders.items():
             scores = []
             seconds = 0.0
+            failed = 0
             for i, t in enumerate(ts):
                 t0 = time.perf_counter()
-                cands, prob = dec(t)
+                error = None
+                try:
+                    cands, prob = dec(t)
+                except ValueError as err:
+                    cands, prob, error = [], 0.0, str(err)
+                    failed += 1
+                    log.warning("[benchmark] %s: %s could not restore the gap at %d of %s: %s", protocol, name, t.start, t.text_id, err)
                 seconds += time.perf_counter() - t0
                 letters = list(dict.fromkeys(base_letters(c) for c in cands))  # distinct, order kept
                 s = GapScore(t.truth, tuple(letters), min(1.0, max(0.0, prob)), t.known_width)
                 scores.append(s)
                 rows[i][name] = {"top1": s.top1, "rank": s.rank, "prob": s.prob, "best5": list(s.candidates[:5])}
+                if error is not None:
+                    rows[i][name]["error"] = error
                 if progress is not None:
                     progress(f"{protocol} · {name}", i + 1, len(ts))
             figures = summarise(scores)
             figures["seconds"] = seconds
             figures["restorations_per_second"] = len(ts) / seconds if seconds > 0 else None
+            figures["failed"] = failed
             per[name] = figures
         out[protocol] = {"gaps": len(ts), "decoders": per, "examples": rows}
     return out

@@ -60,6 +60,9 @@ def format_table(result: dict) -> list[str]:
         decs = res["decoders"]
         for name, f in decs.items():
             lines.append(_row(NAMES.get(name, name), f))
+        for name, f in decs.items():
+            if f.get("failed"):
+                lines.append(f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)")
         for span in next(iter(decs.values()))["by_length"]:
             for name, f in decs.items():
                 lines.append(_row(f"{span} letters {NAMES.get(name, name)}", {**f["by_length"][span], "ece": None}, speed=False))
