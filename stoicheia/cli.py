@@ -271,7 +271,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         try:
             result = benchmark(
                 model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
-                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, progress=progress,
+                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
+                progress=progress,
             )
         except BenchmarkError as err:
             return _fail("benchmark", str(err))
@@ -468,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spans-per-text", type=int_in(1, 1000, meaning=" spans (default 3)"), default=3, help="hidden spans per text (default 3)")
     p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a seed)"), default=1234, help="seed of the hidden spans (default 1234)")
     p.add_argument("--max-texts", type=int_in(1, meaning=" texts"), help="only the first texts of the dev set (default all)")
+    p.add_argument("--epidoc-root", help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+                                         "instead of the paths stats.json recorded at conversion")
     p.add_argument("--unknown-width", type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20,
                    help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
     p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")

@@ -234,6 +234,11 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
         plain = tmp_path / "plain"
         convert({"bronze": files}, plain, val_fraction=0.0, workers=1, progress=False)
         benchmark(_Stub(2), plain, protocols=["hidden"])
+    # shards converted elsewhere: the EpiDoc files are looked up under --epidoc-root by work id
+    with pytest.raises(BenchmarkError, match=r"nowhere/ISic000824.xml: the EpiDoc file .* is missing"):
+        benchmark(_Stub(2), shards, protocols=["hidden"], epidoc_root=tmp_path / "nowhere")
+    moved = benchmark(_Stub(2), shards, protocols=["supplements"], epidoc_root=isic, max_texts=1)
+    assert moved["protocols"]["supplements"]["gaps"] == 9
     res = benchmark(_Stub(2), shards, protocols=["hidden", "supplements"], spans_per_text=2,
                     ngram=LetterNgram(3).fit([np.arange(24, dtype=np.uint8)] * 3))
     assert res["corpus"]["inscriptions"] == 2 and res["corpus"]["texts"] == 2

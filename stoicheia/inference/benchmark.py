@@ -50,9 +50,9 @@ PUBLISHED = [
      "task": "hidden spans 1-10, known width", "cer": 0.263, "top1": 0.618, "top20": 0.783},
     {"system": "instruction-tuned 8B language model", "corpus": "Ithaca's test set",
      "task": "hidden spans 1-10, known width", "cer": 0.205, "top1": 0.637, "top20": 0.830},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions (LED)",
+    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
      "task": "hidden spans, known width", "top20": 0.73},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions (LED)",
+    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
      "task": "hidden spans, unknown width", "top20": 0.58},
 ]
 
@@ -179,10 +179,13 @@ def benchmark(
     max_texts: int | None = None,
     ngram: LetterNgram | None = None,
     unknown_width: int = 20,
+    epidoc_root: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
-    ``shard_root`` (module docstring). Returns ``{"corpus": {...}, "protocols": (see
+    ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
+    (the tier's folder, e.g. ``../shared/corpus/isicily``) instead of the paths ``stats.json``
+    recorded at conversion (shards converted on another machine). Returns ``{"corpus": {...}, "protocols": (see
     :func:`run_tasks`), "settings": {...}, "published": PUBLISHED}``. Raises
     :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
@@ -191,7 +194,7 @@ def benchmark(
     from stoicheia.text.encode import encode_text
 
     counts: Counter = Counter()
-    texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts)
+    texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts, epidoc_root=epidoc_root)
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
         raise BenchmarkError(f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}")

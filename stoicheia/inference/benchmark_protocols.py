@@ -90,12 +90,16 @@ def _is_letter(ch: str) -> bool:
     return len(text_to_planes(ch)[0]) == 1
 
 
-def read_dev_texts(shard_root: str | Path, max_texts: int | None = None, counts: Counter | None = None) -> list[DevText]:
+def read_dev_texts(
+    shard_root: str | Path, max_texts: int | None = None, counts: Counter | None = None, epidoc_root: str | Path | None = None
+) -> list[DevText]:
     """The records of the inscription dev set of the converted corpus at ``shard_root``, read
     from their EpiDoc files with the EpiDoc options of the conversion (``stats.json``), except
     that supplements are always kept as bracketed text (the ``supplements`` protocol needs
     them). Records that ``convert`` would reject (not Greek enough, empty) are left out and
     counted in ``counts`` (``rejected:<reason>``); ``max_texts`` keeps the first records.
+    ``epidoc_root``: read each file as ``epidoc_root / work`` (the work id is the path relative
+    to the tier's folder) instead of the path recorded at conversion.
 
     Raises :class:`BenchmarkError` when ``stats.json`` lists no inscription dev set (convert
     with ``--inscription-dev-digit 4``) or an EpiDoc file listed there is missing.
@@ -121,11 +125,16 @@ def read_dev_texts(shard_root: str | Path, max_texts: int | None = None, counts:
     counts = counts if counts is not None else Counter()
     out: list[DevText] = []
     for w in works:
-        path = Path(w["epidoc"])
+        path = Path(epidoc_root) / w["work"] if epidoc_root is not None else Path(w["epidoc"])
         if not path.exists():
+            fix = (
+                "give the folder the tier was converted from (e.g. ../shared/corpus/isicily)" if epidoc_root is not None
+                else "give --epidoc-root, the folder the tier was converted from (e.g. ../shared/corpus/isicily), "
+                     "or convert again on this machine"
+            )
             raise BenchmarkError(
                 f"{path}: the EpiDoc file of the dev inscription {w['work']} (listed in {Path(shard_root) / 'stats.json'}) "
-                "is missing; convert again on this machine, where the corpus is"
+                f"is missing; {fix}"
             )
         for rec in read_source(path, None, epidoc=options):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
