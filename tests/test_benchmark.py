@@ -287,3 +287,22 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     assert (out / "reliability.png").stat().st_size > 1000
     assert cli.main(["benchmark", "stub.pt", "--shards", str(shards), "--out", str(out), "--protocols", "lost"]) == 2
     assert "invalid choice: 'lost'" in capsys.readouterr().err
+
+
+def test_hidden_and_unknown_figures_by_hand_through_the_decoder():
+    """Both span protocols on a fixture, the product's decoder with the stand-in model: the
+    figures follow from the model's logits by hand."""
+    dev = _dev("[καὶ] α̣β [τὸν] γ, [---]")  # the spans: β and γ (see above)
+    tasks = build_tasks([dev], ["hidden", "unknown"], 5, 7)
+    res = run_tasks({"model": ModelDecoder(_Stub(1), unknown_width=10)}, tasks)
+    p = math.exp(8) / (math.exp(8) + 23)  # ρ at a 1-letter gap, against 23 letters
+    q = math.exp(8) / (math.exp(8) + 24)  # the BLANK after it, against 24 letters and BLANK
+    hidden = res["hidden"]["decoders"]["model"]
+    # top-1 ρ for both (CER 1); then the other letters in alphabet order, tied: α, β, γ -> ranks 3, 4
+    assert (hidden["gaps"], hidden["cer"], hidden["top1"], hidden["top5"]) == (2, 1.0, 0.0, 1.0)
+    assert sorted(e["model"]["rank"] for e in res["hidden"]["examples"]) == [3, 4]
+    assert hidden["ece"] == pytest.approx(p), "two gaps in the last bin: confidence p, accuracy 0"
+    unknown = res["unknown"]["decoders"]["model"]
+    assert (unknown["gaps"], unknown["cer"], unknown["top1"], unknown["length_right"]) == (2, 1.0, 0.0, 1.0)
+    assert all(e["model"]["top1"] == "ρ" for e in res["unknown"]["examples"])
+    assert unknown["ece"] == pytest.approx(p * q)
