@@ -115,7 +115,8 @@ class NgramDecoder:
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
         left, right = _context(task.input[: task.start]), _context(task.input[task.end :])
-        widths = [len(task.truth)] if task.known_width else range(1, self.unknown_width + 1)
+        # the width from the notation ([....]: one dot per letter), never from the truth
+        widths = [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
         cands: dict[str, float] = {}
         for w in widths:
             for fill, lp in self.ngram.topk_fill(left, w, right, k=self.pool, beam=self.pool):
