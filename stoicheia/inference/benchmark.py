@@ -81,6 +81,9 @@ class ModelDecoder:
         items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
         lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
         g = lacunae[task.target]
+        at = [i for i in lacunae if getattr(gaps[i], "start", None) == task.start]  # gaps that know their offsets
+        if at and at[0] != g:
+            raise AssertionError(f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}")
         pos = a = b = 0
         for it in items:  # slots of the target: [a, b)
             w = gaps[it.gap].slots if it.gap is not None else 1
