@@ -78,6 +78,10 @@ def test_hidden_spans_are_seeded_and_span_spaces_not_signs():
         assert t.input.replace(t.input[t.start : t.end], removed, 1) == text
     with pytest.raises(BenchmarkError, match="unknown protocol"):
         build_tasks([dev], ["hidden", "lost"], 1, 0)
+    # nothing left to read the gap from: left out, counted
+    counts = Counter()
+    assert span_tasks(_dev("[---] ὁ [---]"), 3, 1, counts=counts) == [] and counts == {"no_letter_left": 1}
+    assert supplement_tasks(_dev("[καὶ] [---]"), counts) == [] and counts["no_letter_left"] == 2
 
 
 def test_base_letters_fold_marks_case_and_final_sigma():

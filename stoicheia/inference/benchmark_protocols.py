@@ -159,9 +159,10 @@ def _lacuna_index(text: str, start: int) -> int:
 def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
     """One task per editor's supplement of ``dev`` (protocol ``supplements``), in reading
     order: the supplement ``[τὸν]`` becomes ``[...]`` (one dot per base letter), the rest of
-    the text as printed. Supplements outside 1-10 letters (``supplement_length``) and those
-    sharing their bracket with a lacuna (``[καὶ ---]``, ``supplement_shares_bracket``) are
-    left out and counted in ``counts``."""
+    the text as printed. Supplements outside 1-10 letters (``supplement_length``), those
+    sharing their bracket with a lacuna (``[καὶ ---]``, ``supplement_shares_bracket``) and
+    those that are all the letters of the text (``no_letter_left``) are left out and counted
+    in ``counts``."""
     counts = counts if counts is not None else Counter()
     text = dev.text
     tasks = []
@@ -178,6 +179,9 @@ def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
             continue
         notation = "[" + "." * len(truth) + "]"
         new = text[:a] + notation + text[b:]
+        if not base_letters(text[:a] + text[b:]):
+            counts["no_letter_left"] += 1  # the supplement is all the text holds: nothing to read it from
+            continue
         try:
             target = _lacuna_index(new, a)
         except LeidenError:  # the lacuna next to another sign makes notation the parser refuses
@@ -249,7 +253,8 @@ def hidden_spans(dev: DevText, n: int, seed: int) -> list[tuple[int, int, str]]:
 def span_tasks(dev: DevText, n: int, seed: int, protocol: str = "hidden", counts: Counter | None = None) -> list[Task]:
     """The tasks of protocol ``hidden`` (``[....]``, the width given) or ``unknown`` (``[---]``)
     on the same spans (:func:`hidden_spans`). A text without intact letters gives none
-    (counted ``text_without_intact_letters`` in ``counts``)."""
+    (counted ``text_without_intact_letters`` in ``counts``); a span that holds every letter
+    of the text is left out (``no_letter_left``)."""
     if protocol not in ("hidden", "unknown"):
         raise BenchmarkError(f"span_tasks: protocol {protocol!r}; use 'hidden' or 'unknown'")
     counts = counts if counts is not None else Counter()
@@ -260,6 +265,9 @@ def span_tasks(dev: DevText, n: int, seed: int, protocol: str = "hidden", counts
     for a, b, truth in spans:
         notation = "[" + "." * len(truth) + "]" if protocol == "hidden" else "[---]"
         new = dev.text[:a] + notation + dev.text[b:]
+        if not base_letters(dev.text[:a] + dev.text[b:]):
+            counts["no_letter_left"] += 1  # the span is all the text holds: nothing to read it from
+            continue
         try:
             target = _lacuna_index(new, a)
         except LeidenError:  # the lacuna next to another sign makes notation the parser refuses
