@@ -4,7 +4,7 @@
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
 ``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
 writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
-``restore`` fills the lacunae of a Greek text.
+``restore`` fills the lacunae of a Greek text (or of EpiDoc files, ``--epidoc``).
 
 Examples::
 
@@ -374,6 +374,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
         restore,
     )
 
+    if args.epidoc:
+        return _restore_epidoc(args)
+    if args.out is not None:
+        return _fail("restore", "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out")
+    if args.text is None:
+        return _fail("restore", "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+                     "or --epidoc PATH... --out DIR for EpiDoc files")
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
@@ -404,6 +411,56 @@ def cmd_restore(args: argparse.Namespace) -> int:
     else:
         print("\n".join(format_result(result)))
     return 0
+
+
+def _restore_epidoc(args: argparse.Namespace) -> int:
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus)."""
+    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+
+    if args.text is not None:
+        return _fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
+    if args.out is None:
+        return _fail("restore", "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)")
+    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json)):
+        if given:
+            return _fail("restore", f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only")
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("restore", f"--out {problem}")
+    if args.beam is not None and args.beam < args.top_k:
+        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    try:  # the paths first: a typo fails before the model is loaded
+        epidoc_inputs(args.epidoc, args.out)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    model = _load(args, "restore")
+    try:
+        summary = restore_corpus(model, args.epidoc, args.out, top_k=args.top_k, beam=args.beam,
+                                 unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    except OSError as err:
+        return _fail("restore", f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
+                     "(the files written so far stay; a rerun goes on from there)")
+    print(summary.line())
+    return 0
+
+
+class _IntermixedParser(OneLineParser):
+    """``restore``'s parser: its TEXT is optional (``--epidoc`` replaces it), and argparse
+    would take an optional positional as absent at the first option it meets
+    (``restore CKPT --top-k 3 TEXT``); intermixed parsing reads it wherever it stands."""
+
+    _inner = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._inner:  # parse_known_intermixed_args calls this method itself
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -477,8 +534,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
     p.set_defaults(func=cmd_benchmark)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p.__class__ = _IntermixedParser  # add_parser makes the parent's class
     _model_args(p)
-    p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
+    p.add_argument("--out", help="with --epidoc: folder the restored files are written to (files already there are skipped)")
     p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
     p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
