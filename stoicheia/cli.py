@@ -1,17 +1,21 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
 
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
-``export`` writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
-``restore`` fills the lacunae of a Greek text (or of EpiDoc files, ``--epidoc``).
+``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
+writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
+``restore`` fills the lacunae of a Greek text (or of EpiDoc files, ``--epidoc``); ``serve`` puts a
+restoration page on a local address.
 
 Examples::
 
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
     stoicheia status checkpoints/stoicheia-demo
     stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
+    stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards --out benchmark/stoicheia-demo
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
+    stoicheia serve checkpoints/stoicheia-demo/best.pt        # then open http://127.0.0.1:8000/
 
 Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
 argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
@@ -228,6 +232,58 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
         out.with_suffix(".txt").write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
         print(f"wrote {out} and {out.with_suffix('.txt')}")
+    return 0
+
+
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.evaluate import train_ngram
+
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("benchmark", f"--out {problem}")
+    if args.shards and not Path(args.shards).is_dir():
+        return _fail("benchmark", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
+    model = _load(args, "benchmark")
+    data = model.config.get("data", {})
+    shards = args.shards or data.get("shard_root")
+    if not shards or not Path(shards).is_dir():
+        return _fail("benchmark", f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR")
+    ngram = ngram_info = None
+    if args.ngram_order:
+        try:
+            ngram, ngram_info = train_ngram(shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
+            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}")
+        except FileNotFoundError as err:
+            return _fail("benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out")
+    from rich.progress import Progress
+
+    with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+            if done == total:  # a line per protocol and decoder, also where no bar is drawn (a log file)
+                bar.console.print(f"{label}: {total:,} gaps restored")
+
+        try:
+            result = benchmark(
+                model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
+                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
+                progress=progress,
+            )
+        except BenchmarkError as err:
+            return _fail("benchmark", str(err))
+    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": model.config.get("run_name")}
+    if ngram_info:
+        result["ngram"] = ngram_info
+    print("\n".join(format_table(result)))
+    paths = write_outputs(result, args.out)
+    print(f"wrote {', '.join(map(str, paths))}")
     return 0
 
 
@@ -461,6 +517,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int_in(0, meaning=" works"), default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("benchmark", help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
+                                         "the n-gram beside the model")
+    _model_args(p)
+    p.add_argument("--shards", help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
+                                    "its train split trains the n-gram (default: the run's data.shard_root)")
+    p.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.txt (the table) and reliability.png")
+    p.add_argument("--protocols", nargs="+", choices=("hidden", "supplements", "unknown"), default=["hidden", "supplements", "unknown"],
+                   help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]")
+    p.add_argument("--spans-per-text", type=int_in(1, 1000, meaning=" spans (default 3)"), default=3, help="hidden spans per text (default 3)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a seed)"), default=1234, help="seed of the hidden spans (default 1234)")
+    p.add_argument("--max-texts", type=int_in(1, meaning=" texts"), help="only the first texts of the dev set (default all)")
+    p.add_argument("--epidoc-root", help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+                                         "instead of the paths stats.json recorded at conversion")
+    p.add_argument("--unknown-width", type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20,
+                   help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
+    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
+    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.set_defaults(func=cmd_benchmark)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     p.__class__ = _IntermixedParser  # add_parser makes the parent's class
     _model_args(p)
@@ -487,6 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
     p.set_defaults(func=cmd_export, device="cpu")
+    from stoicheia.serve.command import add_serve_parser
+
+    add_serve_parser(sub, _model_args)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
