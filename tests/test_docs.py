@@ -404,8 +404,9 @@ def tiny_demo_run(small_shards, tmp_path_factory) -> Path:
     for 4 batches on the small real shards."""
     import os
 
-    from stoicheia.train.builder import build_trainer, fit_run
     from tiny import tiny_run
+
+    from stoicheia.train.builder import build_trainer, fit_run
 
     folder = tmp_path_factory.mktemp("docs_runs")
     cwd = os.getcwd()
