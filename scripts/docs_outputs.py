@@ -13,6 +13,7 @@ Run it after `bash scripts/demo.sh` has finished:
 
     .venv/bin/python scripts/docs_outputs.py              # rewrite every block it can
     .venv/bin/python scripts/docs_outputs.py --list       # list the blocks and their sources
+    .venv/bin/python scripts/docs_outputs.py --root ../demo --only status  # the demo ran there
 
 A block whose source is missing (no demo log, a command that fails) is left as it is and
 named on stderr, with the reason; the exit status is then 1.
@@ -79,11 +80,11 @@ def demo_screen(log: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def command_output(command: str) -> str:
-    """``$ COMMAND`` and what it prints (stdout and stderr), run in the repository root.
+def command_output(command: str, root: Path = REPO) -> str:
+    """``$ COMMAND`` and what it prints (stdout and stderr), run in ``root``.
     Raises ``RuntimeError`` when it fails."""
     run = subprocess.run(
-        command, shell=True, cwd=REPO, capture_output=True, text=True, timeout=1800
+        command, shell=True, cwd=root, capture_output=True, text=True, timeout=1800
     )
     if run.returncode != 0:
         raise RuntimeError(
@@ -101,8 +102,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--demo-log",
         type=Path,
-        default=DEMO_LOG,
+        default=None,
         help="the demo's console log (default checkpoints/stoicheia-demo/console.log)",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=REPO,
+        help="the checkout where the demo ran: commands run there, the demo log is read there "
+        "(default this checkout)",
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="regenerate only the blocks whose source contains this text (e.g. 'status')",
     )
     parser.add_argument(
         "--list",
@@ -120,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.list:
                 print(f"{page.relative_to(REPO)}: {source}")
                 return m.group(0)
+            if args.only not in source:
+                return m.group(0)
             try:
                 body = (
-                    demo_screen(args.demo_log)
+                    demo_screen(args.demo_log or args.root / DEMO_LOG.relative_to(REPO))
                     if source == "demo-log"
-                    else command_output(source.removeprefix("$ "))
+                    else command_output(source.removeprefix("$ "), args.root)
                 )
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as err:
                 problems.append(f"{page.relative_to(REPO)}: block '{source}' left as it was: {err}")
