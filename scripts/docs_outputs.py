@@ -50,6 +50,7 @@ SCREEN = (
     ("[progress]", 1, "last"),
     ("[eval]", 2, "first"),
     ("[restore]", 2, "first"),
+    ("[best]", 1, "first"),
     ("[anneal] step", 3, "first"),
     ("[data] step", 2, "first"),
     ("[run] step", 1, "last"),
