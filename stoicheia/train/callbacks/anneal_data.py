@@ -59,7 +59,9 @@ class AnnealData(Callback):
     Args:
         control, loader, tier_weights: injected (the run's :class:`AnnealControl`, packer,
             and ``data.tier_weights``).
-        phases: ``[[end_fraction, {tier: weight}], ...]`` (default: gold only).
+        phases: ``[[end_fraction, {tier: weight}], ...]``: fractions of the decay window,
+            increasing, the last 1.0 (default ``[[1.0, {gold: 1}]]``: gold only from the
+            anneal start).
     """
 
     def __init__(

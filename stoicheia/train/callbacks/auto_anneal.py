@@ -38,14 +38,18 @@ class AutoAnneal(Callback):
     """Decides the anneal start from the decision metric (``train.decide_on``).
 
     * At every evaluation (``EVAL_AFTER_ALL``) the value is appended to a window. From
-      ``min_anneal_frac`` of the nominal steps on, a stall (:func:`is_stalled` over
-      ``stall_window`` evaluations, threshold ``stall_eps``) starts the anneal at this batch.
+      ``min_anneal_frac`` of the nominal steps on (never inside the warmup), a stall
+      (:func:`is_stalled` over the last ``stall_window`` evaluations: the best of the newer
+      half is not at least ``stall_eps`` better than the best of the older half) starts the
+      anneal at this batch.
     * At the planned start (``nominal_steps - decay_steps``): if the window is full and the
       model still improves, the peak LR is kept ("stable phase extended") until a stall or the
       cap; otherwise (too few evaluations to judge, or stalled) the anneal starts as planned.
     * At the cap ``max_steps - decay_steps`` the anneal starts whatever the curve.
 
-    The decay keeps its planned length. Rank 0's value and decision are broadcast, so every
+    The decay keeps its planned length (``train.decay_frac`` x ``train.nominal_steps``): the
+    run ends at the anneal start + that length. ``callbacks.auto_anneal: false`` keeps the
+    planned schedule. Rank 0's value and decision are broadcast, so every
     rank acts at the same batch. The window is checkpointed with the name of its metric; a
     run resumed with another ``decide_on`` starts a new window.
 
