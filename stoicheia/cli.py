@@ -365,6 +365,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restore_progress():
+    """A ``progress(done, total)`` callback drawing a rich progress bar on stderr, and a function
+    that removes it; ``(None, None)`` when stderr is not a terminal (pipes and logs stay clean)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("restoring"), BarColumn(), TextColumn("{task.completed}/{task.total} passes"), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("restore", total=1)
+    bar.start()
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     import json
 
@@ -388,28 +407,28 @@ def cmd_restore(args: argparse.Namespace) -> int:
         text = sys.stdin.read().strip()
     if args.beam is not None and args.beam < args.top_k:
         return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    supplements = "repredict" if args.repredict_supplements or args.score_supplements else "keep"
     try:  # the notation first: a typo fails before the model is loaded
-        parse_input(text, supplements="repredict" if args.repredict_supplements else "keep",
-                    unknown_width=args.unknown_width, about_margin=args.about_margin)
+        parse_input(text, supplements=supplements, unknown_width=args.unknown_width, about_margin=args.about_margin)
     except GapTooWideError:
         pass  # said by restore() below, with the limit of the loaded model
     except RestoreError as err:
         return _fail("restore", str(err))
     model = _load(args, "restore")
+    progress, stop = _restore_progress()
     try:
         result = restore(
-            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace,
-            supplements="repredict" if args.repredict_supplements else "keep",
+            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace, supplements=supplements,
             unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
+            alternatives=args.alternatives, score_supplements=args.score_supplements, progress=progress,
         )
     except RestoreError as err:
         return _fail("restore", str(err))
+    finally:
+        if stop is not None:
+            stop()
     if args.json:
-        print(json.dumps({
-            "input": result.input,
-            "restorations": [{"text": r.text, "logprob": r.logprob, "fills": r.fills} for r in result.restorations],
-            "gaps": [vars(g) for g in result.gaps],
-        }, ensure_ascii=False, indent=2))
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         print("\n".join(format_result(result)))
     return 0
@@ -549,7 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--about-margin", type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"), default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
     p.add_argument("--window", type=int_in(0, meaning=" slots (0: no windowing)"),
                    help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the aligned text")
+    p.add_argument("--alternatives", type=int_in(0, 100, meaning=" fills per gap"),
+                   help="each gap's own best fills, with probabilities (default: --top-k; 0: none)")
+    p.add_argument("--score-supplements", action="store_true",
+                   help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading")
+    p.add_argument("--json", action="store_true", help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text")
     p.set_defaults(func=cmd_restore)
     p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
