@@ -82,7 +82,9 @@ from stoicheia.text.clusters import (
     _MARK,
     _SMOOTH_ONLY,
     _VOWELS,
+    KAI_LIGATURES,
     LACUNA_CHARS,
+    OMISSION_CHAR,
 )
 from stoicheia.text.leiden import (
     Editorial,
@@ -106,7 +108,7 @@ KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
 PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
 _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
-_HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + "]")
+_HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
 _MARKS = "\u0300-\u036f"
 _RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
 _MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
@@ -120,10 +122,34 @@ LATIN_LOOKALIKES = {
     "O": "Ο", "P": "Ρ", "T": "Τ", "X": "Χ", "Y": "Υ", "Z": "Ζ", "o": "ο", "v": "ν",
 }
 _GREEK_BASE = frozenset(c for c in _LETTER if c not in LACUNA_CHARS)
+_LETTER_CLASS = "".join(sorted(_LETTER))  # inside [...] of a regex: no sign to escape
+#: Signs typed inside a word that never end it (letters directly on both sides): line
+#: division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»`` (``ἐ«π»ί``),
+#: the double hyphen ``=`` ``⸗``; hyphens inside such a run too (``πο-|τῷ``).
+_IN_WORD_SIGNS = re.compile(
+    f"(?<=[{_LETTER_CLASS}\u0300-\u036f])"
+    "[\\-\u2010\u2011]*[|/\u00a6\u2016«»=\u2e17\u2e40][\\-\u2010\u2011|/\u00a6\u2016«»=\u2e17\u2e40]*"
+    f"(?=[{_LETTER_CLASS}])"
+)
+#: A run of two or more dots (spaces between allowed) or an ellipsis character outside the
+#: brackets: the editor's mark of omitted text, a word boundary and not a full stop.
+_OMISSION = re.compile("\\.(?:[ \u00a0\u2009\u202f]*\\.)+|[\u2025\u2026]")
 
 
 def _prepass(s: str, dropped: collections.Counter) -> str:
     """String-level fixes on the NFD text before clustering (each counted, see module doc)."""
+    if "\u03d7" in s or "\u03cf" in s:
+        for lig, word in KAI_LIGATURES.items():
+            if lig in s:
+                dropped["kai_ligature"] += s.count(lig)
+                s = s.replace(lig, word)
+    if "." in s or "\u2026" in s or "\u2025" in s:
+        s, k = _OMISSION.subn(OMISSION_CHAR, s)
+        if k:
+            dropped["omission"] += k
+    s, k = _IN_WORD_SIGNS.subn("", s)
+    if k:
+        dropped["in_word_sign"] += k
     if "\u0313" in s and ("ρ" in s or "Ρ" in s or "ϱ" in s):
         s = _RHO_PSILI.sub(lambda m: _rho_elision(m, s), s)
     if "\u0313" in s or "\u0314" in s or "\u0301" in s or "\u0342" in s or "\u0300" in s:
@@ -366,6 +392,22 @@ def _resolve_context(
                 if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and br == 0:
                     dia[li] = A.dia_id(acc, 1, io, di)
                     sep[j] = False
+                    continue
+            if after_letter and payload != _SMOOTH_ONLY and A.dia_fields(payload)[1] == 0:
+                # an accent, diaeresis or iota subscript typed as a spacing character after
+                # its vowel ("τω῀ν", "τω~ν", "λο´γος"): that vowel's mark, inside the word
+                li = int(letter_no[j])
+                if chars[li] in _VOWELS and dia[li] < A.NUM_DIA:
+                    cur = list(A.dia_fields(int(dia[li])))
+                    for f, v in enumerate(A.dia_fields(payload)):
+                        if v:
+                            if cur[f]:
+                                dropped["extra_mark"] += 1
+                            else:
+                                cur[f] = v
+                    dia[li] = A.dia_id(*cur)
+                    sep[j] = False
+                    dropped["spacing_mark"] += 1
                     continue
             if not after_letter and before_letter:
                 li = letter_no[j] + 1

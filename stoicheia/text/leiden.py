@@ -226,6 +226,18 @@ _WIDTH = re.compile(
 )
 _DOTS = re.compile(r"\.(?:\s*\.)*")
 _DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
+_DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width in [ ]
+# Lacuna notations of other epigraphic and papyrological projects (see the module docstring):
+# "[ .. ? .. ]", "[.?]", "[ca.?]", "[-?-]" (IAph, DDbDP Leiden+): lost letters, number unknown
+_FOREIGN_UNKNOWN = re.compile(rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}")
+# "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters
+_FOREIGN_MINMAX = re.compile(rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+){_DECOR}")
+# "[+3+]" (N letters), "[+++]" (one lost letter per '+'), as EDH-style projects print them
+_FOREIGN_PLUS = re.compile(r"\+\s*(?P<n>\d+)\s*\+|\+(?:\s*\+)*")
+# "[ca.]" / "[c.]" with no number after it
+_CA_NO_NUMBER = re.compile(rf"{_DECOR}ca?\.?\s*")
+# a number in [ ] with a decimal point or comma ("[1.5]"): not a count of letters
+_DECIMAL = re.compile(r"\d+[.,]\d")
 
 
 def has_leiden(text: str) -> bool:
@@ -345,6 +357,13 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
 
     while i < end:
         ch = text[i]
+        if ch in ".c+m" + _DASHES or ch.isspace() or ch.isdigit():
+            foreign = _foreign_lacuna(text, i, end, sup_start is None)
+            if foreign is not None:
+                flush(i)
+                segs.append(foreign)
+                i = foreign.end
+                continue
         if ch.isdigit() or ch in "c." + _DASHES or ch.isspace():
             m = _WIDTH.match(text, i, end)
             if m is not None and (not ch.isspace() or sup_start is None):
@@ -361,6 +380,7 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
             continue
         if ch == ".":
             m = _DOTS.match(text, i, end)
+            _dots_next_to_punctuation(text, i, m.end(), start, end)
             flush(i)
             segs.append(Lacuna(m.group().count("."), m.group().count("."), False, i, m.end()))
             i = m.end()
@@ -383,6 +403,79 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
     if not segs:
         raise LeidenError(text, start - 1, "empty [ ]; write [---] for a lacuna of unknown width")
     return segs
+
+
+def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None:
+    """A lacuna written in another project's notation at ``text[i:]`` inside ``[ ]`` (``end``:
+    the closing bracket), or ``None``. Refuses notation that is not Leiden.
+
+    ``at_edge``: no supplement is open (a width may start with spaces only then).
+    Raises :class:`LeidenError` for ``[ca.]`` with no number, a decimal width (``[1.5]``)
+    and a width with a dash on one side only (``[-5]``, ``[5-]``: a minus sign, not Leiden).
+    """
+    ch = text[i]
+    if ch.isspace() and not at_edge:
+        return None
+    m = _FOREIGN_UNKNOWN.match(text, i, end)
+    if m is not None and m.end() > i and (m.end() == end or text[m.end()].isalpha()):
+        return Lacuna(0, None, False, i, m.end())
+    m = _FOREIGN_MINMAX.match(text, i, end)
+    if m is not None:
+        n = int(m.group("n"))
+        if n == 0:
+            raise LeidenError(text, i, "a lacuna of at least/at most 0 letters; give a number above 0")
+        if n > MAX_LACUNA_WIDTH:
+            raise LeidenError(text, i, f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
+                              "lacuna may hold; write [---] for a loss that long")
+        if m.group("mm") == "min":  # at least n: the width is open-ended
+            return Lacuna(n, None, False, i, m.end())
+        return Lacuna(1, n, False, i, m.end())
+    m = _FOREIGN_PLUS.match(text, i, end)
+    if m is not None:
+        n = int(m.group("n")) if m.group("n") else m.group().count("+")
+        if n == 0 or n > MAX_LACUNA_WIDTH:
+            raise LeidenError(text, i, f"{m.group()!r}: a lacuna of {n} letters; give a number from 1 to "
+                              f"{MAX_LACUNA_WIDTH:,}, or write [---] for an unknown width")
+        return Lacuna(n, n, False, i, m.end())
+    m = _CA_NO_NUMBER.match(text, i, end)
+    if m is not None and "c" in m.group() and (m.end() == end or text[m.end()] in "." + _DASHES):
+        raise LeidenError(
+            text, i,
+            f"{text[i:end]!r} gives no number after 'ca.': write [-ca.N-] for about N lost letters, "
+            "or [---] for a lacuna of unknown width",
+        )
+    m = _DECIMAL.match(text, i, end) if ch.isdigit() else None
+    if m is not None:
+        raise LeidenError(text, i, f"a width of {text[i:m.end() + 8].split(']')[0]!r} letters is not a whole number; "
+                          "give the number of lost letters ([.5.]) or a range ([.4-6.])")
+    if ch in _DASHES or ch.isdigit():
+        w = _WIDTH.match(text, i, end)
+        if w is not None:
+            body = w.group()
+            lead = body[: body.index(w.group("n"))]
+            tail = text[(w.end("hi") if w.group("hi") else w.end("pm") if w.group("pm") else w.end("n")) : w.end()]
+            dash_before = any(c in _DASHES for c in lead)
+            dash_after = any(c in _DASHES for c in tail)
+            if dash_before != dash_after:
+                raise LeidenError(
+                    text, i,
+                    f"{text[i:w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
+                    "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
+                )
+    return None
+
+
+def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> None:
+    """Dots in ``[ ]`` are lost letters; dots touching punctuation (``[.,;]``) are no Leiden."""
+    for k in (a - 1, b):
+        if lo <= k < hi:
+            c = text[k]
+            if unicodedata.category(c)[0] in "PS" and c not in _DASHES and c not in ".?":
+                raise LeidenError(
+                    text, a,
+                    f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the punctuation "
+                    f"{c!r}; put punctuation outside the bracket, and write lost letters as [...] or [.N.]",
+                )
 
 
 def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
