@@ -264,3 +264,19 @@ def test_lacuna_plane_of_an_open_ended_lacuna_is_one_stand_in():
     p = encode_text("ἐπὶ [-min.2-] τοῦ", strict=True).planes
     assert int(np.count_nonzero(p.lacuna == A.LACUNA_UNKNOWN)) == 1
     assert text_to_planes("τοῦ")[0].lacuna.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "typed, expected",
+    [("Διоνύσιος", "Διονύσιος"), ("хαίρε", "χαίρε"), ("сοῦ", "σοῦ"), ("λⲟγος", "λογος"),
+     ("ΔΙⲞΝΥϹΙⲞϹ", "ΔΙΟΝΥΣΙΟΣ")],
+)
+def test_cyrillic_and_coptic_look_alikes_inside_a_greek_word_are_greek(typed, expected):
+    enc = encode_text(typed)
+    assert planes_to_text(enc.planes) == expected and enc.dropped["script_lookalike"] >= 1
+    assert normalise_record(typed).reject_reason is None
+
+
+def test_a_coptic_text_is_not_read_as_greek():
+    r = normalise_record("ⲁⲛⲟⲕ ⲡⲉ ⲡⲛⲟⲩⲧⲉ")
+    assert r.reject_reason == "not_greek" and r.dropped["script_lookalike"] == 0

@@ -49,6 +49,12 @@ The notation read
                        earlier editor or only partly preserved -> ``"partly_lost"``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
                        and the letter's flag in ``uncertain`` is set (in any segment)
+``[ .. ? .. ]``         other projects' lacunae: a ``?`` among dots or dashes, ``[.?]``,
+``[.?]`` ``[ca.?]``    ``[ca.?]`` (IAph, DDbDP Leiden+): unknown width ->
+                       ``Lacuna(0, None)``; ``[-min.2-]`` (IGCyr) at least 2 ->
+``[-min.2-]``          ``Lacuna(2, None)``; ``[-max.5-]`` at most 5 -> ``Lacuna(1, 5)``;
+``[+3+]`` ``[+++]``    ``[+3+]`` and one ``+`` per letter (``[+++]``) -> ``Lacuna(3, 3)``;
+                       ``[.5]`` ``[.1-3]`` (DDbDP) read as ``[.5.]`` ``[.1-3.]``
 ``̣`` on no letter      a dot below on a space or at the start (``̣ ̣ ̣``): traces of an
                        illegible letter each -> ``Lacuna(1, 1)`` per dot (merged)
 ``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
@@ -68,6 +74,14 @@ text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (
 is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
 0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`MAX_LACUNA_WIDTH` are
 errors (the encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
+
+Refused as not Leiden, with a message that says what to write instead: a width that is not a
+whole number (``[1.5]``), dots touching punctuation inside ``[ ]`` (``[.,;]``: dots there are
+lost letters), a number with a dash on one side only (``[-5]``, ``[5-]``: a minus sign?),
+``ca.`` with no number (``[ca.]``, ``[ - ca. - ]``).
+
+A :class:`Lacuna` with ``max_width is None`` has an unknown width; its ``min_width`` is 0
+unless the notation states a least width (``[-min.2-]``).
 """
 
 from __future__ import annotations
@@ -149,7 +163,7 @@ class Lacuna:
     """Letters lost in the source, whose identity nobody knows.
 
     ``min_width``/``max_width`` in letters (``max_width is None``: unknown width, then
-    ``min_width`` is 0); ``approximate`` is True when the editor's count is an estimate
+    ``min_width`` is 0, or the least width the notation states: ``[-min.2-]``); ``approximate`` is True when the editor's count is an estimate
     ("ca."), in which case ``min_width == max_width`` is that estimate.
     """
 
