@@ -280,3 +280,11 @@ def test_cyrillic_and_coptic_look_alikes_inside_a_greek_word_are_greek(typed, ex
 def test_a_coptic_text_is_not_read_as_greek():
     r = normalise_record("ⲁⲛⲟⲕ ⲡⲉ ⲡⲛⲟⲩⲧⲉ")
     assert r.reject_reason == "not_greek" and r.dropped["script_lookalike"] == 0
+
+
+def test_ellipsis_character_inside_brackets_is_the_dots_it_stands_for():
+    """A word processor turns "[...]" into "[…]": still three lost letters, not an omission."""
+    (lac,) = parse_leiden("[…]")
+    assert (lac.min_width, lac.max_width) == (3, 3)
+    enc = encode_text("ἐπὶ τ[…]ος", strict=True)
+    assert enc.leiden["lacuna_slots"] == 3 and len(enc.planes.word_starts()) == 2

@@ -27,7 +27,8 @@ planes_to_text`` writes them back as ``[...]``, ``[-ca.N-]`` and ``[---]``.
 The notation read
 -----------------
 =====================  =================================================================
-``[...]`` ``[. . .]``  a lacuna of known width: one dot per lost letter -> ``Lacuna(3, 3)``
+``[...]`` ``[. . .]``  a lacuna of known width: one dot per lost letter -> ``Lacuna(3, 3)``;
+                       an ellipsis character counts as its dots (``[…]`` = ``[...]``)
 ``[.5.]`` ``[5]``      a lacuna of 5 lost letters -> ``Lacuna(5, 5)``
 ``[-ca.5-]``           about 5 (also ``[ca.5]``, ``[.c.5.]``, ``[- ca. 5 -]``) ->
                        ``Lacuna(5, 5, approximate=True)``
@@ -238,7 +239,7 @@ _WIDTH = re.compile(
     rf"[.{_DASH_CLASS}\s]*(?P<ca>c(?:a)?\.?\s*)?(?P<n>\d+)\s*"
     rf"(?:(?:±|\+/-|\+-)\s*(?P<pm>\d+)|[{_DASH_CLASS}]\s*(?P<hi>\d+))?\s*[.{_DASH_CLASS}]*"
 )
-_DOTS = re.compile(r"\.(?:\s*\.)*")
+_DOTS = re.compile("[.\u2025\u2026](?:\\s*[.\u2025\u2026])*")
 _DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
 _DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width in [ ]
 # Lacuna notations of other epigraphic and papyrological projects (see the module docstring):
@@ -392,11 +393,13 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
                 sup_start = i
             i += 1
             continue
-        if ch == ".":
+        if ch in ".\u2025\u2026":
+            # an ellipsis character in [ ] is the dots a word processor made of "..." ("[…]")
             m = _DOTS.match(text, i, end)
             _dots_next_to_punctuation(text, i, m.end(), start, end)
             flush(i)
-            segs.append(Lacuna(m.group().count("."), m.group().count("."), False, i, m.end()))
+            n = sum(1 for c in unicodedata.normalize("NFKD", m.group()) if c == ".")
+            segs.append(Lacuna(n, n, False, i, m.end()))
             i = m.end()
             continue
         if ch in _DASHES:
