@@ -288,3 +288,25 @@ def test_ellipsis_character_inside_brackets_is_the_dots_it_stands_for():
     assert (lac.min_width, lac.max_width) == (3, 3)
     enc = encode_text("ἐπὶ τ[…]ος", strict=True)
     assert enc.leiden["lacuna_slots"] == 3 and len(enc.planes.word_starts()) == 2
+
+
+def test_full_stop_after_an_elided_letter_inside_brackets_is_a_full_stop():
+    """Real Perseus: Diogenes Laertius 5.2 lists books "[... Περὶ διαβολῆς α’.]": the dot after
+    the numeral's mark ends the title; it is neither a lost letter nor a reason to refuse."""
+    (sup,) = parse_leiden("[Περὶ διαβολῆς α’.]")
+    assert isinstance(sup, Editorial) and sup.text == "Περὶ διαβολῆς α’."
+    recs = {r.id: r.text for r in read_perseus(real("perseus/Diogenes/dl_gk.xml"))}
+    enc = encode_text(recs["dl_gk.xml#5.2"])
+    # one bracket opened inside another is repaired as on main; the twelve "α’." are no
+    # longer read as twelve lost letters (main: lacunae 12), nor refused
+    assert enc.leiden["leiden_repaired"] == 1 and enc.leiden["supplied_letters"] > 200
+    assert enc.leiden["lacunae"] == 0
+
+
+def test_real_perseus_numeral_acute_is_not_a_line_division():
+    """Dionysius: "<add>lb/</add>ou)/ toi" is the numeral λβʹ before οὔ, not one word λβοὔ."""
+    counts = Counter()
+    recs = {r.id: r.text for r in read_perseus(real("perseus/Dionysius/dh.006_gk.xml"), counts=counts)}
+    assert "λβʹοὔ τοι" in recs["dh.006_gk.xml#23"]
+    assert "λβ οὔ τοι" in plain(recs["dh.006_gk.xml#23"])
+    assert counts["numeral_sign_from_acute"] >= 3

@@ -386,7 +386,7 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
                 segs.append(_width_lacuna(text, m, i))
                 i = m.end()
                 continue
-        if ch == "." and i > start and _is_letterish(text[i - 1]) and text[i + 1 : i + 2] != ".":
+        if ch == "." and i > start and _ends_a_word(text, i, start) and text[i + 1 : i + 2] != ".":
             # a full stop that ends a supplied word ("[ἔλαττον.]"), not a lost letter:
             # lost letters stand apart from letters ("[.]", "ἐπ[ὶ . .]") or in runs ("[...]")
             if sup_start is None:
@@ -517,6 +517,14 @@ def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
         f"a combining mark ({names}) with no letter inside the bracket to sit on; "
         "type it after the letter it belongs to, or remove it",
     )
+
+
+def _ends_a_word(text: str, i: int, lo: int) -> bool:
+    """Does a word end right before ``text[i]`` (a letter or mark, or a letter and its elision
+    mark: ``[α’.]`` is a numeral or an elided word and its full stop)?"""
+    if _is_letterish(text[i - 1]):
+        return True
+    return text[i - 1] in "’'ʼ" and i - 2 >= lo and _is_letterish(text[i - 2])
 
 
 def _is_letterish(ch: str) -> bool:
