@@ -437,3 +437,73 @@ def test_the_serve_command_serves(model, tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert out.startswith(f"serving {folder} (step 0) at http://127.0.0.1:{port}/ (API schema: /docs); Ctrl-C stops")
+
+
+def test_spaced_unknown_lacuna_keeps_one_pair_of_brackets(client):
+    """``[ - - - ]`` (blanks inside the brackets, as many editions print it): the gap's notation
+    and span are the whole sign, the restored Leiden is ``[fill]`` (not ``[ [fill] ]``), and the
+    fragment has no stray blanks where the brackets were."""
+    text = "καὶ [ - - - ] τοῦ"
+    data = client.post("/restore", json={"text": text, "top_k": 2, "unknown_width": 4}).json()
+    (gap,) = data["gaps"]
+    assert gap["notation"] == "[ - - - ]" and text[gap["start"] : gap["end"]] == "[ - - - ]"
+    for rest, frag in zip(data["restorations"], data["epidoc"], strict=True):
+        assert rest["text"] == f"καὶ [{rest['fills'][0]}] τοῦ"
+        ab = etree.fromstring(frag)
+        assert ab.find("supplied").text == rest["fills"][0]
+        assert "καὶ <supplied" in frag and "</supplied> τοῦ" in frag
+
+
+def test_fragment_line_division_and_vacat():
+    """``|`` is a line division (``<lb/>``; ``break="no"`` inside a word), and a vacat keeps its
+    size (EpiDoc Guidelines: ``<space quantity="N" unit="character"/>``)."""
+    from stoicheia.serve.fragment import epidoc_ab
+
+    data = {"input": "καὶ τοῦ | δή[..]|ου vac. 3 τ vac. ca. 2 κ vac. ω",
+            "gaps": [{"index": 0, "kind": "lacuna"}], "restorations": [{"fills": ["μο"]}]}
+    frag = epidoc_ab(data)
+    assert frag == (
+        '<ab xml:space="preserve"><lb n="1"/>καὶ τοῦ\n<lb n="2"/>δή'
+        '<supplied reason="lost" cert="low" resp="#stoicheia">μο</supplied><lb n="3" break="no"/>ου '
+        '<space quantity="3" unit="character"/> τ <space quantity="2" unit="character" precision="low"/> κ '
+        '<space extent="unknown" unit="character"/> ω</ab>'
+    )
+    assert "|" not in "".join(etree.fromstring(frag).itertext())
+
+
+def test_the_frameworks_refusals_are_one_line_too(client):
+    """A body that is not UTF-8, a path or a method the server does not have: ``{"error": ...}``
+    like every other refusal, not the framework's ``{"detail": ...}``."""
+    r = client.post("/restore", content=b'{"text": "\xff\xfe [..]"}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and set(r.json()) == {"error"} and "UTF-8" in r.json()["error"]
+    r = client.get("/restor")
+    assert r.status_code == 404 and set(r.json()) == {"error"} and "/docs" in r.json()["error"]
+    r = client.get("/restore")
+    assert r.status_code == 405 and set(r.json()) == {"error"}
+    assert client.get("/static/nothing.js").json() == {
+        "error": "no page or API at /static/nothing.js; the page is at /, the API is described at /docs"}
+
+
+def test_upload_errors_name_the_uploaded_file(client):
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout")
+    r = client.post("/restore-epidoc", files={"file": ("ISic999999.xml", b"<TEI><text>caf\xe9</text></TEI>")})
+    assert r.status_code == 422
+    assert r.json()["error"].startswith("ISic999999.xml:1: bytes are not UTF-8"), r.json()
+    r = client.post("/restore-epidoc", files={"file": ("notes.xml", b"<root/>")})
+    assert r.json()["error"].startswith("notes.xml: the root element is <root>"), r.json()
+
+
+def test_schema_describes_the_real_responses(client):
+    """The schema says what the server answers: the EpiDoc download is XML (not JSON) with its
+    gap count header, and every refusal is an ErrorResponse."""
+    paths = client.get("/openapi.json").json()["paths"]
+    ok = paths["/restore-epidoc"]["post"]["responses"]["200"]
+    assert set(ok["content"]) == {"application/xml"} and "X-Stoicheia-Gaps" in ok["headers"]
+    error = {"$ref": "#/components/schemas/ErrorResponse"}
+    for path, codes in (("/restore", ("400", "413", "422")), ("/restore-epidoc", ("400", "413", "422", "501"))):
+        responses = paths[path]["post"]["responses"]
+        for code in codes:
+            assert responses[code]["content"]["application/json"]["schema"] == error, (path, code)

@@ -262,3 +262,68 @@ def _screenshot(browser, target: Path, tmp: Path) -> None:
     browser.execute_script("document.getElementById('epidoc-section').hidden = false;")
     assert target.stat().st_size < 200_000
     shutil.copy(raw, tmp / "full.png")
+
+
+def test_one_request_at_a_time_and_keyboard_only(server, browser):
+    """Ctrl-Enter pressed again while an answer is coming sends nothing (its answer could arrive
+    first and be overwritten by the stale one); the whole-text restorations are reached with Tab
+    and shown with Enter."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    # hold every /restore request until the test lets it go, and count them
+    browser.execute_script("""
+      window.__sent = 0; window.__release = null;
+      const gate = new Promise((resolve) => { window.__release = resolve; });
+      const fetch0 = window.fetch;
+      window.fetch = async (url, opts) => {
+        if (String(url).endsWith('/restore')) { window.__sent += 1; await gate; }
+        return fetch0(url, opts);
+      };""")
+    box = browser.find_element("id", "text")
+    box.clear()
+    box.send_keys("καὶ τοῦ δή[..] τοῦ [---]")
+    k = browser.find_element("id", "top-k")
+    k.clear()
+    k.send_keys("3")
+    box.click()
+    for _ in range(2):
+        ActionChains(browser).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+    assert browser.execute_script("return window.__sent") == 1
+    browser.execute_script("window.__release()")
+    WebDriverWait(browser, 180).until(lambda d: d.find_element("id", "result").is_displayed())
+    assert browser.execute_script("return window.__sent") == 1
+    # keyboard only: Tab from the text area to the second restoration, Enter shows it
+    box.click()
+    for _ in range(40):
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        if browser.execute_script("return !!document.activeElement.closest('#restorations')"):
+            break
+    else:
+        pytest.fail("Tab never reaches the whole-text restorations")
+    ActionChains(browser).send_keys(Keys.TAB).send_keys(Keys.ENTER).perform()
+    assert browser.find_element("id", "shown-rank").text == "#2 of 3"
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).send_keys(" ").perform()
+    assert browser.find_element("id", "shown-rank").text == "#1 of 3"
+
+
+def test_a_phone_wide_window_does_not_scroll_sideways(server, browser):
+    """375 CSS pixels (a phone): the gap table, long fills and scriptio continua without a blank
+    wrap inside the page."""
+    base, _ = server
+    size = browser.get_window_size()
+    browser.set_window_size(375, 800)
+    try:
+        _open(browser, base)
+        browser.find_elements("css selector", "#examples button.example")[0].click()
+        for text in (None, "ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥ[..]ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥ"):
+            _restore(browser, text, top_k=3)
+            assert browser.find_element("id", "result").is_displayed()
+            inner, scroll = browser.execute_script(
+                "return [window.innerWidth, document.documentElement.scrollWidth]")
+            assert inner <= 400 and scroll <= inner, (inner, scroll)
+    finally:
+        browser.set_window_size(size["width"], size["height"])

@@ -39,6 +39,7 @@ from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stoicheia.serve.fragment import epidoc_ab
 from stoicheia.serve.result_json import result_to_json
@@ -184,6 +185,16 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
         return JSONResponse({"error": _one_line(err)}, status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        # the framework's own refusals (a body it cannot parse, an unknown path or method) in
+        # the same one-line shape as ours, not its {"detail": ...}
+        why = {400: "the request body could not be read (send UTF-8 JSON, or a multipart form for /restore-epidoc)",
+               404: f"no page or API at {request.url.path}; the page is at /, the API is described at /docs",
+               405: f"{request.method} is not allowed on {request.url.path}; see /docs"}
+        message = why.get(err.status_code) or str(err.detail)
+        return JSONResponse({"error": message}, status_code=err.status_code, headers=getattr(err, "headers", None))
+
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
@@ -211,7 +222,7 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         )
 
     @app.post("/restore", response_model=RestoreResponse,
-              responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+              responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
     def restore_text(req: RestoreRequest) -> Any:
         """Restore a Leiden text: its gaps with their fills, letter probabilities, alternatives
         and width distributions, and the top-k restorations of the whole text."""
@@ -235,9 +246,14 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         data["respaced"] = [r.text for r in result.restorations] if req.respace else None
         return data
 
-    @app.post("/restore-epidoc", responses={200: {"content": {"application/xml": {}}},
-                                            413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
-                                            501: {"model": ErrorResponse}})
+    @app.post("/restore-epidoc", response_class=Response,
+              responses={200: {"content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
+                               "description": "the restored EpiDoc file",
+                               "headers": {"X-Stoicheia-Gaps": {
+                                   "description": "the file's gaps counted by outcome, e.g. 'left=1 restored=3'",
+                                   "schema": {"type": "string"}}}},
+                         400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
+                         500: {"model": ErrorResponse}, 501: {"model": ErrorResponse}})
     def restore_epidoc_file(
         file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
         top_k: Annotated[int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")] = 5,
@@ -253,11 +269,15 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
                 status_code=501,
             )
         xml = file.file.read()
+        shown = Path(file.filename or "").name or "the uploaded file"
         try:
             with lock:
                 out = fn(model, xml, top_k=top_k, unknown_width=unknown_width)
         except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
-            return JSONResponse({"error": str(err).splitlines()[0]}, status_code=422)
+            line = str(err).splitlines()[0]
+            if line.startswith("<xml>"):  # restore_epidoc got bytes, not a path: name the file the user chose
+                line = shown + line[len("<xml>"):]
+            return JSONResponse({"error": line}, status_code=422)
         body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
         if body is None:
             return JSONResponse({"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},

@@ -12,14 +12,17 @@ lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoichei
 ``⟨ ⟩`` ``⟦ ⟧`` ``{ }``       ``<supplied reason="omitted">``, ``<del rend="erasure">``, ``<surplus>``
 ``⸢ ⸣``                     ``<supplied reason="undefined" evidence="previouseditor">``
 ``α(ὐτοῦ)``                 ``α<ex>ὐτοῦ</ex>`` (inside ``<expan><abbr>``: left to the editor)
-``vac.``                    ``<space/>`` (an uninscribed space)
+``vac.`` ``vac. 3``          ``<space extent="unknown" unit="character"/>``, ``<space quantity="3"
+                            unit="character"/>`` (an uninscribed space; ``vac. ca. 3``: ``precision="low"``)
 ``(?)`` ``(!)`` ``(sic)``    ``<note>`` holding the remark
-a new line                  ``<lb n="N"/>``
+a new line, ``|``            ``<lb n="N"/>`` (``|`` between two letters, no blank either side:
+                            ``<lb n="N" break="no"/>``, the word runs on)
 ==========================  ====================================================================
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 from xml.sax.saxutils import escape
@@ -37,6 +40,21 @@ _WRAP = {
 }
 
 
+#: a line division in running text: one or more ``|`` with the blanks around them
+_BAR = re.compile(r"(\s*)\|+(\s*)")
+#: the number of letters of a vacat (``vac. 3``, ``vac. ca. 3``, ``(vacat 3)``)
+_VAC_N = re.compile(r"(ca\.?\s*)?(\d+)", re.I)
+
+
+def _space(remark: str) -> str:
+    """The ``<space>`` of a vacat remark (EpiDoc Guidelines, "Vacat")."""
+    m = _VAC_N.search(remark)
+    if m is None:
+        return '<space extent="unknown" unit="character"/>'
+    low = ' precision="low"' if m.group(1) else ""
+    return f'<space quantity="{int(m.group(2))}" unit="character"{low}/>'
+
+
 def _base(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L"))
 
@@ -50,10 +68,23 @@ class _Lines:
 
     def text(self, s: str) -> None:
         parts = s.split("\n")
-        self.out.append(escape(parts[0]))
+        self._line(parts[0])
         for p in parts[1:]:
             self.line += 1
-            self.out.append(f'\n<lb n="{self.line}"/>' + escape(p))
+            self.out.append(f'\n<lb n="{self.line}"/>')
+            self._line(p)
+
+    def _line(self, s: str) -> None:
+        """``s`` (no new line) with each ``|`` line division as an ``<lb/>``; without a blank on
+        either side (a word broken across the lines) it gets ``break="no"``."""
+        at = 0
+        for m in _BAR.finditer(s):
+            self.out.append(escape(s[at : m.start()]))
+            self.line += 1
+            joined = not m.group(1) and not m.group(2)
+            self.out.append(f'<lb n="{self.line}" break="no"/>' if joined else f'\n<lb n="{self.line}"/>')
+            at = m.end()
+        self.out.append(escape(s[at:]))
 
 
 def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
@@ -84,7 +115,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     for seg in parse_leiden(text):
         # characters between segments are the [ ] of a lacuna or supplement: the element replaces them
         if seg.start > at:
-            between = text[at : seg.start].replace("[", "").replace("]", "")
+            between = re.sub(r"\[\s*|\s*\]", "", text[at : seg.start])  # [ - - - ]: the blanks inside too
             lines.text(between)
         at = seg.end
         if isinstance(seg, Lacuna):
@@ -92,7 +123,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
             lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
         elif isinstance(seg, Comment):
             remark = seg.text.strip()
-            lines.out.append("<space/>" if remark.lower().startswith("vac") else f"<note>{escape(remark)}</note>")
+            lines.out.append(_space(remark) if "vac" in remark.lower() else f"<note>{escape(remark)}</note>")
         elif isinstance(seg, Editorial) and seg.reason == "lost" and repredicted:
             fill, _ = fill_of("supplement")
             lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
@@ -125,7 +156,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
                 i = j
             lines.out.append(close)
     if at < len(text):
-        lines.text(text[at:].replace("[", "").replace("]", ""))
+        lines.text(re.sub(r"\[\s*|\s*\]", "", text[at:]))
     return '<ab xml:space="preserve">' + "".join(lines.out) + "</ab>"
 
 

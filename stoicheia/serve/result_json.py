@@ -51,6 +51,21 @@ def _find_uncertain(text: str, letter: str, at: int) -> tuple[int, int] | None:
     return None
 
 
+def _bracketed(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` widened over blanks to the ``[`` and ``]`` around it, when both are
+    there: the reader's notation of ``[ - - - ]`` is only its inside (``- - -``), and the span
+    must cover the brackets, or the restored text would keep them around its own ``[fill]``."""
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    j = end
+    while j < len(text) and text[j].isspace():
+        j += 1
+    if i > 0 and text[i - 1] == "[" and j < len(text) and text[j] == "]":
+        return i - 1, j + 1
+    return start, end
+
+
 def _offsets(text: str, gaps: list[Any]) -> list[tuple[int, int]]:
     """``[(start, end), ...]``: where each gap's notation stands in ``text``, searched left to
     right: a lacuna or supplement verbatim (else in NFC), an uncertain letter as typed (its
@@ -72,6 +87,8 @@ def _offsets(text: str, gaps: list[Any]) -> list[tuple[int, int]]:
         if found is None:
             out.append((at, at))
             continue
+        if g.kind == "lacuna" and not n.startswith("["):
+            found = _bracketed(text, *found)
         out.append(found)
         at = found[1]
     return out

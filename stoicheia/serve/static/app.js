@@ -139,9 +139,13 @@ function drawRestorations() {
   list.replaceChildren();
   current.restorations.forEach((r, i) => {
     const shownText = current.respaced ? el("span", { class: "greek" }, current.respaced[i].normalize("NFC")) : withFills(i);
-    const li = el("li", { title: "show this restoration above" }, shownText,
+    // a button for the keyboard too: Tab reaches it, Enter or Space shows it
+    const li = el("li", { title: "show this restoration above", tabindex: "0", role: "button" }, shownText,
       el("span", { class: "score" }, `log p = ${r.logprob.toFixed(2)}`));
     li.addEventListener("click", () => { shown = i; drawRestored(); });
+    li.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); shown = i; drawRestored(); }
+    });
     list.append(li);
   });
 }
@@ -179,6 +183,9 @@ function drawGaps() {
 }
 
 async function restoreText() {
+  // one request at a time: Ctrl-Enter pressed again while the answer is coming (the button is
+  // disabled, the keys are not) would send a second one whose answer could arrive first
+  if ($("restore").disabled) return;
   clearError();
   const payload = {
     text: $("text").value,
@@ -246,7 +253,7 @@ async function restoreFile() {
     const gaps = resp.headers.get("X-Stoicheia-Gaps");
     status.textContent = `downloaded${gaps ? ` (gaps: ${gaps.replaceAll("=", " ")})` : ""}`;
   } catch (e) {
-    err.textContent = `no answer from the server (${e.message})`;
+    err.textContent = `no answer from the server (${e.message}); is stoicheia serve still running?`;
     err.hidden = false;
     status.textContent = "";
   }
