@@ -590,3 +590,44 @@ def test_checkpoints_to_prune_rules():
     assert checkpoints_to_prune(names, 2, "ep0-ba20-rank0.pt") == ["ep0-ba100-rank0.pt"]
     assert checkpoints_to_prune(names, 0, "ep0-ba200-rank0.pt") == ["ep0-ba20-rank0.pt", "ep0-ba100-rank0.pt", "ep1-ba300-rank0.pt"]
     assert checkpoints_to_prune(names, -1, None) == []
+
+
+def test_anneal_phases_do_not_download_the_shards_again(small_shards, tmp_path, s3_server, monkeypatch):
+    """With ``data.remote``, each anneal phase has its own cache folder (streaming refuses two
+    live datasets with a remote on one folder); the shards an earlier phase downloaded are
+    linked into it, so a phase fetches from the store only what no phase has fetched yet
+    (counted in the S3 server's request log)."""
+    from streaming import StreamingDataset
+
+    from stoicheia.data.stream import TierMixFactory
+    from stoicheia.noise import NoiseConfig
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    s3_server.upload_folder(small_shards, "shards/small")
+    cache = tmp_path / "cache"
+    factory = TierMixFactory(None, seq_len=128, noise=NoiseConfig(), noise_seed=5, records_per_batch=4,
+                             remote=f"s3://{BUCKET}/shards/small", local_cache=cache)
+    log_file = s3_server.log_dir / f"moto-{s3_server.port}-0.log"
+
+    def shard_gets(tier: str) -> int:
+        return sum(1 for line in log_file.read_text().splitlines() if f'"GET /{BUCKET}/shards/small/{tier}/train/shard.' in line)
+
+    def read_all(ds) -> int:
+        for k in range(ds.num_samples):  # every shard is downloaded
+            StreamingDataset.get_item(ds, k)
+        return ds.num_samples
+
+    stable = factory.build({"gold": 1.0, "silver": 1.0}, 0)
+    read_all(stable)
+    gold, silver = shard_gets("gold"), shard_gets("silver")
+    assert gold >= 1 and silver >= 1
+    phase1 = factory.build({"gold": 1.0}, 1)
+    assert read_all(phase1) > 0
+    phase2 = factory.build({"gold": 1.0, "silver": 0.5}, 2)
+    assert read_all(phase2) > 0
+    assert (shard_gets("gold"), shard_gets("silver")) == (gold, silver), "a phase downloaded shards again"
+    for phase, tier in ((1, "gold"), (2, "gold"), (2, "silver")):
+        files = [f for f in (cache / f"_phase{phase}" / tier / "train").iterdir() if ".mds" in f.name]
+        assert files and all(f.stat().st_nlink >= 2 for f in files), (phase, tier)
+    del stable, phase1, phase2
