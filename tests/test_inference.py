@@ -460,3 +460,32 @@ def test_restore_command(trained, capsys):
     marks = [line for line in out.splitlines() if line.startswith(" ") and set(line) <= {" ", "^", "."}]
     assert out.count("\n#") == 2 and [m.count("^") for m in marks] == [3, 3]  # 3 restored letters each
     assert main(["restore", str(trained), "--device", "cpu", "καὶ [ τοῦ"]) == 2
+
+
+def test_model_card_names_the_licence_of_every_corpus_trained_on(corpus_root, tmp_path):
+    """Perseus (CC BY-SA 3.0 US), both UD treebanks (CC BY-NC-SA 2.5 / 3.0) and I.Sicily
+    (CC BY 4.0; its EpiDoc records were "no known licence") each get their licence; a plain
+    text file has none and is named; a tier of weight 0 trained nothing and adds none."""
+    from stoicheia.data.shards import convert
+    from stoicheia.inference.export import describe_training_data
+
+    isic = sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:40]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "own.txt").write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην\n", encoding="utf-8")
+    out = tmp_path / "shards"
+    convert(
+        {"gold": [corpus_root / "perseus" / "Hesiod"],
+         "silver": [corpus_root / "ud" / "grc_proiel-ud-dev.conllu", corpus_root / "ud" / "grc_perseus-ud-dev.conllu"],
+         "bronze": isic, "own": [notes]},
+        out, val_fraction=0.0, workers=1, progress=False,
+    )
+    run = {"data": {"tier_weights": {"gold": 1.0, "silver": 0.5, "bronze": 0.3, "own": 0.0}}}
+    td = describe_training_data(run, out)
+    assert td["sources"]["bronze"] == ["epidoc:isicily"]
+    lic = "\n".join(td["licences"])
+    for want in ("CC BY-SA 3.0 US", "CC BY-NC-SA 2.5", "CC BY-NC-SA 3.0", "I.Sicily inscriptions (J. Prag et al., http://sicily.classics.ox.ac.uk): CC BY 4.0"):
+        assert want in lic, want
+    assert "licences_unknown" not in td and "own" not in td["sources"]
+    run["data"]["tier_weights"]["own"] = 0.1
+    assert describe_training_data(run, out)["licences_unknown"] == ["plain"]
