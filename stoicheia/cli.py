@@ -80,7 +80,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             skip_bad=args.skip_bad,
             workers=args.workers,
             overwrite=args.overwrite,
-            progress=sys.stderr.isatty(),
+            progress=True if sys.stderr.isatty() else "lines",
             epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
             inscription_dev_digits=args.inscription_dev_digit or (),
         )
@@ -92,15 +92,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
         kept = st["records_kept"]
         letters = st["letters"]
         dropped = st["records_dropped"]
+        leiden = st.get("leiden", {})
         print(
             f"{tier}: {st['files']} files, records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
             f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
             f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}, "
+            f"files without a kept record {len(st['files_without_records'])}, "
+            f"Leiden notation repaired {leiden.get('leiden_repaired', 0):,}, "
             f"letter-unigram entropy {st['letter_unigram_entropy_bits']:.3f} bits"
         )
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")
-        leiden = st.get("leiden", {})
         if st.get("real_lacuna_slots") or leiden.get("supplied_letters"):
             slots = st.get("real_lacuna_slots", {})
             print(
@@ -113,8 +115,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(f"  no record kept from {path}")
         if len(without) > 10:
             print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
-        if st["files_not_read"]:
-            print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
+        dangling = [p for p in st["files_not_read"] if os.path.islink(p) and not os.path.exists(p)]
+        for path in dangling:
+            print(f"  dangling link {path} -> {os.readlink(path)} (its target does not exist): not read")
+        others = len(st["files_not_read"]) - len(dangling)
+        if others:
+            print(f"  {others} files in the directories are not sources and were not read (listed in stats.json)")
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):
         print(

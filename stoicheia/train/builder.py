@@ -272,7 +272,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     uploader = None
     if is_remote(save_folder):
         # Composer works in the local run folder; the uploader mirrors it to the store
-        uploader = StoreUploader(save_folder, run_folder, cfg.train.upload_retry_seconds)
+        uploader = StoreUploader(save_folder, run_folder, cfg.train.upload_retry_seconds, keep=cfg.train.save_num_checkpoints_to_keep)
         loggers.append(uploader)
     trainer = Trainer(
         model=model,

@@ -128,9 +128,11 @@ class Gap:
             "index": self.index, "kind": self.kind, "notation": self.notation, "start": self.start, "end": self.end,
             "min_letters": self.min_letters, "max_letters": self.max_letters, "fill": self.fill,
             "letter_probs": [round(p, 6) for p in self.letter_probs],
-            "alternatives": [{"fill": a.fill, "prob": round(a.prob, 6), "logprob": round(a.logprob, 6)} for a in self.alternatives],
+            # probabilities to 6 significant digits, not 6 decimals: a rare alternative's prob
+            # stays exp(logprob) instead of rounding to 0
+            "alternatives": [{"fill": a.fill, "prob": float(f"{a.prob:.6g}"), "logprob": round(a.logprob, 6)} for a in self.alternatives],
             "width_probs": None if self.width_probs is None else {str(w): round(p, 6) for w, p in sorted(self.width_probs.items())},
-            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": round(self.editor.prob, 6), "rank": self.editor.rank},
+            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": float(f"{self.editor.prob:.6g}"), "rank": self.editor.rank},
         }
 
 
