@@ -1,17 +1,21 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
 
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
-``export`` writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
-``restore`` fills the lacunae of a Greek text.
+``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
+writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
+``restore`` fills the lacunae of a Greek text (or of EpiDoc files, ``--epidoc``); ``serve`` puts a
+restoration page on a local address.
 
 Examples::
 
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
     stoicheia status checkpoints/stoicheia-demo
     stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
+    stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards --out benchmark/stoicheia-demo
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
+    stoicheia serve checkpoints/stoicheia-demo/best.pt        # then open http://127.0.0.1:8000/
 
 Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
 argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
@@ -78,6 +82,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=sys.stderr.isatty(),
             epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
+            inscription_dev_digits=args.inscription_dev_digit or (),
         )
     except ConvertError as err:
         print(f"stoicheia convert: error: {err}", file=sys.stderr)
@@ -110,6 +115,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
         if st["files_not_read"]:
             print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
+    dev = summary.get("inscription_dev", {})
+    if dev.get("works"):
+        print(
+            f"inscription dev set (numbers ending in {', '.join(map(str, dev['digits']))}): {len(dev['works']):,} inscriptions, "
+            f"{sum(w['records'] for w in dev['works']):,} records, {sum(w['letters'] for w in dev['works']):,} letters, "
+            "held out of train and val (TIER/inscription_dev; listed in stats.json)"
+        )
     for warning in summary.get("warnings", []):
         print(f"warning: {warning}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
@@ -223,6 +235,58 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.evaluate import train_ngram
+
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("benchmark", f"--out {problem}")
+    if args.shards and not Path(args.shards).is_dir():
+        return _fail("benchmark", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
+    model = _load(args, "benchmark")
+    data = model.config.get("data", {})
+    shards = args.shards or data.get("shard_root")
+    if not shards or not Path(shards).is_dir():
+        return _fail("benchmark", f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR")
+    ngram = ngram_info = None
+    if args.ngram_order:
+        try:
+            ngram, ngram_info = train_ngram(shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
+            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}")
+        except FileNotFoundError as err:
+            return _fail("benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out")
+    from rich.progress import Progress
+
+    with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+            if done == total:  # a line per protocol and decoder, also where no bar is drawn (a log file)
+                bar.console.print(f"{label}: {total:,} gaps restored")
+
+        try:
+            result = benchmark(
+                model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
+                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
+                progress=progress,
+            )
+        except BenchmarkError as err:
+            return _fail("benchmark", str(err))
+    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": model.config.get("run_name")}
+    if ngram_info:
+        result["ngram"] = ngram_info
+    print("\n".join(format_table(result)))
+    paths = write_outputs(result, args.out)
+    print(f"wrote {', '.join(map(str, paths))}")
+    return 0
+
+
 def _held_out(model, checkpoint: str) -> dict:
     """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
     from stoicheia.data.shards import mixture_unigram_entropy, read_stats
@@ -331,6 +395,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
         restore,
     )
 
+    if args.epidoc:
+        return _restore_epidoc(args)
+    if args.out is not None:
+        return _fail("restore", "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out")
+    if args.text is None:
+        return _fail("restore", "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+                     "or --epidoc PATH... --out DIR for EpiDoc files")
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
@@ -363,6 +434,56 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restore_epidoc(args: argparse.Namespace) -> int:
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus)."""
+    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+
+    if args.text is not None:
+        return _fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
+    if args.out is None:
+        return _fail("restore", "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)")
+    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json)):
+        if given:
+            return _fail("restore", f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only")
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("restore", f"--out {problem}")
+    if args.beam is not None and args.beam < args.top_k:
+        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    try:  # the paths first: a typo fails before the model is loaded
+        epidoc_inputs(args.epidoc, args.out)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    model = _load(args, "restore")
+    try:
+        summary = restore_corpus(model, args.epidoc, args.out, top_k=args.top_k, beam=args.beam,
+                                 unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    except OSError as err:
+        return _fail("restore", f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
+                     "(the files written so far stay; a rerun goes on from there)")
+    print(summary.line())
+    return 0
+
+
+class _IntermixedParser(OneLineParser):
+    """``restore``'s parser: its TEXT is optional (``--epidoc`` replaces it), and argparse
+    would take an optional positional as absent at the first option it meets
+    (``restore CKPT --top-k 3 TEXT``); intermixed parsing reads it wherever it stands."""
+
+    _inner = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._inner:  # parse_known_intermixed_args calls this method itself
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
     p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
@@ -378,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
     p.add_argument("--val-fraction", type=float_in(0, 1, hi_open=True, meaning=" (share of records held out)"), default=0.005, help="share of records held out by id hash (default 0.005)")
     p.add_argument("--val-work", action="append", metavar="WORK", help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable")
+    p.add_argument("--inscription-dev-digit", action="append", type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"), metavar="DIGIT",
+                   help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) as the inscription dev set, "
+                        "never trained on (TIER/inscription_dev); repeatable")
     p.add_argument("--max-record-letters", type=int_in(16, meaning=" letters"), default=2048, help="longer records are stored in word-aligned parts")
     p.add_argument("--min-greek", type=float_in(0, 1, meaning=" (share of Greek letters)"), default=0.95, help="reject records with a smaller share of Greek letters")
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
@@ -397,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     _model_args(p)
     p.add_argument("--shards", nargs="+", required=True, metavar="DIR_OR_FILE",
                    help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders")
-    p.add_argument("--split", choices=("val", "train"), help="split of the shards (default val)")
+    p.add_argument("--split", choices=("val", "train", "inscription_dev"), help="split of the shards (default val)")
     p.add_argument("--tiers", nargs="+", help="tiers of the shards to evaluate (default all)")
     p.add_argument("--max-records", type=int_in(1, meaning=" records per tier"), help="at most this many records per tier")
     p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")
@@ -412,9 +536,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int_in(0, meaning=" works"), default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p = sub.add_parser("benchmark", help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
+                                         "the n-gram beside the model")
     _model_args(p)
-    p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--shards", help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
+                                    "its train split trains the n-gram (default: the run's data.shard_root)")
+    p.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.txt (the table) and reliability.png")
+    p.add_argument("--protocols", nargs="+", choices=("hidden", "supplements", "unknown"), default=["hidden", "supplements", "unknown"],
+                   help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]")
+    p.add_argument("--spans-per-text", type=int_in(1, 1000, meaning=" spans (default 3)"), default=3, help="hidden spans per text (default 3)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a seed)"), default=1234, help="seed of the hidden spans (default 1234)")
+    p.add_argument("--max-texts", type=int_in(1, meaning=" texts"), help="only the first texts of the dev set (default all)")
+    p.add_argument("--epidoc-root", help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+                                         "instead of the paths stats.json recorded at conversion")
+    p.add_argument("--unknown-width", type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20,
+                   help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
+    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
+    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.set_defaults(func=cmd_benchmark)
+    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p.__class__ = _IntermixedParser  # add_parser makes the parent's class
+    _model_args(p)
+    p.add_argument("text", metavar="TEXT", nargs="?", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
+    p.add_argument("--out", help="with --epidoc: folder the restored files are written to (files already there are skipped)")
     p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
     p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
@@ -439,6 +584,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
     p.set_defaults(func=cmd_export, device="cpu")
+    from stoicheia.serve.command import add_serve_parser
+
+    add_serve_parser(sub, _model_args)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands

@@ -60,7 +60,7 @@ elements dropped), ``latin_span``, ``latin_chars``, ``latin_unterminated``,
 :mod:`stoicheia.sources.betacode`), ``latin_quote`` / ``latin_chunk`` / ``latin_chunk_chars``
 (untagged Latin dropped), ``lost_letter_mark`` (``[!!!]``: each ``!`` inside square
 brackets is a lost letter, written ``[...]`` for the Leiden reading), ``latin_looking_token`` (capitalised ASCII words left in the Beta
-Code: a leak measure), ``markup_debris``, ``hyphen_joined``, ``empty_division`` (divisions
+Code: a leak measure), ``markup_debris``, ``hyphen_joined``, ``numeral_sign_from_acute`` (a Beta Code acute left on a consonant, ``lb/`` = λβʹ, written as the numeral sign U+02B9), ``empty_division`` (divisions
 with no Greek text, e.g. only a ``head``) and ``duplicate_id``.
 """
 
@@ -162,6 +162,8 @@ _ONE_READING = frozenset({"app", "choice"})
 _READING_ORDER = ("lem", "corr", "reg", "expan", "rdg", "sic", "orig", "abbr")
 #: Lost letters written as '!' in Beta Code inside square brackets ('[!!!]')
 _LOST_MARKS = re.compile(r"\[[^\[\]]*!+[^\[\]]*\]")
+#: '/' left after a Greek consonant by the Beta Code conversion: the numeral sign
+_STRAY_ACUTE = re.compile("(?<=[βγδζθκλμνξπρσςτφχψΒΓΔΖΘΚΛΜΝΞΠΡΣΤΦΧΨ])/")
 
 
 def _reading(el: etree._Element) -> etree._Element | None:
@@ -440,6 +442,12 @@ def read_perseus(
         for cite, line, beta in _segments(ctx):
             beta = _HYPHEN.sub(lambda m: _count(counts, "hyphen_joined"), beta)
             text = beta_to_unicode(beta, table.expand, counts)
+            if "/" in text:
+                # an acute that Beta Code could not put on a consonant ("<add>lb/</add>" in
+                # Dionysius) is the numeral sign of a numeral letter (λβʹ), never a letter
+                # division inside a word
+                text, k = _STRAY_ACUTE.subn("\u02b9", text)  # U+0374 in NFC
+                counts["numeral_sign_from_acute"] += k
             if "!" in text and "[" in text:
                 text = _LOST_MARKS.sub(lambda m: _lost_marks(m, counts), text)
             if not text:
