@@ -286,14 +286,14 @@ def describe_training_data(run_config: dict[str, Any], shard_root: Path | None =
 
 def _sources(root: Path) -> dict[str, list[str]]:
     """Distinct ``source`` values of every record of every tier and split (reads the shards)."""
-    from stoicheia.data.eval_sets import _local_val_dataset
+    from stoicheia.data.eval_sets import local_val_dataset
 
     found: dict[str, set[str]] = {}
     for tier_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         for split in ("train", "val"):
             if not (tier_dir / split / "index.json").exists():
                 continue
-            ds = _local_val_dataset(str((tier_dir / split).resolve()))
+            ds = local_val_dataset(str((tier_dir / split).resolve()))
             for i in range(ds.num_samples):
                 found.setdefault(tier_dir.name, set()).add(str(ds.get_item(i)["source"]))
     return {t: sorted(s) for t, s in found.items()}
