@@ -78,6 +78,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=sys.stderr.isatty(),
             epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
+            inscription_dev_digits=args.inscription_dev_digit or (),
         )
     except ConvertError as err:
         print(f"stoicheia convert: error: {err}", file=sys.stderr)
@@ -110,6 +111,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
         if st["files_not_read"]:
             print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
+    dev = summary.get("inscription_dev", {})
+    if dev.get("works"):
+        print(
+            f"inscription dev set (numbers ending in {', '.join(map(str, dev['digits']))}): {len(dev['works']):,} inscriptions, "
+            f"{sum(w['records'] for w in dev['works']):,} records, {sum(w['letters'] for w in dev['works']):,} letters, "
+            "held out of train and val (TIER/inscription_dev; listed in stats.json)"
+        )
     for warning in summary.get("warnings", []):
         print(f"warning: {warning}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
@@ -379,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
     p.add_argument("--val-fraction", type=float_in(0, 1, hi_open=True, meaning=" (share of records held out)"), default=0.005, help="share of records held out by id hash (default 0.005)")
     p.add_argument("--val-work", action="append", metavar="WORK", help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable")
+    p.add_argument("--inscription-dev-digit", action="append", type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"), metavar="DIGIT",
+                   help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) as the inscription dev set, "
+                        "never trained on (TIER/inscription_dev); repeatable")
     p.add_argument("--max-record-letters", type=int_in(16, meaning=" letters"), default=2048, help="longer records are stored in word-aligned parts")
     p.add_argument("--min-greek", type=float_in(0, 1, meaning=" (share of Greek letters)"), default=0.95, help="reject records with a smaller share of Greek letters")
     p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
@@ -398,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     _model_args(p)
     p.add_argument("--shards", nargs="+", required=True, metavar="DIR_OR_FILE",
                    help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders")
-    p.add_argument("--split", choices=("val", "train"), help="split of the shards (default val)")
+    p.add_argument("--split", choices=("val", "train", "inscription_dev"), help="split of the shards (default val)")
     p.add_argument("--tiers", nargs="+", help="tiers of the shards to evaluate (default all)")
     p.add_argument("--max-records", type=int_in(1, meaning=" records per tier"), help="at most this many records per tier")
     p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")

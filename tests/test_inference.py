@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from stoicheia.data.eval_batches import build_eval_batches
-from stoicheia.inference.decoding import kbest_independent
 from stoicheia.inference.ngram import LetterNgram
+from stoicheia.inference.restore.decoding import kbest_independent
 from stoicheia.model.metrics import DiaMacroAccuracy, PunctMacroAccuracy
 from stoicheia.text import alphabet as A
 

@@ -173,6 +173,7 @@ def test_elastic_lengths_and_blank_targets():
     cfg = cfg_for("elastic", t=0.4)
     n_elastic = 0
     seen_u = set()
+    lengths_u = []
     for _ in range(50):
         planes = random_record(rng)
         out = noise_record(planes, rng, cfg)
@@ -188,8 +189,9 @@ def test_elastic_lengths_and_blank_targets():
                 assert np.array_equal(ch, src[s : s + L])
                 continue
             n_elastic += 1
-            assert L + 2 <= m <= L + 2 + int(np.floor(0.3 * L))
+            assert L + 2 <= m <= L + 2 + 20
             seen_u.add(m - L - 2)
+            lengths_u.append((L, m - L - 2))
             assert np.all(ch == MASK)
             tgt = out.tgt_chars[a : a + m]
             assert np.array_equal(tgt[:L], src[s : s + L])
@@ -202,7 +204,11 @@ def test_elastic_lengths_and_blank_targets():
                 assert np.all(getattr(out, name)[a : a + m] == UNK[name])
             assert out.word_start[a] and not out.word_start[a + 1 : a + m].any()
     assert n_elastic > 200
-    assert seen_u == {0, 1, 2}  # words up to 9 letters: u in 0..floor(0.3*9) = 0..2
+    assert seen_u == set(range(21))  # u in 0..elastic_pad_max = 0..20, whatever the word's length
+    # the padding says nothing of the width: short and long words draw the same u
+    short = [u for (L, u) in lengths_u if L <= 3]
+    long_ = [u for (L, u) in lengths_u if L >= 6]
+    assert max(short) >= 15 and abs(np.mean(short) - np.mean(long_)) < 2.0
 
 
 @pytest.mark.parametrize("pattern", MASK_PATTERNS + ("substitute",))
@@ -548,7 +554,8 @@ def test_bad_planes():
         ({"span_max": 2.5}, "span_max"),
         ({"half_word_anchor": {"edge": 1.0}}, "unknown anchor 'edge'"),
         ({"half_word_anchor": {"end": 0.0}}, "half_word_anchor"),
-        ({"elastic_extra_frac": -0.1}, "elastic_extra_frac"),
+        ({"elastic_pad_max": -1}, "elastic_pad_max"),
+        ({"elastic_pad_max": 2.5}, "elastic_pad_max"),
         ({"channel_known": {"boundary": (0.5, 0.3), "dia": (0.3, 0.5)}}, "missing channel 'punct'"),
         (
             {"channel_known": {"boundary": (0.8, 0.3), "dia": (0.3, 0.5), "punct": (0.3, 0.5)}},

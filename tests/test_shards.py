@@ -15,6 +15,8 @@ from stoicheia.data.shards import (
     convert,
     decode_planes,
     held_out_hash,
+    inscription_number,
+    is_inscription_dev,
     split_at_words,
 )
 from stoicheia.text.encode import text_to_planes
@@ -150,3 +152,73 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     assert cli_main(["convert", "--out", str(out), "--overwrite", "--workers", "1", f"gold={hes}"]) == 0
     assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--max-record-letters", "0", f"gold={hes}"]) == 2
     assert cli_main(["convert", "--out", str(tmp_path / "o2"), "--min-greek", "2", f"gold={hes}"]) == 2
+
+
+# I.Sicily files of the shared corpus: 634, 644, 794 end in 4 (the inscription dev set), the others do not
+_ISIC_DEV = ("ISic000634.xml", "ISic000644.xml", "ISic000794.xml")
+_ISIC_TRAIN = ("ISic000635.xml", "ISic000636.xml", "ISic000640.xml", "ISic000641.xml", "ISic000795.xml")
+
+
+def test_inscription_dev_rule_is_the_last_digit_of_the_number(corpus_root):
+    assert inscription_number("inscriptions/ISic000154.xml") == 154
+    assert inscription_number("ISic000154.xml#1") == 154
+    assert inscription_number("Homer/hom.il_gk.xml") is None
+    assert inscription_number("Colluthus/colluthus.01_gk.xml") is None
+    four = frozenset({4})
+    assert is_inscription_dev("inscriptions/ISic000154.xml", "epidoc", four)
+    assert not is_inscription_dev("inscriptions/ISic000155.xml", "epidoc", four)
+    assert not is_inscription_dev("inscriptions/ISic000154.xml", "plain", four), "only EpiDoc inscriptions"
+    assert not is_inscription_dev("inscriptions/ISic000154.xml", "epidoc", frozenset())
+    # before --val-work and the id hash: a dev inscription never reaches train nor val
+    work = "inscriptions/ISic000154.xml"
+    assert choose_split(work + "#1", work, 0.999, frozenset({work}), source="epidoc", dev_digits=four) == "inscription_dev"
+    assert choose_split(work + "#1", work, 0.0, frozenset(), source="epidoc") == "train"
+    # on every file name of the real corpus: exactly those whose number ends in 4
+    names = sorted(p.name for p in (corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))
+    dev = [n for n in names if is_inscription_dev(f"inscriptions/{n}", "epidoc", four)]
+    assert dev == [n for n in names if n.removesuffix(".xml")[-1] == "4"]
+    assert 0.08 < len(dev) / len(names) < 0.16
+
+
+def test_convert_holds_the_inscription_dev_set_out_of_train_and_val(tmp_path, corpus_root):
+    isic = corpus_root / "isicily" / "inscriptions"
+    files = [isic / n for n in _ISIC_DEV + _ISIC_TRAIN]
+    out = tmp_path / "out"
+    summary = convert(
+        {"gold": [corpus_root / "perseus" / "Hesiod" / "hes.wd_gk.xml"], "bronze": files},
+        out, val_fraction=0.3, inscription_dev_digits=[4], workers=1, progress=False,
+    )
+    dev = summary["inscription_dev"]
+    assert dev["digits"] == [4]
+    assert [w["work"] for w in dev["works"]] == list(_ISIC_DEV)
+    for w in dev["works"]:
+        assert w["tier"] == "bronze" and w["records"] >= 1 and w["letters"] > 0
+        assert w["epidoc"] == str((isic / w["work"]).resolve()), "the EpiDoc source, for the benchmark to read"
+    bronze = summary["tiers"]["bronze"]["records_kept"]
+    assert bronze["inscription_dev"] == sum(w["records"] for w in dev["works"])
+
+    def works(tier, split):
+        ds = StreamingDataset(local=str(out / tier / split), batch_size=1)
+        return {ds[i]["work"] for i in range(ds.num_samples)}
+
+    assert works("bronze", "inscription_dev") == set(_ISIC_DEV)
+    trained_or_val = works("bronze", "train") | works("bronze", "val")
+    assert not trained_or_val & set(_ISIC_DEV), "no dev inscription in train or val"
+    assert trained_or_val <= set(_ISIC_TRAIN) and works("bronze", "train")
+    assert not (out / "gold" / "inscription_dev").exists(), "no empty dev folder for a tier without inscriptions"
+    # without the option, the same inscriptions are trained on as before
+    plain = convert({"bronze": files}, tmp_path / "plain", val_fraction=0.0, workers=1, progress=False)
+    assert plain["inscription_dev"]["works"] == [] and not (tmp_path / "plain" / "bronze" / "inscription_dev").exists()
+    assert plain["tiers"]["bronze"]["records_kept"]["train"] == sum(bronze.values())
+
+
+def test_inscription_dev_option_errors_and_summary(tmp_path, capsys, corpus_root):
+    hes = corpus_root / "perseus" / "Hesiod" / "hes.wd_gk.xml"
+    assert cli_main(["convert", "--out", str(tmp_path / "o"), "--workers", "1", f"gold={hes}", "--inscription-dev-digit", "4"]) == 2
+    assert "no EpiDoc inscription" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    assert cli_main(["convert", "--out", str(tmp_path / "o"), f"gold={hes}", "--inscription-dev-digit", "14"]) == 2
+    assert "--inscription-dev-digit" in capsys.readouterr().err
+    isic = corpus_root / "isicily" / "inscriptions"
+    args = ["convert", "--out", str(tmp_path / "ok"), "--workers", "1", "--inscription-dev-digit", "4"]
+    assert cli_main(args + [f"bronze={isic / n}" for n in ("ISic000634.xml", "ISic000635.xml")]) == 0
+    assert "inscription dev set (numbers ending in 4): 1 inscriptions" in capsys.readouterr().out

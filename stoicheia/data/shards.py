@@ -1,4 +1,5 @@
-"""Source files to MDS shards: one directory per tier, each with a ``train`` and a ``val`` split.
+"""Source files to MDS shards: one directory per tier, each with a ``train`` and a ``val`` split
+(and an ``inscription_dev`` split when the inscription dev set is held out).
 
 Layout written by :func:`convert`::
 
@@ -7,6 +8,9 @@ Layout written by :func:`convert`::
       gold/train/index.json    MDS shards (zstd) read by streaming.StreamingDataset
       gold/val/index.json
       silver/train/...
+      bronze/inscription_dev/  the inscription dev set (``inscription_dev_digits``): never
+                               trained on, never in ``val`` either (the restoration benchmark's
+                               texts; ``stats.json`` lists their EpiDoc files)
 
 Each MDS sample is one record (or one word-aligned part of a long record) with the columns in
 :data:`COLUMNS`: the five letter planes as raw ``uint8`` bytes of equal length, plus ``id``,
@@ -44,6 +48,9 @@ COLUMNS = {
     **{name: "bytes" for name in PLANES},
 }
 SPLITS = ("train", "val")
+INSCRIPTION_DEV = "inscription_dev"  # the split folder of the inscription dev set
+# An inscription's number is the run of digits of its EpiDoc file name: ISic000154.xml -> 154.
+_INSCRIPTION_FILE = re.compile(r"[A-Za-z]+(\d+)\.xml")
 
 
 class ConvertError(Exception):
@@ -130,8 +137,41 @@ def held_out_hash(record_id: str) -> float:
     return int.from_bytes(digest, "big") / 2.0**64
 
 
-def choose_split(record_id: str, work: str, val_fraction: float, val_works: frozenset[str]) -> str:
-    """``"val"`` when the whole work is held out or the record id hashes below ``val_fraction``."""
+def inscription_number(work: str) -> int | None:
+    """The number of an inscription from its work id (the EpiDoc file's path relative to the
+    tier's folder): ``inscriptions/ISic000154.xml`` -> ``154``. ``None`` when the file name is
+    not letters followed by digits and ``.xml`` (a Perseus work, a CoNLL-U file, ...)."""
+    name = work.split("#", 1)[0].rsplit("/", 1)[-1]
+    m = _INSCRIPTION_FILE.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def is_inscription_dev(work: str, source: str, digits: frozenset[int]) -> bool:
+    """True for an EpiDoc record (``source == "epidoc"``) whose inscription number ends in one of
+    ``digits``: the inscription dev set. The rule is Ithaca's (Assael et al., Nature 2022, held
+    out PHI inscriptions by the last digit of their number), applied to I.Sicily numbers:
+    ISic000154 is number 154, last digit 4."""
+    if not digits or source != "epidoc":
+        return False
+    number = inscription_number(work)
+    return number is not None and number % 10 in digits
+
+
+def choose_split(
+    record_id: str,
+    work: str,
+    val_fraction: float,
+    val_works: frozenset[str],
+    *,
+    source: str = "",
+    dev_digits: frozenset[int] = frozenset(),
+) -> str:
+    """The split of one record: ``"inscription_dev"`` for the inscription dev set (see
+    :func:`is_inscription_dev`; before any other rule, so it never reaches ``train`` nor
+    ``val``), ``"val"`` when the whole work is held out or the record id hashes below
+    ``val_fraction``, else ``"train"``."""
+    if is_inscription_dev(work, source, dev_digits):
+        return INSCRIPTION_DEV
     if work in val_works or held_out_hash(record_id) < val_fraction:
         return "val"
     return "train"
@@ -211,6 +251,7 @@ def convert(
     overwrite: bool = False,
     progress: bool = True,
     epidoc: EpiDocOptions | None = None,
+    inscription_dev_digits: Iterable[int] = (),
 ) -> dict:
     """Read every source file of every tier and write MDS shards plus ``stats.json``.
 
@@ -228,13 +269,18 @@ def convert(
         workers: processes that read and normalise files in parallel (output order is fixed).
         epidoc: options of the EpiDoc reader (``supplied_lost``, ``expansions``, ``choice``);
             recorded in ``stats.json``.
+        inscription_dev_digits: EpiDoc inscriptions whose number ends in one of these digits
+            (``ISic000154.xml``: 154, digit 4) form the inscription dev set: their records go to
+            the tier's ``inscription_dev`` split, never to ``train`` or ``val``, and
+            ``stats.json`` (``inscription_dev.works``) lists each with its EpiDoc file.
 
     Returns:
         The statistics written to ``OUT/stats.json``.
 
     Raises:
         ConvertError: unreadable file without ``skip_bad``; output exists; no input files; a
-            tier with no records at all.
+            tier with no records at all; ``inscription_dev_digits`` not digits 0-9 or matching no
+            EpiDoc inscription of the inputs.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():  # before listing it: a file cannot be listed
@@ -258,6 +304,11 @@ def convert(
     if bad_tiers:
         raise ConvertError(f"tier names may use letters, digits, '_' and '-' only: {bad_tiers}")
     val_works = frozenset(val_works)
+    dev_digits = frozenset(inscription_dev_digits)
+    bad_digits = sorted(d for d in dev_digits if not (isinstance(d, int) and 0 <= d <= 9))
+    if bad_digits:
+        raise ConvertError(f"--inscription-dev-digit takes single digits 0-9, got {bad_digits}")
+    dev_works: dict[tuple[str, str], dict] = {}  # (tier, work) -> its entry in stats.json
     stats: dict[str, TierStats] = {}
     tmp = partial_folder(out)
     try:
@@ -285,7 +336,7 @@ def convert(
                 raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
             writers = {
                 split: MDSWriter(out=str(tmp / tier / split), columns=COLUMNS, compression="zstd", size_limit=1 << 25)
-                for split in SPLITS
+                for split in SPLITS + ((INSCRIPTION_DEV,) if dev_digits else ())
             }
             try:
                 for res in _map_files(jobs, workers, progress, tier):
@@ -303,7 +354,14 @@ def convert(
                         st.files_without_records.append(res.path)
                     for rec_id, source, work, parts, n_words in res.records:
                         seen_works.add(work)
-                        split = choose_split(rec_id, work, val_fraction, val_works)
+                        split = choose_split(rec_id, work, val_fraction, val_works, source=source, dev_digits=dev_digits)
+                        if split == INSCRIPTION_DEV:
+                            entry = dev_works.setdefault((tier, work), {
+                                "tier": tier, "work": work, "epidoc": str(Path(res.path).resolve()), "records": 0, "letters": 0,
+                            })
+                            entry["records"] += 1
+                            entry["letters"] += sum(len(p["chars"]) - int(np.count_nonzero(np.frombuffer(p["lacuna"], dtype=np.uint8)))
+                                                    for p in parts)
                         st.records_kept[split] += 1
                         st.words[split] += n_words
                         for k, planes in enumerate(parts):
@@ -320,6 +378,8 @@ def convert(
             finally:
                 for w in writers.values():
                     w.finish()
+            if dev_digits and st.records_kept[INSCRIPTION_DEV] == 0:
+                shutil.rmtree(tmp / tier / INSCRIPTION_DEV, ignore_errors=True)  # no empty split folder
             if sum(st.records_kept.values()) == 0:
                 raise ConvertError(
                     f"tier {tier!r}: no Greek record in {', '.join(map(str, paths))} "
@@ -342,10 +402,22 @@ def convert(
                 f"--val-work names works that no input holds: {unknown}. Work ids are paths relative to "
                 f"the directory given for the tier, e.g. {examples}"
             )
+        if dev_digits and not dev_works:
+            raise ConvertError(
+                f"--inscription-dev-digit {' '.join(map(str, sorted(dev_digits)))}: no EpiDoc inscription of the inputs has a "
+                "number ending in it (file names such as inscriptions/ISic000154.xml, number 154); give the I.Sicily "
+                "folder as a tier (e.g. bronze=../shared/corpus/isicily) or leave the option out"
+            )
         summary = {
             "tiers": {tier: st.to_json() for tier, st in stats.items()},
             "val_fraction": val_fraction,
             "val_works": sorted(val_works),
+            "inscription_dev": {
+                "digits": sorted(dev_digits),
+                "rule": "EpiDoc files named LETTERS+NUMBER.xml whose number ends in one of the digits (Ithaca's rule); "
+                        f"their records are in TIER/{INSCRIPTION_DEV}, never in train or val",
+                "works": [dev_works[k] for k in sorted(dev_works)],
+            },
             "max_record_letters": max_record_letters,
             "warnings": warnings,
             "min_greek": min_greek,

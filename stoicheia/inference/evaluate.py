@@ -9,7 +9,7 @@ Two passes over the records:
 2. **Masked words** (:func:`stoicheia.data.eval_batches.build_word_batches`): whole words become
    known-width lacunae, the rest of the letters stay visible (channels hidden). A word counts
    as restored at top-1 when the most likely letter sequence (letters scored independently
-   from one forward pass, :func:`stoicheia.inference.decoding.kbest_independent`) equals it,
+   from one forward pass, :func:`stoicheia.inference.restore.decoding.kbest_independent`) equals it,
    at top-5 when it is among the 5 best. Beside it, the same words filled by a letter n-gram
    (:class:`stoicheia.inference.ngram.LetterNgram`) trained on the training shards, and the
    letter-unigram entropy of the training mix (what ``bits_per_char`` must beat; the caller
@@ -37,9 +37,9 @@ import torch
 
 from stoicheia.data.eval_batches import build_eval_batches, build_word_batches
 from stoicheia.data.eval_sets import EvalRecord, read_split_records
-from stoicheia.inference.decoding import kbest_independent
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.ngram import LetterNgram, ids_to_letters
+from stoicheia.inference.restore.decoding import kbest_independent
 from stoicheia.model.metrics import EVAL_METRICS, eval_metrics, update_metric
 from stoicheia.text.alphabet import NUM_LETTERS
 

@@ -27,7 +27,7 @@ Patterns (one per record, drawn with :attr:`NoiseConfig.weights`):
     the word's end, start or middle (a middle part touches neither end, so needs ``L >= 3``).
 ``elastic``
     whole words whose width is hidden too: a word of ``L`` letters becomes
-    ``L + 2 + u`` MASK slots, ``u`` uniform in ``0..floor(elastic_extra_frac * L)``; the
+    ``L + 2 + u`` MASK slots, ``u`` uniform in ``0..elastic_pad_max`` whatever ``L``; the
     targets are the ``L`` letters followed by BLANK.
 ``iid``
     each letter masked independently with probability ``t``.

@@ -84,8 +84,14 @@ class NoiseConfig:
         half_word_anchor: probability of anchoring a half-word part at the word's ``end``,
             ``start`` or ``middle`` (normalised; a 2-letter word has no middle and redraws
             among end/start; a left-out anchor has weight 0).
-        elastic_extra_frac: an elastic word of ``L`` letters gets ``2 + u`` BLANK slots,
-            ``u`` uniform in ``0..floor(elastic_extra_frac * L)``.
+        elastic_pad_max: an elastic word of ``L`` letters gets ``2 + u`` BLANK slots, ``u``
+            uniform in ``0..elastic_pad_max`` (letters, integer >= 0), drawn independently of
+            ``L``. Why independent: ``restore`` lays out a lacuna of at most ``H`` letters as
+            ``H + 2`` slots whatever its true width, so the slot count must not tell the model
+            the width. With padding proportional to ``L`` (``u <= 0.3 L``, the rule before
+            2026-12) a 22-slot gap meant "15 to 20 letters", and every ``[---]`` came back at
+            its maximum width. The default 20 is ``restore``'s default ``unknown_width``: given
+            ``S`` slots, every width ``0..S-2`` is then equally likely from the layout alone.
         channel_known: per hideable channel (``boundary``, ``dia``, ``punct``; all three
             required), ``[p_fully_known, p_fully_unknown]`` (any 2-sequence; lists because
             OmegaConf cannot hold a dict of tuples), ``p_known + p_unknown <= 1``; the rest of
@@ -103,7 +109,7 @@ class NoiseConfig:
     span_mean: float = 3.5
     span_max: int = 20
     half_word_anchor: dict[str, float] = field(default_factory=_default_anchor)
-    elastic_extra_frac: float = 0.3
+    elastic_pad_max: int = 20
     channel_known: dict[str, list[float]] = field(default_factory=_default_channel_known)
 
     def __post_init__(self) -> None:
@@ -115,7 +121,7 @@ class NoiseConfig:
         Errors: unknown pattern/anchor/channel name, negative or non-finite weight, all-zero
         weights, ``t_beta`` not two positive numbers, ``t_min``/``t_max`` outside
         ``0 < t_min <= t_max <= 1``, ``span_mean < 1``, ``span_max`` not an integer >= 1,
-        negative ``elastic_extra_frac``, a channel probability outside ``[0, 1]``, a
+        ``elastic_pad_max`` not an integer >= 0, a channel probability outside ``[0, 1]``, a
         ``p_known + p_unknown > 1``, a missing channel.
         """
         self._prepare()
@@ -131,7 +137,7 @@ class NoiseConfig:
                 self.span_mean,
                 self.span_max,
                 tuple(self.half_word_anchor.items()),
-                self.elastic_extra_frac,
+                self.elastic_pad_max,
                 tuple((k, tuple(v)) for k, v in self.channel_known.items()),
             )
         except (AttributeError, TypeError):
@@ -176,7 +182,9 @@ class NoiseConfig:
         sm = self.span_max
         if isinstance(sm, bool) or not isinstance(sm, (int, np.integer)) or sm < 1:
             raise ValueError(f"NoiseConfig.span_max = {sm!r} must be an integer >= 1")
-        extra_frac = _finite_nonneg("elastic_extra_frac", self.elastic_extra_frac)
+        pm = self.elastic_pad_max
+        if isinstance(pm, bool) or not isinstance(pm, (int, np.integer)) or pm < 0:
+            raise ValueError(f"NoiseConfig.elastic_pad_max = {pm!r} must be an integer >= 0 (letters)")
         # channels
         ck = self.channel_known
         if not isinstance(ck, Mapping):
@@ -218,7 +226,7 @@ class NoiseConfig:
             t_max=t_max,
             span_p=1.0 / span_mean,
             span_max=int(sm),
-            extra_frac=extra_frac,
+            pad_max=int(pm),
             channel=tuple(channel),
         )
 

@@ -72,12 +72,13 @@ def word(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generat
 
 def elastic(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Whole words whose width is hidden too: ``L + 2 + u`` slots for a word of ``L`` letters,
-    ``u`` uniform in ``0..floor(elastic_extra_frac * L)``; within ``max_len`` slots."""
+    ``u`` uniform in ``0..elastic_pad_max``, independent of ``L`` (see
+    :class:`~stoicheia.noise.config.NoiseConfig`); within ``max_len`` slots."""
     mask, chosen, (word_starts, word_len) = _words(letters, t, rng)
     if not chosen.size:
         return Choice(mask)
     L = word_len[chosen]
-    extra = 2 + uniform_int(rng, (prep.extra_frac * L).astype(np.int64) + 1, L.size)
+    extra = 2 + uniform_int(rng, prep.pad_max + 1, L.size)
     if max_len is not None:
         # from the first word that does not fit on, plain word masking
         extra[np.cumsum(extra) > max_len - letters.n_slots] = 0

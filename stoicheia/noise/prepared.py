@@ -25,7 +25,7 @@ class PreparedNoise(NamedTuple):
     t_max: float
     span_p: float  # geometric success probability 1 / span_mean
     span_max: int
-    extra_frac: float
+    pad_max: int  # elastic BLANK padding beyond the 2 slots: uniform 0..pad_max
     channel: tuple[tuple[float, float], ...]  # (p_known, p_unknown) per HIDEABLE channel
 
 
