@@ -203,3 +203,23 @@ def test_evaluate_reports_the_run_sets_as_the_console(small_shards, tmp_path, mo
     steps = [r["step"] for r in rows]
     assert steps == sorted(set(steps)) == [1, 2, 3, 4], "one line per step"
     assert all("loss/total" in r and "time/batch" in r for r in rows)
+
+
+def test_the_packing_loop_state_is_an_object_with_state_dict():
+    from stoicheia.data.packing import EPOCH_END, Cursor, PieceQueue
+
+    pieces = iter([("abcd", (0, 0, 0, 0), 0), ("efghij", (0, 0, 1, 0), 0), ("kl", (0, 0, 1, 1), 3), EPOCH_END])
+    queue = PieceQueue(pieces)
+    assert queue.peek()[0] == "abcd" and queue.state_dict() == {"positions": {}, "ahead": 1}
+    numbered = queue.numbered()
+    assert [next(numbered), next(numbered)] == ["abcd", "efghij"]
+    assert queue.pending(Cursor(1, 2)) and not queue.pending(None)
+    # a batch that ended 2 slots into piece 1: resume there; piece 0 is still kept (k >= piece - 1)
+    assert queue.resume_point(Cursor(1, 2)) == ((0, 0, 1, 0), 2)
+    assert next(numbered) == "kl"
+    # a batch ending past the last piece fetched resumes at that piece's end (offset 3 + 2 slots)
+    assert queue.resume_point(Cursor(3, 0)) == ((0, 0, 1, 1), 5)
+    assert sorted(queue.state_dict()["positions"]) == [2]
+    assert list(numbered) == [] and queue.peek() is EPOCH_END
+    queue.next_epoch()
+    assert queue.state_dict() == {"positions": {}, "ahead": 0}

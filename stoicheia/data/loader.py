@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from stoicheia.data.packing import collate_rows, pack_rows
+from stoicheia.data.packing import EPOCH_END, PieceQueue, collate_rows, pack_rows
 from stoicheia.data.position import (
     FORMAT,
     ElasticRegion,
@@ -51,8 +51,6 @@ from stoicheia.noise import Noised
 
 log = logging.getLogger(__name__)
 
-#: Marks the end of a stream epoch in the record and piece iterators.
-EPOCH_END = object()
 
 
 def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
@@ -74,62 +72,6 @@ class _StateHook(IterableDataset):
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:
         self.loader.load_state_dict(obj)
-
-
-class _PieceQueue:
-    """The state of the packing loop of one stream epoch: the piece fetched ahead (one
-    lookahead, so the end of the epoch is seen before a batch is started), and, per piece
-    number as :func:`~stoicheia.data.packing.pack_rows` counts them, where it comes from
-    ``(epoch, record_batch, item, piece)``, the slot offset it starts at and its length."""
-
-    def __init__(self, pieces: Iterator) -> None:
-        self.pieces = pieces
-        self.ahead: list = []  # one piece (or EPOCH_END) fetched but not yet packed
-        self.positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
-
-    def peek(self):
-        """The next piece (or ``EPOCH_END``) without taking it."""
-        if not self.ahead:
-            self.ahead.append(next(self.pieces))
-        return self.ahead[0]
-
-    def numbered(self) -> Iterator[Noised]:
-        """The pieces up to the end of the epoch, numbered from 0 (one packer per epoch)."""
-        k = 0
-        while self.peek() is not EPOCH_END:
-            piece, where, base = self.ahead.pop()
-            self.positions[k] = (where, base, len(piece))
-            k += 1
-            yield piece
-
-    def pending(self, cursor) -> bool:
-        """True if the packer holds the rest of a piece already fetched."""
-        return cursor is not None and cursor.piece in self.positions
-
-    def resume_point(self, cursor) -> tuple[tuple[int, int, int, int], int]:
-        """``((epoch, record_batch, item, piece), slot offset)`` of the first slot not yet packed
-        after a batch that ended at ``cursor``; forgets the pieces no later batch can need."""
-        if cursor.piece in self.positions:
-            where, base, _ = self.positions[cursor.piece]
-            offset = base + cursor.offset
-        else:
-            # The row ended with the last piece fetched: resume at its end.
-            last = cursor.piece - 1 if cursor.piece >= 0 else max(self.positions)
-            where, base, n = self.positions[last]
-            offset = base + n
-        for k in [k for k in self.positions if k < cursor.piece - 1]:
-            del self.positions[k]
-        return where, offset
-
-    def next_epoch(self) -> None:
-        """After ``EPOCH_END``: the next fetch opens the next epoch; numbering restarts."""
-        self.ahead.clear()
-        self.positions.clear()
-
-    def state_dict(self) -> dict[str, Any]:
-        """What the loop holds (for inspection; the checkpointed position is the loader's
-        :class:`PackPosition`): the pieces in flight and whether one is fetched ahead."""
-        return {"positions": {k: [list(w), b, n] for k, (w, b, n) in self.positions.items()}, "ahead": len(self.ahead)}
 
 
 class PackedLoader(DataLoader):
@@ -434,7 +376,7 @@ class PackedLoader(DataLoader):
         trained, weight 0) until every rank's is: the ranks then open the next epoch together,
         at the same step (see :meth:`_all_ranks_done`).
         """
-        queue = _PieceQueue(self._pieces(start, first_record_batch))
+        queue = PieceQueue(self._pieces(start, first_record_batch))
         # Fetch now, on every rank alike: opening an epoch waits for all ranks of the node.
         queue.peek()
         padded = 0
