@@ -65,6 +65,7 @@ print("RC", int(rc), "HEAVY", ",".join(heavy) or "-")
         (["callbacks.auto_anneal.stall_windw=3"], "1", "did you mean 'stall_window'"),
         (["algorithms.gradient_gard={}"], "1", "unknown algorithm 'gradient_gard'"),
         (["train.global_batch_rows=6", "train.grad_accum=null", "train.micro_batch_rows=2"], "2", "cannot be split over 2 process(es)"),
+        (["data.shard_root=/nonexistent-shards"], "1", "index.json not found: tier 'gold' has no train shards"),
     ],
 )
 def test_configuration_errors_answer_without_composer_or_torch_and_make_no_folder(small_shards, tmp_path, overrides, world, needle):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stoicheia.config import ConfigError, RunConfig, batch_split, load_config
+from stoicheia.data.shard_index import check_local_tiers
 from stoicheia.train import object_store, run_files
 from stoicheia.train.exit_status import ExitCode
 
@@ -68,13 +69,17 @@ def main(argv: list[str]) -> int:
 
 
 def check_config(cfg: RunConfig) -> None:
-    """Every check of ``cfg`` that needs neither data, folders nor Composer: the plugin
-    sections and the split of the batch over this job's processes (``WORLD_SIZE``, set by the
-    ``composer`` launcher). Raises :class:`ConfigError`."""
+    """Every check of ``cfg`` that needs neither Composer nor torch nor a folder of the run:
+    the plugin sections, the split of the batch over this job's processes (``WORLD_SIZE``, set
+    by the ``composer`` launcher) and the training shards' indexes. Raises
+    :class:`ConfigError`, or ``FileNotFoundError``/``ValueError`` naming a missing or damaged
+    shard and the fix."""
     from stoicheia.train.registry import check_plugins
 
     check_plugins(cfg)
     batch_split(cfg.train, int(os.environ.get("WORLD_SIZE", "1")))
+    if cfg.data.remote is None:
+        check_local_tiers(cfg.data.shard_root, cfg.data.tier_weights)
 
 
 def run(cfg: RunConfig) -> ExitCode:
@@ -85,6 +90,9 @@ def run(cfg: RunConfig) -> ExitCode:
         check_config(cfg)
     except ConfigError as err:
         _error(f"config error: {err}")
+        return ExitCode.CONFIG
+    except (FileNotFoundError, ValueError) as err:  # the shards
+        _error(str(err))
         return ExitCode.CONFIG
     save_folder = cfg.train.save_folder.format(run_name=cfg.run_name)
     run_folder = run_files.local_run_folder(save_folder, cfg.run_name)
