@@ -69,44 +69,44 @@ def main(argv: list[str]) -> int:
 
 
 def check_config(cfg: RunConfig) -> None:
-    """Every check of ``cfg`` that needs neither Composer nor torch nor a folder of the run:
-    the plugin sections, the split of the batch over this job's processes (``WORLD_SIZE``, set
-    by the ``composer`` launcher) and the training shards' indexes. Raises
-    :class:`ConfigError`, or ``FileNotFoundError``/``ValueError`` naming a missing or damaged
-    shard and the fix."""
+    """The checks of ``cfg`` that need neither data nor Composer nor torch: the plugin sections
+    and the split of the batch over this job's processes (``WORLD_SIZE``, set by the
+    ``composer`` launcher). Raises :class:`ConfigError`."""
     from stoicheia.train.registry import check_plugins
 
     check_plugins(cfg)
     batch_split(cfg.train, int(os.environ.get("WORLD_SIZE", "1")))
-    if cfg.data.remote is None:
-        check_local_tiers(cfg.data.shard_root, cfg.data.tier_weights)
 
 
 def run(cfg: RunConfig) -> ExitCode:
     """Train the run ``cfg`` describes until it is complete, or resume it; returns how it
     ended (:class:`ExitCode`). Errors the user can fix print one line on stderr (rank 0) and
-    return :attr:`ExitCode.CONFIG`; nothing raises for them."""
+    return :attr:`ExitCode.CONFIG`; nothing raises for them.
+
+    Order: the configuration, then (a complete run is left alone here) the training shards'
+    indexes, then the folders and the store; nothing is created before the configuration and
+    the shards passed, and none of it imports Composer or torch."""
     try:
         check_config(cfg)
     except ConfigError as err:
         _error(f"config error: {err}")
         return ExitCode.CONFIG
-    except (FileNotFoundError, ValueError) as err:  # the shards
-        _error(str(err))
-        return ExitCode.CONFIG
     save_folder = cfg.train.save_folder.format(run_name=cfg.run_name)
     run_folder = run_files.local_run_folder(save_folder, cfg.run_name)
     remote = object_store.is_remote(save_folder)
     try:
+        done = already_complete(run_folder)
+        if done is None and cfg.data.remote is None:
+            check_local_tiers(cfg.data.shard_root, cfg.data.tier_weights)
         # before the first batch: the folders can be written, the store can be used
         object_store.check_local_folder(run_folder, "the run folder" if remote else "train.save_folder")
         if remote:
             store = object_store.StoreFolder.parse(save_folder)
             object_store.check_store(store, write=_rank0())
-            if not (run_folder / run_files.COMPLETE).exists():  # a fresh machine: ask the store
+            if done is None:  # a fresh machine: ask the store
                 object_store.fetch_markers(store, run_folder, overwrite=False, names=(run_files.COMPLETE,))
-        done = already_complete(run_folder)
-    except ValueError as err:
+                done = already_complete(run_folder)
+    except (FileNotFoundError, ValueError) as err:  # shards, folders, store, a corrupt marker
         _error(str(err))
         return ExitCode.CONFIG
     if done is not None:
