@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tiny import tiny_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
 
 
 # --- pure pieces, against hand computations ------------------------------------------------
@@ -62,6 +64,38 @@ def test_kbest_is_exact():
     got = kbest_independent(logp, 7)
     assert [tuple(ids) for ids, _ in got] == [seq for _, seq in brute[:7]]
     assert [s for _, s in got] == pytest.approx([s for s, _ in brute[:7]])
+
+
+def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
+    """The export writes code that runs without stoicheia, or stops with a message: an entry
+    module that does not import a module its modules need (transformers would not copy it),
+    a package module importing stoicheia beyond model/ and text/."""
+    from stoicheia.inference import export as ex
+
+    ok = tmp_path / "ok.py"
+    ok.write_text("from stoicheia.text import alphabet as A\nfrom stoicheia.model.config import (\n    EncoderConfig,\n)\n"
+                  "def f():\n    from stoicheia.text.planes import Planes\n")
+    assert ex._relative_source(ok) == (
+        "from . import stoicheia_alphabet as A\nfrom .stoicheia_config import (\n    EncoderConfig,\n)\n"
+        "def f():\n    from .stoicheia_planes import Planes\n"
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text("from stoicheia.train.builder import build_trainer\n")
+    with pytest.raises(RuntimeError, match=r"bad\.py imports a stoicheia module outside stoicheia\.\{model,text\}"):
+        ex._relative_source(bad)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    for name in ex.HF_FILES:
+        (hf / name).write_bytes((ex.HF_DIR / name).read_bytes())
+    tok = hf / "tokenization_stoicheia.py"
+    line = "from .stoicheia_clusters import LACUNA_CHARS  # noqa: F401\n"
+    assert line in tok.read_text(encoding="utf-8")
+    tok.write_text(tok.read_text(encoding="utf-8").replace(line, ""), encoding="utf-8")
+    monkeypatch.setattr(ex, "HF_DIR", hf)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match=r"tokenization_stoicheia\.py needs stoicheia_clusters .*from \.stoicheia_clusters import"):
+        ex.write_code(out)
 
 
 # --- a tiny real training run ---------------------------------------------------------------
@@ -254,6 +288,180 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     assert rows[1:] == ["gold", "silver"], rows
     assert "?" not in card.split("## Training data")[1].split("##")[0]
     assert "`callbacks.anneal_data.phases`" in card
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    """The tiny run's best checkpoint exported (``stoicheia export``)."""
+    from stoicheia.cli import main
+
+    out = tmp_path_factory.mktemp("hf") / "export"
+    assert main(["export", str(trained / "best.pt"), str(out)]) == 0
+    return out
+
+
+def test_export_carries_the_package_code(exported):
+    """The Hugging Face modules are the package's files, byte for byte; the encoder and text
+    modules are the package's sources with only their stoicheia imports made relative."""
+    import re
+
+    from stoicheia.inference.export import HF_DIR, HF_FILES, _relative_source, code_files
+
+    for name in HF_FILES:
+        assert (exported / name).read_bytes() == (HF_DIR / name).read_bytes(), name
+    carried = code_files()
+    assert {"stoicheia_encoder.py", "stoicheia_encode.py", "stoicheia_leiden.py", "stoicheia_render.py"} <= set(carried)
+    for name, src in carried.items():
+        got = (exported / name).read_text(encoding="utf-8")
+        assert got == _relative_source(src), name
+        # the same lines as the source, but for the import lines
+        changed = [(a, b) for a, b in zip(src.read_text(encoding="utf-8").splitlines(), got.splitlines(), strict=True) if a != b]
+        assert all(re.match(r"\s*from stoicheia\.", a) and re.match(r"\s*from \.", b) for a, b in changed), changed
+    for py in exported.glob("*.py"):
+        assert not re.search(r"^\s*(from|import) stoicheia\b", py.read_text(encoding="utf-8"), re.M), py.name
+    tok_cfg = json.loads((exported / "tokenizer_config.json").read_text())
+    assert tok_cfg["auto_map"]["AutoTokenizer"][0] == "tokenization_stoicheia.StoicheiaTokenizer"
+    assert tok_cfg["model_max_length"] == 96  # the rows the tiny run trained on
+    cfg = json.loads((exported / "config.json").read_text())
+    assert cfg["auto_map"]["AutoTokenizer"] == tok_cfg["auto_map"]["AutoTokenizer"]
+
+
+def _real_texts(corpus_root: Path) -> list[str]:
+    """Sentences of the UD Perseus dev set (capitals, accents, punctuation), I.Sicily
+    inscriptions in Leiden with lacunae (read by the EpiDoc reader), and some of both in NFD."""
+    from stoicheia.sources import read_epidoc
+
+    lines = (corpus_root / "ud" / "grc_perseus-ud-dev.conllu").read_text(encoding="utf-8").splitlines()
+    ud = [x[len("# text = "):] for x in lines if x.startswith("# text = ")][:40]
+    leiden = []
+    for f in sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:300]:
+        leiden += [r.text for r in read_epidoc(f) if "[" in r.text and len(r.text) < 300]
+        if len(leiden) >= 12:
+            break
+    nfd = [unicodedata.normalize("NFD", t) for t in ud[:5] + leiden[:5]]
+    return ud + leiden + nfd
+
+
+def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_root, tmp_path):
+    """A fresh interpreter that refuses every import of stoicheia loads AutoTokenizer and
+    AutoModel from the folder, encodes real texts exactly as stoicheia's encoder does, runs
+    the model as stoicheia runs it, and reads the letters back."""
+    import subprocess
+
+    from stoicheia.text.encode import encode_text, text_to_planes
+
+    texts = _real_texts(corpus_root)
+    (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(HF_MODULES_CACHE=str(tmp_path / "hf_modules"), HF_HUB_OFFLINE="1")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-I", str(HERE / "no_stoicheia.py"), str(HERE / "hf_standalone.py"), str(exported), str(tmp_path / "texts.json"), str(tmp_path / "out")],
+        cwd=work, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    got = dict(np.load(tmp_path / "out.npz"))
+    assert meta["tokenizer"] == "StoicheiaTokenizer" and meta["modules"] == []
+
+    # the encoding: stoicheia's planes and counts, text by text
+    want = [encode_text(t) for t in texts]
+    every = {k: np.concatenate([getattr(w.planes, k) for w in want]) for k in A.PLANES}
+    assert (every["cap"] == 1).any() and (every["dia"] > 0).any() and (every["punct"] > 0).any()
+    assert (every["lacuna"] > 0).any() and len({v for v in every["lacuna"].tolist()}) >= 3  # [.] [-ca.N-] [---] kinds
+    for i, w in enumerate(want):
+        for k in A.PLANES:
+            assert np.array_equal(got[f"planes/{i}/{k}"], getattr(w.planes, k)), (i, k, texts[i])
+        assert meta["dropped"][i] == dict(w.dropped) and meta["leiden"][i] == dict(w.leiden), texts[i]
+    n_nfd = 10
+    for i in range(n_nfd):  # NFD spellings give the planes of their NFC text
+        j = len(texts) - n_nfd + i
+        src = i if i < 5 else 40 + i - 5
+        for k in A.PLANES:
+            assert np.array_equal(got[f"planes/{j}/{k}"], got[f"planes/{src}/{k}"]), (j, k)
+    assert meta["one_text"] == want[0].planes.chars.tolist()
+    assert [e.split(":")[0] for e in meta["errors"]] == ["TypeError", "ValueError", "ValueError", "LeidenError"]
+    assert "truncation" in meta["errors"][0] and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
+    assert "'[' is never closed" in meta["errors"][3]
+
+    # the batch: the planes, padded with PAD and the UNKNOWN ids
+    lengths = [len(w.planes) for w in want]
+    T = max(lengths)
+    pad = {"input_ids": A.PAD, "boundary": A.BOUNDARY_UNKNOWN, "dia": A.DIA_UNKNOWN, "punct": A.PUNCT_UNKNOWN,
+           "cap": A.CAP_UNKNOWN, "lacuna": 0, "attention_mask": 0}
+    plane = {"input_ids": "chars", "boundary": "boundary", "dia": "dia", "punct": "punct", "cap": "cap", "lacuna": "lacuna"}
+    assert got["batch/input_ids"].shape == (len(texts), T) and got["batch/input_ids"].dtype == np.int64
+    for i, (w, n) in enumerate(zip(want, lengths, strict=True)):
+        for key, value in pad.items():
+            row = got[f"batch/{key}"][i]
+            assert np.array_equal(row[:n], np.ones(n) if key == "attention_mask" else getattr(w.planes, plane[key])), (i, key)
+            assert (row[n:] == value).all(), (i, key)
+
+    # the model: stoicheia's encoder on the same inputs gives the same logits
+    with torch.no_grad():
+        logits = model.encoder({k: torch.from_numpy(got[f"batch/{k}"]) for k in ("boundary", "dia", "punct")}
+                               | {"chars": torch.from_numpy(got["batch/input_ids"]),
+                                  "seg_id": torch.from_numpy(got["batch/attention_mask"])})
+    for k, v in logits.items():  # (another process may sum in another order: float tolerance)
+        torch.testing.assert_close(torch.from_numpy(got[f"logits/{k}"]), v, rtol=1e-5, atol=1e-5)
+
+    # reading back (the child's logits): the argmax letters, the text with the lacunae filled
+    logits = {k: torch.from_numpy(got[f"logits/{k}"]) for k in logits}
+    best = logits["char"].argmax(-1)
+    assert meta["letters"] == ["".join(A.LETTERS[c] for c in row.tolist() if c < A.NUM_LETTERS) for row in best]
+    for i, (w, text) in enumerate(zip(want, meta["rendered"], strict=True)):
+        back = text_to_planes(text.replace("[", "").replace("]", ""))[0]
+        if not w.planes.lacuna.any():  # every plane given: the text comes back
+            assert back == w.planes, (texts[i], text)
+            continue
+        letters = logits["char"][i, : lengths[i], : A.NUM_LETTERS + 2].clone()
+        letters[:, A.MASK] = -torch.inf
+        fill = letters.argmax(-1).numpy()
+        chars = np.where(w.planes.lacuna > 0, fill, w.planes.chars)
+        assert np.array_equal(back.chars, chars[chars < A.NUM_LETTERS]), (texts[i], text)
+        assert text.count("[") == text.count("]") >= 1
+
+
+def test_huggingface_example_runs_without_stoicheia(exported, tmp_path):
+    """scripts/huggingface_example.py (the code docs/huggingface.md shows) runs on an export
+    with every import of stoicheia refused."""
+    import subprocess
+
+    script = REPO / "scripts" / "huggingface_example.py"
+    code = script.read_text(encoding="utf-8")
+    body = code[code.index('"""', 3) + 3 :].strip()
+    doc = (REPO / "docs" / "huggingface.md").read_text(encoding="utf-8")
+    assert f"```python\n{body}\n```" in doc, "docs/huggingface.md shows another version of the example"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(HF_MODULES_CACHE=str(tmp_path / "hf_modules"), HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-I", str(HERE / "no_stoicheia.py"), str(script), str(exported)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[2] == "μηνιναειδεθεαπηληιαδεωαχι[MASK][MASK][MASK]οσουλομενην[PAD][PAD][PAD]" and lines[3] == "True"
+    assert lines[7].startswith("θεοῖς πᾶσι [") and lines[8].startswith("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[")
+    assert [line.split()[0] for line in lines[-3:]] == ["25", "26", "27"]  # the three lost letters of [...]
+
+
+def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, capsys):
+    """``restore`` (Python and command line) gives the same restorations from the export
+    folder as from the checkpoint it was exported from."""
+    from stoicheia.cli import main
+    from stoicheia.inference.loading import load_model
+    from stoicheia.inference.restore import restore
+
+    again = load_model(exported, device="cpu")
+    assert again.kind == "export"
+    a = restore(model, TEXT, top_k=3, beam=3)
+    b = restore(again, TEXT, top_k=3, beam=3)
+    assert [(r.text, r.fills, r.logprob) for r in a.restorations] == [(r.text, r.fills, r.logprob) for r in b.restorations]
+    outputs = []
+    for source in (trained / "best.pt", exported):
+        capsys.readouterr()
+        assert main(["restore", str(source), "--device", "cpu", "--top-k", "2", TEXT]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and TEXT in outputs[0]
 
 
 def test_report_from_real_metrics_log(trained, tmp_path):

@@ -4,13 +4,18 @@ The folder holds
 
 * ``model.safetensors``: the encoder weights (float32, names ``encoder.<module path>``);
 * ``config.json``: ``model_type`` ``stoicheia``, the encoder shape, ``auto_map`` (so
-  ``transformers.AutoModel.from_pretrained(folder, trust_remote_code=True)`` finds the code)
-  and, under ``stoicheia``, the run configuration, step and held-out figures;
-* the code: ``configuration_stoicheia.py``, ``modeling_stoicheia.py`` and the encoder's own
-  modules (``stoicheia_alphabet.py``, ``stoicheia_config.py``, ``stoicheia_attention.py``,
-  ``stoicheia_encoder.py``). These are *copies of this package's source files* with their
-  ``stoicheia.*`` imports made relative, written at export time: the exported model runs the
-  very code that was trained, and the round-trip test compares logits;
+  ``transformers.AutoModel.from_pretrained(folder, trust_remote_code=True)`` and
+  ``AutoTokenizer.from_pretrained(...)`` find the code) and, under ``stoicheia``, the run
+  configuration, step and held-out figures;
+* ``tokenizer_config.json``: the tokenizer class (``auto_map``) and its special tokens;
+* the code: ``configuration_stoicheia.py``, ``modeling_stoicheia.py`` and
+  ``tokenization_stoicheia.py``, copied as they are from ``stoicheia/inference/hf/``, and the
+  package modules they use (``stoicheia_encoder.py``, ``stoicheia_encode.py``, ... :
+  :func:`code_files`), *copies of this package's source files* with their ``stoicheia.*``
+  imports made relative, written at export time: the exported model runs the very code that
+  was trained and its tokenizer encodes text exactly as the training data was encoded (the
+  round-trip tests compare logits and planes). The folder needs ``torch``, ``numpy`` and
+  ``transformers``, never ``stoicheia``;
 * ``README.md``: the model card (training data, tiers, steps, held-out figures, licences).
 
 ``stoicheia evaluate`` and ``stoicheia restore`` (and :func:`load_model`) read the folder too.
@@ -29,19 +34,16 @@ from stoicheia.inference.loading import EXPORT_CONFIG, EXPORT_WEIGHTS, LoadedMod
 from stoicheia.publish import partial_folder, publish_folder
 
 _PKG = Path(__file__).resolve().parents[1]
-#: exported file name -> package source file
-CODE_FILES = {
-    "stoicheia_alphabet.py": _PKG / "text" / "alphabet.py",
-    "stoicheia_config.py": _PKG / "model" / "config.py",
-    "stoicheia_attention.py": _PKG / "model" / "attention.py",
-    "stoicheia_encoder.py": _PKG / "model" / "encoder.py",
-}
-_IMPORTS = {
-    "stoicheia.text.alphabet": ".stoicheia_alphabet",
-    "stoicheia.model.config": ".stoicheia_config",
-    "stoicheia.model.attention": ".stoicheia_attention",
-    "stoicheia.model.encoder": ".stoicheia_encoder",
-}
+#: the Hugging Face modules an export carries as they are (see ``stoicheia/inference/hf``)
+HF_DIR = Path(__file__).resolve().parent / "hf"
+HF_FILES = ("configuration_stoicheia.py", "modeling_stoicheia.py", "tokenization_stoicheia.py")
+#: the modules ``transformers`` loads by name (``auto_map``); each must import every
+#: ``stoicheia_*`` module it needs itself (see :func:`_check_carried`)
+_ENTRY_FILES = ("modeling_stoicheia.py", "tokenization_stoicheia.py")
+#: the package folders whose modules an export may carry (torch, numpy and the standard
+#: library only: nothing of training, data loading or Composer)
+_CARRIED_PACKAGES = ("model", "text")
+TOKENIZER_CONFIG = "tokenizer_config.json"
 
 #: Licence of the corpora the repository's readers produce, by record ``source`` prefix
 #: (from ../shared/corpus/README.md and the licence files there).
@@ -52,103 +54,135 @@ CORPUS_LICENCES = {
     "isicily": "I.Sicily inscriptions (J. Prag et al.): CC BY 4.0",
 }
 
-CONFIGURATION_PY = '''"""Hugging Face configuration of a Stoicheia encoder (written by `stoicheia export`)."""
-
-from transformers import PretrainedConfig
-
-
-class StoicheiaConfig(PretrainedConfig):
-    """The encoder shape (``encoder``: the fields of ``EncoderConfig``) and, under
-    ``stoicheia``, what the exporter recorded (run configuration, step, held-out figures)."""
-
-    model_type = "stoicheia"
-
-    def __init__(self, encoder=None, stoicheia=None, **kwargs):
-        self.encoder = dict(encoder or {})
-        self.stoicheia = dict(stoicheia or {})
-        super().__init__(**kwargs)
-'''
-
-MODELING_PY = '''"""Hugging Face wrapper of the Stoicheia character encoder (written by `stoicheia export`).
-
-Inputs are the aligned letter planes, each ``(B, T)`` int64: ``chars`` (letters 0..23 in the
-order of ``stoicheia_alphabet.LETTERS``, MASK 24 for a lost letter, PAD 26), and optionally
-``boundary``, ``dia``, ``punct`` (their UNKNOWN ids by default), ``seg_id`` and ``pos``;
-``input_ids`` is accepted for ``chars`` and ``attention_mask`` for ``seg_id``. The
-output is the dict of float32 logits ``char`` (B, T, 27), ``boundary`` (B, T, 3), ``dia``
-(B, T, 48), ``cap`` (B, T, 2), ``punct`` (B, T, 6). Turn Greek text into planes with the
-``stoicheia`` package (``stoicheia.text.planes.text_to_planes``), or use ``stoicheia restore``.
-"""
-
-from transformers import PreTrainedModel
-
-from .configuration_stoicheia import StoicheiaConfig
-
-# transformers copies only the files this module imports itself, so every module of the
-# encoder is named here, also those that only the encoder imports.
-from .stoicheia_alphabet import LETTERS  # noqa: F401
-from .stoicheia_attention import build_masks  # noqa: F401
-from .stoicheia_config import EncoderConfig
-from .stoicheia_encoder import CharBertEncoder
+_ABSOLUTE = re.compile(r"^(\s*)from stoicheia\.(?:model|text)\.(\w+) import", re.MULTILINE)
+_PACKAGE = re.compile(
+    r"^(\s*)from stoicheia\.(?:model|text) import (\w+)(?: as (\w+))?[ \t]*$", re.MULTILINE
+)
+_ANY_STOICHEIA = re.compile(r"^\s*(from|import) stoicheia\b", re.MULTILINE)
+#: the relative imports of an exported module: ``from .stoicheia_x import`` (what
+#: ``transformers`` follows; its ``get_relative_imports`` uses this pattern) and ``from .
+#: import stoicheia_x`` (which it does not follow)
+_FOLLOWED = re.compile(r"^\s*from\s+\.(\S+)\s+import", re.MULTILINE)
+_RELATIVE = re.compile(r"^\s*from\s+\.(\w*)\s+import\s+\(?\s*(\w+)", re.MULTILINE)
 
 
-class StoicheiaEncoderModel(PreTrainedModel):
-    """The encoder of a Stoicheia checkpoint; ``forward`` is ``CharBertEncoder.forward``."""
+def _package_module(exported: str) -> Path:
+    """The package source of the exported module ``stoicheia_<name>`` (``<name>.py`` of
+    :data:`_CARRIED_PACKAGES`). Raises ``RuntimeError`` for none or several."""
+    name = exported.removeprefix("stoicheia_")
+    found = [_PKG / pkg / f"{name}.py" for pkg in _CARRIED_PACKAGES]
+    found = [f for f in found if f.exists()]
+    if len(found) != 1:
+        where = " and ".join(str(f) for f in found) or "none"
+        raise RuntimeError(
+            f"the export names its module {exported}.py after one module {name}.py of "
+            f"stoicheia/{{{','.join(_CARRIED_PACKAGES)}}}, found {where}"
+        )
+    return found[0]
 
-    config_class = StoicheiaConfig
-    base_model_prefix = "stoicheia"
-    main_input_name = "chars"
 
-    def __init__(self, config):
-        super().__init__(config)
-        self.encoder = CharBertEncoder(EncoderConfig(**config.encoder))
-        self.post_init()
-
-    def _init_weights(self, module):
-        pass  # the encoder initialises itself; from_pretrained then loads every weight
-
-    def forward(self, chars=None, boundary=None, dia=None, punct=None, seg_id=None, pos=None, input_ids=None,
-                attention_mask=None, **kwargs):
-        """Logits of ``CharBertEncoder.forward``. ``input_ids`` is another name for ``chars`` (the
-        name transformers code passes); ``attention_mask`` (1 text, 0 padding) stands for
-        ``seg_id`` when that is not given. Raises ``ValueError`` for no ids, both names, or a
-        tensor that is not (B, T); ``TypeError`` for an argument the model does not take."""
-        if input_ids is not None:
-            if chars is not None:
-                raise ValueError("give the letter ids once: chars or input_ids, not both")
-            chars = input_ids
-        if chars is None:
-            raise ValueError("no letter ids: call model(chars) or model(input_ids=chars) with a (B, T) int64 tensor")
-        if attention_mask is not None and seg_id is None:
-            seg_id = attention_mask.long() if hasattr(attention_mask, "long") else attention_mask
-        extra = sorted(k for k, v in kwargs.items() if v is not None and v is not False)
-        if extra:
-            raise TypeError(
-                f"unexpected argument(s) {', '.join(extra)}; the model takes chars (or input_ids), boundary, dia, punct, "
-                "seg_id (or attention_mask) and pos"
-            )
-        return self.encoder(chars, boundary=boundary, dia=dia, punct=punct, seg_id=seg_id, pos=pos)
-'''
+def _relative_imports(text: str) -> set[str]:
+    """The sibling modules ``text`` imports (``from .x import`` and ``from . import x``)."""
+    return {mod or name for mod, name in _RELATIVE.findall(text)}
 
 
 def _relative_source(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
-    for module, rel in _IMPORTS.items():
-        text = re.sub(rf"^(\s*)from {re.escape(module)} import", rf"\1from {rel} import", text, flags=re.MULTILINE)
-    if re.search(r"^\s*(from|import) stoicheia\b", text, flags=re.MULTILINE):
-        raise RuntimeError(f"{path} imports a stoicheia module that the export does not carry; add it to CODE_FILES")
+    """``path``'s source with its ``stoicheia.model``/``stoicheia.text`` imports made
+    relative (``from stoicheia.text.planes import`` -> ``from .stoicheia_planes import``,
+    ``from stoicheia.text import alphabet as A`` -> ``from . import stoicheia_alphabet as
+    A``). Raises ``RuntimeError`` for any other import of ``stoicheia``."""
+    text = _ABSOLUTE.sub(r"\1from .stoicheia_\2 import", path.read_text(encoding="utf-8"))
+    text = _PACKAGE.sub(
+        lambda m: f"{m.group(1)}from . import stoicheia_{m.group(2)} as {m.group(3) or m.group(2)}",
+        text,
+    )
+    if _ANY_STOICHEIA.search(text):
+        raise RuntimeError(
+            f"{path} imports a stoicheia module outside stoicheia."
+            f"{{{','.join(_CARRIED_PACKAGES)}}} (or in a form the export cannot rewrite): the "
+            "exported model code must run with torch, numpy and transformers only"
+        )
     return text
 
 
+def code_files() -> dict[str, Path]:
+    """The package modules an export carries: ``{"stoicheia_<name>.py": source path}``,
+    every ``stoicheia_*`` module the files of :data:`HF_FILES` import, and theirs in turn."""
+    sources = [(HF_DIR / f).read_text(encoding="utf-8") for f in HF_FILES]
+    used = set().union(*(_relative_imports(text) for text in sources))
+    todo = sorted(m for m in used if m.startswith("stoicheia_"))
+    found: dict[str, Path] = {}
+    while todo:
+        mod = todo.pop()
+        if f"{mod}.py" in found:
+            continue
+        src = _package_module(mod)
+        found[f"{mod}.py"] = src
+        todo += sorted(_relative_imports(_relative_source(src)))
+    return dict(sorted(found.items()))
+
+
+def _check_carried(out: Path) -> None:
+    """Raise ``RuntimeError`` unless each entry module of ``out`` imports, in the form
+    ``transformers`` follows, every sibling module it needs directly or through others:
+    ``transformers`` copies a local folder's entry module and only the files it imports
+    itself into its module cache, so a module missing there fails to import in a notebook."""
+    for entry in _ENTRY_FILES:
+        direct = set(_FOLLOWED.findall((out / entry).read_text(encoding="utf-8")))
+        need: set[str] = set()
+        todo = sorted(_relative_imports((out / entry).read_text(encoding="utf-8")))
+        while todo:
+            mod = todo.pop()
+            if mod not in need:
+                need.add(mod)
+                todo += sorted(_relative_imports((out / f"{mod}.py").read_text(encoding="utf-8")))
+        missing = sorted(need - direct)
+        if missing:
+            raise RuntimeError(
+                f"stoicheia/inference/hf/{entry} needs {', '.join(missing)} (through the modules "
+                "it imports) but does not import it as `from .MODULE import NAME`, so transformers "
+                f"would not copy it; add `from .{missing[0]} import ...  # noqa: F401`"
+            )
+
+
 def write_code(out: Path) -> list[str]:
-    """Write the remote code into ``out``; returns the file names."""
+    """Write the model and tokenizer code into ``out``; returns the file names.
+
+    The files of :data:`HF_FILES` are copied byte for byte; the package modules they use
+    (:func:`code_files`) are written with their imports made relative, so the folder imports
+    no ``stoicheia``. Raises ``RuntimeError`` when the code cannot be carried that way.
+    """
+    import shutil
+
     names = []
-    for name, src in CODE_FILES.items():
+    for name in HF_FILES:
+        shutil.copyfile(HF_DIR / name, out / name)
+        names.append(name)
+    for name, src in code_files().items():
         (out / name).write_text(_relative_source(src), encoding="utf-8")
         names.append(name)
-    (out / "configuration_stoicheia.py").write_text(CONFIGURATION_PY, encoding="utf-8")
-    (out / "modeling_stoicheia.py").write_text(MODELING_PY, encoding="utf-8")
-    return [*names, "configuration_stoicheia.py", "modeling_stoicheia.py"]
+    _check_carried(out)
+    return names
+
+
+def tokenizer_config(model: LoadedModel) -> dict[str, Any]:
+    """The ``tokenizer_config.json`` of an export: the tokenizer class and where its code is
+    (``auto_map``, for ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)``),
+    its special tokens and ``model_max_length``, the row length (letter slots) the model was
+    trained on (``data.seq_len``; left out when the run configuration has none)."""
+    out: dict[str, Any] = {
+        "tokenizer_class": "StoicheiaTokenizer",
+        "auto_map": {"AutoTokenizer": ["tokenization_stoicheia.StoicheiaTokenizer", None]},
+        "mask_token": "[MASK]",
+        "pad_token": "[PAD]",
+        "additional_special_tokens": ["[BLANK]"],
+        "padding_side": "right",
+        "clean_up_tokenization_spaces": False,
+    }
+    seq_len = ((model.config or {}).get("data") or {}).get("seq_len")
+    if isinstance(seq_len, int) and seq_len > 0:
+        out["model_max_length"] = seq_len
+    return out
 
 
 def export_model(
@@ -194,10 +228,11 @@ def export_model(
 
 
 def export_file_names() -> set[str]:
-    """The names an export folder holds: the weights, ``config.json``, the model card and the
-    model code (a ``__pycache__`` that ``transformers`` may leave is allowed too)."""
-    return {EXPORT_WEIGHTS, EXPORT_CONFIG, "README.md", "__pycache__", *CODE_FILES,
-            "configuration_stoicheia.py", "modeling_stoicheia.py"}
+    """The names an export folder holds: the weights, ``config.json``, the model card, the
+    model and tokenizer code and ``tokenizer_config.json`` (a ``__pycache__`` that
+    ``transformers`` may leave is allowed too)."""
+    names = {EXPORT_WEIGHTS, EXPORT_CONFIG, TOKENIZER_CONFIG, "README.md", "__pycache__"}
+    return names | set(HF_FILES) | set(code_files())
 
 
 def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None,
@@ -225,12 +260,15 @@ def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None
         "auto_map": {
             "AutoConfig": "configuration_stoicheia.StoicheiaConfig",
             "AutoModel": "modeling_stoicheia.StoicheiaEncoderModel",
+            "AutoTokenizer": ["tokenization_stoicheia.StoicheiaTokenizer", None],
         },
         "encoder": dataclasses.asdict(model.encoder.cfg),
         "torch_dtype": "float32",
         "stoicheia": info,
     }
     (out / EXPORT_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+    tok_config = json.dumps(tokenizer_config(model), indent=2, ensure_ascii=False)
+    (out / TOKENIZER_CONFIG).write_text(tok_config + "\n", encoding="utf-8")
     (out / "README.md").write_text(model_card(model, info), encoding="utf-8")
 
 
@@ -350,9 +388,14 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "## Use",
         "",
         "```python",
-        "from transformers import AutoModel",
-        "model = AutoModel.from_pretrained(PATH, trust_remote_code=True)",
-        "logits = model(chars)  # chars: (B, T) int64 letter ids, 24 = MASK (input_ids=chars also works); a dict of logits",
+        "from transformers import AutoModel, AutoTokenizer",
+        "tok = AutoTokenizer.from_pretrained(PATH, trust_remote_code=True)",
+        "model = AutoModel.from_pretrained(PATH, trust_remote_code=True).eval()",
+        'batch = tok(["μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος"], return_tensors="pt",',
+        "            return_planes=True)",
+        "logits = model(**batch)  # logits per head: char (B, T, 27), boundary, dia, cap, punct",
+        'tok.batch_decode(logits["char"].argmax(-1), skip_special_tokens=True)  # the letters',
+        "tok.render(logits, batch)  # the text with its lacunae filled in [ ]",
         "```",
         "",
         "With the `stoicheia` package: `stoicheia restore PATH \"TEXT\"` and `stoicheia evaluate PATH --shards DIR`.",
