@@ -15,6 +15,8 @@ Here, instead:
   group; ``kill -INT`` or SLURM's SIGTERM may reach the launcher alone) are passed on to its
   trainers, and the launcher waits for them. Each trainer saves the batch in progress and exits
   130 (SIGINT) or 143 (SIGTERM) (the ``preemption`` plugin); the launcher exits with that status.
+* When one trainer has exited 130 or 143, the launcher waits for the others (they stopped at
+  the same batch) instead of sending them SIGTERM at once.
 * A trainer that ends with one of the run's own statuses
   (:class:`~stoicheia.train.exit_status.ExitCode`: 2, 3, 4, 130, 143) has printed its one line
   already: the launcher does not report it as a crash nor dump the other ranks' logs.
@@ -29,12 +31,18 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 from stoicheia.train.exit_status import ExitCode
 
 #: Statuses with which a trainer ends on purpose, after printing its own line.
 DELIBERATE = frozenset(int(c) for c in ExitCode if c != ExitCode.OK)
+#: Statuses of a trainer stopped by a signal after saving; the other ranks stop at the same batch.
+STOPPED = frozenset((int(ExitCode.INTERRUPTED), int(ExitCode.PREEMPTED)))
+#: Seconds the launcher waits for the other ranks after one exited with a :data:`STOPPED` status,
+#: before Composer's clean-up (SIGTERM, then SIGKILL 30 s later).
+STOP_WAIT = 120.0
 
 
 def forward_signal(signum: int, frame: Any = None) -> None:
@@ -75,6 +83,18 @@ def main(argv: list[str] | None = None) -> int:
             report(global_rank, process)
 
     launcher._print_process_exit_status = print_exit_status  # noqa: SLF001
+    cleanup = launcher._cleanup_processes  # noqa: SLF001
+
+    def cleanup_after_a_stop(processes: dict[int, Any]) -> None:
+        # After a stop signal every rank stops at the same batch and exits 130/143 on its own;
+        # Composer would SIGTERM the ranks not yet exited the moment the first one is.
+        if any(p.poll() in STOPPED for p in processes.values()):
+            deadline = time.monotonic() + STOP_WAIT
+            while time.monotonic() < deadline and any(p.poll() is None for p in processes.values()):
+                time.sleep(0.1)
+        cleanup(processes)
+
+    launcher._cleanup_processes = cleanup_after_a_stop  # noqa: SLF001
     return int(launcher.main())
 
 

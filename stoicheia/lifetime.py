@@ -77,3 +77,16 @@ def die_with_launcher() -> bool:
     if before == 1 or os.getppid() != before:
         os.kill(os.getpid(), signal.SIGTERM)
     return True
+
+
+def ignore_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT from now on: call it when a trainer's run is over, just before
+    the process exits with the run's status.
+
+    A launcher that sees one rank exit sends SIGTERM to the ranks still exiting; Python restores
+    the default action of signals it handled while the interpreter shuts down, so such a
+    SIGTERM would kill a rank that has already saved and replace its status (130, 143, ...)
+    by a death from SIGTERM. Ignored signals stay ignored through the shutdown.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
