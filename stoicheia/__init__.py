@@ -8,14 +8,16 @@ For users of a trained model::
     print(result.restorations[0].text)
 
 :func:`load_model` is :func:`stoicheia.inference.loading.load_model`; :func:`restore` is
-:func:`stoicheia.inference.restore.restore`. Both are imported on first use (they load torch).
+:func:`stoicheia.inference.restore.restore`; :func:`restore_epidoc` (the lacunae of an EpiDoc
+file) is :func:`stoicheia.inference.epidoc_restore.restore_epidoc`. They are imported on first
+use (they load torch).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["load_model", "restore"]
+__all__ = ["load_model", "restore", "restore_epidoc"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +29,8 @@ def __getattr__(name: str) -> Any:
         from stoicheia.inference.restore import restore
 
         return restore
+    if name == "restore_epidoc":
+        from stoicheia.inference.epidoc_restore import restore_epidoc
+
+        return restore_epidoc
     raise AttributeError(f"module 'stoicheia' has no attribute {name!r}")

@@ -1,17 +1,21 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
 
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
-``export`` writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
-``restore`` fills the lacunae of a Greek text.
+``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
+writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
+``restore`` fills the lacunae of a Greek text (or of EpiDoc files, ``--epidoc``); ``serve`` puts a
+restoration page on a local address.
 
 Examples::
 
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
     stoicheia status checkpoints/stoicheia-demo
     stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
+    stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards --out benchmark/stoicheia-demo
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
+    stoicheia serve checkpoints/stoicheia-demo/best.pt        # then open http://127.0.0.1:8000/
 
 Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
 argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
@@ -76,7 +80,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             skip_bad=args.skip_bad,
             workers=args.workers,
             overwrite=args.overwrite,
-            progress=sys.stderr.isatty(),
+            progress=True if sys.stderr.isatty() else "lines",
             epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
             inscription_dev_digits=args.inscription_dev_digit or (),
         )
@@ -88,15 +92,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
         kept = st["records_kept"]
         letters = st["letters"]
         dropped = st["records_dropped"]
+        leiden = st.get("leiden", {})
         print(
             f"{tier}: {st['files']} files, records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
             f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
             f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}, "
+            f"files without a kept record {len(st['files_without_records'])}, "
+            f"Leiden notation repaired {leiden.get('leiden_repaired', 0):,}, "
             f"letter-unigram entropy {st['letter_unigram_entropy_bits']:.3f} bits"
         )
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")
-        leiden = st.get("leiden", {})
         if st.get("real_lacuna_slots") or leiden.get("supplied_letters"):
             slots = st.get("real_lacuna_slots", {})
             print(
@@ -109,8 +115,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(f"  no record kept from {path}")
         if len(without) > 10:
             print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
-        if st["files_not_read"]:
-            print(f"  {len(st['files_not_read'])} files in the directories are not sources and were not read (listed in stats.json)")
+        dangling = [p for p in st["files_not_read"] if os.path.islink(p) and not os.path.exists(p)]
+        for path in dangling:
+            print(f"  dangling link {path} -> {os.readlink(path)} (its target does not exist): not read")
+        others = len(st["files_not_read"]) - len(dangling)
+        if others:
+            print(f"  {others} files in the directories are not sources and were not read (listed in stats.json)")
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):
         print(
@@ -253,6 +263,58 @@ def _add_run_sets(result: dict, model, shard_root: str | None) -> None:
     print("\n".join(eval_lines(model.step or 0, sets, result["unigram_entropy_bits"])))
 
 
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.evaluate import train_ngram
+
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("benchmark", f"--out {problem}")
+    if args.shards and not Path(args.shards).is_dir():
+        return _fail("benchmark", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
+    model = _load(args, "benchmark")
+    data = model.config.get("data", {})
+    shards = args.shards or data.get("shard_root")
+    if not shards or not Path(shards).is_dir():
+        return _fail("benchmark", f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR")
+    ngram = ngram_info = None
+    if args.ngram_order:
+        try:
+            ngram, ngram_info = train_ngram(shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
+            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}")
+        except FileNotFoundError as err:
+            return _fail("benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out")
+    from rich.progress import Progress
+
+    with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+            if done == total:  # a line per protocol and decoder, also where no bar is drawn (a log file)
+                bar.console.print(f"{label}: {total:,} gaps restored")
+
+        try:
+            result = benchmark(
+                model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
+                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
+                progress=progress,
+            )
+        except BenchmarkError as err:
+            return _fail("benchmark", str(err))
+    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": model.config.get("run_name")}
+    if ngram_info:
+        result["ngram"] = ngram_info
+    print("\n".join(format_table(result)))
+    paths = write_outputs(result, args.out)
+    print(f"wrote {', '.join(map(str, paths))}")
+    return 0
+
+
 def _held_out(model, checkpoint: str) -> dict:
     """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
     from stoicheia.inference.run_sets import run_unigram_bits
@@ -329,6 +391,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restore_progress():
+    """A ``progress(done, total)`` callback drawing a rich progress bar on stderr, and a function
+    that removes it; ``(None, None)`` when stderr is not a terminal (pipes and logs stay clean)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("restoring"), BarColumn(), TextColumn("{task.completed}/{task.total} passes"), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("restore", total=1)
+    bar.start()
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     import json
 
@@ -340,36 +421,93 @@ def cmd_restore(args: argparse.Namespace) -> int:
         restore,
     )
 
+    if args.epidoc:
+        return _restore_epidoc(args)
+    if args.out is not None:
+        return _fail("restore", "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out")
+    if args.text is None:
+        return _fail("restore", "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+                     "or --epidoc PATH... --out DIR for EpiDoc files")
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
     if args.beam is not None and args.beam < args.top_k:
         return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    supplements = "repredict" if args.repredict_supplements or args.score_supplements else "keep"
     try:  # the notation first: a typo fails before the model is loaded
-        parse_input(text, supplements="repredict" if args.repredict_supplements else "keep",
-                    unknown_width=args.unknown_width, about_margin=args.about_margin)
+        parse_input(text, supplements=supplements, unknown_width=args.unknown_width, about_margin=args.about_margin)
     except GapTooWideError:
         pass  # said by restore() below, with the limit of the loaded model
     except RestoreError as err:
         return _fail("restore", str(err))
     model = _load(args, "restore")
+    progress, stop = _restore_progress()
     try:
         result = restore(
-            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace,
-            supplements="repredict" if args.repredict_supplements else "keep",
+            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace, supplements=supplements,
             unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
+            alternatives=args.alternatives, score_supplements=args.score_supplements, progress=progress,
         )
     except RestoreError as err:
         return _fail("restore", str(err))
+    finally:
+        if stop is not None:
+            stop()
     if args.json:
-        print(json.dumps({
-            "input": result.input,
-            "restorations": [{"text": r.text, "logprob": r.logprob, "fills": r.fills} for r in result.restorations],
-            "gaps": [vars(g) for g in result.gaps],
-        }, ensure_ascii=False, indent=2))
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         print("\n".join(format_result(result)))
     return 0
+
+
+def _restore_epidoc(args: argparse.Namespace) -> int:
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus)."""
+    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+
+    if args.text is not None:
+        return _fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
+    if args.out is None:
+        return _fail("restore", "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)")
+    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json)):
+        if given:
+            return _fail("restore", f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only")
+    problem = out_dir_problem(args.out)
+    if problem:
+        return _fail("restore", f"--out {problem}")
+    if args.beam is not None and args.beam < args.top_k:
+        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+    try:  # the paths first: a typo fails before the model is loaded
+        epidoc_inputs(args.epidoc, args.out)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    model = _load(args, "restore")
+    try:
+        summary = restore_corpus(model, args.epidoc, args.out, top_k=args.top_k, beam=args.beam,
+                                 unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window)
+    except ValueError as err:
+        return _fail("restore", str(err))
+    except OSError as err:
+        return _fail("restore", f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
+                     "(the files written so far stay; a rerun goes on from there)")
+    print(summary.line())
+    return 0
+
+
+class _IntermixedParser(OneLineParser):
+    """``restore``'s parser: its TEXT is optional (``--epidoc`` replaces it), and argparse
+    would take an optional positional as absent at the first option it meets
+    (``restore CKPT --top-k 3 TEXT``); intermixed parsing reads it wherever it stands."""
+
+    _inner = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._inner:  # parse_known_intermixed_args calls this method itself
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -424,9 +562,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-works", type=int_in(0, meaning=" works"), default=20, help="works shown in the table (all are in the JSON)")
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p = sub.add_parser("benchmark", help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
+                                         "the n-gram beside the model")
     _model_args(p)
-    p.add_argument("text", metavar="TEXT", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--shards", help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
+                                    "its train split trains the n-gram (default: the run's data.shard_root)")
+    p.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.txt (the table) and reliability.png")
+    p.add_argument("--protocols", nargs="+", choices=("hidden", "supplements", "unknown"), default=["hidden", "supplements", "unknown"],
+                   help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]")
+    p.add_argument("--spans-per-text", type=int_in(1, 1000, meaning=" spans (default 3)"), default=3, help="hidden spans per text (default 3)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a seed)"), default=1234, help="seed of the hidden spans (default 1234)")
+    p.add_argument("--max-texts", type=int_in(1, meaning=" texts"), help="only the first texts of the dev set (default all)")
+    p.add_argument("--epidoc-root", help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+                                         "instead of the paths stats.json recorded at conversion")
+    p.add_argument("--unknown-width", type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20,
+                   help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
+    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
+    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.set_defaults(func=cmd_benchmark)
+    p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p.__class__ = _IntermixedParser  # add_parser makes the parent's class
+    _model_args(p)
+    p.add_argument("text", metavar="TEXT", nargs="?", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
+    p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
+    p.add_argument("--out", help="with --epidoc: folder the restored files are written to (files already there are skipped)")
     p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
     p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
@@ -435,7 +594,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--about-margin", type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"), default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
     p.add_argument("--window", type=int_in(0, meaning=" slots (0: no windowing)"),
                    help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the aligned text")
+    p.add_argument("--alternatives", type=int_in(0, 100, meaning=" fills per gap"),
+                   help="each gap's own best fills, with probabilities (default: --top-k; 0: none)")
+    p.add_argument("--score-supplements", action="store_true",
+                   help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading")
+    p.add_argument("--json", action="store_true", help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text")
     p.set_defaults(func=cmd_restore)
     p = sub.add_parser("report", help="a run's curves: writes report.png and report.html into the run folder (or --out FOLDER)")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
@@ -447,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
     p.set_defaults(func=cmd_export, device="cpu")
+    from stoicheia.serve.command import add_serve_parser
+
+    add_serve_parser(sub, _model_args)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands

@@ -521,3 +521,113 @@ def test_uploader_sync_fills_the_store_and_never_uploads_an_incomplete_checkpoin
     assert s3_server.get("r/u/latest-rank0.pt.symlink") == b"r/u/ep0-ba6-rank0.pt"
     assert s3_server.get("r/u/best.pt") == (run / "best.pt").read_bytes()
     assert not list((run / ".upload").iterdir()), "staged links are removed once uploaded"
+
+
+def test_periodic_checkpoints_in_the_store_are_pruned_never_named_or_the_newest_verified(tmp_path, s3_server, monkeypatch):
+    """``train.save_num_checkpoints_to_keep: 2`` with an S3 ``save_folder``: as the run
+    writes checkpoints (the calls Composer's CheckpointSaver makes on the uploader), the store
+    keeps the 2 newest periodic checkpoints, every named one, and the checkpoint its
+    ``latest`` names even when a newer one was incomplete and not uploaded."""
+    from stoicheia.train.loggers.store_uploader import StoreUploader
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    # what an earlier job of the run left in the store
+    for b in (1, 2):
+        s3_server.put(f"r/p/ep0-ba{b}-rank0.pt", _ckpt(b))
+    for name in ("best.pt", "pre_anneal.pt"):
+        s3_server.put(f"r/p/{name}", _ckpt(0))
+    s3_server.put("r/p/notes.txt", b"not a checkpoint: left alone")
+    run = tmp_path / "runs" / "p"
+    run.mkdir(parents=True)
+    up = StoreUploader(f"s3://{BUCKET}/r/p", run, 5, keep=2)
+    up.init(None, None)
+
+    def save(batch: int, data: bytes) -> None:
+        ckpt = run / f"ep0-ba{batch}-rank0.pt"
+        ckpt.write_bytes(data)
+        for old in sorted(run.glob("ep0-ba*-rank0.pt"), key=lambda f: int(f.name.split("-ba")[1].split("-")[0]))[: -max(up.keep, 1)]:
+            old.unlink()  # Composer's local rotation (save_num_checkpoints_to_keep)
+        up.upload_file(None, f"r/p/{ckpt.name}", ckpt, overwrite=True)
+        link = run / "latest.symlink.txt"
+        link.write_text(f"r/p/{ckpt.name}")
+        up.upload_file(None, "r/p/latest-rank0.pt.symlink", link, overwrite=True)
+
+    def periodic() -> list[str]:
+        return sorted((n.split("/")[-1] for n in s3_server.keys("r/p/") if "-ba" in n), key=lambda n: int(n.split("-ba")[1].split("-")[0]))
+
+    for b in (3, 4, 5):
+        save(b, _ckpt(b))
+    (run / "final.pt").write_bytes(_ckpt(5))
+    up.upload_file(None, "r/p/final.pt", run / "final.pt", overwrite=True)
+    save(6, _ckpt(6)[:500])  # a truncated checkpoint: not uploaded, latest stays at ba5
+    up.post_close()
+    assert periodic() == ["ep0-ba4-rank0.pt", "ep0-ba5-rank0.pt"]
+    names = {k.split("/")[-1] for k in s3_server.keys("r/p/")}
+    assert {"best.pt", "pre_anneal.pt", "final.pt", "notes.txt", "latest-rank0.pt.symlink"} <= names
+    assert s3_server.get("r/p/latest-rank0.pt.symlink") == b"r/p/ep0-ba5-rank0.pt"
+
+    # keep 0: only the newest verified checkpoint (latest's) stays; -1 (the default) keeps all
+    up = StoreUploader(f"s3://{BUCKET}/r/p", run, 5, keep=0)
+    up.init(None, None)
+    save(7, _ckpt(7))
+    up.post_close()
+    assert periodic() == ["ep0-ba7-rank0.pt"]
+    up = StoreUploader(f"s3://{BUCKET}/r/p", run, 5)
+    up.init(None, None)
+    save(8, _ckpt(8))
+    up.post_close()
+    assert periodic() == ["ep0-ba7-rank0.pt", "ep0-ba8-rank0.pt"]
+
+
+def test_checkpoints_to_prune_rules():
+    from stoicheia.train.object_store import checkpoints_to_prune
+
+    names = ["ep0-ba100-rank0.pt", "ep0-ba20-rank0.pt", "ep1-ba300-rank0.pt", "best.pt", "final.pt", "pre_anneal.pt",
+             "latest-rank0.pt.symlink", "metrics.jsonl", "ep0-ba200-rank0.pt"]
+    assert checkpoints_to_prune(names, 2, "ep1-ba300-rank0.pt") == ["ep0-ba20-rank0.pt", "ep0-ba100-rank0.pt"]
+    # latest older than the newest (a newer upload was refused): latest is kept beside the 2 newest
+    assert checkpoints_to_prune(names, 2, "ep0-ba20-rank0.pt") == ["ep0-ba100-rank0.pt"]
+    assert checkpoints_to_prune(names, 0, "ep0-ba200-rank0.pt") == ["ep0-ba20-rank0.pt", "ep0-ba100-rank0.pt", "ep1-ba300-rank0.pt"]
+    assert checkpoints_to_prune(names, -1, None) == []
+
+
+def test_anneal_phases_do_not_download_the_shards_again(small_shards, tmp_path, s3_server, monkeypatch):
+    """With ``data.remote``, each anneal phase has its own cache folder (streaming refuses two
+    live datasets with a remote on one folder); the shards an earlier phase downloaded are
+    linked into it, so a phase fetches from the store only what no phase has fetched yet
+    (counted in the S3 server's request log)."""
+    from streaming import StreamingDataset
+
+    from stoicheia.data.stream import TierMixFactory
+    from stoicheia.noise import NoiseConfig
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    s3_server.upload_folder(small_shards, "shards/small")
+    cache = tmp_path / "cache"
+    factory = TierMixFactory(None, seq_len=128, noise=NoiseConfig(), noise_seed=5, records_per_batch=4,
+                             remote=f"s3://{BUCKET}/shards/small", local_cache=cache)
+    log_file = s3_server.log_dir / f"moto-{s3_server.port}-0.log"
+
+    def shard_gets(tier: str) -> int:
+        return sum(1 for line in log_file.read_text().splitlines() if f'"GET /{BUCKET}/shards/small/{tier}/train/shard.' in line)
+
+    def read_all(ds) -> int:
+        for k in range(ds.num_samples):  # every shard is downloaded
+            StreamingDataset.get_item(ds, k)
+        return ds.num_samples
+
+    stable = factory.build({"gold": 1.0, "silver": 1.0}, 0)
+    read_all(stable)
+    gold, silver = shard_gets("gold"), shard_gets("silver")
+    assert gold >= 1 and silver >= 1
+    phase1 = factory.build({"gold": 1.0}, 1)
+    assert read_all(phase1) > 0
+    phase2 = factory.build({"gold": 1.0, "silver": 0.5}, 2)
+    assert read_all(phase2) > 0
+    assert (shard_gets("gold"), shard_gets("silver")) == (gold, silver), "a phase downloaded shards again"
+    for phase, tier in ((1, "gold"), (2, "gold"), (2, "silver")):
+        files = [f for f in (cache / f"_phase{phase}" / tier / "train").iterdir() if ".mds" in f.name]
+        assert files and all(f.stat().st_nlink >= 2 for f in files), (phase, tier)
+    del stable, phase1, phase2

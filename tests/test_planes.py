@@ -356,8 +356,11 @@ def test_several_marks_keep_the_strongest():
     assert p.punct[4] == 4 and c == {"punctuation_extra": 1, "space": 1}
     p, c = text_to_planes("λόγος;. καί")
     assert p.punct[4] == 5
+    # issue 14: a run of dots is an omission (a word boundary), not three full stops
     p, c = text_to_planes("λόγος... καί")
-    assert p.punct[4] == 4 and c == {"punctuation_extra": 2, "space": 1}
+    assert p.punct[4] == 0 and p.boundary[4] == 1 and c == {"omission": 1, "space": 1}
+    p, c = text_to_planes("λόγος.;. καί")  # stops apart from each other stay marks
+    assert p.punct[4] == 5 and c == {"punctuation_extra": 2, "space": 1}
     p, c = text_to_planes("λόγος »· καί")  # attaches across a quote and a space
     assert p.punct[4] == 2 and c == {"punctuation_other": 1, "space": 2}
     p, c = text_to_planes(". λόγος")  # nothing before the mark
@@ -569,7 +572,8 @@ def test_round_trip_real_ud_treebanks(name):
             assert q == r.planes, s
             total.update(r.dropped)
     # only separators are dropped from UD text (no digits/Latin/unknown marks)
-    assert set(total) <= {"space", "elision", "punctuation_extra", "punctuation_other"}
+    # (issue 14: a run of dots is an omission, a separator of its own)
+    assert set(total) <= {"space", "elision", "punctuation_extra", "punctuation_other", "omission"}
     if "proiel" in name:
         assert total["punctuation_extra"] == 0
 

@@ -51,10 +51,17 @@ def write_evals(folder: Path, step: int, gold: float, silver: float, t: float | 
     )
 
 
+def save_checkpoint(path: Path, batch: int = 0) -> None:
+    """A small complete torch zip checkpoint shaped like Composer's (``state.model``)."""
+    import torch
+
+    torch.save({"state": {"model": {"w": torch.full((4, 4), float(batch))}, "timestamp": {"batch": batch}}}, path)
+
+
 def write_checkpoint(folder: Path, batch: int) -> str:
     """A Composer checkpoint file and the ``latest-rank0.pt`` link to it."""
     name = f"ep0-ba{batch}-rank0.pt"
-    (folder / name).write_bytes(b"not a real checkpoint")
+    save_checkpoint(folder / name, batch)
     link = folder / "latest-rank0.pt"
     if link.is_symlink():
         link.unlink()
@@ -64,7 +71,7 @@ def write_checkpoint(folder: Path, batch: int) -> str:
 
 def write_best(folder: Path, step: int, value: float) -> dict:
     """``best.pt`` and ``best.json`` as :class:`BestCheckpoint` writes them."""
-    (folder / "best.pt").write_bytes(b"best")
+    save_checkpoint(folder / "best.pt", step)
     best = {"step": step, "metric": "gold/bits_per_char", "value": value, "file": "best.pt", "time": T0 + step}
     run_files.write_json(folder, run_files.BEST, best)
     return best
@@ -72,7 +79,8 @@ def write_best(folder: Path, step: int, value: float) -> dict:
 
 def write_complete(folder: Path, step: int, reason: str, best: dict | None) -> None:
     """``final.pt`` and ``complete.json`` as :meth:`AnnealControl.write_completion` writes them."""
-    (folder / "final.pt").write_bytes(b"final")
+    folder.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(folder / "final.pt", step)
     run_files.write_json(
         folder,
         run_files.COMPLETE,
@@ -307,3 +315,87 @@ def test_unreadable_jsonl_lines_are_skipped_and_reported(tmp_path):
     finally:
         logger.removeHandler(handler)
     assert any("3 unreadable line(s) skipped (lines 2, 4, 5" in m for m in seen), seen
+
+
+# --- the checkpoint status recommends is checked -------------------------------------------
+
+
+def test_missing_best_pt_is_reported_with_the_checkpoint_to_use(tmp_path: Path, capsys) -> None:
+    folder = running_run(tmp_path)
+    (folder / "best.pt").unlink()  # best.json still names it (deleted by hand, a failed copy)
+    facts = run_status(folder)
+    assert facts["problems"] == ["best.pt is missing"]
+    assert facts["use"] == str(folder / "ep0-ba400-rank0.pt")
+    assert facts["use_why"] == "the newest complete checkpoint, instead of best.pt (the best evaluation so far)"
+    lines = status_lines(folder, capsys)
+    assert "warning: best.pt is missing" in lines
+    assert f"use: {folder / 'ep0-ba400-rank0.pt'} (the newest complete checkpoint, instead of best.pt (the best evaluation so far))" in lines
+
+
+def test_truncated_best_pt_is_reported(tmp_path: Path) -> None:
+    folder = complete_run(tmp_path, "anneal_done")
+    data = (folder / "best.pt").read_bytes()
+    (folder / "best.pt").write_bytes(data[: len(data) // 2])  # a copy cut short (disk full, a kill)
+    facts = run_status(folder)
+    assert len(facts["problems"]) == 1 and facts["problems"][0].startswith("best.pt is truncated or not a checkpoint")
+    # the newest complete periodic checkpoint of the run (final.pt is the same step, named)
+    assert facts["use"] == str(folder / "ep0-ba740-rank0.pt")
+    assert "instead of best.pt" in facts["use_why"]
+
+
+def test_dangling_latest_is_reported_and_an_older_checkpoint_used(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "run"
+    write_metrics(folder, range(1, 301))
+    write_checkpoint(folder, 100)
+    write_checkpoint(folder, 200)
+    (folder / "ep0-ba200-rank0.pt").unlink()  # removed by hand or by a cleanup script; the link stays
+    facts = run_status(folder)
+    assert facts["latest_checkpoint"] == "ep0-ba200-rank0.pt"
+    assert facts["problems"] == ["latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"]
+    assert facts["use"] == str(folder / "ep0-ba100-rank0.pt")
+    assert facts["use_why"] == "the newest complete checkpoint, instead of the latest (ep0-ba200-rank0.pt)"
+    lines = status_lines(folder, capsys)
+    assert "warning: latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing" in lines
+
+
+def test_latest_pointing_at_an_incomplete_file_and_nothing_else(tmp_path: Path) -> None:
+    import zipfile
+
+    folder = tmp_path / "run"
+    write_metrics(folder, range(1, 101))
+    write_checkpoint(folder, 100)
+    path = folder / "ep0-ba100-rank0.pt"
+    with zipfile.ZipFile(path) as zf:  # the zip without one tensor record (a kill during the write)
+        members = {i.filename: zf.read(i) for i in zf.infolist() if "/data/" not in i.filename}
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, blob in members.items():
+            zf.writestr(name, blob)
+    facts = run_status(folder)
+    assert facts["problems"] == ["latest-rank0.pt points at ep0-ba100-rank0.pt: ep0-ba100-rank0.pt is incomplete (lacks data/0; it cannot be loaded)"]
+    assert facts["use"] is None and facts["use_why"] == "no complete checkpoint in the folder, instead of the latest (ep0-ba100-rank0.pt)"
+
+
+def test_complete_run_whose_final_pt_is_gone(tmp_path: Path) -> None:
+    folder = tmp_path / "nobest"
+    write_metrics(folder, range(1, 11))
+    write_complete(folder, 10, "anneal_done", None)
+    write_checkpoint(folder, 10)
+    (folder / "final.pt").unlink()
+    facts = run_status(folder)
+    assert facts["problems"] == ["final.pt is missing"]
+    assert facts["use"] == str(folder / "ep0-ba10-rank0.pt")
+
+
+def test_checking_a_checkpoint_does_not_import_torch(tmp_path: Path) -> None:
+    """status verifies what it recommends; that must not cost a torch import (seconds)."""
+    import subprocess
+    import sys
+
+    save_checkpoint(tmp_path / "best.pt", 7)
+    code = (
+        "import sys; from stoicheia.train.checkpoints import missing_records; "
+        f"assert missing_records({str(tmp_path / 'best.pt')!r}) == []; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -10,6 +10,7 @@ checkpoints compare. In training, a DistributedSampler deals the batches out to 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,18 @@ from stoicheia.data.shards import split_at_words
 from stoicheia.noise import Noised, mask_spans, reference_noise
 from stoicheia.text.alphabet import IGNORE_INDEX
 
-__all__ = ["build_eval_batches", "pad_eval_batches", "MaskedWord", "choose_masked_words", "build_word_batches"]
+__all__ = ["build_eval_batches", "pad_eval_batches", "MaskedWord", "choose_masked_words", "build_word_batches", "record_key"]
+
+
+def record_key(record_id: str) -> int:
+    """A record's own noise key: the first 8 bytes of BLAKE2b of its id, as an unsigned int.
+
+    Seeding a record's noise with ``(seed, record_key(id))`` instead of its position in a
+    list makes the noise of a record, and so the figures of any group of records, the same
+    whichever other records are evaluated beside it. Stable across runs, machines and
+    Python's hash seed.
+    """
+    return int.from_bytes(hashlib.blake2b(record_id.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def build_eval_batches(
@@ -110,11 +122,12 @@ def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_
 
 
 def build_word_batches(
-    records: list[Any], seq_len: int, rows: int, rate: float, seed: int, gap: int = 8
+    records: list[Any], seq_len: int, rows: int, rate: float, seed: int, gap: int = 8, keys: list[int] | None = None
 ) -> tuple[list[dict[str, torch.Tensor]], list[MaskedWord]]:
     """Batches for the masked-word restoration evaluation: in each record (cut into parts of
     at most ``seq_len`` letters at word starts) whole words chosen by
-    :func:`choose_masked_words` (record k seeded by ``(seed, k)``) become known-width lacunae
+    :func:`choose_masked_words` (record k seeded by ``(seed, keys[k])``, ``keys`` defaulting
+    to ``0, 1, ...``; see :func:`record_key`) become known-width lacunae
     (:func:`stoicheia.noise.mask_spans`: MASK slots, every aux channel UNKNOWN). One part per
     row (no packing, so a word's slots are found by row and offset); parts are sorted by length
     and each batch is only as wide as its longest part.
@@ -124,7 +137,7 @@ def build_word_batches(
     """
     parts: list[tuple[int, Any, list[tuple[int, int]]]] = []
     for k, planes in enumerate(records):
-        rng = np.random.default_rng([seed, k])
+        rng = np.random.default_rng([seed, k if keys is None else keys[k]])
         spans = choose_masked_words(planes, rng, rate, gap=gap)
         offset = 0
         for part in split_at_words(planes, seq_len):

@@ -25,6 +25,8 @@ import json
 import multiprocessing
 import re
 import shutil
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +51,8 @@ COLUMNS = {
     **{name: "bytes" for name in PLANES},
 }
 SPLITS = ("train", "val")
+#: Seconds between the plain progress lines of a conversion that is not on a terminal.
+PROGRESS_EVERY = 30.0
 INSCRIPTION_DEV = "inscription_dev"  # the split folder of the inscription dev set
 # An inscription's number is the run of digits of its EpiDoc file name: ISic000154.xml -> 154.
 _INSCRIPTION_FILE = re.compile(r"[A-Za-z]+(\d+)\.xml")
@@ -250,7 +254,7 @@ def convert(
     skip_bad: bool = False,
     workers: int = 1,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: bool | str = True,
     epidoc: EpiDocOptions | None = None,
     inscription_dev_digits: Iterable[int] = (),
 ) -> dict:
@@ -268,6 +272,8 @@ def convert(
         skip_bad: if False, the first unreadable file stops the conversion with its error;
             if True, it is skipped, and ``stats.json`` names it with the reason.
         workers: processes that read and normalise files in parallel (output order is fixed).
+        progress: ``True``: a progress bar (files, records, ETA) on stderr; ``"lines"``: a
+            plain progress line every 30 s (not a terminal); ``False``: none.
         epidoc: options of the EpiDoc reader (``supplied_lost``, ``expansions``, ``choice``);
             recorded in ``stats.json``.
         inscription_dev_digits: EpiDoc inscriptions whose number ends in one of these digits
@@ -460,23 +466,52 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
                 )
 
 
-def _map_files(jobs: list[tuple], workers: int, progress: bool, tier: str) -> Iterator[_FileResult]:
-    from rich.progress import Progress
+def _map_files(jobs: list[tuple], workers: int, progress: bool | str, tier: str) -> Iterator[_FileResult]:
+    """The results of :func:`_convert_file` for ``jobs``, in order, with a progress display:
+    ``progress=True`` (a terminal) a rich bar with files done of all, records read, time
+    spent and left; ``"lines"`` one plain line on stderr every :data:`PROGRESS_EVERY` seconds
+    (so that a batch job's log is not silent for minutes); ``False`` nothing."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"converting {tier}", total=len(jobs))
+    columns = (
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+        TextColumn("{task.fields[records]:,} records"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+    )
+    records = 0
+    t0 = last = time.monotonic()
+    with Progress(*columns, disable=progress is not True, transient=True) as bar:
+        task = bar.add_task(f"converting {tier}", total=len(jobs), records=0)
+
+        def step(res: _FileResult, done: int) -> None:
+            nonlocal records, last
+            records += len(res.records)
+            bar.update(task, advance=1, records=records)
+            now = time.monotonic()
+            if progress == "lines" and now - last >= PROGRESS_EVERY and done < len(jobs):
+                left = (now - t0) / done * (len(jobs) - done)
+                print(f"convert: {tier} {done}/{len(jobs)} files, {records:,} records, ETA {left / 60:.0f} min", file=sys.stderr, flush=True)
+                last = now
+
         if workers <= 1:
-            for job in jobs:
-                yield _convert_file(job)
-                bar.advance(task)
+            for k, job in enumerate(jobs, 1):
+                res = _convert_file(job)
+                yield res
+                step(res, k)
             return
         ctx = multiprocessing.get_context("spawn")
         with ctx.Pool(workers) as pool:
             # Largest files first would balance better, but the output order must not depend
             # on timing: imap keeps the input order.
-            for res in pool.imap(_convert_file, jobs, chunksize=1):
+            for k, res in enumerate(pool.imap(_convert_file, jobs, chunksize=1), 1):
                 yield res
-                bar.advance(task)
+                step(res, k)
 
 
 def read_stats(shard_root: Path) -> dict:

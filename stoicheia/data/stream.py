@@ -13,6 +13,7 @@ The data position (which record, piece and slot comes next) is not kept here: th
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import uuid
 from collections.abc import Iterator, Mapping
@@ -28,6 +29,8 @@ from stoicheia.data.shard_index import check_local_split
 from stoicheia.data.shards import decode_planes, split_at_words
 from stoicheia.data.shm import retry_prefix_race, stop_prefix_probe_leak
 from stoicheia.noise import NoiseConfig, Noised, noise_record
+
+log = logging.getLogger(__name__)
 
 stop_prefix_probe_leak()
 
@@ -228,6 +231,43 @@ class NoisedRecordStream(StreamingDataset):
         )
 
 
+def reuse_downloaded_shards(local_cache: Path, phase: int, tiers: list[str], split: str = "train") -> int:
+    """Hard-link the shard files already downloaded for other phases of the run into the
+    cache folder of anneal ``phase`` (``local_cache/_phase{phase}/TIER/SPLIT``), so that its
+    dataset finds them on disk and downloads only what no phase has fetched yet.
+
+    Each phase needs a folder of its own (streaming refuses two live datasets with a remote on
+    one local folder), and without this every phase downloaded every shard of its mix again.
+    Only complete files are linked: streaming and boto3 write under a temporary name and
+    rename. A hard link costs no disk; where one cannot be made (another file system), the
+    file is left to be downloaded. Safe when several ranks of a node call it at once.
+    Returns the number of files linked.
+    """
+    linked = 0
+    for tier in tiers:
+        target = local_cache / f"_phase{phase}" / tier / split
+        sources = [local_cache / tier / split, *sorted(local_cache.glob(f"_phase*/{tier}/{split}"))]
+        for src in sources:
+            if src == target or not src.is_dir():
+                continue
+            for f in src.iterdir():
+                if not f.is_file() or f.name.endswith(".tmp") or not (f.name == "index.json" or ".mds" in f.name):
+                    continue
+                if (target / f.name).exists():
+                    continue
+                target.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(f, target / f.name)
+                    linked += 1
+                except FileExistsError:
+                    continue  # another rank of the node linked it meanwhile
+                except OSError:
+                    continue  # no hard links here: streaming downloads it
+    if linked:
+        log.info("[data] anneal phase %d: %d shard files already downloaded are reused from %s", phase, linked, local_cache)
+    return linked
+
+
 @dataclass
 class TierMixFactory:
     """Builds the :class:`NoisedRecordStream` of a tier mix: everything but the weights is
@@ -251,6 +291,8 @@ class TierMixFactory:
         if cache is not None and phase > 0:
             # streaming refuses two live datasets on one local folder with a remote
             cache = Path(cache) / f"_phase{phase}"
+            if self.remote is not None:
+                reuse_downloaded_shards(Path(self.local_cache), phase, [t for t, w in weights.items() if w > 0])
         return make_streams(self.shard_root, weights, "train", self.remote, cache)
 
     def check(self, weights: Mapping[str, float]) -> None:

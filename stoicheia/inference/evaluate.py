@@ -15,9 +15,12 @@ Two passes over the records:
    letter-unigram entropy of the training mix (what ``bits_per_char`` must beat; the caller
    adds it as ``unigram_entropy_bits``, :func:`stoicheia.inference.run_sets.run_unigram_bits`).
 
-Records are grouped by work (and tier): each work's records are noised with the seeds they
-have in the full list, and packed among themselves, so a group's figures do not depend on
-which other works are evaluated.
+Every record is noised from a seed of its own identity (``(seed, record_key(id))``, a hash
+of the record id, :func:`stoicheia.data.eval_batches.record_key`), and each work's records are
+packed among themselves, so a group's figures do not depend on which other records or groups
+are evaluated beside it. A figure with nothing to score in a group (no supervised slot of
+its kind, no masked word; boundary F1 with no word end in the targets or the predictions) is
+``nan`` in the result and "-" in the table, never 0 or 1.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from stoicheia.data.eval_batches import build_eval_batches, build_word_batches
+from stoicheia.data.eval_batches import build_eval_batches, build_word_batches, record_key
 from stoicheia.data.eval_sets import EvalRecord, read_split_records
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.ngram import LetterNgram, ids_to_letters
@@ -53,7 +56,7 @@ class EvalOptions:
     """Settings of :func:`evaluate`.
 
     ``seq_len``: row length in slots; ``rows``: rows per forward pass; ``t``: reference masking
-    rate; ``seed``: noise seed (record k seeded by ``(seed, k)``); ``word_rate``: probability
+    rate; ``seed``: noise seed (a record seeded by ``(seed, record_key(record id))``); ``word_rate``: probability
     that a word of >= 2 letters is masked in the word pass (at least ``word_gap`` known
     letters between masked words); ``top_k``: the wider of the two exact-match ranks (5).
     """
@@ -105,6 +108,16 @@ def _iter_split(root: Path, tier: str):
         yield EvalRecord(decode_planes(s), tier, str(s["work"]), str(s["id"]))
 
 
+def _scored(metric: Any) -> bool:
+    """True if ``metric`` saw something to score: a supervised slot (``count``), and for
+    boundary F1 a word end in the targets or the predictions (F1 is undefined otherwise;
+    torchmetrics' 0 would read as "every boundary missed")."""
+    if hasattr(metric, "tp"):
+        return int(2 * metric.tp + metric.fp + metric.fn) > 0
+    count = getattr(metric, "count", None)
+    return count is None or int(count.sum()) > 0
+
+
 def _groups(rec: EvalRecord) -> tuple[str, str, str]:
     return "all", f"tier {rec.tier}", f"work {rec.tier}/{rec.work}"
 
@@ -121,7 +134,9 @@ def evaluate(
     Returns ``{"groups": {name: {metric: value, "records": n, "letters": n, "masked_letters": n,
     "words": n}}, "options": ..., "ngram_order": ... (if ``ngram``)}``; group names are
     ``all``, ``tier T`` and ``work T/W``. Metric values are floats (``nan`` where nothing was
-    scored, e.g. dia accuracy on a source without accents). Raises ``ValueError`` for no records.
+    scored, e.g. dia accuracy on a source without accents, boundary F1 with no word end).
+    Each record is noised by its own id (:func:`record_key`), so a group's values do not
+    depend on the other records given. Raises ``ValueError`` for no records.
     """
     if not records:
         raise ValueError("evaluate: no records to evaluate")
@@ -139,7 +154,8 @@ def evaluate(
     say(f"reference noise (t = {opt.t}) on {len(records)} records in {len(by_work)} works")
     for ks in by_work.values():
         names = _groups(records[ks[0]])
-        batches = build_eval_batches([records[k].planes for k in ks], opt.seq_len, opt.rows, opt.t, opt.seed, keys=ks)
+        keys = [record_key(records[k].id) for k in ks]
+        batches = build_eval_batches([records[k].planes for k in ks], opt.seq_len, opt.rows, opt.t, opt.seed, keys=keys)
         for batch in batches:
             out = model(batch)
             out = {h: v.cpu() for h, v in out.items()}
@@ -150,7 +166,9 @@ def evaluate(
 
     say(f"masked words (rate {opt.word_rate}): model" + (f" and {ngram.order}-gram" if ngram else ""))
     hits: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    batches, words = build_word_batches([r.planes for r in records], opt.seq_len, opt.rows, opt.word_rate, opt.seed, opt.word_gap)
+    batches, words = build_word_batches(
+        [r.planes for r in records], opt.seq_len, opt.rows, opt.word_rate, opt.seed, opt.word_gap, keys=[record_key(r.id) for r in records]
+    )
     by_batch: dict[int, list[Any]] = defaultdict(list)
     for w in words:
         by_batch[w.batch].append(w)
@@ -182,7 +200,7 @@ def evaluate(
     for g in order:
         row: dict[str, Any] = dict(counts[g])
         for name, m in metrics[g].items():
-            row[name] = float(m.compute())
+            row[name] = float(m.compute()) if _scored(m) else math.nan
         n = counts[g].get("words", 0)
         for key in WORD_METRICS:
             if key.startswith("ngram") and ngram is None:

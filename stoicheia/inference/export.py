@@ -51,8 +51,12 @@ CORPUS_LICENCES = {
     "perseus": "Perseus Digital Library Greek texts (Tufts University; via cltk/greek_text_perseus): CC BY-SA 3.0 US",
     "ud:grc_perseus": "UD Ancient Greek-Perseus treebank: CC BY-NC-SA 2.5",
     "ud:grc_proiel": "UD Ancient Greek-PROIEL treebank: CC BY-NC-SA 3.0",
-    "isicily": "I.Sicily inscriptions (J. Prag et al.): CC BY 4.0",
+    "isicily": "I.Sicily inscriptions (J. Prag et al., http://sicily.classics.ox.ac.uk): CC BY 4.0",
 }
+#: The EpiDoc reader's records all have the source ``epidoc``; the collection is told by the
+#: file name (the record's work): I.Sicily names its files ``ISic000001.xml``. A match makes
+#: the source ``epidoc:COLLECTION``, looked up in :data:`CORPUS_LICENCES`.
+EPIDOC_COLLECTIONS = {"isicily": re.compile(r"(?:^|/)ISic\d{6}\.xml$")}
 
 _ABSOLUTE = re.compile(r"^(\s*)from stoicheia\.(?:model|text)\.(\w+) import", re.MULTILINE)
 _PACKAGE = re.compile(
@@ -314,26 +318,51 @@ def describe_training_data(run_config: dict[str, Any], shard_root: Path | None =
     out["val_works"] = stats.get("val_works", [])
     out["val_fraction"] = stats.get("val_fraction")
     sources = _sources(root)
+    trained = trained_tiers(run_config)
+    if trained is not None:  # a tier of weight 0 in every phase trained nothing
+        sources = {t: srcs for t, srcs in sources.items() if t in trained}
     out["sources"] = sources
-    out["licences"] = sorted({lic for srcs in sources.values() for s in srcs for p, lic in CORPUS_LICENCES.items() if s == p or s.startswith(p)})
-    unknown = sorted({s for srcs in sources.values() for s in srcs if not any(s == p or s.startswith(p) for p in CORPUS_LICENCES)})
+    out["licences"] = sorted({lic for srcs in sources.values() for s in srcs if (lic := source_licence(s))})
+    unknown = sorted({s for srcs in sources.values() for s in srcs if source_licence(s) is None})
     if unknown:
         out["licences_unknown"] = unknown
     return out
 
 
+def source_licence(source: str) -> str | None:
+    """The licence of a record source as :func:`_sources` names it (``perseus``,
+    ``ud:grc_proiel``, ``epidoc:isicily``, ...), from :data:`CORPUS_LICENCES`; ``None`` if unknown."""
+    name = source.split(":", 1)[1] if source.startswith("epidoc:") else source
+    for prefix, lic in CORPUS_LICENCES.items():
+        if name == prefix or name.startswith(prefix):
+            return lic
+    return None
+
+
+def _source_name(source: str, work: str) -> str:
+    if source == "epidoc":
+        for collection, pattern in EPIDOC_COLLECTIONS.items():
+            if pattern.search(work):
+                return f"epidoc:{collection}"
+    return source
+
+
 def _sources(root: Path) -> dict[str, list[str]]:
-    """Distinct ``source`` values of every record of every tier and split (reads the shards)."""
+    """Distinct sources of every record of every tier and split (reads the shards): the
+    record's ``source``, for EpiDoc records with the collection its work names
+    (:data:`EPIDOC_COLLECTIONS`), e.g. ``epidoc:isicily``."""
     from stoicheia.data.eval_sets import local_val_dataset
+    from stoicheia.data.shards import index_samples
 
     found: dict[str, set[str]] = {}
     for tier_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         for split in ("train", "val"):
-            if not (tier_dir / split / "index.json").exists():
-                continue
+            if not (tier_dir / split / "index.json").exists() or index_samples(tier_dir / split) == 0:
+                continue  # streaming refuses an empty split (convert --val-fraction 0)
             ds = local_val_dataset(str((tier_dir / split).resolve()))
             for i in range(ds.num_samples):
-                found.setdefault(tier_dir.name, set()).add(str(ds.get_item(i)["source"]))
+                item = ds.get_item(i)
+                found.setdefault(tier_dir.name, set()).add(_source_name(str(item["source"]), str(item["work"])))
     return {t: sorted(s) for t, s in found.items()}
 
 

@@ -91,8 +91,8 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
     A file is taken as given (an unknown suffix is reported by :func:`read_source`). A
     directory is searched recursively for files with a suffix in :data:`READERS`; its other
     files, hidden entries and licence/readme files (``LICENSE-perseus-treebank.txt`` is not
-    Greek text although it ends in ``.txt``) are not read and, if
-    ``skipped`` is a list, are appended to it so that the caller can report them (a
+    Greek text although it ends in ``.txt``) and links whose target does not exist are not
+    read and, if ``skipped`` is a list, are appended to it so that the caller can report them (a
     directory without source files gives no path: the caller decides whether that is an
     error). Raises :class:`SourceError` for a path that does not exist or a file name that is
     not valid UTF-8.
@@ -104,6 +104,8 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
         elif p.is_dir():
             for f in sorted(p.rglob("*")):
                 if not f.is_file():
+                    if f.is_symlink() and skipped is not None:
+                        skipped.append(f)  # a dangling link: listed, never silently passed over
                     continue
                 rel_parts = f.relative_to(p).parts
                 if (f.suffix.lower() in READERS and not _NOT_SOURCE.match(f.name)

@@ -64,8 +64,8 @@ def read_conllu(
 
     ``path``: the ``.conllu`` file; ``root``: the directory ids are relative to (``None``: the
     file name). Raises :class:`SourceError` (file, line, fix) for bytes that are not UTF-8,
-    a sentence without ``# text``, an empty ``# text``, or a block the ``conllu`` package
-    cannot parse.
+    a token line that is not 10 tab-separated columns, a sentence without ``# text``, an
+    empty ``# text``, or a block the ``conllu`` package cannot parse.
     """
     path = Path(path)
     file = str(path)
@@ -77,6 +77,7 @@ def read_conllu(
     docs: list[tuple[str, str, int, list[str]]] = []  # (name, work, line, sentences)
     current_newdoc: str | None = None
     for start, block in _blocks(read_utf8_lines(path)):
+        _check_columns(file, start, block)
         try:
             sentence = conllu_lib.parse("".join(block))
         except Exception as e:  # conllu raises ParseException and plain ValueErrors
@@ -122,6 +123,22 @@ def read_conllu(
             id=f"{rel}#{key}", text=text, source=f"ud:{treebank}",
             work=f"{rel}#{_slug(work)}", file=file, line=line, known=known,
         )
+
+
+def _check_columns(file: str, start: int, block: list[str]) -> None:
+    """Refuse a token line that is not 10 tab-separated columns (CoNLL-X, a word/tag list
+    or a spreadsheet saved as ``.conllu``): the ``conllu`` package reads 2 to 9 columns
+    without complaint, and the ``# text`` beside them would be taken as a UD sentence."""
+    for k, line in enumerate(block):
+        if line.startswith("#"):
+            continue
+        n = len(line.rstrip("\r\n").split("\t"))
+        if n != 10:
+            raise SourceError(
+                file, start + k, f"token line has {n} tab-separated column{'s' if n != 1 else ''}, CoNLL-U has 10",
+                "give a CoNLL-U file (10 columns per token line, see universaldependencies.org/format.html), "
+                "or the text as .txt",
+            )
 
 
 def _blocks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:

@@ -52,8 +52,19 @@ evidence="previouseditor">``
                                   ``choice="original"``), ``<corr>`` (or ``<sic>``),
                                   ``<expan>`` (or ``<abbr>``); never both
 ``<lb/>`` / ``<lb break="no"/>``  a word break / nothing (the word goes on; the layout
-                                  whitespace around it is ignored)
+                                  whitespace around it is ignored); a hyphen typed before an
+                                  ``<lb/>`` after a letter (``χρη-<lb/>στέ``) divides a word:
+                                  removed, the word goes on (counted ``hyphen_joined``)
 ``<g>``                           no letter; a word break, except inside a ``<w>``
+``<g type="apostrophe"/>``        papyri.info's scribal apostrophe (also ``ref="#apostrophe"``):
+                                  between two letters (``Ἀπολ<g type="apostrophe"/>λωνίου``)
+                                  no letter and no word break (``apostrophe_in_word``);
+                                  elsewhere the apostrophe U+2019 (elision after a letter)
+``<app>``                         the ``<lem>`` (else the first ``<rdg>``); the other readings
+                                  left out, counted ``reading_left_out:<tag>``
+``<supplied reason="lost">``      dashes typed as the supplement (``— —``, a legacy I.Sicily
+with dashes                       encoding): ``[---]``, a lacuna of unknown width (counted
+                                  ``supplied_dashes_lacuna``)
 ``<space>``                       a word break (an uninscribed space)
 ``<num>``, ``<w>``, ``<name>``,   their text (the elements of ``_TEXT_ELEMENTS``: also
 ``<persName>``, ...               ``<placeName>``, ``<roleName>``, ``<hi>``, ``<seg>``,
@@ -120,7 +131,17 @@ _TEXT_ELEMENTS = frozenset({
 })
 _WHOLE = re.compile(r"[0-9]+")
 _SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
+#: dashes typed inside <supplied reason="lost"> ("— —", a legacy I.Sicily encoding of a
+#: lacuna of unknown width): spaces between the dashes belong to the run
+_DASHES_IN_SQUARE = re.compile("([\\-\u2010-\u2015\u2212](?:\\s*[\\-\u2010-\u2015\u2212])*)")
 _GAP = "\x00"  # marks a piece that is Leiden already (a lacuna)
+#: hyphens that divide a word at a line end (before an <lb/>)
+_HYPHENS = frozenset("-\u00ad\u2010\u2011=\u2e17\u2e40")
+#: stand-in for <g type="apostrophe"/>, resolved by _Emitter.leiden once both sides are known
+_APOSTROPHE = "\ue0f1"
+#: characters skipped when looking for the letter beside an apostrophe: Leiden brackets
+#: and the dot below
+_SKIP = frozenset("[](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323")
 
 
 @dataclass(frozen=True)
@@ -197,6 +218,30 @@ class _Emitter:
                 return
             self.pieces.pop()
 
+    def line_end_hyphen(self) -> bool:
+        """At a ``<lb/>``: if the text before it ends in a letter and a hyphen (``χρη-``, a
+        word divided at the line end in the legacy way), remove the hyphen and the layout
+        whitespace and return True (the word goes on across the line, like ``break="no"``)."""
+        k = len(self.pieces) - 1
+        while k >= 0 and self.pieces[k][1] != _GAP and not self.pieces[k][0].strip():
+            k -= 1
+        if k < 0 or self.pieces[k][1] == _GAP:
+            return False
+        s, kind = self.pieces[k]
+        t = s.rstrip()
+        if not t or t[-1] not in _HYPHENS:
+            return False
+        before = t[:-1] or (self.pieces[k - 1][0] if k > 0 and self.pieces[k - 1][1] != _GAP else "")
+        if not before or not (before[-1].isalpha() or unicodedata.combining(before[-1])):
+            return False
+        del self.pieces[k + 1 :]
+        if t[:-1]:
+            self.pieces[k] = (t[:-1], kind)
+        else:
+            del self.pieces[k]
+        self.counts["hyphen_joined"] += 1
+        return True
+
     @staticmethod
     def _bracket(body: str, kind: str) -> str:
         if not body.strip():
@@ -223,14 +268,48 @@ class _Emitter:
                 j += 1
             body = "".join(buf)
             if kind == "lost":
-                # '.', digits and dashes inside [ ] are Leiden widths: punctuation that the
-                # editor supplied goes outside the brackets ("[. ὅσον]" -> ". [ὅσον]")
-                for part in _SPECIAL_IN_SQUARE.split(body):
-                    out.append(self._bracket(part, kind) if part and not _SPECIAL_IN_SQUARE.fullmatch(part) else part)
+                # dashes typed as the supplement ("— —") are a lacuna of unknown width
+                for piece in _DASHES_IN_SQUARE.split(body):
+                    if _DASHES_IN_SQUARE.fullmatch(piece):
+                        self.counts["supplied_dashes_lacuna"] += 1
+                        out.append("[---]")
+                        continue
+                    # '.' and digits inside [ ] are Leiden widths: punctuation that the
+                    # editor supplied goes outside the brackets ("[. ὅσον]" -> ". [ὅσον]")
+                    for part in _SPECIAL_IN_SQUARE.split(piece):
+                        out.append(self._bracket(part, kind) if part and not _SPECIAL_IN_SQUARE.fullmatch(part) else part)
             else:
                 out.append(self._bracket(body, kind))
             i = j
-        return _WS.sub(" ", "".join(out)).strip()
+        text = "".join(out)
+        if _APOSTROPHE in text:
+            text = self._apostrophes(text)
+        return _WS.sub(" ", text).strip()
+
+    def _apostrophes(self, text: str) -> str:
+        """Resolve the ``<g type="apostrophe"/>`` stand-ins: inside a word (a letter on both
+        sides, Leiden brackets between allowed) the scribe's apostrophe between two letters
+        (``Ἀπολ’λωνίου``) is no word break and no letter: removed (counted
+        ``apostrophe_in_word``); elsewhere it is the apostrophe U+2019 (elision after a letter)."""
+        out = []
+        for k, c in enumerate(text):
+            if c != _APOSTROPHE:
+                out.append(c)
+                continue
+            a = k - 1
+            while a >= 0 and (text[a] in _SKIP or text[a] == _APOSTROPHE):
+                a -= 1
+            b = k + 1
+            while b < len(text) and (text[b] in _SKIP or text[b] == _APOSTROPHE):
+                b += 1
+            before = a >= 0 and (text[a].isalpha() or unicodedata.combining(text[a]) > 0)
+            after = b < len(text) and text[b].isalpha()
+            if before and after:
+                self.counts["apostrophe_in_word"] += 1
+            else:
+                self.counts["apostrophe"] += 1
+                out.append("\u2019")
+        return "".join(out)
 
 
 class _Walker:
@@ -253,7 +332,7 @@ class _Walker:
             if name in _BREAKS:
                 em.text(" ", None, in_w)
         elif name == "lb":
-            if el.get("break") == "no":
+            if em.line_end_hyphen() or el.get("break") == "no":
                 em.strip_trailing_space()
                 if tail and el.tail:
                     em.text(el.tail.lstrip(), kind, in_w)
@@ -261,10 +340,16 @@ class _Walker:
             em.text(" ", None, in_w)
         elif name == "gap":
             self._gap(el, em)
+        elif name == "g" and _is_apostrophe(el):
+            # papyri.info's scribal apostrophe (Ἀπολ<g type="apostrophe"/>λωνίου): never a
+            # word break inside a word; resolved when the text on both sides is known
+            em.pieces.append((_APOSTROPHE, kind))
         elif name == "g":
             self.counts["symbol"] += 1
             if not in_w:
                 em.text(" ", None, in_w)
+        elif name == "app":
+            self._app(el, em, kind, lang, in_w)
         elif name == "space":
             self.counts["space"] += 1
             em.text(" ", None, in_w)
@@ -397,6 +482,20 @@ class _Walker:
         else:
             self.visit(pick, em, kind, lang, in_w, tail=False)
 
+    def _app(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+        """``<app>``: the lemma is the text (else the first reading); the other readings are
+        left out, counted ``reading_left_out:<tag>``, never glued to the lemma."""
+        kids = [c for c in el if _local(c)]
+        pick = next((c for c in kids if _local(c) == "lem"), None)
+        if pick is None:
+            pick = next((c for c in kids if _local(c) == "rdg"), None)
+        self.counts["app"] += 1
+        for c in kids:
+            if c is not pick:
+                self.counts[f"reading_left_out:{_local(c)}"] += 1
+        if pick is not None:
+            self._children(pick, em, kind, lang, in_w)
+
     def _expan(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
         self.counts["expansions"] += 1
         # <expan> holds elements: whitespace between them is layout, not a word break
@@ -412,6 +511,11 @@ class _Walker:
             else:
                 self.visit(child, em, kind, lang, in_w, tail=False)
             em.text(_content(child.tail), kind, in_w)
+
+
+def _is_apostrophe(el: etree._Element) -> bool:
+    """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
+    return (el.get("type") or "").strip().lower() == "apostrophe" or (el.get("ref") or "").strip().lower().lstrip("#") == "apostrophe"
 
 
 def _content(s: str | None) -> str | None:

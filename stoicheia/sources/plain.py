@@ -27,9 +27,27 @@ _CONSONANT_PSILI = re.compile(r"(?<=[βγδζθκλμνξπρσςτφχψΒΓΔ�
 _PLANES = frozenset({"chars", "boundary", "dia", "cap", "punct"})
 
 
+#: A word divided at a line end: a letter (its marks, or a closing Leiden bracket), a hyphen
+#: (``-``, soft hyphen U+00AD, U+2010, U+2011, the double hyphen ``=`` U+2E17 U+2E40 of
+#: papyrological editions), the line end, then a letter or an opening bracket on the next line.
+_LINE_END_HYPHEN = re.compile(
+    "(?<=[^\\W\\d_]|[\u0300-\u036f\\])⟩〉⟧〛}⸣⌉⸥⌋˺>])"
+    "[\\-\u00ad\u2010\u2011=\u2e17\u2e40][ \t]*(?:\r\n|[\n\r\u2028\u2029\u0085])\\s*"
+    "(?=[^\\W\\d_]|[\\[(⟨〈⟦〚{⸢⌈⸤⌊˹<])"
+)
+
+
 def normalise_text(text: str, counts: Counter[str] | None = None) -> str:
-    """NFC, single spaces, stripped; U+0313 on a consonant -> U+2019 (counted ``elision_mark``)."""
+    """NFC, single spaces, stripped; U+0313 on a consonant -> U+2019 (counted ``elision_mark``).
+
+    A hyphen at a line end between two letters (``πο-⏎τῷ``; also U+00AD, U+2010, U+2011,
+    ``=``, U+2E17, U+2E40) is removed with the line end: one word (counted ``hyphen_joined``).
+    """
     text = unicodedata.normalize("NFC", text)
+    if "\n" in text or "\r" in text or "\u2028" in text or "\u2029" in text or "\u0085" in text:
+        text, n = _LINE_END_HYPHEN.subn("", text)
+        if n and counts is not None:
+            counts["hyphen_joined"] += n
     if "\u0313" in text:
         text, n = _CONSONANT_PSILI.subn("\u2019", text)
         if counts is not None:
@@ -37,12 +55,23 @@ def normalise_text(text: str, counts: Counter[str] | None = None) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def read_utf8_lines(path: Path) -> list[str]:
-    """The lines of ``path`` (with their ``\\n``), decoded as UTF-8 (a BOM is dropped).
+#: Line ends: ``\\n``, ``\\r\\n`` and a lone ``\\r``, and nothing else. ``str.splitlines`` also
+#: splits at U+2028, U+2029, U+0085 and other controls, which JSON allows raw inside a string:
+#: a JSON Lines record holding one would be cut in two and rejected as invalid JSON.
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
-    Raises :class:`SourceError` naming the first line that is not valid UTF-8.
+
+def read_utf8_lines(path: Path) -> list[str]:
+    """The lines of ``path`` (with their line end), decoded as UTF-8 (a BOM is dropped).
+
+    Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` only (see :data:`_LINE_END`): U+2028,
+    U+0085 and the like inside a line are characters of that line (whitespace to
+    :func:`normalise_text`). Raises :class:`SourceError` naming the first line that is not
+    valid UTF-8.
     """
-    return read_utf8(Path(path), "utf-8-sig").splitlines(keepends=True)
+    text = read_utf8(Path(path), "utf-8-sig")
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def read_plaintext(

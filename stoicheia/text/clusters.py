@@ -50,6 +50,10 @@ LACUNA_CHARS = {"\ue000": A.LACUNA_LOST, "\ue001": A.LACUNA_ABOUT, "\ue002": A.L
 for _c, _v in LACUNA_CHARS.items():
     _LETTER[_c] = (A.NUM_LETTERS + _v - 1, 0)
 
+#: Private-use stand-in for an omission (a run of dots, an ellipsis), written only by the
+#: encoder's pre-pass: a word boundary that is neither punctuation nor a counted space.
+OMISSION_CHAR = "\ue003"
+
 #: letters that can carry a breathing: the seven vowels and ρ
 _BREATHABLE = frozenset(A.LETTERS.index(c) for c in "αεηιουωρ")
 
@@ -77,6 +81,12 @@ _MARK: dict[str, tuple[int, int]] = {
     "\u0314": (_BR, 2),  # dasia / rough
     "\u0345": (_IOTA, 1),  # ypogegrammeni
     "\u0308": (_DIAER, 1),
+    # look-alikes that fonts and keyboards put in the place of a Greek mark (the encoder reads
+    # them as that mark; they have no Unicode decomposition to it):
+    "\u0311": (_ACC, 3),  # inverted breve: the round circumflex of most Greek fonts
+    "\u0315": (_BR, 1),  # comma above right: a smooth breathing set beside the letter
+    "\u0312": (_BR, 2),  # turned comma above (the shape of the rough breathing, like ‘)
+    "\u0328": (_IOTA, 1),  # ogonek: the hook of an iota subscript (OCR and Latin keyboards)
 }
 
 #: modelled punctuation, after NFD (U+0387 -> U+00B7 and U+037E -> ';' under NFD)
@@ -112,6 +122,16 @@ _SPACING: dict[str, tuple[int, int, int, int]] = {
     "\u0384": (1, 0, 0, 0),  # tonos
     "\u00b4": (1, 0, 0, 0),  # acute accent (U+1FFD oxia decomposes to it)
     "\u00a8": (0, 0, 0, 1),  # diaeresis (U+0385, U+1FC1, U+1FED, U+1FEE decompose to it + accent)
+    # spacing look-alikes with no Unicode decomposition to a Greek mark (the ones that have
+    # one, such as U+02DC small tilde = space + U+0303, are found by _spacing_fields)
+    "\u02bd": (0, 2, 0, 0),  # modifier letter reversed comma: rough breathing
+    "\u02bb": (0, 2, 0, 0),  # modifier letter turned comma: rough breathing
+    "\u0060": (2, 0, 0, 0),  # grave accent (U+1FEF varia decomposes to it)
+    "\u02cb": (2, 0, 0, 0),  # modifier letter grave accent
+    "\u02ca": (1, 0, 0, 0),  # modifier letter acute accent
+    "\u005e": (3, 0, 0, 0),  # circumflex accent typed as ASCII ^
+    "\u02c6": (3, 0, 0, 0),  # modifier letter circumflex accent
+    "\u007e": (3, 0, 0, 0),  # circumflex typed as ASCII ~
 }
 _SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)
 
@@ -122,6 +142,50 @@ _K_LETTER, _K_SEP, _K_FORMAT, _K_PUNCT, _K_APOS, _K_SPACING, _K_YPO = range(7)
 _COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 #: one base character plus its combining marks (or a run of marks at the text start)
 _CLUSTER_RE = re.compile(f"[^{_COMBINING}][{_COMBINING}]*|[{_COMBINING}]+", re.S)
+
+
+#: The kai ligature (U+03D7, capital U+03CF) stands for a whole word: expanded by the encoder.
+KAI_LIGATURES = {"\u03d7": "και\u0301", "\u03cf": "Και\u0301"}
+
+
+def compat_letter(base: str) -> str | None:
+    """The Greek letter (NFD, with its marks) that ``base`` is a compatibility spelling of, or
+    ``None``.
+
+    Read from the Unicode Character Database, not a list: every code point whose
+    decomposition is tagged (``<compat>``, ``<font>``, ``<super>``, ``<sub>``, ``<wide>``,
+    ...) and whose NFKD is one letter of the alphabet plus combining marks: the micro sign
+    U+00B5 (μ), the mathematical Greek alphabets (U+1D6A8..U+1D7C9), the double-struck
+    ℼ ℽ ℾ ℿ, the modifier letters ᵝ ᵞ ᵟ ᵠ ᵡ ᶿ, the subscripts ᵦ ᵧ ᵨ ᵩ ᵪ. (Squared units such
+    as ㎛ hold a Latin letter too and are not letters.)
+    """
+    dec = unicodedata.decomposition(base)
+    if not dec.startswith("<"):
+        return None
+    k = unicodedata.normalize("NFKD", base)
+    if k[0] in _LETTER and k[0] not in LACUNA_CHARS and all(unicodedata.combining(c) for c in k[1:]):
+        return k
+    return None
+
+
+def _spacing_fields(base: str) -> tuple[int, int, int, int] | None:
+    """Mark fields of a spacing diacritic: :data:`_SPACING`, else a code point that Unicode
+    decomposes to a space plus marks we model (U+02DC small tilde = a circumflex, U+02DB
+    ogonek = an iota subscript); ``None`` otherwise."""
+    if base in _SPACING:
+        return _SPACING[base]
+    if base == "\u037a":  # spacing ypogegrammeni: its own kind (the iota of the letter before)
+        return None
+    dec = unicodedata.decomposition(base)
+    if not dec.startswith("<compat> 0020 "):
+        return None
+    fields = [0, 0, 0, 0]
+    for m in unicodedata.normalize("NFKD", base)[1:]:
+        fv = _MARK.get(m)
+        if fv is None or fields[fv[0]]:
+            return None
+        fields[fv[0]] = fv[1]
+    return fields[0], fields[1], fields[2], fields[3]
 
 
 def _char_kind(ch: str) -> str:
@@ -161,6 +225,14 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
     """
     base, marks = cl[0], cl[1:]
     drops: collections.Counter = collections.Counter()
+    if base == OMISSION_CHAR:
+        _mark_drops(marks, drops)
+        return _K_SEP, 0, 1, tuple(drops.items())
+    if base not in _LETTER and base not in _PUNCT and base not in _APOSTROPHE:
+        alt = compat_letter(base)
+        if alt is not None:  # a compatibility spelling of a letter: that letter
+            kind, value, sep, alt_drops = classify(alt + marks)
+            return kind, value, sep, (*alt_drops, ("compat_letter", 1))
     if base in _LETTER:
         letter, cap = _LETTER[base]
         fields = [0, 0, 0, 0]
@@ -189,8 +261,9 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
     if base in _APOSTROPHE:
         _mark_drops(marks, drops)
         return _K_APOS, 0, 1, tuple(drops.items())
-    if base in _SPACING:
-        fields = list(_SPACING[base])
+    spacing = _spacing_fields(base)
+    if spacing is not None:
+        fields = list(spacing)
         for m in marks:
             fv = _MARK.get(m)
             if fv is None:

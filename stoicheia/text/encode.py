@@ -47,6 +47,29 @@ Dropped characters are counted by kind in a ``collections.Counter``:
   "᾿Αθῆναι");
 * ``crasis`` a coronis typed as U+1FBD/U+1FBF or as an apostrophe between a vowel and a
   consonant (``κα’γώ`` = κἀγώ): the smooth breathing of that vowel, no word boundary;
+* ``in_word_sign`` a sign typed inside a word with letters directly on both sides: line
+  division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»``
+  (``Διο«ν»ύσιος``), the double hyphen ``=`` ``⸗`` (with any hyphens beside them): removed,
+  no word break; between words (a space beside it) such a sign separates as before;
+* ``omission`` a run of two or more dots outside the brackets (spaces between allowed:
+  ``. . .``) or an ellipsis ``…`` ``‥``: the editor's mark of omitted text, a word boundary
+  with no punctuation (a single ``.`` is a full stop);
+* ``compat_letter`` a compatibility spelling of a letter (the micro sign ``µ``, the
+  mathematical and double-struck Greek letters, modifier and subscript letters: every code
+  point that Unicode decomposes by compatibility to one letter, see
+  :func:`stoicheia.text.clusters.compat_letter`): read as that letter;
+* ``kai_ligature`` the καί ligature ϗ (Ϗ): expanded to the three letters ``καί``;
+* ``script_lookalike`` a Cyrillic or Coptic letter that prints as a Greek one (``о`` ``с``
+  ``х``, ``ⲁ`` ...) inside a Greek word: read as that Greek letter (see
+  :data:`SCRIPT_LOOKALIKES`); a whole word in Cyrillic or Coptic stays ``other``;
+* ``spacing_mark`` an accent, diaeresis or iota subscript typed as a spacing character right
+  after its vowel (``τω῀ν``, ``τω~ν``, ``λο´γος``): that vowel's mark, no word break. Marks
+  typed with a look-alike code point are that mark: the circumflex as U+0342, U+0302,
+  U+0303, U+0311 (inverted breve) or spacing U+1FC0, U+02DC, ``~``, ``^``, U+02C6; the acute
+  as U+0301, U+0341, spacing U+00B4, U+0384, U+02CA; the grave as U+0300, U+0340, spacing
+  `````, U+02CB; the rough breathing as U+0314, U+0312, spacing U+1FFE, U+02BD, U+02BB; the
+  smooth as U+0313, U+0343, U+0315; the iota subscript as U+0345, U+0328 (ogonek), U+037A,
+  U+02DB; any other spacing character that Unicode decomposes to a space plus such marks too;
 * ``punctuation_extra`` a modelled punctuation mark on a letter that already has one
   (the stronger by :data:`PUNCT_STRENGTH` survives); ``punctuation_orphan`` a modelled
   punctuation mark with no letter before it; ``format`` invisible format characters
@@ -82,7 +105,9 @@ from stoicheia.text.clusters import (
     _MARK,
     _SMOOTH_ONLY,
     _VOWELS,
+    KAI_LIGATURES,
     LACUNA_CHARS,
+    OMISSION_CHAR,
 )
 from stoicheia.text.leiden import (
     Editorial,
@@ -106,7 +131,7 @@ KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
 PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
 _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
-_HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + "]")
+_HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
 _MARKS = "\u0300-\u036f"
 _RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
 _MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
@@ -121,9 +146,69 @@ LATIN_LOOKALIKES = {
 }
 _GREEK_BASE = frozenset(c for c in _LETTER if c not in LACUNA_CHARS)
 
+# Coptic letters are Greek letters in another script (Unicode names them ALFA, VIDA, ...):
+# their Greek letter, read from the Unicode names rather than listed by hand.
+_COPTIC_NAMES = {
+    "ALFA": "α", "VIDA": "β", "GAMMA": "γ", "DALDA": "δ", "EIE": "ε", "ZATA": "ζ", "HATE": "η",
+    "THETHE": "θ", "IAUDA": "ι", "KAPA": "κ", "LAULA": "λ", "MI": "μ", "NI": "ν", "KSI": "ξ",
+    "O": "ο", "PI": "π", "RO": "ρ", "SIMA": "ϲ", "TAU": "τ", "UA": "υ", "FI": "φ", "KHI": "χ",
+    "PSI": "ψ", "OOU": "ω",
+}
+
+
+def _coptic_lookalikes() -> dict[str, str]:
+    out = {}
+    for cp in range(0x2C80, 0x2CB2):
+        name = unicodedata.name(chr(cp), "")
+        for case in ("SMALL", "CAPITAL"):
+            prefix = f"COPTIC {case} LETTER "
+            if name.startswith(prefix) and name[len(prefix):] in _COPTIC_NAMES:
+                g = _COPTIC_NAMES[name[len(prefix):]]
+                out[chr(cp)] = g.upper() if case == "CAPITAL" and g != "ϲ" else ("Ϲ" if case == "CAPITAL" else g)
+    return out
+
+
+#: Cyrillic and Coptic letters that print as a Greek letter (the Cyrillic ones drawn from
+#: Greek, or the same shape as the Latin look-alikes): read as that Greek letter inside a
+#: Greek word (touching a Greek letter), counted ``script_lookalike``. A word wholly in
+#: Cyrillic or Coptic stays what it is (``other``): a Coptic text is not Greek.
+SCRIPT_LOOKALIKES = {
+    "А": "Α", "В": "Β", "Г": "Γ", "Е": "Ε", "Н": "Η", "І": "Ι", "К": "Κ", "М": "Μ", "О": "Ο",
+    "П": "Π", "Р": "Ρ", "С": "Ϲ", "Т": "Τ", "У": "Υ", "Ф": "Φ", "Х": "Χ",
+    "о": "ο", "р": "ρ", "с": "ϲ", "х": "χ", "к": "κ", "п": "π", "т": "τ", "ф": "φ",
+    "Ѳ": "Θ", "ѳ": "θ", "Ѵ": "Υ", "ѵ": "υ", "Ѯ": "Ξ", "ѯ": "ξ", "Ѱ": "Ψ", "ѱ": "ψ",
+    **_coptic_lookalikes(),
+}
+_SCRIPT_RUN = re.compile("[" + "".join(SCRIPT_LOOKALIKES) + "]+")
+_HAS_SCRIPT = re.compile("[\u0400-\u04ff\u2c80-\u2cff]")
+_LETTER_CLASS = "".join(sorted(_LETTER))  # inside [...] of a regex: no sign to escape
+#: Signs typed inside a word that never end it (letters directly on both sides): line
+#: division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»`` (``ἐ«π»ί``),
+#: the double hyphen ``=`` ``⸗``; hyphens inside such a run too (``πο-|τῷ``).
+_IN_WORD_SIGNS = re.compile(
+    f"(?<=[{_LETTER_CLASS}\u0300-\u036f])"
+    "[\\-\u2010\u2011]*[|/\u00a6\u2016«»=\u2e17\u2e40][\\-\u2010\u2011|/\u00a6\u2016«»=\u2e17\u2e40]*"
+    f"(?=[{_LETTER_CLASS}])"
+)
+#: A run of two or more dots (spaces between allowed) or an ellipsis character outside the
+#: brackets: the editor's mark of omitted text, a word boundary and not a full stop.
+_OMISSION = re.compile("\\.(?:[ \u00a0\u2009\u202f]*\\.)+|[\u2025\u2026]")
+
 
 def _prepass(s: str, dropped: collections.Counter) -> str:
     """String-level fixes on the NFD text before clustering (each counted, see module doc)."""
+    if "\u03d7" in s or "\u03cf" in s:
+        for lig, word in KAI_LIGATURES.items():
+            if lig in s:
+                dropped["kai_ligature"] += s.count(lig)
+                s = s.replace(lig, word)
+    if "." in s or "\u2026" in s or "\u2025" in s:
+        s, k = _OMISSION.subn(OMISSION_CHAR, s)
+        if k:
+            dropped["omission"] += k
+    s, k = _IN_WORD_SIGNS.subn("", s)
+    if k:
+        dropped["in_word_sign"] += k
     if "\u0313" in s and ("ρ" in s or "Ρ" in s or "ϱ" in s):
         s = _RHO_PSILI.sub(lambda m: _rho_elision(m, s), s)
     if "\u0313" in s or "\u0314" in s or "\u0301" in s or "\u0342" in s or "\u0300" in s:
@@ -136,7 +221,20 @@ def _prepass(s: str, dropped: collections.Counter) -> str:
         dropped["heta"] += k
     if _LATIN_RUN.search(s):
         s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
+    if _HAS_SCRIPT.search(s):
+        s = _SCRIPT_RUN.sub(lambda m: _script_in_word(m, s, dropped), s)
     return s
+
+
+def _script_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
+    """A run of Cyrillic/Coptic look-alikes touching a Greek letter: the Greek letters."""
+    i = m.start() - 1
+    while i >= 0 and unicodedata.combining(s[i]):
+        i -= 1
+    if not ((i >= 0 and s[i] in _GREEK_BASE) or s[m.end() : m.end() + 1] in _GREEK_BASE):
+        return m.group()
+    dropped["script_lookalike"] += len(m.group())
+    return "".join(SCRIPT_LOOKALIKES[c] for c in m.group())
 
 
 def _rho_elision(m: re.Match, s: str) -> str:
@@ -366,6 +464,22 @@ def _resolve_context(
                 if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and br == 0:
                     dia[li] = A.dia_id(acc, 1, io, di)
                     sep[j] = False
+                    continue
+            if after_letter and payload != _SMOOTH_ONLY and A.dia_fields(payload)[1] == 0:
+                # an accent, diaeresis or iota subscript typed as a spacing character after
+                # its vowel ("τω῀ν", "τω~ν", "λο´γος"): that vowel's mark, inside the word
+                li = int(letter_no[j])
+                if chars[li] in _VOWELS and dia[li] < A.NUM_DIA:
+                    cur = list(A.dia_fields(int(dia[li])))
+                    for f, v in enumerate(A.dia_fields(payload)):
+                        if v:
+                            if cur[f]:
+                                dropped["extra_mark"] += 1
+                            else:
+                                cur[f] = v
+                    dia[li] = A.dia_id(*cur)
+                    sep[j] = False
+                    dropped["spacing_mark"] += 1
                     continue
             if not after_letter and before_letter:
                 li = letter_no[j] + 1

@@ -27,7 +27,8 @@ planes_to_text`` writes them back as ``[...]``, ``[-ca.N-]`` and ``[---]``.
 The notation read
 -----------------
 =====================  =================================================================
-``[...]`` ``[. . .]``  a lacuna of known width: one dot per lost letter -> ``Lacuna(3, 3)``
+``[...]`` ``[. . .]``  a lacuna of known width: one dot per lost letter -> ``Lacuna(3, 3)``;
+                       an ellipsis character counts as its dots (``[…]`` = ``[...]``)
 ``[.5.]`` ``[5]``      a lacuna of 5 lost letters -> ``Lacuna(5, 5)``
 ``[-ca.5-]``           about 5 (also ``[ca.5]``, ``[.c.5.]``, ``[- ca. 5 -]``) ->
                        ``Lacuna(5, 5, approximate=True)``
@@ -49,6 +50,12 @@ The notation read
                        earlier editor or only partly preserved -> ``"partly_lost"``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
                        and the letter's flag in ``uncertain`` is set (in any segment)
+``[ .. ? .. ]``         other projects' lacunae: a ``?`` among dots or dashes, ``[.?]``,
+``[.?]`` ``[ca.?]``    ``[ca.?]`` (IAph, DDbDP Leiden+): unknown width ->
+                       ``Lacuna(0, None)``; ``[-min.2-]`` (IGCyr) at least 2 ->
+``[-min.2-]``          ``Lacuna(2, None)``; ``[-max.5-]`` at most 5 -> ``Lacuna(1, 5)``;
+``[+3+]`` ``[+++]``    ``[+3+]`` and one ``+`` per letter (``[+++]``) -> ``Lacuna(3, 3)``;
+                       ``[.5]`` ``[.1-3]`` (DDbDP) read as ``[.5.]`` ``[.1-3.]``
 ``̣`` on no letter      a dot below on a space or at the start (``̣ ̣ ̣``): traces of an
                        illegible letter each -> ``Lacuna(1, 1)`` per dot (merged)
 ``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
@@ -68,6 +75,14 @@ text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (
 is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
 0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`MAX_LACUNA_WIDTH` are
 errors (the encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
+
+Refused as not Leiden, with a message that says what to write instead: a width that is not a
+whole number (``[1.5]``), dots touching punctuation inside ``[ ]`` (``[.,;]``: dots there are
+lost letters), a number with a dash on one side only (``[-5]``, ``[5-]``: a minus sign?),
+``ca.`` with no number (``[ca.]``, ``[ - ca. - ]``).
+
+A :class:`Lacuna` with ``max_width is None`` has an unknown width; its ``min_width`` is 0
+unless the notation states a least width (``[-min.2-]``).
 """
 
 from __future__ import annotations
@@ -149,7 +164,7 @@ class Lacuna:
     """Letters lost in the source, whose identity nobody knows.
 
     ``min_width``/``max_width`` in letters (``max_width is None``: unknown width, then
-    ``min_width`` is 0); ``approximate`` is True when the editor's count is an estimate
+    ``min_width`` is 0, or the least width the notation states: ``[-min.2-]``); ``approximate`` is True when the editor's count is an estimate
     ("ca."), in which case ``min_width == max_width`` is that estimate.
     """
 
@@ -224,8 +239,20 @@ _WIDTH = re.compile(
     rf"[.{_DASH_CLASS}\s]*(?P<ca>c(?:a)?\.?\s*)?(?P<n>\d+)\s*"
     rf"(?:(?:±|\+/-|\+-)\s*(?P<pm>\d+)|[{_DASH_CLASS}]\s*(?P<hi>\d+))?\s*[.{_DASH_CLASS}]*"
 )
-_DOTS = re.compile(r"\.(?:\s*\.)*")
+_DOTS = re.compile("[.\u2025\u2026](?:\\s*[.\u2025\u2026])*")
 _DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
+_DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width in [ ]
+# Lacuna notations of other epigraphic and papyrological projects (see the module docstring):
+# "[ .. ? .. ]", "[.?]", "[ca.?]", "[-?-]" (IAph, DDbDP Leiden+): lost letters, number unknown
+_FOREIGN_UNKNOWN = re.compile(rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}")
+# "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters
+_FOREIGN_MINMAX = re.compile(rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+){_DECOR}")
+# "[+3+]" (N letters), "[+++]" (one lost letter per '+'), as EDH-style projects print them
+_FOREIGN_PLUS = re.compile(r"\+\s*(?P<n>\d+)\s*\+|\+(?:\s*\+)*")
+# "[ca.]" / "[c.]" with no number after it
+_CA_NO_NUMBER = re.compile(rf"{_DECOR}ca?\.?\s*")
+# a number in [ ] with a decimal point or comma ("[1.5]"): not a count of letters
+_DECIMAL = re.compile(r"\d+[.,]\d")
 
 
 def has_leiden(text: str) -> bool:
@@ -345,6 +372,13 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
 
     while i < end:
         ch = text[i]
+        if ch in ".c+m" + _DASHES or ch.isspace() or ch.isdigit():
+            foreign = _foreign_lacuna(text, i, end, sup_start is None)
+            if foreign is not None:
+                flush(i)
+                segs.append(foreign)
+                i = foreign.end
+                continue
         if ch.isdigit() or ch in "c." + _DASHES or ch.isspace():
             m = _WIDTH.match(text, i, end)
             if m is not None and (not ch.isspace() or sup_start is None):
@@ -352,17 +386,20 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
                 segs.append(_width_lacuna(text, m, i))
                 i = m.end()
                 continue
-        if ch == "." and i > start and _is_letterish(text[i - 1]) and text[i + 1 : i + 2] != ".":
+        if ch == "." and i > start and _ends_a_word(text, i, start) and text[i + 1 : i + 2] != ".":
             # a full stop that ends a supplied word ("[ἔλαττον.]"), not a lost letter:
             # lost letters stand apart from letters ("[.]", "ἐπ[ὶ . .]") or in runs ("[...]")
             if sup_start is None:
                 sup_start = i
             i += 1
             continue
-        if ch == ".":
+        if ch in ".\u2025\u2026":
+            # an ellipsis character in [ ] is the dots a word processor made of "..." ("[…]")
             m = _DOTS.match(text, i, end)
+            _dots_next_to_punctuation(text, i, m.end(), start, end)
             flush(i)
-            segs.append(Lacuna(m.group().count("."), m.group().count("."), False, i, m.end()))
+            n = sum(1 for c in unicodedata.normalize("NFKD", m.group()) if c == ".")
+            segs.append(Lacuna(n, n, False, i, m.end()))
             i = m.end()
             continue
         if ch in _DASHES:
@@ -383,6 +420,79 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
     if not segs:
         raise LeidenError(text, start - 1, "empty [ ]; write [---] for a lacuna of unknown width")
     return segs
+
+
+def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None:
+    """A lacuna written in another project's notation at ``text[i:]`` inside ``[ ]`` (``end``:
+    the closing bracket), or ``None``. Refuses notation that is not Leiden.
+
+    ``at_edge``: no supplement is open (a width may start with spaces only then).
+    Raises :class:`LeidenError` for ``[ca.]`` with no number, a decimal width (``[1.5]``)
+    and a width with a dash on one side only (``[-5]``, ``[5-]``: a minus sign, not Leiden).
+    """
+    ch = text[i]
+    if ch.isspace() and not at_edge:
+        return None
+    m = _FOREIGN_UNKNOWN.match(text, i, end)
+    if m is not None and m.end() > i and (m.end() == end or text[m.end()].isalpha()):
+        return Lacuna(0, None, False, i, m.end())
+    m = _FOREIGN_MINMAX.match(text, i, end)
+    if m is not None:
+        n = int(m.group("n"))
+        if n == 0:
+            raise LeidenError(text, i, "a lacuna of at least/at most 0 letters; give a number above 0")
+        if n > MAX_LACUNA_WIDTH:
+            raise LeidenError(text, i, f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
+                              "lacuna may hold; write [---] for a loss that long")
+        if m.group("mm") == "min":  # at least n: the width is open-ended
+            return Lacuna(n, None, False, i, m.end())
+        return Lacuna(1, n, False, i, m.end())
+    m = _FOREIGN_PLUS.match(text, i, end)
+    if m is not None:
+        n = int(m.group("n")) if m.group("n") else m.group().count("+")
+        if n == 0 or n > MAX_LACUNA_WIDTH:
+            raise LeidenError(text, i, f"{m.group()!r}: a lacuna of {n} letters; give a number from 1 to "
+                              f"{MAX_LACUNA_WIDTH:,}, or write [---] for an unknown width")
+        return Lacuna(n, n, False, i, m.end())
+    m = _CA_NO_NUMBER.match(text, i, end)
+    if m is not None and "c" in m.group() and (m.end() == end or text[m.end()] in "." + _DASHES):
+        raise LeidenError(
+            text, i,
+            f"{text[i:end]!r} gives no number after 'ca.': write [-ca.N-] for about N lost letters, "
+            "or [---] for a lacuna of unknown width",
+        )
+    m = _DECIMAL.match(text, i, end) if ch.isdigit() else None
+    if m is not None:
+        raise LeidenError(text, i, f"a width of {text[i:m.end() + 8].split(']')[0]!r} letters is not a whole number; "
+                          "give the number of lost letters ([.5.]) or a range ([.4-6.])")
+    if ch in _DASHES or ch.isdigit():
+        w = _WIDTH.match(text, i, end)
+        if w is not None:
+            body = w.group()
+            lead = body[: body.index(w.group("n"))]
+            tail = text[(w.end("hi") if w.group("hi") else w.end("pm") if w.group("pm") else w.end("n")) : w.end()]
+            dash_before = any(c in _DASHES for c in lead)
+            dash_after = any(c in _DASHES for c in tail)
+            if dash_before != dash_after:
+                raise LeidenError(
+                    text, i,
+                    f"{text[i:w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
+                    "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
+                )
+    return None
+
+
+def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> None:
+    """Dots in ``[ ]`` are lost letters; dots touching punctuation (``[.,;]``) are no Leiden."""
+    for k in (a - 1, b):
+        if lo <= k < hi:
+            c = text[k]
+            if unicodedata.category(c)[0] in "PS" and c not in _DASHES and c not in ".?":
+                raise LeidenError(
+                    text, a,
+                    f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the punctuation "
+                    f"{c!r}; put punctuation outside the bracket, and write lost letters as [...] or [.N.]",
+                )
 
 
 def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
@@ -407,6 +517,14 @@ def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
         f"a combining mark ({names}) with no letter inside the bracket to sit on; "
         "type it after the letter it belongs to, or remove it",
     )
+
+
+def _ends_a_word(text: str, i: int, lo: int) -> bool:
+    """Does a word end right before ``text[i]`` (a letter or mark, or a letter and its elision
+    mark: ``[α’.]`` is a numeral or an elided word and its full stop)?"""
+    if _is_letterish(text[i - 1]):
+        return True
+    return text[i - 1] in "’'ʼ" and i - 2 >= lo and _is_letterish(text[i - 2])
 
 
 def _is_letterish(ch: str) -> bool:

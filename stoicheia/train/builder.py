@@ -308,7 +308,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     interval = f"{cfg.train.save_interval}ba"
     # with an object-store save_folder, Composer works in the local run folder and the
     # store_uploader destination mirrors it to the store
-    log_ctx = registry.LoggerContext(Path(metrics_file), run_folder, save_folder, cfg.train.log_every, cfg.train.upload_retry_seconds)
+    log_ctx = registry.LoggerContext(
+        Path(metrics_file), run_folder, save_folder, cfg.train.log_every, cfg.train.upload_retry_seconds, cfg.train.save_num_checkpoints_to_keep
+    )
     loggers = {name: registry.build_logger(name, log_ctx) for name in registry.logger_names(cfg, is_remote(save_folder))}
     uploader = loggers.get("store_uploader")
     trainer = Trainer(

@@ -6,7 +6,10 @@ With ``train.save_folder: s3://bucket/prefix/{run_name}`` (or ``gs://``, ``oci:/
 a mirror of it, written by :class:`~stoicheia.train.loggers.store_uploader.StoreUploader`:
 
 =================================  ==========================================================
-``ep{E}-ba{B}-rank0.pt``           every checkpoint, uploaded after it was verified complete
+``ep{E}-ba{B}-rank0.pt``           every checkpoint, uploaded after it was verified complete;
+                                   with ``train.save_num_checkpoints_to_keep`` N >= 0 only
+                                   the newest N stay (:func:`prune_checkpoints`), and always
+                                   the one ``latest`` points at
 ``latest-rank0.pt.symlink``        the newest uploaded checkpoint (Composer's symlink object:
                                    its text is the object key); moved only after that
                                    checkpoint's upload succeeded
@@ -189,6 +192,61 @@ def list_names(store, folder: StoreFolder) -> list[str]:
             return []
     base = folder.key("")
     return [k[len(base):] for k in store.list_objects(base) if k.startswith(base) and "/" not in k[len(base):]]
+
+
+def delete_object(store, folder: StoreFolder, name: str) -> None:
+    """Delete the object ``name`` of the store folder (``store`` from :meth:`StoreFolder.open`).
+
+    Composer's ``ObjectStore`` has no delete, so each backend's own client does it: boto3's
+    ``delete_object`` for S3 (and GCS through its S3-compatible HMAC access), the GCS bucket's
+    blob for the GCS SDK, OCI's ``delete_object``, SFTP's ``remove``. Raises what the backend
+    raises; ``NotImplementedError`` for a backend it does not know.
+    """
+    key = folder.key(name)
+    if folder.scheme == "sftp":
+        store.sftp_client.remove(key)
+        return
+    s3 = getattr(store, "s3_object_store", None) or store  # GCS with GCS_KEY/GCS_SECRET wraps an S3 store
+    client = getattr(s3, "client", None)
+    if folder.scheme in ("s3", "gs") and client is not None and hasattr(client, "delete_object") and not getattr(store, "use_gcs_sdk", False):
+        client.delete_object(Bucket=s3.bucket, Key=s3.get_key(key))
+    elif folder.scheme == "gs":
+        store.bucket.blob(store.get_key(key)).delete()
+    elif folder.scheme == "oci":
+        store.client.delete_object(namespace_name=store.namespace, bucket_name=store.bucket, object_name=key)
+    else:
+        raise NotImplementedError(f"deleting objects from {folder.uri()} ({type(store).__name__})")
+
+
+def checkpoints_to_prune(names: list[str], keep: int, latest: str | None) -> list[str]:
+    """The periodic checkpoints among the store's object ``names`` that go when ``keep``
+    (``train.save_num_checkpoints_to_keep``) are kept: all but the ``keep`` newest by batch
+    (``keep < 0``: none go), never ``latest`` (the newest verified checkpoint, the one the
+    store's ``latest`` symlink names), never a named checkpoint (``best.pt``,
+    ``pre_anneal.pt``, ``final.pt``) or any other object. Oldest first."""
+    if keep < 0:
+        return []
+    periodic = sorted(((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n))), reverse=True)
+    kept = {n for _, n in periodic[:keep]}
+    return [n for _, n in reversed(periodic) if n not in kept and n != latest and n not in NAMED]
+
+
+def prune_checkpoints(store, folder: StoreFolder, keep: int, latest: str | None) -> list[str]:
+    """Delete the checkpoints :func:`checkpoints_to_prune` names from the store folder and
+    return them. A failed delete is logged and left for the next prune (never raised: the run
+    goes on, the store merely holds one checkpoint more)."""
+    if keep < 0:
+        return []
+    gone = []
+    for name in checkpoints_to_prune(list_names(store, folder), keep, latest):
+        try:
+            delete_object(store, folder, name)
+            gone.append(name)
+        except Exception as err:
+            log.warning("[store] could not delete the old checkpoint %s (%s); it stays until the next checkpoint", folder.uri(name), describe_error(err, folder))
+    if gone:
+        log.info("[store] removed %d old checkpoint(s) from %s (train.save_num_checkpoints_to_keep=%d): %s", len(gone), folder.uri(), keep, ", ".join(gone))
+    return gone
 
 
 def fetch_markers(folder: StoreFolder, run_folder: Path, *, overwrite: bool, names: tuple[str, ...] = MARKERS, store=None) -> list[str]:

@@ -81,6 +81,7 @@ class LoggerContext:
     save_folder: str
     log_every: int
     retry_seconds: float  # train.upload_retry_seconds
+    keep: int = -1  # train.save_num_checkpoints_to_keep (the store keeps as many periodic checkpoints)
 
 
 def logger_names(cfg: RunConfig, remote: bool) -> list[str]:

@@ -6,7 +6,10 @@ Reads only the run folder (like ``stoicheia status``, safe beside a running job)
 bits per character (with the letter-unigram entropy of the training mix when ``config.json``
 and the shards' ``stats.json`` are readable), held-out accuracies and F1, learning rate,
 letters per second (and MFU on GPUs). Every panel marks the anneal start (dashed) and every
-tier-mix phase switch (dotted), i.e. each step where ``data/phase`` changes.
+tier-mix phase switch (dotted), at the step the training console names for it ("step 750:
+anneal phase 1 of 2 starts"): the batch index that first trains on the new mix. The
+``metrics.jsonl`` line of that batch is step 751 (a line's step counts the batches done), so
+a switch is one step before the first line with the new ``data/phase``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class RunCurves:
     ``steps`` and ``series`` hold the per-step metrics (the later line of a step wins, as after a
     resume); ``evals`` maps ``set -> metric -> [(step, value)]``; ``anneal_start`` the decided
     anneal start (or ``None``); ``phase_switches`` ``[(step, phase)]`` for every change of
-    ``data/phase`` (the step that first trains on the new mix).
+    ``data/phase``: the batch index that first trains on the new mix, as the console prints
+    it (one less than the step of the first ``metrics.jsonl`` line with the new phase).
     """
 
     folder: Path
@@ -146,7 +150,9 @@ def read_curves(folder: str | Path) -> RunCurves:
         if math.isnan(ph):
             continue
         if last is not None and ph != last:
-            curves.phase_switches.append((s, int(ph)))
+            # the line of step s is batch s - 1 (AnnealData logs data/phase at batch_end),
+            # and the console names a switch by that batch: "step 750: anneal phase 1 starts"
+            curves.phase_switches.append((s - 1, int(ph)))
         last = ph
     curves.unigram_bits = _unigram_bits(folder)
     return curves

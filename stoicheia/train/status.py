@@ -2,8 +2,11 @@
 
 Reads ``metrics.jsonl`` (step, learning rate, data phase), the ``latest-rank0.pt`` link, the
 marker files of :mod:`stoicheia.train.run_files` (``anneal.json``, ``best.json``,
-``complete.json``, ``diverged.json``) and ``evals.jsonl``. Nothing is loaded from the
-checkpoints and nothing is written, so it is safe to run beside a training job.
+``complete.json``, ``diverged.json``) and ``evals.jsonl``. The checkpoint it recommends is
+verified first (:func:`stoicheia.train.checkpoints.missing_records`: present, a readable zip,
+every tensor record there): a missing or truncated ``best.pt`` or a ``latest`` link to a file
+that is gone is reported as such, with the checkpoint to use instead. No model is loaded and
+nothing is written, so it is safe to run beside a training job.
 
 :func:`run_status` gathers the facts as a dict, :func:`format_status` turns them into lines.
 """
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.train import run_files
+from stoicheia.train.checkpoints import missing_records
 from stoicheia.train.run_files import read_history
 
 METRICS = "metrics.jsonl"
@@ -57,6 +61,55 @@ def _latest_checkpoint(folder: Path) -> str | None:
         default=None,
     )
     return newest[1] if newest else None
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why the checkpoint file ``path`` cannot be used, in a few words, or ``None`` if it is
+    complete (:func:`~stoicheia.train.checkpoints.missing_records`; reads the whole file once
+    for its CRC check, ~0.3 s per GB from the page cache)."""
+    if not path.exists():
+        return f"{path.name} is missing"
+    if not path.is_file():
+        return f"{path.name} is not a file"
+    missing = missing_records(path)
+    if missing is None:
+        return f"{path.name} is truncated or not a checkpoint ({path.stat().st_size:,} bytes; it cannot be loaded)"
+    if missing:
+        return f"{path.name} is incomplete (lacks {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}; it cannot be loaded)"
+    return None
+
+
+def _fallback(folder: Path, skip: set[str]) -> tuple[str | None, str]:
+    """The newest complete checkpoint of the folder not in ``skip``: the periodic checkpoints
+    ``ep*-ba*-rank0.pt`` newest first, then ``final.pt``, ``best.pt``, ``pre_anneal.pt``.
+    Returns ``(name, why)``; ``(None, why)`` when none is complete."""
+    periodic = sorted(
+        ((int(m["batch"]), p.name) for p in folder.iterdir() if (m := _CHECKPOINT.match(p.name)) and not p.is_symlink()),
+        reverse=True,
+    )
+    for _, name in periodic:
+        if name not in skip and checkpoint_problem(folder / name) is None:
+            return name, "the newest complete checkpoint"
+    for name in ("final.pt", "best.pt", "pre_anneal.pt"):
+        if name not in skip and (folder / name).exists() and checkpoint_problem(folder / name) is None:
+            return name, f"the only complete checkpoint left ({name})"
+    return None, "no complete checkpoint in the folder"
+
+
+def _choose(folder: Path, facts: dict[str, Any], wanted: str | None, why: str) -> None:
+    """Set ``use``/``use_why`` to ``wanted`` when it is a complete checkpoint, else to the
+    fallback, adding the reason to ``facts["problems"]``."""
+    if wanted is None:
+        facts["use"], facts["use_why"] = None, why
+        return
+    problem = checkpoint_problem(folder / wanted)
+    if problem is None:
+        facts["use"], facts["use_why"] = str(folder / wanted), why
+        return
+    facts["problems"].append(problem)
+    name, fallback_why = _fallback(folder, {Path(wanted).name})
+    facts["use"] = str(folder / name) if name else None
+    facts["use_why"] = f"{fallback_why}, instead of {Path(wanted).name} ({why})"
 
 
 def _metrics(folder: Path) -> dict[str, Any]:
@@ -114,7 +167,12 @@ def run_status(folder: Path) -> dict[str, Any]:
       ``"diverged at step N"`` or ``"running or stopped (resumable)"`` (with
       ``"; resumed after diverging at step N"`` when ``metrics.jsonl`` shows a job after
       ``diverged.json``: the recipe leaves that file in place when a diverged run is resumed);
-    * ``use`` (path of the checkpoint to use, or ``None``) and ``use_why`` (one phrase);
+    * ``use`` (path of the checkpoint to use, or ``None``) and ``use_why`` (one phrase): the
+      checkpoint the state calls for (``best.pt``, ``final.pt``, the last good or the latest
+      one) if it is complete, else the newest complete checkpoint, and why;
+    * ``problems``: one phrase per checkpoint that should be there and cannot be loaded (a
+      ``latest-rank0.pt`` link that dangles or points at a truncated file, a missing or
+      truncated ``best.pt``/``final.pt``/last good checkpoint);
     * ``evals``: the newest evaluation of each set, ``{set: {"step", "metrics"}}``.
 
     Raises :class:`NoRunError` (a ``ValueError``) if ``folder`` is missing or holds none of
@@ -132,24 +190,36 @@ def run_status(folder: Path) -> dict[str, Any]:
     facts["evals"] = _last_evals(folder)
 
     complete, diverged = facts["complete"], facts["diverged"]
+    facts["problems"] = []
+    latest = facts["latest_checkpoint"]
+    latest_problem = None
+    if (folder / LATEST).is_symlink():  # Composer's link is relative to the run folder
+        latest_problem = checkpoint_problem(folder / latest)
+        if latest_problem is not None:
+            dangling = " (the link dangles)" if not (folder / LATEST).exists() else ""
+            facts["problems"].append(f"{LATEST} points at {latest}{dangling}: {latest_problem}")
     if complete is not None:
         facts["state"] = _STATES.get(complete.get("reason"), f"complete ({complete.get('reason')})")
         use = complete.get("use") or "final.pt"
-        facts["use"] = str(folder / use)
-        facts["use_why"] = "the best evaluation" if use == "best.pt" else "the end of the run"
+        _choose(folder, facts, use, "the best evaluation" if use == "best.pt" else "the end of the run")
     elif diverged is not None and not _resumed_after(facts, diverged):
         facts["state"] = f"diverged at step {diverged.get('step')}"
         good = diverged.get("last_good_checkpoint")
-        facts["use"] = str(folder / good) if good else None
-        facts["use_why"] = "the last good checkpoint" if good else "no checkpoint was saved before the divergence"
+        _choose(folder, facts, good, "the last good checkpoint" if good else "no checkpoint was saved before the divergence")
     else:
         facts["state"] = "running or stopped (resumable)"
         if diverged is not None:
             facts["state"] += f"; resumed after diverging at step {diverged.get('step')}"
-        if (folder / "best.pt").exists():
-            facts["use"], facts["use_why"] = str(folder / "best.pt"), "the best evaluation so far"
-        elif facts["latest_checkpoint"]:
-            facts["use"], facts["use_why"] = str(folder / facts["latest_checkpoint"]), "the latest checkpoint"
+        if (folder / "best.pt").exists() or facts["best"] is not None:
+            # best.json names a best.pt: a missing one is a fault, not "no best yet"
+            _choose(folder, facts, "best.pt", "the best evaluation so far")
+        elif latest:
+            if latest_problem is None:
+                facts["use"], facts["use_why"] = str(folder / latest), "the latest checkpoint"
+            else:
+                name, why = _fallback(folder, {Path(latest).name})
+                facts["use"] = str(folder / name) if name else None
+                facts["use_why"] = f"{why}, instead of the latest ({latest})"
         else:
             facts["use"], facts["use_why"] = None, "no checkpoint yet"
     return facts
@@ -203,6 +273,8 @@ def format_status(facts: dict[str, Any]) -> list[str]:
         data = "" if phase is None else ", data: stable phase" if phase == 0 else f", data: anneal phase {phase}"
         lines.append(f"step: {facts['step']}{lr}{data}{_ago(facts.get('time'))}")
     lines.append(f"latest checkpoint: {facts.get('latest_checkpoint') or 'none'}")
+    for problem in facts.get("problems", []):
+        lines.append(f"warning: {problem}")
     lines.extend(_anneal_lines(facts))
     best = facts.get("best")
     if best:

@@ -7,25 +7,34 @@ One module per job:
 * :mod:`~stoicheia.inference.restore.decoding`: the beam of iterative unmasking over the gaps,
   window by window, and the combination of the windows' top-k lists;
 * :mod:`~stoicheia.inference.restore.rendering`: a finished assignment rendered as text (the
-  auxiliary heads' accents, capitals, punctuation) and the console lines.
+  auxiliary heads' accents, capitals, punctuation), spliced into the input so that the output
+  equals the input outside the gaps, and the console lines;
+* :mod:`~stoicheia.inference.restore.beliefs`: each gap's own alternatives, width and letter
+  probabilities, and the editor's supplement scored.
 
 This module holds the API: :func:`restore`, :func:`restore_planes` and :class:`RestoreResult`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from stoicheia.inference.restore.beliefs import gap_beliefs
 from stoicheia.inference.restore.decoding import Hyp, combine_windows, decode_window, plan_windows
 from stoicheia.inference.restore.reading import (
+    Alternative,
+    EditorScore,
     Gap,
     GapTooWideError,
+    InputStyle,
     Item,
     RestoreError,
     check_options,
+    input_style,
     parse_input,
 )
 from stoicheia.inference.restore.rendering import Restoration, finish, format_result
@@ -35,13 +44,45 @@ from stoicheia.text.planes import Planes
 
 @dataclass
 class RestoreResult:
-    """What :func:`restore` returns: the input, its gaps, the restorations best first."""
+    """What :func:`restore` returns: the input, its gaps (in input order, each with its best
+    fill, alternatives, width and letter probabilities), the restorations best first."""
 
     input: str
     gaps: list[Gap]
     restorations: list[Restoration]
     windows: int = 1
     notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The restore JSON (docs/restoring.md): ``input``; ``gaps`` (:meth:`Gap.to_json`);
+        ``restorations`` with ``text``, ``logprob``, ``fills`` (as printed, lined up with
+        ``gaps``) and ``letters`` (base letters, lined up with ``gaps``); ``notes``."""
+        return {
+            "input": self.input,
+            "gaps": [g.to_json() for g in self.gaps],
+            "restorations": [
+                {"text": r.text, "logprob": round(r.logprob, 6), "fills": list(r.printed), "letters": list(r.fills)}
+                for r in self.restorations
+            ],
+            "notes": list(self.notes),
+        }
+
+
+class _Ticker:
+    """Counts forward passes for a ``progress(done, total)`` callback; ``total`` is an upper
+    bound (a BLANK ends a gap early), reached at the end."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, max(1, total), 0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(min(self.done, self.total - 1), self.total)
+
+    def end(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total)
 
 
 def restore(
@@ -57,26 +98,35 @@ def restore(
     window: int | None = None,
     config: Any = None,
     device: str = "auto",
+    alternatives: int | None = None,
+    score_supplements: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RestoreResult:
     """Restore ``text`` (Leiden notation) with ``model`` (module docstring).
 
     ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` or a path for
     :func:`~stoicheia.inference.loading.load_model` (checkpoint, run folder, URI or export;
     ``config``/``device`` are passed on). ``top_k``: restorations returned, best first (at most
-    ``beam``, default ``max(top_k, 4)``). ``window``: slots the model sees at once (default the
-    run's ``data.seq_len``; ``0`` refuses to window and raises for a longer text).
+    ``beam``, default ``max(top_k, 4)``), distinct in at least one gap's letters. ``window``:
+    slots the model sees at once (default the run's ``data.seq_len``; ``0`` refuses to window and
+    raises for a longer text). ``alternatives``: each gap's own top-k (default ``top_k``; 0:
+    none, and no width probabilities for a known width). ``score_supplements``: re-predict every
+    editor's supplement ``[περὶ]`` and score the editor's reading (:mod:`.beliefs`).
+    ``progress``: called as ``progress(done, total)`` after each forward pass.
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
-    (:func:`check_options`, ``top_k``/``beam`` < 1), a text without Greek letters, a text
-    with nothing to restore (no lacuna, no uncertain letter, no re-predicted supplement, and
-    no ``respace``), a lacuna wider than the window (checked before any slot is made), or a
-    text longer than the window when ``window=0``.
+    (:func:`check_options`, ``top_k``/``beam`` < 1, ``alternatives`` < 0), a text without Greek
+    letters, a text with nothing to restore (no lacuna, no uncertain letter, no re-predicted or
+    scored supplement, and no ``respace``), a lacuna wider than the window (checked before any
+    slot is made), or a text longer than the window when ``window=0``.
     """
     from stoicheia.inference.loading import LoadedModel, load_model
 
     if top_k < 1:
         raise RestoreError(f"top_k={top_k}: ask for at least 1 restoration")
+    if alternatives is not None and alternatives < 0:
+        raise RestoreError(f"alternatives={alternatives}: ask for 0 or more alternatives per gap")
     loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
     beam = max(top_k, 4) if beam is None else beam
     if beam < top_k:
@@ -90,13 +140,14 @@ def restore(
         else f"--window 0: one row of at most the {trained} slots the model was trained on"
     )
     items, gaps = parse_input(
-        text, supplements=supplements, unknown_width=unknown_width, about_margin=about_margin,
-        max_slots=win or trained, limit_why=why,
+        text, supplements="repredict" if score_supplements else supplements, unknown_width=unknown_width,
+        about_margin=about_margin, max_slots=win or trained, limit_why=why,
     )
     if not gaps and not respace:
         raise RestoreError(
-            f"nothing to restore in {text!r}: no lacuna ([...], [.5.], [5±3], [---]), no uncertain letter (dot below); "
-            "use --respace to predict word division, accents and punctuation"
+            f"nothing to restore in {text!r}: no lacuna ([...], [.5.], [5±3], [---]), no uncertain letter (dot below)"
+            + (", no editor's supplement [καὶ] to score" if score_supplements else "")
+            + "; use --respace to predict word division, accents and punctuation"
         )
     total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
     if win == 0:
@@ -106,23 +157,42 @@ def restore(
                 "refuses windowing: leave --window out (or give a number of slots) to decode it window by window"
             )
         win = total
+    style = input_style(text)
     result = RestoreResult(text, gaps, [])
     if not gaps:
-        result.restorations = [finish(loaded, items, gaps, {}, respace, 0.0)]
+        result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], text=text, style=style)
         return result
+    k_alt = top_k if alternatives is None else alternatives
     plan = plan_windows(items, gaps, win)
     result.windows = len(plan)
+    open_slots = sum(g.slots if g.fixed_width else g.max_letters for g in gaps)
+    ticker = _Ticker(progress, open_slots + (sum(g.max_letters + 2 for g in gaps) if k_alt or score_supplements else 0))
     fixed: dict[int, np.ndarray] = {}
     per_window: list[list[Hyp]] = []
     for open_gaps, lo, hi in plan:
-        hyps = decode_window(loaded, items, gaps, fixed, open_gaps, lo, hi, beam, respace)
-        own = [Hyp({g: h.fill[g] for g in open_gaps}, h.score) for h in hyps]
+        hyps = decode_window(loaded, items, gaps, fixed, open_gaps, lo, hi, beam, respace, on_step=ticker.step)
+        own = [Hyp({g: h.fill[g] for g in open_gaps}, h.score, {g: h.lp[g] for g in open_gaps}) for h in hyps]
         per_window.append(own)
         fixed.update(own[0].fill)
-    for fill, score in combine_windows(per_window, top_k):
-        result.restorations.append(finish(loaded, items, gaps, fill, respace, score))
+    chosen: list[Hyp] = []
+    seen: set[tuple[str, ...]] = set()
+    for h in combine_windows(per_window, beam):  # distinct in at least one gap's letters
+        key = tuple("".join(A.LETTERS[int(s)] for s in h.fill[g.index] if 0 <= s < A.NUM_LETTERS) for g in gaps)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(h)
+        if len(chosen) == top_k:
+            break
+    result.restorations = finish(loaded, items, gaps, [h.fill for h in chosen], respace, [h.score for h in chosen], text=text, style=style)
+    for g, f in zip(gaps, result.restorations[0].printed, strict=True):
+        g.fill = f
+    gap_beliefs(loaded, items, gaps, chosen[0], k=k_alt, window=win, respace=respace, style=style,
+                score_supplements=score_supplements, on_step=ticker.step)
+    ticker.end()
     if len(plan) > 1:
         result.notes.append(f"decoded in {len(plan)} windows of at most {win} slots")
+    if score_supplements and any(g.kind == "supplement" for g in gaps):
+        result.notes.append("editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)")
     return result
 
 
@@ -157,6 +227,6 @@ def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], bea
 
 
 __all__ = [
-    "Gap", "GapTooWideError", "Restoration", "RestoreError", "RestoreResult", "check_options", "format_result", "parse_input", "restore",
-    "restore_planes",
+    "Alternative", "EditorScore", "Gap", "GapTooWideError", "InputStyle", "Restoration", "RestoreError", "RestoreResult", "check_options",
+    "format_result", "input_style", "parse_input", "restore", "restore_planes",
 ]

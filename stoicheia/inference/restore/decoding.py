@@ -22,7 +22,8 @@ the earlier ones only).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,15 @@ SYMBOLS = A.NUM_LETTERS + 2  # head outputs scored: 24 letters, MASK (never allo
 
 @dataclass
 class Hyp:
-    fill: dict[int, np.ndarray]  # gap index -> symbols per slot (-1 open, 0..23, BLANK)
+    """One hypothesis of the beam: ``fill`` gap index -> int64 ``(slots,)`` symbols (-1 open,
+    0..23 a letter, ``BLANK``); ``score`` the sum of the natural-log probabilities of its fixed
+    symbols; ``lp`` gap index -> float ``(slots,)`` the log-probability each slot was fixed with
+    (``nan`` for slots fixed by no decision of their own: BLANK after BLANK, the slots past the
+    maximum width)."""
+
+    fill: dict[int, np.ndarray]
     score: float = 0.0
+    lp: dict[int, np.ndarray] = field(default_factory=dict)
 
     def key(self) -> tuple:
         return tuple((g, a.tobytes()) for g, a in sorted(self.fill.items()))
@@ -104,57 +112,174 @@ def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]
     return {k: np.asarray(v, dtype=np.int64)[None, :] for k, v in arrays.items()}, where
 
 
-def forward(model: Any, rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Log-softmax outputs for equal-length rows (one per hypothesis), as numpy."""
+def forward(model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+    """Float32 ``(B, T, V)`` log-softmax outputs of the ``heads`` asked for (default all) for
+    equal-length rows (one per hypothesis), as numpy. The log-softmax is taken in numpy: on a
+    busy CPU, torch's small per-head ops cost more in thread hand-offs than the arithmetic."""
     batch = {k: torch.from_numpy(np.concatenate([r[k] for r in rows])) for k in rows[0]}
     with torch.no_grad():
         out = model(batch)
-    return {k: torch.log_softmax(v.float(), dim=-1).cpu().numpy() for k, v in out.items()}
+    res = {}
+    for k, v in out.items():
+        if heads is not None and k not in heads:
+            continue
+        x = v.float().cpu().numpy()
+        m = x.max(axis=-1, keepdims=True)
+        res[k] = x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
+    return res
 
 
-def decode_window(model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], open_gaps: list[int], lo: int, hi: int, beam: int, respace: bool) -> list[Hyp]:
-    """Beam of iterative unmasking over ``open_gaps``, the model seeing slots ``[lo, hi)``."""
+def _allowed_rows(gap: Gap, a: np.ndarray, js: np.ndarray) -> np.ndarray:
+    """Bool ``(len(js), SYMBOLS)``: :func:`allowed_symbols` at the slots ``js`` of ``gap`` at once."""
+    ok = np.zeros((len(js), SYMBOLS), dtype=bool)
+    if gap.fixed_width:
+        ok[:, : A.NUM_LETTERS] = True
+        return ok
+    blanks = np.flatnonzero(a == BLANK)
+    first_blank = int(blanks[0]) if blanks.size else len(a)
+    letters = np.flatnonzero((a >= 0) & (a < A.NUM_LETTERS))
+    last_letter = int(letters[-1]) if letters.size else -1
+    ok[:, : A.NUM_LETTERS] = ((js < gap.max_letters) & (js <= first_blank))[:, None]
+    ok[:, BLANK] = (js >= gap.min_letters) & (js >= last_letter)
+    return ok
+
+
+def decode_window(
+    model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], open_gaps: list[int], lo: int, hi: int,
+    beam: int, respace: bool, *, force: dict[int, np.ndarray] | None = None, on_step: Callable[[], None] | None = None,
+) -> list[Hyp]:
+    """Beam of iterative unmasking over ``open_gaps``, the model seeing slots ``[lo, hi)``
+    (module docstring); the other gaps hold their symbols in ``base``. Returns at most ``beam``
+    distinct finished hypotheses, best first.
+
+    The rows are built once; a step writes only the open gaps' letters into a copy, and all
+    hypotheses of the beam go through the model in one batch.
+
+    ``force``: gap -> target symbols ``(slots,)``: the slots are visited in the same order (the
+    most confident first) but each is fixed to its target, so the one hypothesis returned scores
+    that reading under the decoding (``beam`` is then 1). ``on_step``: called after every
+    forward pass (progress)."""
     start = {g: np.full(gaps[g].slots, -1, dtype=np.int64) for g in open_gaps}
     for g in open_gaps:  # slots past the maximum exist only to be BLANK
         if not gaps[g].fixed_width:
             start[g][gaps[g].max_letters :] = BLANK
-    hyps = [Hyp({**base, **start})]
+    lps = {g: np.full(gaps[g].slots, np.nan) for g in open_gaps}
+    seq, where = model_inputs(items, gaps, {**base, **start}, respace)
+    seq = {k: v[:, lo:hi] for k, v in seq.items()}
+    pos: dict[int, np.ndarray] = {g: np.zeros(gaps[g].slots, dtype=np.int64) for g in open_gaps}
+    for s, (g, j) in enumerate(where[lo:hi]):
+        if g in pos:
+            pos[g][j] = s
+    shown = {}  # what an open slot shows the model: MASK, or an uncertain letter's reading
+    for g in open_gaps:
+        shown[g] = seq["chars"][0, pos[g]].copy()
+    hyps = [Hyp({**base, **start}, 0.0, lps)]
+    if force is not None:
+        beam = 1
     while True:
-        open_any = any((h.fill[g] == -1).any() for h in hyps for g in open_gaps)
-        if not open_any:
+        if not any((h.fill[g] == -1).any() for h in hyps for g in open_gaps):
             return hyps
-        rows, wheres = [], []
+        rows = []
         for h in hyps:
-            seq, where = model_inputs(items, gaps, h.fill, respace)
-            rows.append({k: v[:, lo:hi] for k, v in seq.items()})
-            wheres.append(where[lo:hi])
-        logp = forward(model, rows)["char"][:, :, :SYMBOLS]
+            chars = seq["chars"].copy()
+            for g in open_gaps:
+                a = h.fill[g]
+                chars[0, pos[g]] = np.where((a >= 0) & (a < A.NUM_LETTERS), a, shown[g])
+            rows.append({**seq, "chars": chars})
+        logp = forward(model, rows, ("char",))["char"][:, :, :SYMBOLS]
+        if on_step is not None:
+            on_step()
         new: dict[tuple, Hyp] = {}
         for r, h in enumerate(hyps):
-            best = None  # (confidence, slot, candidates)
-            for s, (g, j) in enumerate(wheres[r]):
-                if g not in start or h.fill[g][j] != -1:
+            best = None  # (confidence, gap, slot, candidates)
+            for g in open_gaps:
+                a = h.fill[g]
+                js = np.flatnonzero(a == -1)
+                if not js.size:
                     continue
-                ok = allowed_symbols(gaps[g], h.fill[g], j)
-                lp = np.where(ok, logp[r, s], -np.inf)
-                lp = lp - np.logaddexp.reduce(lp[ok])
-                conf = float(lp.max())
-                if best is None or conf > best[0]:
-                    best = (conf, g, j, lp)
+                ok = _allowed_rows(gaps[g], a, js)
+                lp = np.where(ok, logp[r, pos[g][js]], -np.inf)
+                lp = lp - np.logaddexp.reduce(lp, axis=1, keepdims=True)
+                conf = lp.max(axis=1)
+                i = int(conf.argmax())
+                if best is None or conf[i] > best[0]:
+                    best = (float(conf[i]), g, int(js[i]), lp[i])
             if best is None:
-                new.setdefault(h.key(), h)
+                new.setdefault(tuple(h.fill[g].tobytes() for g in open_gaps), h)
                 continue
             _, g, j, lp = best
-            for sym in np.argsort(-lp, kind="stable")[:beam]:
+            syms = [int(force[g][j])] if force is not None else np.argsort(-lp, kind="stable")[:beam]
+            for sym in syms:
                 if not np.isfinite(lp[sym]):
+                    if force is not None:
+                        raise RestoreError(f"internal: the reading forced on gap {gaps[g].notation!r} breaks its shape at slot {j}")
                     break
-                fill = {k: v.copy() for k, v in h.fill.items()}
+                fill = dict(h.fill)
+                fill[g] = h.fill[g].copy()
                 fix_symbol(gaps[g], fill[g], j, int(sym))
-                cand = Hyp(fill, h.score + float(lp[sym]))
-                k = cand.key()
+                lpd = dict(h.lp)
+                lpd[g] = h.lp[g].copy()
+                lpd[g][j] = float(lp[sym])
+                cand = Hyp(fill, h.score + float(lp[sym]), lpd)
+                k = tuple(fill[x].tobytes() for x in open_gaps)
                 if k not in new or new[k].score < cand.score:
                     new[k] = cand
         hyps = sorted(new.values(), key=lambda x: -x.score)[:beam]
+
+
+def gap_logp(model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], g: int, lo: int, hi: int, respace: bool) -> np.ndarray:
+    """Float ``(slots, SYMBOLS)``: the model's log-probabilities at each slot of gap ``g`` with
+    all of its slots MASK, the other gaps at ``base``, the model seeing slots ``[lo, hi)``
+    (one forward pass)."""
+    fill = dict(base)
+    fill[g] = np.full(gaps[g].slots, -1, dtype=np.int64)
+    seq, where = model_inputs(items, gaps, fill, respace)
+    logp = forward(model, [{k: v[:, lo:hi] for k, v in seq.items()}], ("char",))["char"][0, :, :SYMBOLS]
+    rows = [s for s, (gg, _) in enumerate(where[lo:hi]) if gg == g]
+    return logp[rows]
+
+
+def width_chain(gap: Gap, logp: np.ndarray) -> dict[int, float]:
+    """``{width: probability}`` over ``min_letters..max_letters`` from the BLANK predictions
+    ``logp`` (float ``(slots, SYMBOLS)``, :func:`gap_logp`): the gap ends at slot ``w`` (its
+    first BLANK) with probability ``prod_{j<w} (1 - b_j) * b_w``, ``b_j`` the probability of
+    BLANK at slot ``j`` renormalised over the symbols allowed there (letters and BLANK), ``b``
+    at the maximum width 1 (BLANK is forced there). Sums to 1."""
+    out: dict[int, float] = {}
+    survive = 1.0
+    for w in range(gap.min_letters, gap.max_letters + 1):
+        if w >= gap.max_letters:
+            end = 1.0
+        else:
+            row = logp[w]
+            allowed = np.concatenate([row[: A.NUM_LETTERS], row[BLANK : BLANK + 1]])
+            end = float(np.exp(row[BLANK] - np.logaddexp.reduce(allowed)))
+        out[w] = survive * end
+        survive *= 1.0 - end
+    total = sum(out.values())
+    return {w: p / total for w, p in out.items()}
+
+
+def slot_range(items: list[Item], gaps: list[Gap], g: int) -> tuple[int, int]:
+    """``[first, end)`` slot of gap ``g`` in the working sequence."""
+    pos = 0
+    for it in items:
+        w = gaps[it.gap].slots if it.gap is not None else 1
+        if it.gap == g:
+            return pos, pos + w
+        pos += w
+    raise KeyError(g)
+
+
+def window_around(items: list[Item], gaps: list[Gap], g: int, window: int) -> tuple[int, int]:
+    """``[lo, hi)``: at most ``window`` slots of the working sequence centred on gap ``g``."""
+    total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
+    a, b = slot_range(items, gaps, g)
+    if total <= window:
+        return 0, total
+    lo = max(0, a - (window - (b - a)) // 2)
+    hi = min(total, lo + window)
+    return max(0, hi - window), hi
 
 
 def plan_windows(items: list[Item], gaps: list[Gap], window: int) -> list[tuple[list[int], int, int]]:
@@ -218,7 +343,10 @@ def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]
     return [(seqs[j], float(scores[j])) for j in range(len(scores))]
 
 
-def combine_windows(per_window: list[list[Hyp]], k: int) -> list[tuple[dict[int, np.ndarray], float]]:
+def combine_windows(per_window: list[list[Hyp]], k: int) -> list[Hyp]:
+    """The ``k`` best whole-text hypotheses from the windows' top lists (each window's
+    hypotheses hold only its own gaps), by the k best sums of their scores
+    (:func:`kbest_independent`), best first."""
     width = max(len(w) for w in per_window)
     scores = np.full((len(per_window), width), -np.inf)
     for i, w in enumerate(per_window):
@@ -228,13 +356,15 @@ def combine_windows(per_window: list[list[Hyp]], k: int) -> list[tuple[dict[int,
         if not np.isfinite(total):
             break
         fill: dict[int, np.ndarray] = {}
+        lp: dict[int, np.ndarray] = {}
         for i, j in enumerate(ids):
             fill.update(per_window[i][int(j)].fill)
-        out.append((fill, total))
+            lp.update(per_window[i][int(j)].lp)
+        out.append(Hyp(fill, total, lp))
     return out
 
 
 __all__ = [
-    "BLANK", "SYMBOLS", "Hyp", "allowed_symbols", "combine_windows", "decode_window", "fix_symbol", "forward", "kbest_independent",
-    "model_inputs", "plan_windows",
+    "BLANK", "SYMBOLS", "Hyp", "allowed_symbols", "combine_windows", "decode_window", "fix_symbol", "forward", "gap_logp",
+    "kbest_independent", "model_inputs", "plan_windows", "slot_range", "width_chain", "window_around",
 ]

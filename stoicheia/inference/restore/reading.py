@@ -20,8 +20,9 @@ the model but are decoded like gap slots, so the model may change them.
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import encode_text, text_to_planes
 from stoicheia.text.leiden import (
+    DOT_BELOW,
     MAX_LACUNA_WIDTH,
     Editorial,
     Lacuna,
@@ -37,6 +39,8 @@ from stoicheia.text.leiden import (
     Text,
     parse_leiden,
 )
+
+_GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 
 
 class RestoreError(ValueError):
@@ -48,13 +52,46 @@ class GapTooWideError(RestoreError):
 
 
 @dataclass
+class Alternative:
+    """One fill of one gap among the model's own top-k for that gap (the other gaps held at the
+    best restoration): ``fill`` as printed (without brackets), ``logprob`` its natural-log
+    probability under the decoding (the sum over its slots, :mod:`.decoding`), ``prob``
+    ``exp(logprob)``; ``letters`` its base letters."""
+
+    fill: str
+    prob: float
+    logprob: float
+    letters: str = ""
+
+
+@dataclass
+class EditorScore:
+    """The editor's supplement scored by the model (``--score-supplements``): ``reading`` the
+    editor's letters as typed, ``prob`` their probability under the decoding with the other gaps
+    at the best restoration, ``rank`` 1-based among the model's alternatives of the same width
+    (``k + 1`` when below all ``k`` of them and not among them)."""
+
+    reading: str
+    prob: float
+    rank: int
+
+
+@dataclass
 class Gap:
     """One stretch the model fills: a lacuna, a re-predicted supplement or an uncertain letter.
 
-    ``notation``: what the input had there; ``min_letters``/``max_letters``: the bounds of its
-    width in letters; ``slots``: MASK slots it takes (``max_letters`` for a fixed width, else
-    ``max_letters + 2``); ``read``: the letters visible to the model (an uncertain letter's
-    reading, an editor's supplement when kept visible), else ``None``.
+    Read from the input: ``notation`` what the input had there, as typed (``input[start:end]``;
+    the whole bracket ``[ - - - ]`` when the bracket holds only this gap, else the gap's part of
+    it, e.g. ``---`` in ``[καὶ ---]``); ``bracketed``: the notation holds its ``[ ]`` (the fill is
+    printed in brackets); ``min_letters``/``max_letters``: the bounds of its width in letters;
+    ``slots``: MASK slots it takes (``max_letters`` for a fixed width, else ``max_letters + 2``);
+    ``read``: the letters visible to the model (an uncertain letter's reading, an editor's
+    supplement), else ``None``.
+
+    Filled by :func:`stoicheia.inference.restore.restore`: ``fill`` the best fill as printed,
+    ``letter_probs`` one probability per letter of it, ``alternatives`` the gap's own top-k
+    (distinct, best first), ``width_probs`` ``{width: probability}`` summing to 1 for a gap of
+    uncertain width (else ``None``), ``editor`` the supplement's score (else ``None``).
     """
 
     notation: str
@@ -66,11 +103,64 @@ class Gap:
     #: what the input says follows the gap: 1/2 a word/sentence break (a space or a stop
     #: after the bracket), 0 the next letter of the same word
     end_boundary: int = A.BOUNDARY_INTERNAL
+    start: int = 0
+    end: int = 0
+    bracketed: bool = False
+    index: int = 0
+    fill: str = ""
+    letter_probs: list[float] = field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)
+    width_probs: dict[int, float] | None = None
+    editor: EditorScore | None = None
 
     @property
     def fixed_width(self) -> bool:
         return self.min_letters == self.max_letters and self.slots == self.max_letters
 
+    @property
+    def traces(self) -> bool:
+        """Dots below on no letter (``̣ ̣ ̣``): illegible traces, filled as dotted letters."""
+        return self.kind == "lacuna" and not self.bracketed and DOT_BELOW in self.notation
+
+    def to_json(self) -> dict[str, Any]:
+        """The gap as in the restore JSON contract (docs/restoring.md)."""
+        return {
+            "index": self.index, "kind": self.kind, "notation": self.notation, "start": self.start, "end": self.end,
+            "min_letters": self.min_letters, "max_letters": self.max_letters, "fill": self.fill,
+            "letter_probs": [round(p, 6) for p in self.letter_probs],
+            # probabilities to 6 significant digits, not 6 decimals: a rare alternative's prob
+            # stays exp(logprob) instead of rounding to 0
+            "alternatives": [{"fill": a.fill, "prob": float(f"{a.prob:.6g}"), "logprob": round(a.logprob, 6)} for a in self.alternatives],
+            "width_probs": None if self.width_probs is None else {str(w): round(p, 6) for w, p in sorted(self.width_probs.items())},
+            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": float(f"{self.editor.prob:.6g}"), "rank": self.editor.rank},
+        }
+
+
+@dataclass(frozen=True)
+class InputStyle:
+    """How the input is written, for printing fills in its style: ``capitals`` (no lower-case
+    Greek letter: fills in capitals without marks), ``accented`` (some Greek letter bears an
+    accent, breathing, diaeresis or iota subscript: else fills without marks), ``spaced`` (words
+    divided by spaces: else fills without spaces, as scriptio continua)."""
+
+    capitals: bool
+    accented: bool
+    spaced: bool
+
+
+def input_style(text: str) -> InputStyle:
+    """The :class:`InputStyle` of ``text`` (Leiden notation; the brackets' insides count too)."""
+    nfd = unicodedata.normalize("NFD", text)
+    lower = upper = accented = False
+    greek_base = False
+    for ch in nfd:
+        if unicodedata.combining(ch):
+            accented |= greek_base and ch != DOT_BELOW
+            continue
+        greek_base = bool(_GREEK.match(ch)) and ch.isalpha()
+        lower |= greek_base and ch.islower()
+        upper |= greek_base and ch.isupper()
+    return InputStyle(upper and not lower, accented, bool(re.search(r"\S\s+\S", text.strip())))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -154,6 +244,58 @@ def _gap_too_wide(seg: Lacuna, notation: str, lo: int, hi: int, slots: int, limi
     )
 
 
+_CLUSTER = re.compile("[^\u0300-\u036f][\u0300-\u036f]*|[\u0300-\u036f]+")
+
+
+def _square_brackets(text: str) -> list[tuple[int, int]]:
+    """``(open, close)`` offsets of every ``[ ]`` of ``text`` (not the erasure ``[[ ]]``);
+    Leiden brackets do not nest (:func:`~stoicheia.text.leiden.parse_leiden` has checked)."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text.startswith("[[", i):
+            j = text.find("]]", i + 2)
+            i = len(text) if j < 0 else j + 2
+        elif text[i] == "[":
+            j = text.find("]", i + 1)
+            if j < 0:
+                break
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def _notation_span(text: str, brackets: list[tuple[int, int]], a: int, b: int) -> tuple[int, int, bool]:
+    """The span of a gap whose own part of ``text`` is ``[a, b)``: the whole bracket when the
+    bracket holds nothing else (``[ - - - ]``), else the part without its edge spaces; and
+    whether the span holds the brackets."""
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    for o, c in brackets:
+        if o < a and b <= c:
+            if not text[o + 1 : a].strip() and not text[b:c].strip():
+                return o, c + 1, True
+            break
+    return a, b, False
+
+
+def _letter_spans(text: str, segments: list[Any]) -> list[tuple[int, int]]:
+    """Per letter slot, in the order of :func:`_letter_flags`, the span of ``text`` that wrote
+    it: the letter with its combining marks (dot below included)."""
+    spans: list[tuple[int, int]] = []
+    for seg in segments:
+        if isinstance(seg, Text) or (isinstance(seg, Editorial) and seg.reason != "surplus"):
+            for m in _CLUSTER.finditer(text, seg.start, seg.end):
+                cl = m.group().replace(DOT_BELOW, "")
+                n = _letters_in(unicodedata.normalize("NFC", cl)) if cl and not unicodedata.combining(cl[0]) else 0
+                spans.extend([(m.start(), m.end())] * n)
+    return spans
+
+
 def parse_input(
     text: str,
     *,
@@ -188,8 +330,8 @@ def parse_input(
                 lo, hi = _gap_bounds(seg, unknown_width, about_margin)
                 slots = hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
                 if slots > max_slots:
-                    notation = text[max(0, seg.start - 1) : seg.end + 1].strip()
-                    raise _gap_too_wide(seg, notation, lo, hi, slots, max_slots, limit_why)
+                    a, b, _ = _notation_span(text, _square_brackets(text), seg.start, seg.end)
+                    raise _gap_too_wide(seg, text[a:b], lo, hi, slots, max_slots, limit_why)
     try:
         enc = encode_text(text, strict=True)
     except LeidenError as err:
@@ -203,7 +345,14 @@ def parse_input(
         raise RestoreError(
             f"internal: {letters.size} letters encoded but {len(uncertain)} read from the Leiden segments of {text!r}"
         )
+    spans = _letter_spans(text, segments)
+    if len(spans) != letters.size:
+        raise RestoreError(
+            f"internal: {letters.size} letters encoded but {len(spans)} found in the characters of {text!r}"
+        )
+    brackets = _square_brackets(text)
     lacunae = [s for s in segments if isinstance(s, Lacuna)]
+    lost = [s for s in segments if isinstance(s, Editorial) and s.reason == "lost"]
     items: list[Item] = []
     gaps: list[Gap] = []
     li = 0  # letter index
@@ -220,7 +369,8 @@ def parse_input(
             slots = hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
             last = int(p.boundary[i + width - 1])
             end_b = last if last in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE) or i + width == n else A.BOUNDARY_INTERNAL
-            gaps.append(Gap(text[max(0, seg.start - 1) : seg.end + 1], "lacuna", lo, hi, slots, end_boundary=end_b))
+            a, b, br = _notation_span(text, brackets, seg.start, seg.end)
+            gaps.append(Gap(text[a:b], "lacuna", lo, hi, slots, end_boundary=end_b, start=a, end=b, bracketed=br))
             items.append(Item(len(gaps) - 1))
             i += width
             continue
@@ -228,20 +378,27 @@ def parse_input(
         if supplied[li] and supplements == "repredict":
             g = group[li]
             if g not in sup_gap:
-                seg = [s for s in segments if isinstance(s, Editorial) and s.reason == "lost"][g]
+                seg = lost[g]
                 w = sum(1 for x in group if x == g)
                 last = int(p.boundary[letters[li + w - 1]])
-                gaps.append(Gap(f"[{seg.text}]", "supplement", w, w, w, read=seg.text, end_boundary=last))
+                a, b, br = _notation_span(text, brackets, seg.start, seg.end)
+                gaps.append(Gap(text[a:b], "supplement", w, w, w, read=seg.text, end_boundary=last, start=a, end=b, bracketed=br))
                 sup_gap[g] = len(gaps) - 1
                 items.append(Item(len(gaps) - 1))
         elif uncertain[li]:
-            gaps.append(Gap(A.LETTERS[vals[0]] + "\u0323", "uncertain", 1, 1, 1, read=A.LETTERS[vals[0]]))
+            a, b = spans[li]
+            gaps.append(Gap(text[a:b], "uncertain", 1, 1, 1, read=A.LETTERS[vals[0]], start=a, end=b))
             items.append(Item(len(gaps) - 1, vals))
         else:
             items.append(Item(None, vals))
         li += 1
         i += 1
+    for k, g in enumerate(gaps):
+        g.index = k
     return items, gaps
 
 
-__all__ = ["Gap", "GapTooWideError", "Item", "RestoreError", "check_options", "parse_input"]
+__all__ = [
+    "Alternative", "EditorScore", "Gap", "GapTooWideError", "InputStyle", "Item", "RestoreError", "check_options", "input_style",
+    "parse_input",
+]

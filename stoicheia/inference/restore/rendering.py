@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stoicheia.inference.restore.decoding import forward
-from stoicheia.inference.restore.reading import Gap, Item
+from stoicheia.inference.restore.reading import Gap, InputStyle, Item
 from stoicheia.text import alphabet as A
+from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -29,17 +30,21 @@ if TYPE_CHECKING:
 class Restoration:
     """One restoration of the whole text.
 
-    ``text``: the text with the restored letters in square brackets (Leiden for letters
-    supplied by the editor) and changed uncertain letters marked with a dot below;
-    ``marks``: a line as wide as ``text`` on screen with ``^`` under every restored letter;
-    ``logprob``: natural-log score (module docstring); ``fills``: the letters of each gap, in
-    order (``""`` never: a gap has at least one letter).
+    ``text``: the input with each gap's notation replaced by its fill (``[fill]`` where the
+    notation held its brackets), equal to the input character for character everywhere else;
+    with ``respace`` the text rebuilt from the planes with the heads' word division, accents
+    and punctuation, restored letters in square brackets. ``marks``: a line as wide as ``text``
+    on screen with ``^`` under every restored letter and ``.`` under a changed uncertain
+    reading; ``logprob``: natural-log score (:mod:`.decoding`); ``fills``: the base letters of
+    each gap (lower case, no marks), in the order of the gaps (``""`` never: a gap has at least
+    one letter); ``printed``: each gap's fill as printed in ``text`` (without the brackets).
     """
 
     text: str
     marks: str
     logprob: float
     fills: list[str]
+    printed: list[str] = field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -54,82 +59,210 @@ def _width(s: str) -> int:
     return sum(1 for ch in s if not unicodedata.combining(ch))
 
 
-def finish(model: Any, items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], respace: bool, score: float) -> Restoration:
-    """Render one full assignment with the auxiliary heads (module docstring, Finishing)."""
-    letters: list[tuple[int, bool, bool, tuple | None]] = []  # char, restored, changed, input values
-    gap_ends: dict[int, int] = {}  # letter index -> the boundary the input gives it (last letter of a gap)
+def styled(s: str, style: InputStyle | None) -> str:
+    """``s`` (rendered Greek) in the input's ``style``: marks only where the input has them
+    (a dot below is kept), capitals in a capital text, no spaces in scriptio continua."""
+    if style is None:
+        return s
+    if style.capitals or not style.accented:
+        s = "".join(ch for ch in unicodedata.normalize("NFD", s) if not unicodedata.combining(ch) or ch == DOT_BELOW)
+    if style.capitals:
+        s = s.upper()
+    if not style.spaced:
+        s = s.replace(" ", "")
+    return unicodedata.normalize("NFC", s)
+
+
+@dataclass
+class _Letter:
+    char: int
+    gap: int | None  # the gap the letter fills, None for a letter of the input
+    changed: bool  # an uncertain reading the model changed
+    values: tuple | None  # the input's planes values (None: a restored letter)
+
+
+def _letters(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) -> list[_Letter]:
+    out: list[_Letter] = []
     for it in items:
         if it.gap is None:
-            letters.append((it.values[0], False, False, it.values))  # type: ignore[index]
+            out.append(_Letter(it.values[0], None, False, it.values))  # type: ignore[index]
             continue
         g = gaps[it.gap]
         for sym in fill[it.gap]:
             if 0 <= sym < A.NUM_LETTERS:
                 if g.kind == "uncertain":
-                    letters.append((int(sym), False, int(sym) != it.values[0], it.values))  # type: ignore[index]
+                    out.append(_Letter(int(sym), it.gap, int(sym) != it.values[0], it.values))  # type: ignore[index]
                 else:
-                    letters.append((int(sym), True, False, None))
-        if g.kind != "uncertain" and letters and letters[-1][1]:
-            gap_ends[len(letters) - 1] = g.end_boundary
-    chars = np.array([c for c, _, _, _ in letters], dtype=np.int64)
-    hidden = [respace or v is None for _, _, _, v in letters]
-    seq = {
-        "chars": chars[None, :],
-        "boundary": np.array([A.BOUNDARY_UNKNOWN if h else v[1] for h, (_, _, _, v) in zip(hidden, letters, strict=True)])[None, :],
-        "dia": np.array([A.DIA_UNKNOWN if h else v[2] for h, (_, _, _, v) in zip(hidden, letters, strict=True)])[None, :],
-        "punct": np.array([A.PUNCT_UNKNOWN if h else v[4] for h, (_, _, _, v) in zip(hidden, letters, strict=True)])[None, :],
+                    out.append(_Letter(int(sym), it.gap, False, None))
+    return out
+
+
+def _head_rows(letters: list[_Letter], respace: bool) -> dict[str, np.ndarray]:
+    hidden = [respace or x.values is None for x in letters]
+    vals = [x.values for x in letters]
+    return {
+        "chars": np.array([x.char for x in letters], dtype=np.int64)[None, :],
+        "boundary": np.array([A.BOUNDARY_UNKNOWN if h else v[1] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
+        "dia": np.array([A.DIA_UNKNOWN if h else v[2] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
+        "punct": np.array([A.PUNCT_UNKNOWN if h else v[4] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
     }
-    out = forward(model, [seq])
-    pieces, marks = [], []
+
+
+def _channels(letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray], r: int, respace: bool) -> list[tuple[int, int, int, int, int]]:
+    """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
+    heads' argmax for restored ones (the boundary after a gap's last letter as the input says)."""
     n = len(letters)
-    for i, (c, restored, changed, v) in enumerate(letters):
-        if hidden[i]:
-            b = int(out["boundary"][0, i].argmax())
-            if i in gap_ends and not respace:
-                b = gap_ends[i]  # the input says whether a word break follows the bracket
-            d = int(out["dia"][0, i].argmax())
-            cap = int(out["cap"][0, i].argmax())
-            pu = int(out["punct"][0, i].argmax())
+    res = []
+    for i, x in enumerate(letters):
+        v = x.values
+        if respace or v is None:
+            b = int(out["boundary"][r, i].argmax())
+            last_of_gap = x.gap is not None and v is None and (i == n - 1 or letters[i + 1].gap != x.gap)
+            if last_of_gap and not respace:
+                b = gaps[x.gap].end_boundary  # the input says whether a word break follows the bracket
+            d = int(out["dia"][r, i].argmax())
+            cap = int(out["cap"][r, i].argmax())
+            pu = int(out["punct"][r, i].argmax())
         else:
-            b, d, cap, pu = v[1], v[2], v[3], v[4]  # type: ignore[index]
-            cap = cap if cap != A.CAP_UNKNOWN else int(out["cap"][0, i].argmax())
+            b, d, cap, pu = v[1], v[2], v[3], v[4]
+            cap = cap if cap != A.CAP_UNKNOWN else int(out["cap"][r, i].argmax())
         if i == n - 1 and b == A.BOUNDARY_UNKNOWN:
             b = A.BOUNDARY_INTERNAL
+        res.append((x.char, b, d, cap, pu))
+    return res
+
+
+def _printed_fill(g: Gap, rows: list[tuple[_Letter, tuple[int, int, int, int, int]]], style: InputStyle | None) -> str:
+    """Gap ``g``'s fill as printed in the input's style (without brackets)."""
+    if g.kind == "uncertain":
+        x, (c, b, d, cap, _) = rows[0]
+        if not x.changed:
+            return g.notation  # the reading kept, as typed
+        upper = any(ch.isupper() for ch in g.notation)
+        letter = _render_letter(c, A.BOUNDARY_INTERNAL, d, 1 if upper else 0, 0)
+        return styled(unicodedata.normalize("NFC", letter + DOT_BELOW), style)
+    parts = []
+    for k, (_, (c, b, d, cap, pu)) in enumerate(rows):
+        last = k == len(rows) - 1
+        s = _render_letter(c, b, d, cap, 0 if last else pu)
+        if last:
+            s = s.rstrip(" ")  # what follows the gap is the input's
+        if g.traces:
+            s = s[0] + DOT_BELOW + s[1:]
+        parts.append(s)
+    return styled(unicodedata.normalize("NFC", "".join(parts)), style)
+
+
+def _spliced(text: str, gaps: list[Gap], printed: list[str]) -> tuple[str, str]:
+    """``text`` with each gap's notation replaced by its printed fill, and the marks line."""
+    out, marks = [], []
+    pos = 0
+    for g, f in sorted(zip(gaps, printed, strict=True), key=lambda t: t[0].start):
+        out.append(text[pos : g.start])
+        marks.append(" " * _width(text[pos : g.start]))
+        piece = f"[{f}]" if g.bracketed else f
+        out.append(piece)
+        if g.kind == "uncertain":
+            sign = "." if f != g.notation else " "
+            marks.append(sign * _width(piece))
+        else:
+            marks.append("".join("^" if ch.isalpha() else " " for ch in piece if not unicodedata.combining(ch)))
+        pos = g.end
+    out.append(text[pos:])
+    return "".join(out), "".join(marks).rstrip()
+
+
+def finish(
+    model: Any, items: list[Item], gaps: list[Gap], fills: list[dict[int, np.ndarray]], respace: bool, scores: list[float],
+    *, text: str | None = None, style: InputStyle | None = None,
+) -> list[Restoration]:
+    """Render full assignments ``fills`` (one per restoration, scored ``scores``) with the
+    auxiliary heads (module docstring, Finishing); one forward pass per group of equal length.
+    ``text``: the input, into which the fills are spliced (``None`` or ``respace``: the text is
+    rebuilt from the planes); ``style``: the input's :class:`InputStyle` for the printed fills."""
+    per = [_letters(items, gaps, f) for f in fills]
+    outs: list[tuple[dict[str, np.ndarray], int]] = [None] * len(fills)  # type: ignore[list-item]
+    by_len: dict[int, list[int]] = {}
+    for k, letters in enumerate(per):
+        by_len.setdefault(len(letters), []).append(k)
+    for ks in by_len.values():
+        out = forward(model, [_head_rows(per[k], respace) for k in ks])
+        for r, k in enumerate(ks):
+            outs[k] = (out, r)
+    result = []
+    for k, letters in enumerate(per):
+        out, r = outs[k]
+        chans = _channels(letters, gaps, out, r, respace)
+        by_gap: dict[int, list] = {}
+        for x, ch in zip(letters, chans, strict=True):
+            if x.gap is not None:
+                by_gap.setdefault(x.gap, []).append((x, ch))
+        printed = [_printed_fill(g, by_gap[gi], style) for gi, g in enumerate(gaps)]
+        base = ["".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS) for gi in range(len(gaps))]
+        if text is not None and not respace:
+            t, m = _spliced(text, gaps, printed)
+        else:
+            t, m = _rebuilt(letters, chans)
+        result.append(Restoration(t, m, scores[k], base, printed))
+    return result
+
+
+def _rebuilt(letters: list[_Letter], chans: list[tuple[int, int, int, int, int]]) -> tuple[str, str]:
+    """The text rebuilt from the planes (``respace``), restored letters in brackets."""
+    pieces, marks = [], []
+    n = len(letters)
+    for i, (x, (c, b, d, cap, pu)) in enumerate(zip(letters, chans, strict=True)):
+        restored = x.values is None
         s = _render_letter(c, b, d, cap, pu)
         core, tail = s.rstrip(" "), s[len(s.rstrip(" ")) :]
-        if changed:
-            core = unicodedata.normalize("NFC", core[0] + "\u0323" + core[1:]) if core else core
-        opens = restored and (i == 0 or not letters[i - 1][1])
-        closes = restored and (i == n - 1 or not letters[i + 1][1])
+        if x.changed:
+            core = unicodedata.normalize("NFC", core[0] + DOT_BELOW + core[1:]) if core else core
+        opens = restored and (i == 0 or letters[i - 1].values is not None)
+        closes = restored and (i == n - 1 or letters[i + 1].values is not None)
         # the bracket closes before the punctuation and the space that follow the letter
         letter_part = core
         punct_part = ""
         if closes and letter_part and not unicodedata.category(letter_part[-1]).startswith("L") and not unicodedata.combining(letter_part[-1]):
             letter_part, punct_part = letter_part[:-1], letter_part[-1]
-        piece = ("[" if opens else "") + letter_part + ("]" if closes else "") + punct_part + tail
-        pieces.append(piece)
+        pieces.append(("[" if opens else "") + letter_part + ("]" if closes else "") + punct_part + tail)
         w = _width(letter_part)
-        marks.append((" " if opens else "") + ("^" if restored else ("." if changed else " ")) * w + (" " if closes else "") + " " * _width(punct_part + tail))
-    fills = []
-    for gi, g in enumerate(gaps):
-        if g.kind == "uncertain":
-            continue
-        fills.append("".join(A.LETTERS[int(s)] for s in fill[gi] if 0 <= s < A.NUM_LETTERS))
-    return Restoration("".join(pieces).rstrip(), "".join(marks).rstrip(), score, fills)
+        marks.append((" " if opens else "") + ("^" if restored else ("." if x.changed else " ")) * w + (" " if closes else "") + " " * _width(punct_part + tail))
+    return "".join(pieces).rstrip(), "".join(marks).rstrip()
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.0f}%" if p >= 0.005 else "<1%"
 
 
 def format_result(result: RestoreResult) -> list[str]:
-    """Lines for the console: the input, then each restoration with its log-probability and a
-    line of ``^`` under the restored letters."""
+    """Lines for the console: the input, each restoration with its log-probability and a line
+    of ``^`` under the restored letters, then per gap: its notation as typed, the probability
+    of each width (uncertain width), the editor's reading scored, the gap's own alternatives
+    and the probability of each letter of the best fill."""
     lines = [f"input     {result.input}"]
-    for g in result.gaps:
-        if g.kind == "lacuna" and not g.fixed_width:
-            lines.append(f"  lacuna {g.notation.strip()}: {g.min_letters} to {g.max_letters} letters ({g.slots} slots, BLANK ends it)")
     for i, r in enumerate(result.restorations, 1):
         head = f"#{i} {r.logprob:8.3f}"
         lines.append(f"{head}  {r.text}")
         if r.marks.strip():
             lines.append(" " * (len(head) + 2) + r.marks)
+    best = result.restorations[0] if result.restorations else None
+    if result.gaps:
+        lines.append("gaps (each with the others as in #1):")
+    for g in result.gaps:
+        head = f"  {g.index + 1}. {g.kind} {g.notation}"
+        if not g.fixed_width:
+            head += f": {g.min_letters} to {g.max_letters} letters ({g.slots} slots, BLANK ends it)"
+        if g.width_probs:
+            top = sorted(g.width_probs.items(), key=lambda t: -t[1])[:4]
+            head += "; width " + ", ".join(f"{w} {_pct(p)}" for w, p in top)
+        lines.append(head)
+        if g.editor is not None:
+            lines.append(f"     editor's reading {g.editor.reading}: {_pct(g.editor.prob)}, rank {g.editor.rank} among the model's readings of its width")
+        if g.alternatives:
+            lines.append("     alternatives: " + "  ".join(f"{a.fill} {_pct(a.prob)}" for a in g.alternatives))
+        if best is not None and g.letter_probs:
+            letters = best.fills[g.index]
+            lines.append("     letters: " + " ".join(f"{c} {_pct(p)}" for c, p in zip(letters, g.letter_probs, strict=False)))
     lines += [f"({n})" for n in result.notes]
     lines.append("log-probabilities in nats (natural log) of the restored letters; ^ restored, . changed reading")
     return lines

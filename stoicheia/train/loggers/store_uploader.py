@@ -35,8 +35,10 @@ from stoicheia.train.object_store import (
     MARKERS,
     NAMED,
     StoreFolder,
+    checkpoints_to_prune,
     describe_error,
     list_names,
+    prune_checkpoints,
 )
 
 log = logging.getLogger(__name__)
@@ -77,14 +79,21 @@ class StoreUploader(LoggerDestination):
     :class:`StoreUnavailable` (every rank together), and the local run folder keeps everything.
     When the same command runs again, files missing from the store are uploaded first.
 
+    Periodic checkpoints in the store are pruned like the local ones: each time the store's
+    ``latest`` has moved, all but the ``keep`` newest ``ep*-ba*-rank0.pt`` objects are deleted
+    (:func:`~stoicheia.train.object_store.prune_checkpoints`), never the one ``latest`` names
+    nor ``best.pt``, ``pre_anneal.pt``, ``final.pt``.
+
     Args:
         save_folder: the store folder URI (``train.save_folder`` with ``{run_name}`` filled in).
         run_folder: the local run folder (Composer's ``save_folder`` for this run).
         retry_seconds: ``train.upload_retry_seconds``.
+        keep: ``train.save_num_checkpoints_to_keep`` (``-1``: keep every checkpoint).
     """
 
-    def __init__(self, save_folder: str, run_folder: Path, retry_seconds: float) -> None:
+    def __init__(self, save_folder: str, run_folder: Path, retry_seconds: float, keep: int = -1) -> None:
         self.folder = StoreFolder.parse(save_folder)
+        self.keep = int(keep)
         self.run_folder = Path(run_folder)
         self.retry_seconds = float(retry_seconds)
         self.staging = self.run_folder / ".upload"
@@ -216,6 +225,12 @@ class StoreUploader(LoggerDestination):
             if (m := CHECKPOINT.match(f.name)) and f.is_file() and not f.is_symlink()
         )
         missing = [f for _, f in local if f.name not in present]
+        if self.keep >= 0:
+            # not those that pruning would delete at once (older than the newest `keep`)
+            link = self.run_folder / "latest-rank0.pt"
+            target = os.readlink(link) if link.is_symlink() else None
+            doomed = set(checkpoints_to_prune([*present, *(f.name for _, f in local)], self.keep, target and Path(target).name))
+            missing = [f for f in missing if f.name not in doomed]
         for f in missing:
             self._put(_Job(f.name, self._stage(f), verify=True))
         link = self.run_folder / "latest-rank0.pt"
@@ -278,6 +293,12 @@ class StoreUploader(LoggerDestination):
                 )
                 time.sleep(max(wait, 0.0))
                 delay *= BACKOFF_FACTOR
+        if job.target is not None and job.name == LATEST_SYMLINK and self.keep >= 0:
+            # the store's latest names a verified checkpoint now: the older ones may go
+            try:
+                prune_checkpoints(self._store, self.folder, self.keep, job.target)
+            except Exception as err:  # a failed listing: the next checkpoint prunes again
+                log.warning("[store] could not prune old checkpoints in %s (%s)", self.folder.uri(), describe_error(err, self.folder))
         if job.name in NAMED and job.stamp is not None:
             record = self._read_record()
             record[job.name] = job.stamp

@@ -1,0 +1,86 @@
+"""Benchmark: latency of ``restore`` on the same inscription-like texts, at top-1, top-5 and top-20.
+
+    .venv/bin/python benchmarks/restore_latency.py [--checkpoint CKPT] [--repeats 3] [--threads 2]
+        [--alternatives 0]
+
+Prints figures; asserts nothing. Without ``--checkpoint`` the model is ``yamls/demo.yaml``'s
+shape (d96, 4 layers, 512-slot rows) with random weights: the compute per forward pass is the
+demo model's, the restorations are meaningless (a trained model's BLANK may end gaps earlier,
+so its step count can differ a little). The text is the one of issue 15 §5: 235 letters with
+three gaps, ``[....]``, ``[-ca.6-]`` and ``[---]``. Each figure is the median of ``--repeats``
+runs after one warm-up, with ``torch.set_num_threads(--threads)``.
+
+``--alternatives`` is passed to ``restore`` when it accepts it (each gap's own top-k costs one
+beam over that gap); to compare with a checkout from before per-gap alternatives existed, run
+this script with ``PYTHONPATH`` pointing at that checkout and ``--alternatives 0`` here.
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+from pathlib import Path as _Path
+
+# Use the code of the checkout given by PYTHONPATH if any, else the one this script is in.
+_sys.path.insert(1, str(_Path(__file__).resolve().parents[1]))
+
+import argparse  # noqa: E402
+import inspect  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+
+TEXT = (
+    "ἔδοξε τῇ βουλῇ καὶ τῷ δήμῳ ἐπειδὴ Ἀπολλόδωρος Ἀρτεμιδώρου εὔνους ὢν διατελεῖ τῷ δήμῳ "
+    "καὶ πρ[....] καὶ λέγων καὶ πράττων ἀγαθὸν ὅ τι ἂν δύνηται ὑπὲρ τῆς πόλεως, [-ca.6-] "
+    "ἐπαινέσαι αὐτὸν καὶ στεφανῶσαι χρυσῷ στεφάνῳ ἀρετῆς ἕνεκα καὶ εὐνοίας τῆς εἰς τὸν δῆμον "
+    "[---] δὲ τὸ ψήφισμα ἐν στήλῃ λιθίνῃ"
+)
+
+
+def _model(checkpoint: str | None):
+    from stoicheia.inference.loading import LoadedModel, load_model
+
+    if checkpoint:
+        return load_model(checkpoint, device="cpu")
+    from stoicheia.model.config import EncoderConfig
+    from stoicheia.model.encoder import CharBertEncoder
+
+    torch.manual_seed(0)
+    enc = CharBertEncoder(EncoderConfig(d_model=96, n_layers=4, n_heads=4, char_window=128)).eval()
+    return LoadedModel(enc, {"data": {"seq_len": 512}}, "random demo-shape model", "checkpoint")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--alternatives", type=int, default=None, help="each gap's own top-k (default: restore's, top-k)")
+    ap.add_argument("--top-k", type=int, nargs="+", default=[1, 5, 20])
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    from stoicheia.inference import restore as R
+
+    model = _model(args.checkpoint)
+    print(f"code: {_Path(R.__file__).resolve().parent}; model: {model.source}; import + load {time.perf_counter() - t0:.2f} s")
+    from stoicheia.text.encode import text_to_planes
+
+    print(f"text: {len(text_to_planes(TEXT)[0])} letters, 3 gaps; {args.threads} threads; median of {args.repeats}")
+    kwargs = {}
+    if args.alternatives is not None and "alternatives" in inspect.signature(R.restore).parameters:
+        kwargs["alternatives"] = args.alternatives
+    for k in args.top_k:
+        R.restore(model, TEXT, top_k=k, **kwargs)  # warm-up
+        times = []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            res = R.restore(model, TEXT, top_k=k, **kwargs)
+            times.append(time.perf_counter() - t)
+        med = statistics.median(times)
+        print(f"top-{k:<3} {med:7.3f} s   {len(res.restorations) / med:7.1f} restorations/s   {1 / med:6.2f} texts/s")
+
+
+if __name__ == "__main__":
+    main()

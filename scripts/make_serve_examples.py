@@ -1,0 +1,92 @@
+"""Write the restoration page's example inscriptions (stoicheia/serve/static/examples.json).
+
+The examples are real I.Sicily inscriptions of the development set (file numbers ending in 4)
+with lacunae, read with the project's EpiDoc reader (:func:`stoicheia.sources.epidoc.read_epidoc`)
+exactly as ``convert`` reads them, so the Leiden text on the page is what the model was
+evaluated on. I.Sicily is CC BY 4.0 (J. Prag et al., http://sicily.classics.ox.ac.uk); the
+JSON carries that attribution, each inscription's URI and its date as the file gives it.
+
+Usage (from the project root)::
+
+    .venv/bin/python scripts/make_serve_examples.py [--corpus ../shared/corpus/isicily/inscriptions]
+
+Exit status 2 with one line if an inscription is missing, outside the development set, not a
+single Greek record, or has no lacuna.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from lxml import etree
+
+from stoicheia.sources import SourceError
+from stoicheia.sources.epidoc import read_epidoc
+from stoicheia.text.leiden import Lacuna, parse_leiden
+
+#: short funerary texts with lacunae of known and unknown width (chosen by hand for the page)
+CHOSEN = ("ISic003084", "ISic001684", "ISic000864")
+OUT = Path(__file__).resolve().parents[1] / "stoicheia" / "serve" / "static" / "examples.json"
+TEI = "{http://www.tei-c.org/ns/1.0}"
+
+
+def describe(path: Path) -> dict[str, str]:
+    """Title, URI and date of an I.Sicily file (from its header)."""
+    root = etree.parse(str(path)).getroot()
+
+    def first(xpath: str) -> str:
+        found = root.find(xpath)
+        return " ".join((found.text or "").split()) if found is not None else ""
+
+    return {
+        "title": first(f".//{TEI}titleStmt/{TEI}title"),
+        "url": first(f".//{TEI}idno[@type='URI']"),
+        "date": first(f".//{TEI}origDate"),
+    }
+
+
+def example(corpus: Path, name: str) -> dict[str, str]:
+    """The page's entry for inscription ``name``; raises ``ValueError`` naming what is wrong."""
+    path = corpus / f"{name}.xml"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; give --corpus, the I.Sicily inscriptions folder")
+    if not name.endswith("4"):
+        raise ValueError(f"{name} is not in the development set (file numbers ending in 4)")
+    try:
+        records = list(read_epidoc(path))
+    except SourceError as err:
+        raise ValueError(str(err)) from None
+    if len(records) != 1:
+        raise ValueError(f"{path}: {len(records)} Greek records; choose an inscription with one edition text")
+    text = records[0].text
+    if not any(isinstance(s, Lacuna) for s in parse_leiden(text)):
+        raise ValueError(f"{path}: no lacuna in its edition; choose an inscription with one")
+    return {"id": name, **describe(path), "text": text}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="../shared/corpus/isicily/inscriptions", help="I.Sicily inscriptions folder")
+    parser.add_argument("--out", default=str(OUT), help=f"JSON to write (default {OUT})")
+    args = parser.parse_args(argv)
+    try:
+        examples = [example(Path(args.corpus), name) for name in CHOSEN]
+    except ValueError as err:
+        print(f"make_serve_examples: error: {err}", file=sys.stderr)
+        return 2
+    data = {
+        "source": "I.Sicily, J. Prag et al., http://sicily.classics.ox.ac.uk",
+        "licence": "CC BY 4.0",
+        "note": "edition text read with stoicheia.sources.epidoc.read_epidoc (scripts/make_serve_examples.py)",
+        "examples": examples,
+    }
+    Path(args.out).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}: {', '.join(e['id'] for e in examples)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""``stoicheia benchmark``: restoration measured the way the field measures it.
+
+The model restores gaps of texts it never trained on (the inscription dev set, see
+:mod:`stoicheia.inference.benchmark_protocols` for the three protocols) with the product's
+decoder (:func:`stoicheia.inference.restore.decoding.decode_window`, the beam of iterative
+unmasking that ``restore`` runs; beam of 20), and a letter
+n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards as
+``evaluate`` trains it) fills exactly the same gaps. Scores: :mod:`.benchmark_scoring`;
+table, JSON and reliability plot: :mod:`.benchmark_report`.
+
+Decoding a task. Only the target gap is decoded; every other lacuna of the text stays a
+lacuna (MASK slots the model sees, never filled), uncertain letters stay as read, the
+editor's other supplements stay as text. The model sees one window of the trained row
+length (``data.seq_len``) centred on the target. Its candidates are the beam's hypotheses,
+best first; the probability of the first is ``exp`` of its score, the product of the
+probabilities of its letters (and of the BLANK that ends an unknown width) as the decoder
+fixed them, each renormalised over the symbols allowed there. The n-gram's candidates come
+from :meth:`~stoicheia.inference.ngram.LetterNgram.topk_fill` (for an unknown width: every
+width from 1 to ``unknown_width``, all ranked together); its probability is the first
+candidate's share of the summed probabilities of its 64 best (the posterior over the
+candidates it found, given the letters on both sides).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
+from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
+from stoicheia.inference.ngram import LetterNgram
+
+log = logging.getLogger(__name__)
+
+#: A decoder: a task -> its candidates (base letters or letters with marks, best first,
+#: distinct) and the probability of the first, in [0, 1].
+Decoder = Callable[[Task], tuple[list[str], float]]
+
+#: Published figures on the same task, other corpora and far larger models (see the docs).
+PUBLISHED = [
+    {"system": "Ithaca (Assael et al., Nature 2022)", "corpus": "PHI Greek inscriptions, held out by the last digit of their number",
+     "task": "hidden spans 1-10, known width", "cer": 0.263, "top1": 0.618, "top20": 0.783},
+    {"system": "instruction-tuned 8B language model", "corpus": "Ithaca's test set",
+     "task": "hidden spans 1-10, known width", "cer": 0.205, "top1": 0.637, "top20": 0.830},
+    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
+     "task": "hidden spans, known width", "top20": 0.73},
+    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
+     "task": "hidden spans, unknown width", "top20": 0.58},
+]
+
+
+@dataclass
+class ModelDecoder:
+    """The product's decoder on one target gap (module docstring). ``model``: a
+    :class:`~stoicheia.inference.loading.LoadedModel`; ``beam``: hypotheses kept (and
+    candidates returned; default the largest k, 20); ``unknown_width``: most letters of
+    ``[---]`` (``restore``'s default 20); ``window``: slots seen (default ``data.seq_len``)."""
+
+    model: Any
+    beam: int = max(TOP_KS)
+    unknown_width: int = 20
+    window: int | None = None
+
+    def __call__(self, task: Task) -> tuple[list[str], float]:
+        from stoicheia.inference.restore.decoding import decode_window
+        from stoicheia.inference.restore.reading import parse_input
+        from stoicheia.text import alphabet as A
+
+        trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
+        win = self.window or trained
+        # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
+        # only the window around the target is seen, and the target holds at most 22 slots
+        items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
+        lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
+        g = lacunae[task.target]
+        at = [i for i in lacunae if getattr(gaps[i], "start", None) == task.start]  # gaps that know their offsets
+        if at and at[0] != g:
+            raise AssertionError(f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}")
+        pos = a = b = 0
+        for it in items:  # slots of the target: [a, b)
+            w = gaps[it.gap].slots if it.gap is not None else 1
+            if it.gap == g:
+                a, b = pos, pos + w
+            pos += w
+        lo = max(0, min(a - (win - (b - a)) // 2, pos - win))
+        hi = min(pos, lo + win)
+        hyps = decode_window(self.model, items, gaps, {}, [g], lo, hi, self.beam, respace=False)
+        fills = ["".join(A.LETTERS[int(s)] for s in h.fill[g] if 0 <= s < A.NUM_LETTERS) for h in hyps]
+        return fills, float(math.exp(hyps[0].score)) if hyps else 0.0
+
+
+def _context(text: str) -> np.ndarray:
+    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's context)."""
+    from stoicheia.text.encode import encode_text
+
+    if not text.strip():
+        return np.zeros(0, dtype=np.int64)
+    return encode_text(text, strict=True).planes.chars.astype(np.int64)
+
+
+@dataclass
+class NgramDecoder:
+    """The n-gram baseline on the same gaps (module docstring); ``k``: candidates returned,
+    ``pool``: candidates its probability is normalised over."""
+
+    ngram: LetterNgram
+    k: int = max(TOP_KS)
+    unknown_width: int = 20
+    pool: int = 64
+
+    def __call__(self, task: Task) -> tuple[list[str], float]:
+        left, right = _context(task.input[: task.start]), _context(task.input[task.end :])
+        # the width from the notation ([....]: one dot per letter), never from the truth
+        widths = [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
+        cands: dict[str, float] = {}
+        for w in widths:
+            for fill, lp in self.ngram.topk_fill(left, w, right, k=self.pool, beam=self.pool):
+                cands[fill] = max(lp, cands.get(fill, -math.inf))
+        best = sorted(cands.items(), key=lambda kv: -kv[1])[: self.pool]
+        scores = np.array([lp for _, lp in best])
+        prob = float(np.exp(scores[0] - np.logaddexp.reduce(scores))) if len(best) else 0.0
+        return [f for f, _ in best[: self.k]], prob
+
+
+def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Every decoder on every task of every protocol. Returns ``{protocol: {"gaps": n,
+    "decoders": {name: figures of :func:`~.benchmark_scoring.summarise` plus "seconds" and
+    "restorations_per_second", "failed"}, "examples": [per gap: text id, offsets, truth, and per
+    decoder its top-1, rank, probability and 5 best]}}``. A task a decoder cannot decode (a
+    ``ValueError``, e.g. notation it refuses) scores as a wrong answer with probability 0, is
+    counted in ``failed`` and its message kept in the gap's entry: nothing is dropped.
+    ``progress(label, done, total)`` is called after each gap."""
+    out: dict[str, Any] = {}
+    for protocol, ts in tasks.items():
+        per: dict[str, Any] = {}
+        rows = [{"text": t.text_id, "start": t.start, "end": t.end, "truth": t.truth} for t in ts]
+        for name, dec in decoders.items():
+            scores = []
+            seconds = 0.0
+            failed = 0
+            for i, t in enumerate(ts):
+                t0 = time.perf_counter()
+                error = None
+                try:
+                    cands, prob = dec(t)
+                except ValueError as err:
+                    cands, prob, error = [], 0.0, str(err)
+                    failed += 1
+                    log.warning("[benchmark] %s: %s could not restore the gap at %d of %s: %s", protocol, name, t.start, t.text_id, err)
+                seconds += time.perf_counter() - t0
+                letters = list(dict.fromkeys(base_letters(c) for c in cands))  # distinct, order kept
+                s = GapScore(t.truth, tuple(letters), min(1.0, max(0.0, prob)), t.known_width)
+                scores.append(s)
+                rows[i][name] = {"top1": s.top1, "rank": s.rank, "prob": s.prob, "best5": list(s.candidates[:5])}
+                if error is not None:
+                    rows[i][name]["error"] = error
+                if progress is not None:
+                    progress(f"{protocol} · {name}", i + 1, len(ts))
+            figures = summarise(scores)
+            figures["seconds"] = seconds
+            figures["restorations_per_second"] = len(ts) / seconds if seconds > 0 else None
+            figures["failed"] = failed
+            per[name] = figures
+        out[protocol] = {"gaps": len(ts), "decoders": per, "examples": rows}
+    return out
+
+
+def benchmark(
+    model: Any,
+    shard_root: str | Path,
+    *,
+    protocols: list[str],
+    spans_per_text: int = 3,
+    seed: int = 1234,
+    max_texts: int | None = None,
+    ngram: LetterNgram | None = None,
+    unknown_width: int = 20,
+    epidoc_root: str | Path | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
+    """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
+    ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
+    (the tier's folder, e.g. ``../shared/corpus/isicily``) instead of the paths ``stats.json``
+    recorded at conversion (shards converted on another machine). Returns ``{"corpus": {...}, "protocols": (see
+    :func:`run_tasks`), "settings": {...}, "published": PUBLISHED}``. Raises
+    :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
+    unknown protocol, no gap at all)."""
+    from stoicheia.data.shards import read_stats
+    from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.text.encode import encode_text
+
+    counts: Counter = Counter()
+    texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts, epidoc_root=epidoc_root)
+    tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
+    if not any(tasks.values()):
+        raise BenchmarkError(f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}")
+    decoders: dict[str, Decoder] = {"model": ModelDecoder(model, unknown_width=unknown_width)}
+    if ngram is not None:
+        decoders["ngram"] = NgramDecoder(ngram, unknown_width=unknown_width)
+    dev = read_stats(Path(shard_root)).get("inscription_dev", {})
+    corpus = {
+        "shards": str(shard_root),
+        "set": "inscription dev set",
+        "digits": dev.get("digits", []),
+        "inscriptions": len({t.work for t in texts}),
+        "texts": len(texts),
+        "letters": sum(int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts),  # supplements included
+        "left_out": dict(counts.most_common()),
+    }
+    return {
+        "corpus": corpus,
+        "settings": {"protocols": protocols, "spans_per_text": spans_per_text, "seed": seed, "max_texts": max_texts,
+                     "unknown_width": unknown_width, "beam": max(TOP_KS), "top_k": list(TOP_KS)},
+        "protocols": run_tasks(decoders, tasks, progress),
+        "published": PUBLISHED,
+    }
+
+
+__all__ = ["PUBLISHED", "Decoder", "ModelDecoder", "NgramDecoder", "benchmark", "run_tasks"]

@@ -1,0 +1,120 @@
+"""The restoration benchmark's outputs: a readable table, ``benchmark.json`` and a reliability plot.
+
+:func:`format_table` gives the table printed by ``stoicheia benchmark`` (and written as
+``benchmark.txt``): per protocol, the number of gaps and, for the model and the n-gram side by
+side, CER, top-1/5/20 exact match, the share of right widths (unknown width), the expected
+calibration error and restorations per second, then the same by gap length, then the
+published figures of other systems (other corpora, far larger models).
+:func:`write_outputs` writes the three files into a folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+NAMES = {"model": "model", "ngram": "n-gram"}
+PROTOCOL_NAMES = {
+    "hidden": "hidden spans, width given [....]",
+    "supplements": "editors' supplements, width given",
+    "unknown": "hidden spans, unknown width [---]",
+}
+
+
+def _pct(x) -> str:
+    return "     -" if x is None else f"{100 * x:5.1f}%"
+
+
+def _row(label: str, f: dict, speed: bool = True) -> str:
+    rate = f.get("restorations_per_second")
+    ece = f.get("ece")
+    return (
+        f"  {label:<20} {f.get('gaps', 0):>6,} {_pct(f.get('cer'))} {_pct(f.get('top1'))} {_pct(f.get('top5'))} "
+        f"{_pct(f.get('top20'))} {_pct(f.get('length_right'))} "
+        f"{'     -' if ece is None or ece != ece else _pct(ece)} "
+        f"{(f'{rate:8.2f}' if rate else '       -') if speed else ''}"
+    ).rstrip()
+
+
+def format_table(result: dict) -> list[str]:
+    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
+    result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
+    truth letters; ECE over 10 bins of the top-1 probability."""
+    c = result["corpus"]
+    digits = ", ".join(map(str, c.get("digits", [])))
+    lines = [
+        f"Restoration benchmark on the inscription dev set of {c['shards']} (I.Sicily numbers ending in {digits}; never "
+        f"trained on): {c['inscriptions']:,} inscriptions, {c['texts']:,} texts, {c['letters']:,} letters",
+    ]
+    m = result.get("model") or {}
+    if m:
+        lines.append(f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's iterative unmasking, beam {result['settings']['beam']}")
+    ng = result.get("ngram")
+    if ng:
+        lines.append(f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}")
+    if c.get("left_out"):
+        lines.append(f"left out: {', '.join(f'{k} {v}' for k, v in c['left_out'].items())}")
+    head = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
+    for protocol, res in result["protocols"].items():
+        lines += ["", f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps", head]
+        decs = res["decoders"]
+        for name, f in decs.items():
+            lines.append(_row(NAMES.get(name, name), f))
+        for name, f in decs.items():
+            if f.get("failed"):
+                lines.append(f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)")
+        for span in next(iter(decs.values()))["by_length"]:
+            for name, f in decs.items():
+                lines.append(_row(f"{span} letters {NAMES.get(name, name)}", {**f["by_length"][span], "ece": None}, speed=False))
+    lines += ["", "published (other corpora, far larger models; not comparable figure for figure):"]
+    for p in result.get("published", []):
+        figs = ", ".join(f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%" for k in ("cer", "top1", "top20") if k in p)
+        lines.append(f"  {p['system']}, {p['corpus']}, {p['task']}: {figs}")
+    return lines
+
+
+def reliability_plot(result: dict, path: Path) -> None:
+    """A reliability diagram per protocol (accuracy of the top-1 against its probability, 10
+    bins, the diagonal is perfect calibration; the point size grows with the bin's gaps),
+    model and n-gram on the same axes, written as PNG to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    protocols = list(result["protocols"])
+    fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 4.2), squeeze=False)
+    for ax, protocol in zip(axes[0], protocols, strict=True):
+        ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="perfect calibration")
+        for name, f in result["protocols"][protocol]["decoders"].items():
+            bins = [b for b in f.get("reliability", []) if b["n"]]
+            if not bins:
+                continue
+            xs = [b["confidence"] for b in bins]
+            ys = [b["accuracy"] for b in bins]
+            ax.plot(xs, ys, marker="o", label=f"{NAMES.get(name, name)} (ECE {100 * f['ece']:.1f}%)")
+            ax.scatter(xs, ys, s=[10 + 200 * b["n"] / max(1, f["gaps"]) for b in bins], alpha=0.3)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("top-1 probability")
+        ax.set_ylabel("top-1 exact")
+        ax.set_title(f"{protocol} ({result['protocols'][protocol]['gaps']:,} gaps)")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
+    """Write ``benchmark.json``, ``benchmark.txt`` (the table) and ``reliability.png`` into
+    ``out_dir`` (made if missing); returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "benchmark.json", out / "benchmark.txt", out / "reliability.png"]
+    paths[0].write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+    paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
+    reliability_plot(result, paths[2])
+    return paths
+
+
+__all__ = ["format_table", "reliability_plot", "write_outputs"]

@@ -1,0 +1,131 @@
+"""Scores of the restoration benchmark: CER, top-k exact match, width, calibration.
+
+All on base letters (:func:`stoicheia.inference.benchmark_protocols.base_letters`), as Ithaca
+(Assael et al., Nature 2022) scores:
+
+* **CER** of the top-1 fill: the summed Levenshtein distances between top-1 fill and truth,
+  over the summed truth letters (a micro average: a 10-letter gap weighs ten times a 1-letter
+  one). An empty answer (no candidate) counts the whole truth as errors.
+* **top-k** exact match (k = 1, 5, 20): the share of gaps whose truth is among the ``k`` best
+  distinct candidates.
+* **length right** (gaps of unknown width): the share of gaps whose top-1 fill has the
+  truth's number of letters.
+* **ECE**, the expected calibration error of the top-1 probability (Guo et al. 2017, "On
+  Calibration of Modern Neural Networks", eq. 3): gaps binned by their top-1 probability into
+  10 equal bins of [0, 1] (the last one closed); ``ECE = sum_b n_b / N * |acc_b - conf_b|``
+  with ``acc_b`` the share of exact top-1 answers in bin ``b`` and ``conf_b`` their mean
+  probability.
+
+Every figure is also given by truth length: 1-3, 4-6 and 7-10 letters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TOP_KS = (1, 5, 20)
+LENGTH_BINS = ((1, 3), (4, 6), (7, 10))
+ECE_BINS = 10
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions, each 1) between ``a`` and ``b``."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+@dataclass(frozen=True)
+class GapScore:
+    """One gap's result: ``truth`` letters, the ``candidates`` (base letters, best first,
+    distinct), ``prob`` (the decoder's probability of the first, in [0, 1]), ``known_width``."""
+
+    truth: str
+    candidates: tuple[str, ...]
+    prob: float
+    known_width: bool
+
+    @property
+    def top1(self) -> str:
+        return self.candidates[0] if self.candidates else ""
+
+    @property
+    def distance(self) -> int:
+        """Edit distance of the top-1 fill to the truth."""
+        return edit_distance(self.top1, self.truth)
+
+    @property
+    def rank(self) -> int | None:
+        """1-based rank of the truth among the candidates, ``None`` if absent."""
+        try:
+            return self.candidates.index(self.truth) + 1
+        except ValueError:
+            return None
+
+    def to_json(self) -> dict:
+        return {"truth": self.truth, "top1": self.top1, "rank": self.rank, "prob": self.prob, "candidates": list(self.candidates)}
+
+
+def calibration(probs: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS) -> dict:
+    """Expected calibration error (module docstring) and the reliability table.
+
+    ``probs``: the top-1 probabilities in [0, 1]; ``correct``: whether each top-1 is exact.
+    Returns ``{"ece": float (nan for no gap), "bins": [{"lo", "hi", "n", "confidence",
+    "accuracy"}, ...]}`` (confidence and accuracy ``None`` for an empty bin). Raises
+    ``ValueError`` for sequences of unequal length or a probability outside [0, 1].
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    c = np.asarray(correct, dtype=np.float64)
+    if p.shape != c.shape:
+        raise ValueError(f"calibration: {p.size} probabilities but {c.size} outcomes")
+    if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
+        raise ValueError("calibration: probabilities must lie in [0, 1]")
+    idx = np.minimum((p * bins).astype(np.int64), bins - 1)  # p = 1 goes to the last bin
+    table, ece = [], 0.0
+    for b in range(bins):
+        m = idx == b
+        n = int(m.sum())
+        conf = float(p[m].mean()) if n else None
+        acc = float(c[m].mean()) if n else None
+        if n:
+            ece += n / p.size * abs(acc - conf)
+        table.append({"lo": b / bins, "hi": (b + 1) / bins, "n": n, "confidence": conf, "accuracy": acc})
+    return {"ece": ece if p.size else float("nan"), "bins": table}
+
+
+def _figures(scores: Sequence[GapScore]) -> dict:
+    n = len(scores)
+    letters = sum(len(s.truth) for s in scores)
+    out: dict = {"gaps": n, "truth_letters": letters}
+    if not n:
+        return out
+    out["cer"] = sum(s.distance for s in scores) / letters
+    for k in TOP_KS:
+        out[f"top{k}"] = sum(1 for s in scores if s.rank is not None and s.rank <= k) / n
+    if not all(s.known_width for s in scores):
+        out["length_right"] = sum(1 for s in scores if len(s.top1) == len(s.truth)) / n
+    return out
+
+
+def summarise(scores: Sequence[GapScore]) -> dict:
+    """The figures of one decoder on one protocol: ``{"gaps", "truth_letters", "cer", "top1",
+    "top5", "top20", ["length_right"], "ece", "reliability": [bins], "by_length": {"1-3":
+    {...}, "4-6": {...}, "7-10": {...}}}`` (module docstring). Shares are fractions in [0, 1]."""
+    out = _figures(scores)
+    cal = calibration([s.prob for s in scores], [s.rank == 1 for s in scores])
+    out["ece"] = cal["ece"]
+    out["reliability"] = cal["bins"]
+    out["by_length"] = {
+        f"{lo}-{hi}": _figures([s for s in scores if lo <= len(s.truth) <= hi]) for lo, hi in LENGTH_BINS
+    }
+    return out
+
+
+__all__ = ["ECE_BINS", "LENGTH_BINS", "TOP_KS", "GapScore", "calibration", "edit_distance", "summarise"]

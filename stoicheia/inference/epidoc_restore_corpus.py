@@ -1,0 +1,189 @@
+"""Restore a corpus of EpiDoc files: ``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``.
+
+Each file goes through :func:`stoicheia.inference.epidoc_restore.restore_epidoc` and is
+written to ``DIR`` (a file given by name as ``DIR/<name>``; the files of a folder, every
+``*.xml`` below it, at their path relative to the folder). Resumable: a file whose output
+exists is skipped (outputs are written under a temporary name and renamed, so an output that
+exists is whole). A file that cannot be restored (malformed, not EpiDoc, not Greek) gets one
+line on stderr and the run goes on; it is not written. Nothing is ever written over an input.
+A file with no gap restored is written unchanged, so ``DIR`` holds the whole corpus.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CorpusSummary", "epidoc_inputs", "restore_corpus"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CorpusSummary:
+    """Counts of one corpus run: files ``written``, ``skipped`` (output already there) and
+    ``refused`` (one line each); gaps ``restored``, ``left`` (by reason in ``left_reasons``) and
+    ``refused`` (the decoder refused them); ``seconds`` of wall time."""
+
+    files: int = 0
+    written: int = 0
+    skipped: int = 0
+    refused: int = 0
+    restored: int = 0
+    left: int = 0
+    gaps_refused: int = 0
+    left_reasons: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """The one summary line printed at the end of a run."""
+        why = ", ".join(f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        return (f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
+                f"{self.refused} refused); gaps {self.restored} restored / {self.left} left"
+                f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s")
+
+
+def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, Path]]:
+    """``(input file, output file)`` for every file of ``paths`` (module docstring), sorted
+    within each folder. Raises ``ValueError`` (one line) for a path that does not exist, or an
+    ``out`` folder inside an input folder (its outputs would be read as inputs the next time)
+    or equal to an input file."""
+    out = Path(out)
+    out_abs = out.resolve()
+    pairs: list[tuple[Path, Path]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise ValueError(f"--epidoc {p}: no such file or folder; give EpiDoc files or folders that hold them")
+        if p.is_dir():
+            if out_abs == p.resolve() or p.resolve() in out_abs.parents:
+                raise ValueError(f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
+                                 "give an --out folder outside it")
+            pairs += [(f, out / f.relative_to(p)) for f in sorted(p.rglob("*.xml")) if f.is_file()]
+        else:
+            if out_abs == p.resolve():
+                raise ValueError(f"--out {out} is the input file {p}; give a folder")
+            pairs.append((p, out / p.name))
+    return pairs
+
+
+def _progress(total: int) -> tuple[Any, Any, Callable[[str], None]]:
+    """A rich progress bar on a terminal (files, gaps, ETA) and the function that prints one
+    line above it; on no terminal, no bar and lines on stderr."""
+    if not sys.stderr.isatty():
+        return None, None, lambda msg: print(msg, file=sys.stderr, flush=True)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("restoring EpiDoc"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+                   TextColumn("{task.fields[gaps]} gaps restored"), TimeElapsedColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn(), console=console, transient=True)
+    bar.start()
+    task = bar.add_task("epidoc", total=total, gaps=0)
+    return bar, task, lambda msg: console.print(msg, markup=False, highlight=False, soft_wrap=True)
+
+
+def restore_corpus(
+    model: Any,
+    paths: list[str | Path],
+    out: str | Path,
+    *,
+    say: Callable[[str], None] | None = None,
+    progress: bool = True,
+    **options: Any,
+) -> CorpusSummary:
+    """Restore every EpiDoc file of ``paths`` into the folder ``out`` (module docstring).
+
+    ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` (loaded once by the
+    caller). ``options``: keywords of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`
+    (``top_k``, ``beam``, ``unknown_width``, ``about_margin``, ``window``, ``when``). ``say``:
+    where the one-line messages of refused files go (default: stderr, above the bar).
+    ``progress``: show the bar (only ever on a terminal). Raises ``ValueError`` for the
+    problems of :func:`epidoc_inputs`; ``OSError`` when an output cannot be written (disk full):
+    the files written so far stay, and a rerun goes on from there.
+    """
+    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+    from stoicheia.inference.restore import RestoreError
+
+    t0 = time.perf_counter()
+    pairs = epidoc_inputs(paths, out)
+    inputs = {src.resolve() for src, _ in pairs}
+    summary = CorpusSummary(files=len(pairs))
+    bar, task, line = _progress(len(pairs)) if progress else (None, None, None)
+    say = say or line or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    seen_out: dict[Path, Path] = {}
+    try:
+        for src, dst in pairs:
+            try:
+                target = dst.resolve()
+                if target in inputs or (dst.exists() and any(dst.samefile(s) for s in (src,))):
+                    summary.refused += 1
+                    say(f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)")
+                    continue
+                if target in seen_out:
+                    summary.refused += 1
+                    say(f"stoicheia restore: {src}: its output {dst} is also the output of {seen_out[target]}; "
+                        "not written (run them into separate --out folders)")
+                    continue
+                seen_out[target] = src
+                if dst.exists():
+                    summary.skipped += 1
+                    continue
+                try:
+                    result = restore_epidoc(model, src, **options)
+                except (EpiDocRestoreError, RestoreError) as err:
+                    summary.refused += 1
+                    msg = str(err)
+                    say(f"stoicheia restore: {msg if msg.startswith(str(src)) else f'{src}: {msg}'}")
+                    continue
+                _write_atomic(dst, result.xml)
+                summary.written += 1
+                for g in result.gaps:
+                    if g.status == "restored":
+                        summary.restored += 1
+                    elif g.status == "left":
+                        summary.left += 1
+                        summary.left_reasons[g.reason] += 1
+                    else:
+                        summary.gaps_refused += 1
+                log.debug("%s: %d restored, %d left, %d refused", src, result.count("restored"), result.count("left"),
+                          result.count("refused"))
+            finally:
+                if bar is not None:
+                    bar.update(task, advance=1, gaps=summary.restored)
+    finally:
+        if bar is not None:
+            bar.stop()
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _write_atomic(dst: Path, data: bytes) -> None:
+    """Write ``data`` to ``dst`` through ``.<name>.partial`` beside it and a rename, so ``dst``
+    either does not exist or is whole."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.partial")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

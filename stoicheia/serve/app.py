@@ -1,0 +1,298 @@
+"""The restoration server: a FastAPI application around one loaded model.
+
+:func:`create_app` builds it. Routes:
+
+* ``GET /`` the page (``static/index.html``), ``/static/...`` its script, style sheet and
+  examples, ``/static/fonts/greek-serif.ttf`` and ``greek-sans.ttf`` the polytonic Greek fonts (DejaVu
+  Serif and Sans, shipped in the ``matplotlib`` package the project depends on: nothing is
+  fetched from the network; :func:`greek_fonts`);
+* ``POST /restore`` (JSON in, JSON out: :class:`~stoicheia.serve.schemas.RestoreRequest`,
+  :class:`~stoicheia.serve.schemas.RestoreResponse`), the API the page uses;
+* ``POST /restore-epidoc`` an EpiDoc file in, the restored file out (when the installed
+  ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so);
+* ``GET /model`` what is loaded; ``/docs`` and ``/openapi.json`` the schema (FastAPI's).
+
+Concurrency. The model is loaded once, by the caller, and shared. Handlers are plain
+functions, which FastAPI runs in its thread pool, and the decoding itself holds a lock, so
+requests from several tabs are answered one decoding at a time, each with its own result
+(the beam search keeps all its state in local variables; the lock keeps torch's own
+threads from being oversubscribed by parallel forward passes and makes the order of
+floating-point work, hence the answer, the same as on the command line).
+
+Errors. Every refusal is ``{"error": "one line"}``: a body over the limit 413 (checked
+on ``Content-Length`` and while the body streams in), input the restorer refuses 422 with
+:class:`~stoicheia.inference.restore.RestoreError`'s message (the line ``stoicheia restore``
+prints), a malformed request 422 with the field and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from stoicheia.serve.fragment import epidoc_ab
+from stoicheia.serve.result_json import result_to_json
+from stoicheia.serve.schemas import (
+    MAX_TOP_K,
+    ErrorResponse,
+    ModelInfo,
+    RestoreRequest,
+    RestoreResponse,
+)
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+#: default body limits in bytes: a JSON restore request, and an uploaded EpiDoc file
+MAX_JSON_BYTES = 256 * 1024
+MAX_UPLOAD_BYTES = 8 * 1024 * 1024
+
+STATIC = Path(str(resources.files("stoicheia.serve") / "static"))
+
+
+#: the page's fonts, served as /static/fonts/NAME: DejaVu Serif (every precomposed polytonic
+#: letter of the Greek and Greek Extended blocks) and DejaVu Sans (also the combining
+#: perispomeni U+0342 and ypogegrammeni U+0345 that the serif lacks, for text typed decomposed)
+FONT_FILES = {"greek-serif.ttf": "DejaVuSerif.ttf", "greek-sans.ttf": "DejaVuSans.ttf"}
+
+
+def greek_fonts() -> tuple[dict[str, Path], Path | None]:
+    """``({served name: font file}, licence)``: the fonts of :data:`FONT_FILES` as shipped by
+    matplotlib (``mpl-data/fonts/ttf``, a dependency of the project, so nothing is fetched at
+    run time) and their licence file (``None`` if missing).
+
+    Raises ``FileNotFoundError`` if matplotlib or a font is missing."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("matplotlib is not installed; it ships the page's Greek fonts (DejaVu)")
+    ttf = Path(list(spec.submodule_search_locations)[0]) / "mpl-data" / "fonts" / "ttf"
+    fonts = {name: ttf / file for name, file in FONT_FILES.items()}
+    for font in fonts.values():
+        if not font.is_file():
+            raise FileNotFoundError(f"{font} is missing; reinstall matplotlib (it ships the page's Greek fonts)")
+    licence = ttf / "LICENSE_DEJAVU"
+    return fonts, licence if licence.is_file() else None
+
+
+class BodyLimit:
+    """ASGI middleware: refuse a request body over ``limit(path)`` bytes with 413 and a one-line
+    JSON error, from its ``Content-Length`` before reading; a body without one (chunked) is
+    read here up to the limit first, then handed on (the framework would turn an error raised
+    while it reads the body into a 400)."""
+
+    def __init__(self, app: Any, limit: Any) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def _refuse(self, send: Any, limit: int) -> None:
+        body = json.dumps({"error": f"request body over {limit:,} bytes; send a shorter text or a smaller file"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit(scope.get("path", ""))
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                too_big = int(length) > limit
+            except ValueError:
+                too_big = False
+            if too_big:
+                await self._refuse(send, limit)
+                return
+            await self.app(scope, receive, send)  # the server holds the body to its Content-Length
+            return
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > limit:
+                await self._refuse(send, limit)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _one_line(err: RequestValidationError) -> str:
+    """A malformed request as one line: the first problem, its field and what is expected."""
+    first = err.errors()[0] if err.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    msg = first.get("msg", "invalid request")
+    extra = f" ({len(err.errors()) - 1} more problems)" if len(err.errors()) > 1 else ""
+    return f"{where}: {msg}{extra}; see /docs for the fields of this request"
+
+
+def _restore_epidoc_function() -> Any:
+    """``stoicheia.restore_epidoc`` when this installation has it, else ``None``."""
+    import stoicheia
+
+    try:
+        return stoicheia.restore_epidoc
+    except AttributeError:
+        return None
+
+
+def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES) -> FastAPI:
+    """The server's FastAPI application for ``model`` (a loaded
+    :class:`~stoicheia.inference.loading.LoadedModel`: the caller loads it once; it is never
+    reloaded). ``max_json_bytes``/``max_upload_bytes``: body limits of ``POST /restore`` and of
+    ``POST /restore-epidoc`` (bytes; larger bodies get 413)."""
+    from stoicheia.inference.restore import GapTooWideError, RestoreError, parse_input, restore
+
+    app = FastAPI(
+        title="Stoicheia restoration server",
+        summary="Restore the lacunae of Greek texts in Leiden notation with a Stoicheia model.",
+        description="The page at / uses this API; see docs/restoration-page.md.",
+        version="1",
+    )
+    app.state.model = model
+    lock = threading.Lock()
+    app.state.lock = lock
+    fonts, font_licence = greek_fonts()
+    seq_len = int((model.config.get("data") or {}).get("seq_len") or 512)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _one_line(err)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        # the framework's own refusals (a body it cannot parse, an unknown path or method) in
+        # the same one-line shape as ours, not its {"detail": ...}
+        why = {400: "the request body could not be read (send UTF-8 JSON, or a multipart form for /restore-epidoc)",
+               404: f"no page or API at {request.url.path}; the page is at /, the API is described at /docs",
+               405: f"{request.method} is not allowed on {request.url.path}; see /docs"}
+        message = why.get(err.status_code) or str(err.detail)
+        return JSONResponse({"error": message}, status_code=err.status_code, headers=getattr(err, "headers", None))
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.get("/static/fonts/{name}", include_in_schema=False)
+    def font_file(name: str) -> Response:
+        if name == "LICENSE_DEJAVU.txt":
+            if font_licence is None:
+                return Response("DejaVu fonts: free licence (Bitstream Vera derivative), see matplotlib's LICENSE_DEJAVU\n",
+                                media_type="text/plain")
+            return FileResponse(font_licence, media_type="text/plain; charset=utf-8")
+        if name not in fonts:
+            return JSONResponse({"error": f"no font {name!r}; the page's fonts are {', '.join(fonts)}"}, status_code=404)
+        return FileResponse(fonts[name], media_type="font/ttf", headers={"Cache-Control": "max-age=86400"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/model", response_model=ModelInfo)
+    def model_info() -> ModelInfo:
+        """The model the server restores with."""
+        return ModelInfo(
+            source=str(model.source), kind=str(model.kind), step=model.step,
+            run_name=model.config.get("run_name"), seq_len=seq_len,
+            epidoc_upload=_restore_epidoc_function() is not None,
+        )
+
+    @app.post("/restore", response_model=RestoreResponse,
+              responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+    def restore_text(req: RestoreRequest) -> Any:
+        """Restore a Leiden text: its gaps with their fills, letter probabilities, alternatives
+        and width distributions, and the top-k restorations of the whole text."""
+        supplements = req.supplements
+        try:  # the notation first (no lock needed): a typo is answered at once
+            parse_input(req.text, supplements=supplements, unknown_width=req.unknown_width, about_margin=req.about_margin)
+        except GapTooWideError:
+            pass  # said by restore() below, with the limit of the loaded model
+        except RestoreError as err:
+            return JSONResponse({"error": str(err)}, status_code=422)
+        try:
+            with lock:
+                result = restore(model, req.text, top_k=req.top_k, respace=req.respace, supplements=supplements,
+                                 unknown_width=req.unknown_width, about_margin=req.about_margin)
+        except RestoreError as err:
+            return JSONResponse({"error": str(err)}, status_code=422)
+        data = result_to_json(result)
+        data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
+        # with respace every letter's word division, accents and punctuation come from the
+        # model: its own rendering of each restoration (restored letters in [ ])
+        data["respaced"] = [r.text for r in result.restorations] if req.respace else None
+        return data
+
+    @app.post("/restore-epidoc", response_class=Response,
+              responses={200: {"content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
+                               "description": "the restored EpiDoc file",
+                               "headers": {"X-Stoicheia-Gaps": {
+                                   "description": "the file's gaps counted by outcome, e.g. 'left=1 restored=3'",
+                                   "schema": {"type": "string"}}}},
+                         400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
+                         500: {"model": ErrorResponse}, 501: {"model": ErrorResponse}})
+    def restore_epidoc_file(
+        file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
+        top_k: Annotated[int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")] = 5,
+        unknown_width: Annotated[int, Form(ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most")] = 20,
+    ) -> Response:
+        """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``); answers the
+        restored file, with ``X-Stoicheia-Gaps`` counting its gaps by outcome (e.g. ``restored=3 left=1``)."""
+        fn = _restore_epidoc_function()
+        if fn is None:
+            return JSONResponse(
+                {"error": "EpiDoc upload is not available in this installation: stoicheia.restore_epidoc is missing; "
+                          "update Stoicheia, or restore the text in Leiden notation above"},
+                status_code=501,
+            )
+        xml = file.file.read()
+        shown = Path(file.filename or "").name or "the uploaded file"
+        try:
+            with lock:
+                out = fn(model, xml, top_k=top_k, unknown_width=unknown_width)
+        except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
+            line = str(err).splitlines()[0]
+            if line.startswith("<xml>"):  # restore_epidoc got bytes, not a path: name the file the user chose
+                line = shown + line[len("<xml>"):]
+            return JSONResponse({"error": line}, status_code=422)
+        body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
+        if body is None:
+            return JSONResponse({"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},
+                                status_code=500)
+        # a header is Latin-1: the name as ASCII letters, digits, dots, dashes and underscores
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.filename or "inscription.xml").name) or "inscription.xml"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        outcomes = Counter(str(getattr(g, "status", "?")) for g in getattr(out, "gaps", []) or [])
+        headers["X-Stoicheia-Gaps"] = " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) or "none"
+        return Response(body if isinstance(body, bytes) else body.encode("utf-8"), media_type="application/xml",
+                        headers=headers)
+
+    upload_paths = {"/restore-epidoc"}
+    app.add_middleware(BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes)
+    return app
+
+
+__all__ = ["BodyLimit", "MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "FONT_FILES", "STATIC", "create_app", "greek_fonts"]

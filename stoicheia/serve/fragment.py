@@ -1,0 +1,163 @@
+"""A restoration written as an EpiDoc ``<ab>`` fragment (the page's "Copy as EpiDoc" button).
+
+The input's Leiden notation is read with the project's parser
+(:func:`stoicheia.text.leiden.parse_leiden`) and each sign becomes the element the EpiDoc
+Guidelines give it (the inverse of the table in :mod:`stoicheia.sources.epidoc`):
+
+==========================  ====================================================================
+lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoicheia">fill</supplied>``
+``[καὶ]`` kept               ``<supplied reason="lost">καὶ</supplied>`` (re-predicted: as a lacuna)
+``α̣``                       ``<unclear>α</unclear>`` (the model's letter; ``cert="low"
+                            resp="#stoicheia"`` when it differs from the reading)
+``⟨ ⟩`` ``⟦ ⟧`` ``{ }``       ``<supplied reason="omitted">``, ``<del rend="erasure">``, ``<surplus>``
+``⸢ ⸣``                     ``<supplied reason="undefined" evidence="previouseditor">``
+``α(ὐτοῦ)``                 ``α<ex>ὐτοῦ</ex>`` (inside ``<expan><abbr>``: left to the editor)
+``vac.`` ``vac. 3``          ``<space extent="unknown" unit="character"/>``, ``<space quantity="3"
+                            unit="character"/>`` (an uninscribed space; ``vac. ca. 3``: ``precision="low"``)
+``(?)`` ``(!)`` ``(sic)``    ``<note>`` holding the remark
+a new line, ``|``            ``<lb n="N"/>`` (``|`` between two letters, no blank either side:
+                            ``<lb n="N" break="no"/>``, the word runs on)
+==========================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+from xml.sax.saxutils import escape
+
+from stoicheia.text.leiden import Comment, Editorial, Lacuna, Text, parse_leiden
+
+_RESP = 'cert="low" resp="#stoicheia"'
+_WRAP = {
+    "omitted": ('<supplied reason="omitted">', "</supplied>"),
+    "erased": ('<del rend="erasure">', "</del>"),
+    "surplus": ("<surplus>", "</surplus>"),
+    "partly_lost": ('<supplied reason="undefined" evidence="previouseditor">', "</supplied>"),
+    "abbreviation": ("<ex>", "</ex>"),
+    "lost": ('<supplied reason="lost">', "</supplied>"),
+}
+
+
+#: a line division in running text: one or more ``|`` with the blanks around them
+_BAR = re.compile(r"(\s*)\|+(\s*)")
+#: the number of letters of a vacat (``vac. 3``, ``vac. ca. 3``, ``(vacat 3)``)
+_VAC_N = re.compile(r"(ca\.?\s*)?(\d+)", re.I)
+
+
+def _space(remark: str) -> str:
+    """The ``<space>`` of a vacat remark (EpiDoc Guidelines, "Vacat")."""
+    m = _VAC_N.search(remark)
+    if m is None:
+        return '<space extent="unknown" unit="character"/>'
+    low = ' precision="low"' if m.group(1) else ""
+    return f'<space quantity="{int(m.group(2))}" unit="character"{low}/>'
+
+
+def _base(s: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L"))
+
+
+class _Lines:
+    """Text with ``<lb n="N"/>`` at each new line (the first line gets ``n="1"``)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = ['<lb n="1"/>']
+        self.line = 1
+
+    def text(self, s: str) -> None:
+        parts = s.split("\n")
+        self._line(parts[0])
+        for p in parts[1:]:
+            self.line += 1
+            self.out.append(f'\n<lb n="{self.line}"/>')
+            self._line(p)
+
+    def _line(self, s: str) -> None:
+        """``s`` (no new line) with each ``|`` line division as an ``<lb/>``; without a blank on
+        either side (a word broken across the lines) it gets ``break="no"``."""
+        at = 0
+        for m in _BAR.finditer(s):
+            self.out.append(escape(s[at : m.start()]))
+            self.line += 1
+            joined = not m.group(1) and not m.group(2)
+            self.out.append(f'<lb n="{self.line}" break="no"/>' if joined else f'\n<lb n="{self.line}"/>')
+            at = m.end()
+        self.out.append(escape(s[at:]))
+
+
+def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
+    """The ``<ab>`` element of restoration ``restoration`` of ``data`` (the contract JSON of
+    :func:`stoicheia.serve.result_json.result_to_json`), as a string.
+
+    Gaps are matched to the parser's segments in order of kind (the i-th lacuna gap is the
+    i-th :class:`Lacuna`, the i-th uncertain gap the i-th letter with a dot below, the i-th
+    supplement gap the i-th ``[ ]`` supplement). Raises ``IndexError`` for a ``restoration``
+    out of range and :class:`~stoicheia.text.leiden.LeidenError` for an input the parser
+    refuses (the server only builds fragments of inputs it restored)."""
+    text = data["input"].replace("\r\n", "\n").replace("\r", "\n")
+    fills = data["restorations"][restoration]["fills"]
+    by_kind: dict[str, list[int]] = {"lacuna": [], "uncertain": [], "supplement": []}
+    for g in data["gaps"]:
+        by_kind.setdefault(g["kind"], []).append(g["index"])
+    nxt = {k: iter(v) for k, v in by_kind.items()}
+    repredicted = bool(by_kind["supplement"])
+
+    def fill_of(kind: str) -> tuple[str, dict | None]:
+        gi = next(nxt[kind], None)
+        if gi is None:
+            return "", None
+        return fills[gi], data["gaps"][gi]
+
+    lines = _Lines()
+    at = 0
+    for seg in parse_leiden(text):
+        # characters between segments are the [ ] of a lacuna or supplement: the element replaces them
+        if seg.start > at:
+            between = re.sub(r"\[\s*|\s*\]", "", text[at : seg.start])  # [ - - - ]: the blanks inside too
+            lines.text(between)
+        at = seg.end
+        if isinstance(seg, Lacuna):
+            fill, _ = fill_of("lacuna")
+            lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
+        elif isinstance(seg, Comment):
+            remark = seg.text.strip()
+            lines.out.append(_space(remark) if "vac" in remark.lower() else f"<note>{escape(remark)}</note>")
+        elif isinstance(seg, Editorial) and seg.reason == "lost" and repredicted:
+            fill, _ = fill_of("supplement")
+            lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
+        else:
+            open_, close = _WRAP.get(getattr(seg, "reason", ""), ("", ""))
+            lines.out.append(open_)
+            chars = seg.text
+            flags = seg.uncertain
+            i = 0
+            while i < len(chars):
+                if flags[i] and unicodedata.category(chars[i]).startswith("L"):
+                    j = i + 1
+                    while j < len(chars) and unicodedata.combining(chars[j]):
+                        j += 1
+                    read = chars[i:j]
+                    fill, _ = fill_of("uncertain")
+                    if fill and _base(fill) != _base(read):
+                        lines.out.append(f"<unclear {_RESP}>{escape(fill)}</unclear>")
+                    else:
+                        lines.out.append(f"<unclear>{escape(read)}</unclear>")
+                    i = j
+                    continue
+                j = i
+                while j < len(chars) and not (flags[j] and unicodedata.category(chars[j]).startswith("L")):
+                    j += 1
+                if isinstance(seg, Text):
+                    lines.text(chars[i:j])
+                else:
+                    lines.out.append(escape(chars[i:j]))
+                i = j
+            lines.out.append(close)
+    if at < len(text):
+        lines.text(re.sub(r"\[\s*|\s*\]", "", text[at:]))
+    return '<ab xml:space="preserve">' + "".join(lines.out) + "</ab>"
+
+
+__all__ = ["epidoc_ab"]

@@ -1,0 +1,114 @@
+"""Request and response bodies of the restoration server's JSON API (pydantic models; FastAPI
+publishes them as the OpenAPI schema at ``/openapi.json``, browsable at ``/docs``).
+
+The response mirrors the restore result JSON shared with ``stoicheia restore --json`` (see
+``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration) and
+``respaced`` (the model's rendering of each restoration, when ``respace`` was asked).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+#: the most characters of text one request may send (a long papyrus column is ~3,000)
+MAX_TEXT_CHARS = 20_000
+#: the most restorations one request may ask for (each costs beam width in forward passes)
+MAX_TOP_K = 20
+
+
+class RestoreRequest(BaseModel):
+    """What ``POST /restore`` takes: a Leiden text and the options of ``stoicheia restore``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(..., min_length=1, max_length=MAX_TEXT_CHARS,
+                      description="Greek text in Leiden notation: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣",
+                      examples=["καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"])
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="restorations returned, best first")
+    unknown_width: int = Field(20, ge=1, le=MAX_LACUNA_WIDTH,
+                               description="most letters a lacuna of unknown width [---] may hold")
+    about_margin: float = Field(0.25, ge=0, le=1, description="[-ca.N-] means N ± max(1, round(margin × N)) letters")
+    respace: bool = Field(False, description="word division, accents, capitals and punctuation from the model")
+    supplements: Literal["keep", "repredict"] = Field(
+        "keep", description="keep the letters an editor supplied in [ ] or re-predict them")
+
+
+class Alternative(BaseModel):
+    """One fill of one gap."""
+
+    fill: str
+    prob: float = Field(description="probability, 0 to 1")
+    logprob: float = Field(description="natural log of prob (nats)")
+
+
+class EditorReading(BaseModel):
+    """How the model scores the editor's supplement of a re-predicted gap."""
+
+    reading: str
+    prob: float
+    rank: int
+
+
+class GapOut(BaseModel):
+    """One lacuna, uncertain letter or re-predicted supplement of the input."""
+
+    index: int
+    kind: Literal["lacuna", "uncertain", "supplement"]
+    notation: str = Field(description="as typed, e.g. '[---]', '[.5.]', 'α̣', '[περὶ]'")
+    start: int = Field(description="character offset of the notation in input")
+    end: int = Field(description="character offset just past the notation")
+    min_letters: int
+    max_letters: int
+    fill: str = Field(description="best fill as printed")
+    letter_probs: list[float] = Field(description="one probability per letter of fill")
+    alternatives: list[Alternative] = Field(description="this gap's own top-k fills, distinct")
+    width_probs: dict[str, float] | None = Field(description="P(width = N letters) for a gap of uncertain width")
+    editor: EditorReading | None = None
+
+
+class RestorationOut(BaseModel):
+    """One restoration of the whole text."""
+
+    text: str = Field(description="the input with each gap replaced by its fill, in Leiden")
+    logprob: float = Field(description="natural-log score of the restored letters")
+    fills: list[str] = Field(description="fills[j] is the fill of gaps[j]")
+
+
+class RestoreResponse(BaseModel):
+    """What ``POST /restore`` answers."""
+
+    input: str
+    gaps: list[GapOut]
+    restorations: list[RestorationOut]
+    notes: list[str]
+    epidoc: list[str] = Field(description="each restoration as an EpiDoc <ab> fragment (same order)")
+    respaced: list[str] | None = Field(
+        None, description="with respace: each restoration as the model writes it (word division, accents, "
+                          "capitals, punctuation from its heads; restored letters in [ ]), else null")
+
+
+class ErrorResponse(BaseModel):
+    """Every refused request: one line saying what is wrong and how to fix it."""
+
+    error: str
+
+
+class ModelInfo(BaseModel):
+    """The model the server restores with (``GET /model``)."""
+
+    source: str
+    kind: str
+    step: int | None
+    run_name: str | None
+    seq_len: int
+    epidoc_upload: bool = Field(description="whether POST /restore-epidoc is available")
+
+
+__all__ = [
+    "MAX_TEXT_CHARS", "MAX_TOP_K", "Alternative", "EditorReading", "ErrorResponse", "GapOut", "ModelInfo",
+    "RestorationOut", "RestoreRequest", "RestoreResponse",
+]

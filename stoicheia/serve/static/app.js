@@ -1,0 +1,304 @@
+// The restoration page: sends the text to POST /restore and draws the answer (the restore
+// result JSON: input, gaps, restorations, notes; see docs/restoration-page.md).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let current = null;   // the last answer of /restore
+let shown = 0;        // which whole-text restoration is drawn
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k === "style") e.style.cssText = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// a letter with its combining marks (accents, breathings, dot below) is one cluster
+const clusters = (s) => s.normalize("NFC").match(/\P{M}\p{M}*/gu) || [];
+const isLetter = (c) => /\p{L}/u.test(c);
+const baseLetters = (s) => Array.from(s.normalize("NFD").toLowerCase()).filter((c) => /\p{L}/u.test(c)).join("");
+const pct = (p) => (p >= 0.995 ? ">0.99" : p < 0.005 ? "<0.01" : p.toFixed(2));
+
+function showError(message) {
+  const box = $("error");
+  box.textContent = message;
+  box.hidden = false;
+  $("text").classList.add("bad");
+}
+
+function clearError() {
+  $("error").hidden = true;
+  $("error").textContent = "";
+  $("text").classList.remove("bad");
+}
+
+async function errorOf(resp) {
+  try {
+    const body = await resp.json();
+    if (body && typeof body.error === "string") return body.error;
+  } catch (_) { /* not JSON */ }
+  return `the server answered HTTP ${resp.status}; see the console where stoicheia serve runs`;
+}
+
+// the probabilities of the letters of gap g as filled by restoration r
+function letterProbs(g, r) {
+  const fill = current.restorations[r].fills[g.index];
+  if (fill === g.fill) return g.letter_probs;
+  const alt = g.alternatives.find((a) => a.fill === fill);
+  const p = alt ? alt.prob : 0;
+  return Array.from(baseLetters(fill)).map(() => p);
+}
+
+// with respace the model rewrites every letter: draw its text, shading the [ ] runs by the
+// gaps' letter probabilities when they line up with the gaps (else plain)
+function drawRespaced(box) {
+  const text = current.respaced[shown].normalize("NFC");
+  const own = current.gaps.filter((g) => g.kind !== "uncertain").sort((a, b) => a.start - b.start);
+  const runs = text.split(/(\[[^\[\]]*\])/);
+  const bracketed = runs.filter((_, i) => i % 2 === 1);
+  if (bracketed.length !== own.length) { box.append(text); return; }
+  runs.forEach((piece, i) => {
+    if (i % 2 === 0) { box.append(piece); return; }
+    const g = own[(i - 1) / 2];
+    const probs = letterProbs(g, shown);
+    box.append(el("span", { class: "bracket" }, "["));
+    let li = 0;
+    for (const c of clusters(piece.slice(1, -1))) {
+      if (!isLetter(c)) { box.append(c); continue; }
+      const p = probs[li] ?? 0;
+      li += 1;
+      box.append(el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, c));
+    }
+    box.append(el("span", { class: "bracket" }, "]"));
+  });
+}
+
+function drawRestored() {
+  const box = $("restored");
+  box.replaceChildren();
+  if (current.respaced) {
+    drawRespaced(box);
+    $("shown-rank").textContent = `#${shown + 1} of ${current.restorations.length}, respaced by the model`;
+    for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
+    return;
+  }
+  const text = current.input;
+  const fills = current.restorations[shown].fills;
+  const gaps = [...current.gaps].sort((a, b) => a.start - b.start);
+  let at = 0;
+  for (const g of gaps) {
+    if (g.end <= g.start) continue;
+    box.append(text.slice(at, g.start).normalize("NFC"));  // the fonts hold the precomposed letters
+    const fill = fills[g.index];
+    const probs = letterProbs(g, shown);
+    const uncertain = g.kind === "uncertain";
+    if (!uncertain) box.append(el("span", { class: "bracket" }, "["));
+    let li = 0;
+    for (const c of clusters(fill)) {
+      if (!isLetter(c)) { box.append(c); continue; }
+      const p = probs[li] ?? 0;
+      li += 1;
+      const span = el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, uncertain ? c + "\u0323" : c);
+      if (uncertain && baseLetters(c) !== baseLetters(g.notation)) span.classList.add("changed");
+      box.append(span);
+    }
+    if (!uncertain) box.append(el("span", { class: "bracket" }, "]"));
+    at = g.end;
+  }
+  box.append(text.slice(at).normalize("NFC"));
+  $("shown-rank").textContent = current.restorations.length > 1
+    ? `#${shown + 1} of ${current.restorations.length}` : "";
+  for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
+}
+
+// restoration i as text, its fills in colour (the Leiden text itself is what Copy gives)
+function withFills(i) {
+  const out = el("span", { class: "greek" });
+  const text = current.input;
+  let at = 0;
+  for (const g of [...current.gaps].sort((a, b) => a.start - b.start)) {
+    if (g.end <= g.start) continue;
+    out.append(text.slice(at, g.start).normalize("NFC"));
+    const fill = current.restorations[i].fills[g.index];
+    out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, fill + "\u0323")
+      : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
+    at = g.end;
+  }
+  out.append(text.slice(at).normalize("NFC"));
+  return out;
+}
+
+function drawRestorations() {
+  const list = $("restorations");
+  list.replaceChildren();
+  current.restorations.forEach((r, i) => {
+    const shownText = current.respaced ? el("span", { class: "greek" }, current.respaced[i].normalize("NFC")) : withFills(i);
+    // a button for the keyboard too: Tab reaches it, Enter or Space shows it
+    const li = el("li", { title: "show this restoration above", tabindex: "0", role: "button" }, shownText,
+      el("span", { class: "score" }, `log p = ${r.logprob.toFixed(2)}`));
+    li.addEventListener("click", () => { shown = i; drawRestored(); });
+    li.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); shown = i; drawRestored(); }
+    });
+    list.append(li);
+  });
+}
+
+function widthChart(wp) {
+  const entries = Object.entries(wp).map(([n, p]) => [Number(n), p]).sort((a, b) => a[0] - b[0]);
+  const max = Math.max(...entries.map((e) => e[1]), 1e-9);
+  const box = el("div", { class: "widths", title: "probability of each width in letters" });
+  for (const [n, p] of entries) {
+    box.append(el("div", { class: "col", title: `${n} letters: p = ${pct(p)}` },
+      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), String(n)));
+  }
+  return box;
+}
+
+function drawGaps() {
+  const body = $("gaps").querySelector("tbody");
+  body.replaceChildren();
+  for (const g of current.gaps) {
+    const letters = g.min_letters === g.max_letters ? String(g.min_letters) : `${g.min_letters}–${g.max_letters}`;
+    const alts = el("td");
+    for (const a of g.alternatives) {
+      alts.append(el("span", { class: "alt" }, el("span", { class: "greek" }, a.fill),
+        el("span", { class: "bar", style: `width:${Math.max(2, Math.round(48 * a.prob))}px` }),
+        el("span", { class: "p" }, pct(a.prob))));
+    }
+    const width = el("td");
+    if (g.width_probs && Object.keys(g.width_probs).length) width.append(widthChart(g.width_probs));
+    else width.append(el("span", { class: "muted" }, "fixed"));
+    body.append(el("tr", {}, el("td", {}, String(g.index + 1)), el("td", { class: "greek" }, g.notation),
+      el("td", {}, letters), alts, width));
+  }
+  const notes = $("notes");
+  notes.replaceChildren(...current.notes.map((n) => el("li", {}, n)));
+}
+
+async function restoreText() {
+  // one request at a time: Ctrl-Enter pressed again while the answer is coming (the button is
+  // disabled, the keys are not) would send a second one whose answer could arrive first
+  if ($("restore").disabled) return;
+  clearError();
+  const payload = {
+    text: $("text").value,
+    top_k: parseInt($("top-k").value, 10),
+    unknown_width: parseInt($("unknown-width").value, 10),
+    respace: $("respace").checked,
+    supplements: $("repredict").checked ? "repredict" : "keep",
+  };
+  if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
+  $("restore").disabled = true;
+  $("busy").hidden = false;
+  try {
+    const resp = await fetch("/restore", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(payload) });
+    if (!resp.ok) { showError(await errorOf(resp)); return; }
+    current = await resp.json();
+    shown = 0;
+    $("result").hidden = false;
+    drawRestorations();
+    drawRestored();
+    drawGaps();
+    $("copy-status").textContent = "";
+  } catch (err) {
+    showError(`no answer from the server (${err.message}); is stoicheia serve still running?`);
+  } finally {
+    $("restore").disabled = false;
+    $("busy").hidden = true;
+  }
+}
+
+async function copyText(text, what) {
+  const box = $("copied");
+  box.value = text;   // what was copied, also readable by a test or a screen reader
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch (_) {
+    box.select();   // a page not served from localhost or https has no navigator.clipboard
+    try { ok = document.execCommand("copy"); } catch (_) { ok = false; }
+  }
+  $("copy-status").textContent = ok ? `copied ${what}` : `select and copy by hand: ${what} below`;
+  if (!ok) { box.style.cssText = "position:static;width:100%;height:4rem"; }
+}
+
+async function restoreFile() {
+  const status = $("epidoc-status");
+  const err = $("epidoc-error");
+  err.hidden = true;
+  const file = $("epidoc-file").files[0];
+  if (!file) { err.textContent = "choose an EpiDoc .xml file first"; err.hidden = false; return; }
+  const form = new FormData();
+  form.append("file", file);
+  form.append("top_k", $("top-k").value);
+  form.append("unknown_width", $("unknown-width").value);
+  status.textContent = "restoring…";
+  try {
+    const resp = await fetch("/restore-epidoc", { method: "POST", body: form });
+    if (!resp.ok) { err.textContent = await errorOf(resp); err.hidden = false; status.textContent = ""; return; }
+    const blob = await resp.blob();
+    const a = el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.xml$/i, "") + ".restored.xml" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    const gaps = resp.headers.get("X-Stoicheia-Gaps");
+    status.textContent = `downloaded${gaps ? ` (gaps: ${gaps.replaceAll("=", " ")})` : ""}`;
+  } catch (e) {
+    err.textContent = `no answer from the server (${e.message}); is stoicheia serve still running?`;
+    err.hidden = false;
+    status.textContent = "";
+  }
+}
+
+async function loadExamples() {
+  try {
+    const resp = await fetch("/static/examples.json");
+    const data = await resp.json();
+    for (const ex of data.examples) {
+      const b = el("button", { type: "button", class: "example", title: `${ex.title} (${ex.id}, ${data.licence})` }, ex.id);
+      b.addEventListener("click", () => {
+        $("text").value = ex.text;
+        clearError();
+        const src = $("example-source");
+        src.replaceChildren(el("a", { href: ex.url }, ex.id), ` · ${ex.title} · ${ex.date} · edition text of ${data.source}, ${data.licence}`);
+        src.hidden = false;
+      });
+      $("examples").append(b);
+    }
+  } catch (_) { /* the page works without them */ }
+}
+
+async function loadModel() {
+  try {
+    const m = await (await fetch("/model")).json();
+    $("model-line").textContent = `model: ${m.run_name || "unnamed run"}, step ${m.step ?? "?"} (${m.kind} ${m.source}), ${m.seq_len}-slot window`;
+    if (!m.epidoc_upload) {
+      $("epidoc-restore").disabled = true;
+      $("epidoc-file").disabled = true;
+      $("epidoc-status").textContent = "not available in this installation (stoicheia.restore_epidoc is missing)";
+    }
+  } catch (_) {
+    $("model-line").textContent = "";
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("restore").addEventListener("click", restoreText);
+  $("text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) restoreText(); });
+  $("text").addEventListener("input", () => { $("example-source").hidden = true; });
+  $("copy-leiden").addEventListener("click", () => copyText(
+    current.respaced ? current.respaced[shown] : current.restorations[shown].text, "Leiden"));
+  $("copy-epidoc").addEventListener("click", () => copyText(current.epidoc[shown], "EpiDoc"));
+  $("epidoc-restore").addEventListener("click", restoreFile);
+  loadExamples();
+  loadModel();
+});

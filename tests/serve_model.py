@@ -1,0 +1,32 @@
+"""The model the server tests share: the 2-layer, 32-wide encoder of ``tests/tiny.py`` with
+seeded random weights (no training: the server's behaviour, not the model's skill, is tested;
+``STOICHEIA_SERVE_CHECKPOINT`` swaps in a trained checkpoint, e.g. for the README's screenshot)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tiny import tiny_run
+
+#: an inscription with the three kinds of gap: a known width, an estimated width, an unknown width
+THREE_GAPS = "καὶ τοῦ δή[....] τοῦ [-ca.6-] ἑαυτοῦ [---] χαῖρε"
+
+
+def serve_model(folder: Path) -> Any:
+    """A :class:`~stoicheia.inference.loading.LoadedModel` on the CPU (see the module docstring)."""
+    import torch
+
+    from stoicheia.inference.loading import LoadedModel, load_model
+    from stoicheia.model.encoder import CharBertEncoder
+
+    given = os.environ.get("STOICHEIA_SERVE_CHECKPOINT")
+    if given:
+        return load_model(given, device="cpu")
+    cfg = tiny_run("unused", folder, "serve")
+    torch.manual_seed(0)
+    encoder = CharBertEncoder(cfg.model).eval()
+    config = {"run_name": "serve-test", "data": {"seq_len": cfg.data.seq_len}, "model": asdict(cfg.model)}
+    return LoadedModel(encoder, config, "tiny random-weight model (tests)", "checkpoint", step=0)

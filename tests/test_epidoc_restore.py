@@ -1,0 +1,295 @@
+"""EpiDoc in and out (issue 12, part 1): ``stoicheia.restore_epidoc`` and ``restore --epidoc``,
+on real I.Sicily files and a tiny trained model."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from lxml import etree
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny import tiny_run  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TEI = "{http://www.tei-c.org/ns/1.0}"
+# small real inscriptions that hold, between them, every kind of <gap>: a known width
+# (quantity), a range (atLeast/atMost), about N (precision="low"), an unknown width, lost
+# lines (unit="line") and illegible letters
+FILES = {
+    "ISic001375.xml": "quantity, atLeast/atMost, extent=unknown",
+    "ISic001382.xml": "precision=low, unit=line",
+    "ISic003181.xml": "quantity, extent=unknown, unit=line",
+    "ISic001856.xml": "atLeast/atMost, illegible, quantity",
+}
+FAST = {"top_k": 2, "beam": 2, "unknown_width": 4, "when": "2026-12-01"}
+
+
+def _isicily(corpus_root: Path, name: str) -> Path:
+    return corpus_root / "isicily" / "inscriptions" / name
+
+
+# --- pieces that need no model ------------------------------------------------------------
+
+
+def test_element_spans_skip_comments_cdata_and_quoted_brackets():
+    from stoicheia.inference.epidoc_restore import _element_spans, _locate
+
+    data = (b'<?xml version="1.0"?>\n<a x="1 > 0"><!-- <gap/> --><b/><![CDATA[<gap/>]]>'
+            b"<c y='a>b'>t<gap reason=\"lost\"/></c></a>")
+    spans = _element_spans(data)
+    assert [s.name for s in spans] == [b"a", b"b", b"c", b"gap"]
+    gap = spans[3]
+    assert data[gap.start : gap.end] == b'<gap reason="lost"/>'
+    c = spans[2]
+    assert data[c.start : c.end] == b"<c y='a>b'>t<gap reason=\"lost\"/></c>"
+    doc = etree.fromstring(data)
+    located = _locate(doc, data)
+    assert located[doc.find(".//gap")] == gap
+
+
+def test_gap_readings_by_hand():
+    """Readings of a gap: its distinct fills over the top-k, probabilities from exp(logprob)."""
+    from stoicheia.inference.epidoc_restore import gap_readings
+
+    r = [SimpleNamespace(text="[αβ] x [γ]", logprob=-1.0, fills=["αβ", "γ"]),
+         SimpleNamespace(text="[αδ] x [γ]", logprob=-2.0, fills=["αδ", "γ"]),
+         SimpleNamespace(text="[α β] x [ε]", logprob=-2.5, fills=["αβ", "ε"])]
+    res = SimpleNamespace(restorations=r)
+    import math
+
+    z = math.exp(-1) + math.exp(-2) + math.exp(-2.5)
+    got = gap_readings(res, 0)
+    assert [f for f, _ in got] == ["αβ", "αδ"]  # printed as the first restoration holding it
+    assert got[0][1] == pytest.approx((math.exp(-1) + math.exp(-2.5)) / z)
+    assert got[1][1] == pytest.approx(math.exp(-2) / z)
+    got1 = gap_readings(res, 1)
+    assert [f for f, _ in got1] == ["γ", "ε"] and sum(p for _, p in got1) == pytest.approx(1.0)
+
+
+def test_header_entries_placed_and_indented_in_place():
+    """The respStmt goes after the last child of <titleStmt>, the change into <listChange> (or
+    a new <revisionDesc>), indented like their siblings, CRLF kept; nothing else moves."""
+    from stoicheia.inference.epidoc_restore import _header_edits, _locate
+
+    model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck&1.pt")
+    head = ('<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
+            '        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n')
+    for rev, expect_change in (
+        ('    <revisionDesc>\r\n      <listChange>\r\n        <change when="2020-01-01">x</change>\r\n'
+         '      </listChange>\r\n    </revisionDesc>\r\n',
+         '<change when="2020-01-01">x</change>\r\n        <change when="2026-12-01" who="#stoicheia">'),
+        ("", '</fileDesc>\r\n    <revisionDesc><listChange><change when="2026-12-01" who="#stoicheia">'),
+    ):
+        data = (head + rev + "  </teiHeader>\r\n</TEI>").encode()
+        doc = etree.fromstring(data)
+        edits = _header_edits(doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 2, 5, "2026-12-01")
+        out, at = [], 0
+        for s, e, b in sorted(edits):
+            out += [data[at:s], b]
+            at = e
+        new = b"".join(out + [data[at:]]).decode()
+        assert '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (demo, step 7)</name>' in new
+        assert "model ck&amp;1.pt" in new and expect_change in new
+        assert "\n" not in new.replace("\r\n", "")  # no bare LF in a CRLF file
+        assert etree.fromstring(new.encode()) is not None
+
+
+def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_path):
+    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+
+    bad = tmp_path / "cut.xml"
+    bad.write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:5000])
+    with pytest.raises(EpiDocRestoreError, match=r"cut\.xml:\d+: malformed XML .*repair the markup"):
+        restore_epidoc(None, bad)
+    with pytest.raises(EpiDocRestoreError, match=r"root element is <html>, not a TEI P5 <TEI>"):
+        restore_epidoc(None, "<html><body>καὶ</body></html>")
+    with pytest.raises(EpiDocRestoreError, match=r"ISic000829\.xml: no Greek edition \(the edition is in la\)"):
+        restore_epidoc(None, _isicily(corpus_root, "ISic000829.xml"))
+
+
+# --- a tiny trained model -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(small_shards, tmp_path_factory):
+    from stoicheia.train.builder import build_trainer, fit_run
+
+    folder = tmp_path_factory.mktemp("runs")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        cfg = tiny_run(small_shards, folder, "epi", "train.nominal_steps=2", "train.max_steps=2", "train.save_interval=2",
+                       "train.log_every=1")
+        built = build_trainer(cfg)
+        fit_run(built)
+        built.trainer.close()
+    finally:
+        os.chdir(cwd)
+    return folder / "epi"
+
+
+@pytest.fixture(scope="module")
+def model(trained):
+    from stoicheia.inference.loading import load_model
+
+    return load_model(trained, device="cpu")
+
+
+_ADDED_GAP = re.compile(rb'<supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-\d+">[^<]*</supplied>'
+                        rb'(?:<certainty target="#stoicheia-\d+" locus="value"(?: assertedValue="[^"]*")? degree="[0-9.]+" '
+                        rb'resp="#stoicheia"/>)+')
+_ADDED_HEADER = re.compile(rb'\s*<respStmt><name xml:id="stoicheia">[^<]*</name><resp>[^<]*</resp></respStmt>'
+                           rb'|\s*<change when="2026-12-01" who="#stoicheia">[^<]*</change>')
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_only_the_restored_gaps_and_the_header_entry_change(corpus_root, model, name):
+    from stoicheia.inference.epidoc_restore import _locate, restore_epidoc
+
+    src = _isicily(corpus_root, name)
+    before = src.read_bytes()
+    result = restore_epidoc(model, src, **FAST)
+    restored = [g for g in result.gaps if g.status == "restored"]
+    assert restored, f"{name}: nothing restored"
+    # the bytes: the output, with what was added taken out, is the input with each restored
+    # <gap> element taken out: nothing else moved or changed
+    expect, at = [], 0
+    for g in sorted(restored, key=lambda g: g.start):
+        assert before[g.start : g.start + 4] == b"<gap"
+        expect += [before[at : g.start], b"\x00GAP\x00"]
+        at = g.end
+    expect.append(before[at:])
+    stripped, n_gaps = _ADDED_GAP.subn(b"\x00GAP\x00", result.xml)
+    stripped, n_header = _ADDED_HEADER.subn(b"", stripped)
+    assert n_gaps == len(restored) and n_header == 2
+    assert stripped == b"".join(expect)
+    # the XML: each <supplied> stands where its <gap> stood (same parent), the left gaps are
+    # still there, the pointers resolve, the fills are Greek letters
+    old, new = etree.fromstring(before), etree.fromstring(result.xml)
+    sup = new.findall(f".//{TEI}supplied[@resp='#stoicheia']")
+    assert [s.text for s in sup] == [g.fill for g in restored]
+    for s in sup:  # Greek letters, with the word breaks and punctuation the model printed between them
+        assert re.fullmatch(r"[\u0370-\u03ff\u1f00-\u1fff](.*[\u0370-\u03ff\u1f00-\u1fff])?", s.text), s.text
+        assert not re.search(r"[A-Za-z\[\]<>&]", s.text)
+    at_byte = {span.start: el for el, span in _locate(old, before).items()}
+    assert [s.getparent().tag for s in sup] == [at_byte[g.start].getparent().tag for g in restored]
+    assert len(list(new.iter(f"{TEI}gap"))) == len(list(old.iter(f"{TEI}gap"))) - len(restored)
+    ids = {e.get("{http://www.w3.org/XML/1998/namespace}id") for e in new.iter()}
+    assert "stoicheia" in ids
+    for c in new.iter(f"{TEI}certainty"):
+        if c.get("resp") == "#stoicheia":
+            assert c.get("target")[1:] in ids and 0.0 <= float(c.get("degree")) <= 1.0
+    for g in restored:
+        assert sum([g.prob, *(p for _, p in g.alternatives)]) == pytest.approx(1.0, abs=1e-3)
+    json.dumps(result.to_dict(), ensure_ascii=False)
+    assert src.read_bytes() == before  # the input is never touched
+
+
+def test_gap_kinds_are_filled_or_left_as_documented(corpus_root, model):
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+
+    seen: dict[str, set[str]] = {}
+    for name in FILES:
+        for g in restore_epidoc(model, _isicily(corpus_root, name), **FAST).gaps:
+            seen.setdefault(g.status, set()).add(g.reason if g.status == "left" else g.notation[:2])
+    assert seen["left"] == {"lines", "illegible"}
+    # exact width [.], range [.1-2.], about N [-ca.1-], unknown width [---]
+    assert {"[.", "[-"} <= seen["restored"]
+    assert "refused" not in seen
+
+
+def test_a_gap_wider_than_the_window_is_left(corpus_root, model):
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+
+    src = _isicily(corpus_root, "ISic001375.xml")
+    result = restore_epidoc(model, src, **{**FAST, "unknown_width": 200})  # [---]: 202 slots, window 96
+    by = {g.notation: g for g in result.gaps}
+    assert by["[---]"].status == "left" and by["[---]"].reason == "too wide"
+    assert by["[.]"].status == "restored"
+    assert result.xml.count(b'<gap reason="lost"') == src.read_bytes().count(b'<gap reason="lost"') - 2
+
+
+def test_xml_given_as_text_and_determinism(corpus_root, model):
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+
+    src = _isicily(corpus_root, "ISic003181.xml")
+    a = restore_epidoc(model, src, **FAST)
+    b = restore_epidoc(model, src.read_text(encoding="utf-8"), **FAST)
+    assert a.xml == b.xml and b.source == "<xml>"
+
+
+# --- the corpus run -------------------------------------------------------------------------
+
+
+def _corpus(corpus_root: Path, folder: Path) -> Path:
+    folder.mkdir()
+    shutil.copy(_isicily(corpus_root, "ISic001382.xml"), folder / "a.xml")
+    (folder / "b_malformed.xml").write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:3000])
+    (folder / "c_not_epidoc.xml").write_text('<?xml version="1.0"?><html><p>ἀγαθῇ τύχῃ</p></html>', encoding="utf-8")
+    (folder / "sub").mkdir()
+    shutil.copy(_isicily(corpus_root, "ISic003181.xml"), folder / "sub" / "d.xml")
+    return folder
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from stoicheia.cli import main
+
+    code = main(["restore", *argv])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(corpus_root, trained, tmp_path, capsys):
+    inp = _corpus(corpus_root, tmp_path / "in")
+    out = tmp_path / "out"
+    opts = ["--top-k", "2", "--beam", "2", "--unknown-width", "4"]
+    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
+    assert code == 0
+    err = stderr.strip().splitlines()
+    assert len(err) == 2, stderr
+    assert "b_malformed.xml" in err[0] and "malformed XML" in err[0]
+    assert "c_not_epidoc.xml" in err[1] and "not a TEI P5" in err[1]
+    line = stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"restore --epidoc: 4 files \(2 written, 0 already there, 2 refused\); gaps \d+ restored / 2 left "
+                        r"\(lines 2\) / 0 refused; [0-9.]+ s", line), line
+    written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert set(written) == {"a.xml", "sub/d.xml"}  # no temporary file left, the bad files not written
+    assert b'resp="#stoicheia"' in written["a.xml"]
+    # resume: nothing to do
+    code, stdout, _ = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
+    assert code == 0 and "(0 written, 2 already there, 2 refused)" in stdout
+    # one output lost: only it is written again, byte for byte the same
+    (out / "sub" / "d.xml").unlink()
+    code, stdout, _ = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
+    assert code == 0 and "(1 written, 1 already there, 2 refused)" in stdout
+    assert (out / "sub" / "d.xml").read_bytes() == written["sub/d.xml"]
+
+
+def test_never_written_over_an_input(corpus_root, trained, tmp_path, capsys):
+    inp = _corpus(corpus_root, tmp_path / "in")
+    before = {p: p.read_bytes() for p in inp.rglob("*.xml")}
+    code, _, err = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(inp / "restored"))
+    assert code == 2 and "inside the input folder" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(inp))
+    assert code == 2 and "inside the input folder" in err
+    # a file whose output name is the file itself: refused, one line, the run goes on
+    code, out, err = _cli(capsys, str(trained), "--epidoc", str(inp / "a.xml"), str(inp / "sub" / "d.xml"),
+                          "--out", str(inp), "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    assert code == 0 and "a.xml" in err and "is an input; not written" in err
+    assert "(1 written, 0 already there, 1 refused)" in out
+    assert (inp / "d.xml").exists()
+    assert all(p.read_bytes() == b for p, b in before.items())
+    # usage errors before the model is loaded
+    code, _, err = _cli(capsys, str(trained), "--epidoc", str(inp))
+    assert code == 2 and "--epidoc needs --out DIR" in err
+    code, _, err = _cli(capsys, str(trained), "--epidoc", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
+    assert code == 2 and "no such file or folder" in err
+    code, _, err = _cli(capsys, str(trained), "[---]ος", "--epidoc", str(inp), "--out", str(tmp_path / "o"))
+    assert code == 2 and "not both" in err

@@ -1,0 +1,281 @@
+"""``restore`` gives back the input's Leiden with only the fills added, and what the model
+believes about each gap (issue 15, parts 3 and 4)."""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stoicheia.inference.loading import LoadedModel
+from stoicheia.inference.restore import format_result, restore
+from stoicheia.text import alphabet as A
+from stoicheia.text.encode import text_to_planes
+
+ACUTE = next(d for d in range(A.NUM_DIA) if A.dia_fields(d) == (1, 0, 0, 0))
+
+
+class _Loaded(LoadedModel):
+    def __call__(self, batch):
+        return self.encoder(batch)
+
+
+class _Stub:
+    """A deterministic stand-in model: letters that vary with the slot, BLANK now and then,
+    an acute accent, a word break every fourth slot and a comma every sixth, so fills carry
+    accents, spaces and punctuation that the input's style must then decide about."""
+
+    def __call__(self, batch):
+        chars = batch["chars"]
+        B, T = chars.shape
+        t = torch.arange(T)
+        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
+        out["char"][:, t, ((t * 7) + 3) % A.NUM_LETTERS] = 3.0
+        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
+        out["dia"][:, :, ACUTE] = 3.0
+        out["boundary"][:, :, 0] = 1.0
+        out["boundary"][:, :, 1] = torch.where(t % 4 == 0, 3.0, 0.0)
+        out["punct"][:, :, 0] = 1.0
+        out["punct"][:, :, 1] = torch.where(t % 6 == 0, 3.0, 0.0)
+        return out
+
+
+STUB = _Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+
+
+def _letters(s: str) -> str:
+    return "".join(A.LETTERS[c] for c in text_to_planes(s)[0].chars)
+
+
+def _words(corpus_root) -> list[str]:
+    path = corpus_root / "ud" / "grc_perseus-ud-dev.conllu"
+    words: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# text = "):
+            words += [w.strip(",.;·:") for w in line[9:].split()]
+        if len(words) > 2000:
+            break
+    return [w for w in words if len(_letters(w)) >= 3 and len(_letters(w)) == len(w.strip())]
+
+
+def _check_round_trip(text: str, res) -> None:
+    """Each gap's notation is the input's, as typed; the output equals the input outside the
+    fills, character for character; putting each notation back in place of its fill gives the
+    input; a fill's letters are the restoration's letters."""
+    for g in res.gaps:
+        assert text[g.start : g.end] == g.notation
+    for r in res.restorations:
+        assert len(r.printed) == len(r.fills) == len(res.gaps)
+        back, out_pos, in_pos = [], 0, 0
+        for g, f, letters in sorted(zip(res.gaps, r.printed, r.fills, strict=True), key=lambda t: t[0].start):
+            same = text[in_pos : g.start]
+            assert r.text[out_pos : out_pos + len(same)] == same, (text, r.text)
+            out_pos += len(same)
+            rep = f"[{f}]" if g.bracketed else f
+            assert r.text[out_pos : out_pos + len(rep)] == rep, (text, r.text, rep)
+            assert _letters(f) == letters, (f, letters)
+            assert "[" not in f and "]" not in f
+            back += [same, g.notation]
+            out_pos += len(rep)
+            in_pos = g.end
+        assert r.text[out_pos:] == text[in_pos:]
+        back.append(r.text[out_pos:])
+        assert "".join(back) == text
+
+
+# every sign of issue 15 part 3: the editor's, the stone's, line division
+_STONE = ["⁝", "·", ",", "ἐπ’", "δ’", "λεʹ", "ϛ", "ϝ", "ϟ", "ϡ", "12", "Marcus", ":"]
+
+
+@st.composite
+def leiden_texts(draw, words):
+    n = draw(st.integers(4, 12))
+    toks: list[str] = [draw(st.sampled_from(words)), draw(st.sampled_from(words))]  # some context
+    has_gap = False
+    for _ in range(n):
+        w = draw(st.sampled_from(words))
+        kind = draw(st.integers(0, 24))
+        k = len(w)
+        if kind == 0:
+            toks.append(f"[{'.' * k}]")
+        elif kind == 1:
+            toks.append(f"[.{k}.]")
+        elif kind == 2:
+            toks.append(f"[-ca.{k}-]")
+        elif kind == 3:
+            toks.append(f"[{k}±{max(1, k // 3)}]" if k > 1 else "[.1.]")
+        elif kind == 4:
+            toks.append(f"[.{max(1, k - 2)}-{k + 1}.]")
+        elif kind == 5:
+            toks.append(draw(st.sampled_from(["[---]", "[ - - - ]", "[– – –]"])))
+        elif kind == 6:
+            toks.append(w[:2] + "[" + "." * (k - 2) + "]" + draw(st.sampled_from([",", "·", "", " ⁝"])))
+        elif kind == 7:
+            toks.append(f"[{w}]")  # an editor's supplement
+        elif kind == 8:
+            toks.append(w[:2] + f"[{w[2:]}]")
+        elif kind == 9:
+            toks.append(f"[{w} ---]")  # supplement and lacuna in one bracket
+        elif kind == 10:
+            toks.append(w[:2] + "(" + w[2:] + ")")  # expansion
+        elif kind == 11:
+            o, c = draw(st.sampled_from([("⟦", "⟧"), ("{", "}"), ("⟨", "⟩"), ("⸢", "⸣")]))
+            toks.append(o + w + c)
+        elif kind == 12:
+            toks.append("vac.")
+        elif kind == 13:
+            i = draw(st.integers(0, k - 1))
+            toks.append(w[: i + 1] + "\u0323" + w[i + 1 :])  # an uncertain letter
+        elif kind == 14:
+            toks.append(draw(st.sampled_from(_STONE)))
+        elif kind == 15:
+            toks.append(w[:2] + draw(st.sampled_from(["|", "/"])) + w[2:])  # line end inside a word
+        elif kind == 16:
+            toks.append(w[:2] + "-")  # a hyphen at a line end
+        elif kind == 17:
+            toks.append("\u0323 \u0323")  # traces of two illegible letters
+        else:
+            toks.append(w)
+            continue
+        has_gap |= kind in (0, 1, 2, 3, 4, 5, 6, 9, 13, 17)
+    if not has_gap:
+        toks.append("[...]")
+    text = " ".join(toks)
+    if draw(st.booleans()) and draw(st.booleans()):  # a capital text without accents
+        text = unicodedata.normalize(
+            "NFC", "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c) or c == "\u0323")
+        ).upper()
+    return text
+
+
+@pytest.fixture(scope="module")
+def words(corpus_root):
+    return _words(corpus_root)
+
+
+def test_round_trip_on_random_leiden_texts(words):
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(leiden_texts(words), st.booleans())
+    def run(text, repredict):
+        res = restore(STUB, text, top_k=2, beam=2, alternatives=1, unknown_width=6,
+                      supplements="repredict" if repredict else "keep")
+        _check_round_trip(text, res)
+        style_caps = not any(c.islower() for c in text if "\u0370" <= c <= "\u1fff")
+        for g in res.gaps:
+            if g.kind in ("lacuna", "supplement") and not g.traces:
+                if style_caps:
+                    assert g.fill == g.fill.upper() and not any(unicodedata.combining(c) for c in unicodedata.normalize("NFD", g.fill))
+            assert g.fill == res.restorations[0].printed[g.index]
+
+    run()
+
+
+def test_fill_follows_the_input_style():
+    # capitals in a capital text, without accents; accents where the input has them; none where it has none
+    caps = restore(STUB, "ΣΤΕ[....]ΩΣΑΙ", top_k=1, alternatives=0)
+    fill = caps.gaps[0].fill
+    assert fill == fill.upper() and len(fill) == 4 and caps.restorations[0].text == f"ΣΤΕ[{fill}]ΩΣΑΙ"
+    accented = restore(STUB, "καὶ τοῦ λόγου [.6.] τῶν θεῶν", top_k=1, alternatives=0)
+    assert any(unicodedata.combining(c) for c in unicodedata.normalize("NFD", accented.gaps[0].fill))
+    plain = restore(STUB, "και του λογου [.6.] των θεων", top_k=1, alternatives=0)
+    assert not any(unicodedata.combining(c) for c in unicodedata.normalize("NFD", plain.gaps[0].fill))
+    # the stone's and the editor's signs stay, the header shows the notation as typed
+    text = "δεκάτ[...], ἐπὶ [περὶ] Αὐρ(ήλιος) ⟦ἀβγ⟧ {δ} ⟨ε⟩ ⸢ζ⸣ vac. ἐπ’ [ - - - ]· λεʹ ϛ 12 Marcus ⁝ τοῦ|το ἔρ/γον δια- λέγω ἐ̣πὶ"
+    res = restore(STUB, text, top_k=2, unknown_width=6)
+    _check_round_trip(text, res)
+    assert [g.kind for g in res.gaps] == ["lacuna", "lacuna", "uncertain"]
+    assert any(line.startswith("  2. lacuna [ - - - ]: 1 to 6 letters") for line in format_result(res))
+
+
+def test_width_probabilities_and_alternatives():
+    res = restore(STUB, "καὶ [5±3] καὶ [---] τοῦ [.4.] ἐ̣πὶ", top_k=3, beam=4, unknown_width=9)
+    for g in res.gaps:
+        fills = [a.fill for a in g.alternatives]
+        assert len(fills) == len(set(fills)) >= 1  # the gap's own top-k, distinct
+        assert all(0 < a.prob <= 1 and a.prob == pytest.approx(math.exp(a.logprob)) for a in g.alternatives)
+        assert [a.logprob for a in g.alternatives] == sorted((a.logprob for a in g.alternatives), reverse=True)
+        assert sum(a.prob for a in g.alternatives) <= 1 + 1e-9
+        assert len(g.letter_probs) == len(res.restorations[0].fills[g.index])
+        if g.fixed_width:
+            assert g.width_probs is None
+        else:
+            assert set(g.width_probs) == set(range(g.min_letters, g.max_letters + 1))
+            assert sum(g.width_probs.values()) == pytest.approx(1.0)
+            # the beam's mass is a lower bound of its width's probability
+            for a in g.alternatives:
+                assert g.width_probs[len(a.letters)] >= a.prob - 1e-9
+    # the whole-text top-k is distinct in at least one gap's letters
+    assert len({tuple(r.fills) for r in res.restorations}) == len(res.restorations) == 3
+    js = res.to_json()
+    assert json.loads(json.dumps(js, ensure_ascii=False)) == js
+    assert set(js) == {"input", "gaps", "restorations", "notes"}
+    assert set(js["gaps"][0]) == {
+        "index", "kind", "notation", "start", "end", "min_letters", "max_letters", "fill", "letter_probs", "alternatives",
+        "width_probs", "editor",
+    }
+    assert sum(js["gaps"][1]["width_probs"].values()) == pytest.approx(1.0, abs=1e-5)
+    for r in js["restorations"]:
+        assert len(r["fills"]) == len(js["gaps"])
+
+
+PHRASE = "καὶ τοῦ λόγου περὶ τῶν θεῶν "
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One torch thread: on a busy machine the tiny model's ops cost more in thread hand-offs
+    than in arithmetic (30 times more, measured on 2 shared cores)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def phrase_model():
+    """A 2-layer encoder trained for 150 steps on one repeated phrase, its letters hidden at
+    random (a few seconds on an idle CPU core)."""
+    from stoicheia.model.config import EncoderConfig
+    from stoicheia.model.encoder import CharBertEncoder
+
+    torch.manual_seed(0)
+    p = text_to_planes((PHRASE * 3).strip())[0]
+    planes = {k: torch.from_numpy(getattr(p, k).astype(np.int64)) for k in ("chars", "boundary", "dia", "punct")}
+    enc = CharBertEncoder(EncoderConfig(d_model=48, n_layers=2, n_heads=2, char_window=64, global_every=2))
+    opt = torch.optim.AdamW(enc.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    T = planes["chars"].shape[0]
+    for _ in range(150):
+        hide = torch.rand(16, T, generator=gen) < torch.rand(16, 1, generator=gen) * 0.6 + 0.05
+        batch = {k: v.expand(16, T).clone() for k, v in planes.items()}
+        batch["chars"][hide] = A.MASK
+        for k, unknown in (("boundary", A.BOUNDARY_UNKNOWN), ("dia", A.DIA_UNKNOWN), ("punct", A.PUNCT_UNKNOWN)):
+            batch[k][hide] = unknown
+        logits = enc(batch)["char"]
+        loss = torch.nn.functional.cross_entropy(logits[hide], planes["chars"].expand(16, T)[hide])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    enc.eval()
+    return _Loaded(enc, {"data": {"seq_len": 256}}, "phrase", "checkpoint")
+
+
+def test_supplement_score_of_the_reading_the_model_was_trained_to_prefer(phrase_model):
+    good = "καὶ τοῦ λόγου [περὶ] τῶν θεῶν καὶ τοῦ λόγου περὶ τῶν θεῶν"
+    res = restore(phrase_model, good, top_k=2, score_supplements=True)  # only a supplement: still something to restore
+    (g,) = res.gaps
+    assert g.kind == "supplement" and g.notation == "[περὶ]" and g.editor.reading == "περὶ"
+    assert g.editor.rank == 1 and g.editor.prob > 0.5
+    assert g.alternatives[0].letters == "περι" and g.editor.prob == pytest.approx(g.alternatives[0].prob)
+    bad = restore(phrase_model, good.replace("[περὶ]", "[παρὰ]"), top_k=2, score_supplements=True)
+    assert bad.gaps[0].editor.rank > 1 and bad.gaps[0].editor.prob < 0.1
+    assert "editor's reading περὶ" in "\n".join(format_result(res))
+    with pytest.raises(ValueError, match="nothing to restore"):
+        restore(phrase_model, good)  # the supplement kept and not scored: nothing to restore

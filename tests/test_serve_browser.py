@@ -1,0 +1,329 @@
+"""The restoration page in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, which ``.ci/run`` installs when missing) driven with Selenium against
+``stoicheia serve``'s application on a local port.
+
+With ``STOICHEIA_SCREENSHOT=PATH`` the test also writes a small PNG of the page restoring an
+I.Sicily inscription (the README's picture: ``STOICHEIA_SCREENSHOT=docs/img/serve.png``;
+``STOICHEIA_SERVE_CHECKPOINT`` picks a trained model for it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from serve_model import THREE_GAPS, serve_model  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _browser_missing() -> str | None:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (.ci/run does)"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on 127.0.0.1:<free port> in a uvicorn thread; yields (base URL, model)."""
+    import uvicorn
+
+    from stoicheia.serve.app import create_app
+
+    model = serve_model(tmp_path_factory.mktemp("serve-browser"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(model), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not srv.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the test server did not start within 60 s")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", model
+    srv.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    why = _browser_missing()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(why)  # CI installs them: missing there is a failure, not a skip
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
+                 "--window-size=1000,900", "--force-device-scale-factor=1", "--hide-scrollbars",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _open(browser, base: str) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(base + "/")
+    browser.execute_cdp_cmd("Browser.grantPermissions", {
+        "origin": base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements("css selector", "#examples button.example"))
+
+
+def _restore(browser, text: str | None, top_k: int = 3) -> None:
+    """Type ``text`` (or keep the text area's), set top-k, press Restore, wait for the answer."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = browser.find_element("id", "text")
+    if text is not None:
+        box.clear()
+        box.send_keys(text)
+    k = browser.find_element("id", "top-k")
+    k.clear()
+    k.send_keys(str(top_k))
+    browser.execute_script("document.getElementById('result').hidden = true;"
+                           "document.getElementById('error').hidden = true;")
+    browser.find_element("id", "restore").click()
+    WebDriverWait(browser, 180).until(
+        lambda d: d.find_element("id", "result").is_displayed() or d.find_element("id", "error").is_displayed())
+
+
+def _api(base: str, body: dict) -> dict:
+    import httpx
+
+    r = httpx.post(base + "/restore", json=body, timeout=180)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_restore_shade_and_copy_in_the_browser(server, browser):
+    base, _ = server
+    _open(browser, base)
+    _restore(browser, THREE_GAPS)
+    assert not browser.find_element("id", "error").is_displayed()
+    want = _api(base, {"text": THREE_GAPS, "top_k": 3})
+    # the shaded letters: one span per restored letter, carrying its probability
+    spans = browser.find_elements("css selector", "#restored span.fill")
+    shown = [(s.text, float(s.get_attribute("data-p")), int(s.get_attribute("data-gap"))) for s in spans]
+    expected = []
+    for g in want["gaps"]:
+        letters = [c for c in unicodedata.normalize("NFC", g["fill"]) if unicodedata.category(c).startswith("L")]
+        expected += [(c, p, g["index"]) for c, p in zip(letters, g["letter_probs"], strict=True)]
+    assert [(unicodedata.normalize("NFD", t)[0], g) for t, _, g in shown] == \
+           [(unicodedata.normalize("NFD", c)[0], g) for c, _, g in expected]
+    assert [p for _, p, _ in shown] == pytest.approx([p for _, p, _ in expected], abs=1e-4)
+    # shading follows the probability: a more probable letter has a more opaque background
+    alpha = {round(float(s.get_attribute("data-p")), 4): browser.execute_script(
+        "return getComputedStyle(arguments[0]).backgroundColor", s) for s in spans}
+    if len(alpha) > 1:
+        lo, hi = min(alpha), max(alpha)
+        assert alpha[lo] != alpha[hi]
+    assert browser.find_element("id", "restored").text.replace("\u0323", "") .startswith("καὶ τοῦ δή[")
+    # the three gaps in the table, the widths of the two uncertain ones drawn
+    rows = browser.find_elements("css selector", "#gaps tbody tr")
+    assert [r.find_elements("tag name", "td")[1].text for r in rows] == ["[....]", "[-ca.6-]", "[---]"]
+    assert [len(r.find_elements("css selector", ".widths .col")) > 0 for r in rows] == [False, True, True]
+    assert len(browser.find_elements("css selector", "#restorations li")) == 3
+    # Copy as Leiden: the clipboard holds the best restoration's Leiden text
+    browser.find_element("id", "copy-leiden").click()
+    clip = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));")
+    assert clip == want["restorations"][0]["text"]
+    assert browser.find_element("id", "copied").get_attribute("value") == clip
+    assert browser.find_element("id", "copy-status").text == "copied Leiden"
+    # choosing the second whole-text restoration, then Copy as EpiDoc
+    browser.find_elements("css selector", "#restorations li")[1].click()
+    browser.find_element("id", "copy-epidoc").click()
+    clip = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));")
+    assert clip == want["epidoc"][1] and clip.startswith('<ab xml:space="preserve">')
+
+
+def test_respace_shows_the_models_text(server, browser):
+    base, _ = server
+    _open(browser, base)
+    browser.find_element("id", "respace").click()
+    try:
+        _restore(browser, "ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", top_k=2)
+        want = _api(base, {"text": "ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", "top_k": 2, "respace": True})
+        shown = browser.find_element("id", "restored").text
+        assert shown == unicodedata.normalize("NFC", want["respaced"][0])
+        assert "respaced by the model" in browser.find_element("id", "shown-rank").text
+        browser.find_element("id", "copy-leiden").click()
+        assert browser.find_element("id", "copied").get_attribute("value") == want["respaced"][0]
+    finally:
+        browser.find_element("id", "respace").click()
+
+
+def test_epidoc_upload_downloads_the_restored_file(server, browser, corpus_root, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables the upload)")
+    base, _ = server
+    _open(browser, base)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    src = corpus_root / "isicily" / "inscriptions" / "ISic003084.xml"
+    browser.find_element("id", "epidoc-file").send_keys(str(src))
+    browser.find_element("id", "epidoc-restore").click()
+    got = downloads / "ISic003084.restored.xml"
+    WebDriverWait(browser, 180).until(lambda d: got.is_file() and got.stat().st_size > 0
+                                      or d.find_element("id", "epidoc-error").is_displayed())
+    assert not browser.find_element("id", "epidoc-error").is_displayed()
+    data = got.read_bytes()
+    assert data != src.read_bytes() and b'resp="#stoicheia"' in data
+    assert browser.find_element("id", "epidoc-status").text.startswith("downloaded (gaps: ")
+    # a file that is not XML: the one line, next to the upload
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<notxml", encoding="utf-8")
+    browser.find_element("id", "epidoc-file").send_keys(str(bad))
+    browser.find_element("id", "epidoc-restore").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element("id", "epidoc-error").is_displayed())
+    assert "malformed XML" in browser.find_element("id", "epidoc-error").text
+
+
+def test_bad_input_shows_the_one_line_message(server, browser):
+    base, _ = server
+    _open(browser, base)
+    _restore(browser, "καὶ [τοῦ")
+    error = browser.find_element("id", "error")
+    assert error.is_displayed()
+    assert error.text.startswith("Leiden notation at character 4: '[' is never closed; add ']'")
+    assert "Traceback" not in browser.page_source
+    assert "bad" in browser.find_element("id", "text").get_attribute("class")
+    _restore(browser, "καὶ [..]", top_k=1)  # fixing it clears the message
+    assert not browser.find_element("id", "error").is_displayed()
+
+
+def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
+    base, _ = server
+    _open(browser, base)
+    examples = json.loads((REPO / "stoicheia" / "serve" / "static" / "examples.json").read_text(encoding="utf-8"))
+    buttons = browser.find_elements("css selector", "#examples button.example")
+    assert [b.text for b in buttons] == [e["id"] for e in examples["examples"]]
+    buttons[0].click()
+    assert browser.find_element("id", "text").get_attribute("value") == examples["examples"][0]["text"]
+    source = browser.find_element("id", "example-source")
+    assert source.is_displayed() and source.text.startswith(examples["examples"][0]["id"]) and "CC BY 4.0" in source.text
+    _restore(browser, None, top_k=3)
+    assert not browser.find_element("id", "error").is_displayed()
+    assert browser.find_elements("css selector", "#restored span.fill")
+    # the Greek is drawn with the page's own font, loaded from the server
+    assert browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "document.fonts.ready.then(() => done(document.fonts.check('20px \"Stoicheia Greek\"', 'ἀῶ')));")
+    target = os.environ.get("STOICHEIA_SCREENSHOT")
+    if target:
+        _screenshot(browser, Path(target), tmp_path)
+
+
+def _screenshot(browser, target: Path, tmp: Path) -> None:
+    """The page down to the gap table as a small PNG (palette of 64 colours)."""
+    from PIL import Image
+
+    browser.execute_script("document.getElementById('epidoc-section').hidden = true;")
+    height = browser.execute_script("const r = document.getElementById('gaps').getBoundingClientRect();"
+                                    "return Math.ceil(r.bottom + window.scrollY + 16);")
+    browser.set_window_size(1000, max(400, min(int(height) + 140, 1600)))
+    raw = tmp / "page.png"
+    browser.save_screenshot(str(raw))
+    img = Image.open(raw).convert("RGB")
+    img = img.crop((0, 0, img.width, min(img.height, int(height))))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    img.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+    browser.execute_script("document.getElementById('epidoc-section').hidden = false;")
+    assert target.stat().st_size < 200_000
+    shutil.copy(raw, tmp / "full.png")
+
+
+def test_one_request_at_a_time_and_keyboard_only(server, browser):
+    """Ctrl-Enter pressed again while an answer is coming sends nothing (its answer could arrive
+    first and be overwritten by the stale one); the whole-text restorations are reached with Tab
+    and shown with Enter."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    # hold every /restore request until the test lets it go, and count them
+    browser.execute_script("""
+      window.__sent = 0; window.__release = null;
+      const gate = new Promise((resolve) => { window.__release = resolve; });
+      const fetch0 = window.fetch;
+      window.fetch = async (url, opts) => {
+        if (String(url).endsWith('/restore')) { window.__sent += 1; await gate; }
+        return fetch0(url, opts);
+      };""")
+    box = browser.find_element("id", "text")
+    box.clear()
+    box.send_keys("καὶ τοῦ δή[..] τοῦ [---]")
+    k = browser.find_element("id", "top-k")
+    k.clear()
+    k.send_keys("3")
+    box.click()
+    for _ in range(2):
+        ActionChains(browser).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+    assert browser.execute_script("return window.__sent") == 1
+    browser.execute_script("window.__release()")
+    WebDriverWait(browser, 180).until(lambda d: d.find_element("id", "result").is_displayed())
+    assert browser.execute_script("return window.__sent") == 1
+    # keyboard only: Tab from the text area to the second restoration, Enter shows it
+    box.click()
+    for _ in range(40):
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        if browser.execute_script("return !!document.activeElement.closest('#restorations')"):
+            break
+    else:
+        pytest.fail("Tab never reaches the whole-text restorations")
+    ActionChains(browser).send_keys(Keys.TAB).send_keys(Keys.ENTER).perform()
+    assert browser.find_element("id", "shown-rank").text == "#2 of 3"
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).send_keys(" ").perform()
+    assert browser.find_element("id", "shown-rank").text == "#1 of 3"
+
+
+def test_a_phone_wide_window_does_not_scroll_sideways(server, browser):
+    """375 CSS pixels (a phone): the gap table, long fills and scriptio continua without a blank
+    wrap inside the page."""
+    base, _ = server
+    size = browser.get_window_size()
+    browser.set_window_size(375, 800)
+    try:
+        _open(browser, base)
+        browser.find_elements("css selector", "#examples button.example")[0].click()
+        for text in (None, "ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥ[..]ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥ"):
+            _restore(browser, text, top_k=3)
+            assert browser.find_element("id", "result").is_displayed()
+            inner, scroll = browser.execute_script(
+                "return [window.innerWidth, document.documentElement.scrollWidth]")
+            assert inner <= 400 and scroll <= inner, (inner, scroll)
+    finally:
+        browser.set_window_size(size["width"], size["height"])
