@@ -17,11 +17,13 @@ this script with ``PYTHONPATH`` pointing at that checkout and ``--alternatives 0
 
 from __future__ import annotations
 
+import os as _os
 import sys as _sys
 from pathlib import Path as _Path
 
 # Use the code of the checkout given by PYTHONPATH if any, else the one this script is in.
-_sys.path.insert(1, str(_Path(__file__).resolve().parents[1]))
+if not _os.environ.get("PYTHONPATH"):
+    _sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))
 
 import argparse  # noqa: E402
 import inspect  # noqa: E402

@@ -176,9 +176,9 @@ def wait_gone(procs: list[psutil.Process], timeout: float = 20.0) -> list[psutil
 def landed_during_save(folder: Path, before: dict[str, tuple[int, int]]) -> bool:
     """After a kill: is the newest periodic checkpoint one that this start wrote (not as it was
     in ``before``) and incomplete, or not the one ``latest`` names?"""
-    from stoicheia.train.checkpoints import _NAME, checkpoint_is_complete
+    from stoicheia.train.checkpoints import checkpoint_is_complete, periodic_checkpoint
 
-    files = sorted((int(m["batch"]), f) for f in folder.glob("ep*-ba*-rank0.pt") if (m := _NAME.match(f.name)))
+    files = sorted((m[1], f) for f in folder.glob("ep*-ba*-rank0.pt") if (m := periodic_checkpoint(f.name)))
     if not files:
         return False
     newest = files[-1][1]

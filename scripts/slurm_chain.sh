@@ -9,7 +9,7 @@
 # (train.save_folder, or runs/RUN_NAME for an object-store save_folder) under slurm/, and submits
 # it JOBS times, each job depending on the one before with --dependency=afterany, so a job that
 # hits its time limit or is preempted still lets the next one start. Every job runs
-#   srun --ntasks-per-node=1 .venv/bin/composer -n GPUS --world_size NODES*GPUS --node_rank ... \
+#   srun --ntasks-per-node=1 .venv/bin/python -m stoicheia.launch -n GPUS --world_size NODES*GPUS --node_rank ... \
 #        recipes/train.py CONFIG key=value ...
 # and resumes the run by autoresume. When the run is complete (complete.json) or has diverged
 # (exit status 3 or a new diverged.json) or could not start (exit status 2: configuration or
@@ -158,9 +158,10 @@ fi
 # SLURM sends SIGTERM to this shell 120 s before the time limit (and on preemption or scancel).
 # It is passed on to every process of the training step (scancel --signal without --batch
 # signals the steps only): each trainer saves a checkpoint at the end of the batch in progress
-# and exits with status 143, so the next job loses at most one batch. The composer launchers
-# run with SIGTERM ignored (trap '' below): a launcher has no handler of its own and would die
-# at once, and SLURM then kills a step's remaining processes, the trainers mid-save included.
+# and exits with status 143, so the next job loses at most one batch. The launchers are
+# stoicheia.launch (Composer's launcher that passes the signal on to its trainers and waits for
+# them): Composer's own launcher would turn the SIGTERM into a traceback and SIGKILL its trainers
+# 30 s later, possibly mid-save. trap '' keeps the shell from dying before exec.
 on_term() {
   say "SIGTERM: time limit near, or preempted/cancelled; the trainers save the batch in progress and stop; the next job of the chain resumes from that checkpoint"
   scancel --signal=TERM "$SLURM_JOB_ID" || say "scancel --signal=TERM failed: the trainers will be stopped by SLURM without a final checkpoint"
@@ -172,7 +173,7 @@ MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 say "training on $SLURM_NNODES node(s) x $GPUS_PER_NODE GPU(s), master $MASTER_ADDR:$MASTER_PORT: ${TRAIN[*]}"
 # One launcher per node; it starts one process per GPU. $SLURM_NODEID is read on each node.
 srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c \
-  'trap "" TERM; exec .venv/bin/composer -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID" --master_addr "$2" --master_port "$3" "${@:4}"' \
+  'trap "" TERM; exec .venv/bin/python -m stoicheia.launch -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID" --master_addr "$2" --master_port "$3" "${@:4}"' \
   composer-launch "$GPUS_PER_NODE" "$MASTER_ADDR" "$MASTER_PORT" "${TRAIN[@]}" &
 SRUN_PID=$!
 while :; do

@@ -231,6 +231,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     result["input"] = described
     if ngram_info:
         result["ngram"] = ngram_info
+    _add_run_sets(result, model, train_root)
     lines = format_table(result, args.max_works)
     print("\n".join(lines))
     if out is not None:
@@ -239,6 +240,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         out.with_suffix(".txt").write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
         print(f"wrote {out} and {out.with_suffix('.txt')}")
     return 0
+
+
+def _add_run_sets(result: dict, model, shard_root: str | None) -> None:
+    """Add to ``result`` (and print, as the training console does) the run's own evaluation
+    sets (holdout, dev) and its letter-unigram entropy, when its shards are at ``shard_root``."""
+    from stoicheia.inference.evaluate import is_shard_folder
+    from stoicheia.inference.run_sets import run_eval_sets, run_unigram_bits
+    from stoicheia.train.console import eval_lines
+
+    if not shard_root or not is_shard_folder(shard_root):
+        print("the run's evaluation sets left out: its shards are not here; give --train-shards DIR")
+        return
+    result["unigram_entropy_bits"] = run_unigram_bits(model.config, shard_root)
+    try:
+        sets = run_eval_sets(model, shard_root)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"the run's evaluation sets left out: {err}")
+        return
+    result["run_eval_sets"] = {"step": model.step, "shards": str(shard_root), "sets": sets}
+    print("the run's evaluation sets, as the training console prints them:")
+    print("\n".join(eval_lines(model.step or 0, sets, result["unigram_entropy_bits"])))
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
@@ -295,8 +317,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 def _held_out(model, checkpoint: str) -> dict:
     """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
-    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
-    from stoicheia.train.callbacks.eval_history import read_history
+    from stoicheia.inference.run_sets import run_unigram_bits
+    from stoicheia.train.run_files import read_history
 
     folder = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
     if "://" in checkpoint or model.step is None:
@@ -305,11 +327,9 @@ def _held_out(model, checkpoint: str) -> dict:
     if not sets:
         return {}
     out: dict = {"step": model.step, "sets": sets, "source": str(folder / "evals.jsonl")}
-    data = model.config.get("data", {})
-    try:
-        out["unigram_entropy_bits"] = mixture_unigram_entropy(read_stats(Path(data["shard_root"])), data["tier_weights"])
-    except (FileNotFoundError, KeyError, ValueError):
-        pass
+    bits = run_unigram_bits(model.config, model.config.get("data", {}).get("shard_root") or "")
+    if bits is not None:
+        out["unigram_entropy_bits"] = bits
     return out
 
 
@@ -580,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading")
     p.add_argument("--json", action="store_true", help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text")
     p.set_defaults(func=cmd_restore)
-    p = sub.add_parser("report", help="a run's curves (PNG) and a small HTML page, from its run folder")
+    p = sub.add_parser("report", help="a run's curves: writes report.png and report.html into the run folder (or --out FOLDER)")
     p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
     p.add_argument("--out", help="folder for report.png and report.html (default: the run folder)")
     p.set_defaults(func=cmd_report)

@@ -17,8 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from stoicheia.model.config import EncoderConfig
-from stoicheia.model.metrics import EVAL_METRICS
+from stoicheia.model.config import EVAL_METRIC_NAMES, EncoderConfig
 from stoicheia.noise import NoiseConfig
 
 #: Mapping-valued keys: a YAML file that sets one replaces the whole default mapping.
@@ -262,11 +261,11 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
             raise bad("data.eval_sets", f"unknown set {name!r}; the sets are holdout, dev, all")
     if t.decide_on is not None:
         label, sep, metric = t.decide_on.partition("/")
-        if not sep or label not in d.eval_sets or metric not in EVAL_METRICS:
+        if not sep or label not in d.eval_sets or metric not in EVAL_METRIC_NAMES:
             raise bad(
                 "train.decide_on",
                 f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets ({', '.join(d.eval_sets)}) and METRIC one of "
-                f"{', '.join(EVAL_METRICS)} (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
+                f"{', '.join(EVAL_METRIC_NAMES)} (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
             )
     for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
         try:

@@ -8,7 +8,7 @@ gone, which can take minutes. Linux's ``prctl(PR_SET_PDEATHSIG, sig)`` asks the 
 Two uses:
 
 * DataLoader workers (:func:`worker_init`): ``SIGKILL`` when the trainer dies, and
-  ``SIGTERM`` ignored, because SLURM sends SIGTERM to every process of a job and a worker that
+  ``SIGTERM`` and ``SIGINT`` (Ctrl-C reaches every process of the terminal's group) ignored, because SLURM sends SIGTERM to every process of a job and a worker that
   died of it would make the trainer crash ("DataLoader worker exited unexpectedly") before it
   could save its preemption checkpoint; the trainer ends its workers itself.
 * Trainer processes started by the ``composer`` launcher (:func:`die_with_launcher`):
@@ -50,11 +50,13 @@ def set_parent_death_signal(sig: int) -> bool:
 
 def worker_init(parent_pid: int, worker_id: int) -> None:
     """``worker_init_fn`` of the training DataLoader (bind ``parent_pid`` with
-    ``functools.partial``): die with the trainer, ignore SIGTERM.
+    ``functools.partial``): die with the trainer, ignore SIGTERM and SIGINT (the trainer saves
+    and stops on them, then ends its workers itself).
 
     A worker whose trainer (``parent_pid``) is already gone exits at once (status 1).
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     if set_parent_death_signal(signal.SIGKILL) and os.getppid() != parent_pid:
         os._exit(1)  # the trainer died before prctl took effect: nobody will read our batches
 
@@ -75,3 +77,16 @@ def die_with_launcher() -> bool:
     if before == 1 or os.getppid() != before:
         os.kill(os.getpid(), signal.SIGTERM)
     return True
+
+
+def ignore_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT from now on: call it when a trainer's run is over, just before
+    the process exits with the run's status.
+
+    A launcher that sees one rank exit sends SIGTERM to the ranks still exiting; Python restores
+    the default action of signals it handled while the interpreter shuts down, so such a
+    SIGTERM would kill a rank that has already saved and replace its status (130, 143, ...)
+    by a death from SIGTERM. Ignored signals stay ignored through the shutdown.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

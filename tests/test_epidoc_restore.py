@@ -293,3 +293,41 @@ def test_never_written_over_an_input(corpus_root, trained, tmp_path, capsys):
     assert code == 2 and "no such file or folder" in err
     code, _, err = _cli(capsys, str(trained), "[---]ος", "--epidoc", str(inp), "--out", str(tmp_path / "o"))
     assert code == 2 and "not both" in err
+
+
+def test_a_file_given_twice_is_restored_once(corpus_root, trained, tmp_path, capsys):
+    """The same file named twice, or by two paths, is restored once and counted (it was
+    refused as a clash of outputs)."""
+    src = _isicily(corpus_root, "ISic000884.xml")
+    other = src.parent.parent / "inscriptions" / src.name  # another path to the same file
+    out = tmp_path / "out"
+    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(src), str(src), str(other), "--out", str(out),
+                                "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    assert code == 0
+    assert "(1 written, 0 already there, 0 refused, 2 given twice)" in stdout
+    assert stderr.count("given twice") == 2 and "restored once" in stderr
+    assert [p.name for p in out.iterdir()] == ["ISic000884.xml"]
+
+
+def test_folder_without_xml_and_broken_links_are_said(corpus_root, trained, tmp_path, capsys):
+    """A folder with no *.xml file is one line before the model loads (it was a silent run of 0
+    files); a broken link and a loop named *.xml are refused with their line, not left out
+    silently; *.XML is read like *.xml; a link back up the tree is not followed."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    code, _, err = _cli(capsys, str(trained), "--epidoc", str(empty), "--out", str(tmp_path / "o"))
+    assert code == 2 and "no *.xml file in this folder" in err and len(err.strip().splitlines()) == 1
+    inp = tmp_path / "in"
+    (inp / "sub").mkdir(parents=True)
+    shutil.copy(_isicily(corpus_root, "ISic000884.xml"), inp / "UPPER.XML")
+    (inp / "dangling.xml").symlink_to(tmp_path / "nowhere.xml")
+    (inp / "loop.xml").symlink_to(inp / "loop.xml")
+    (inp / "sub" / "up").symlink_to(inp)
+    out = tmp_path / "out"
+    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out),
+                                "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    assert code == 0, stderr
+    assert "3 files (1 written, 0 already there, 2 refused)" in stdout
+    assert "dangling.xml: cannot read it" in stderr and "loop.xml: cannot read it" in stderr
+    assert sorted(p.name for p in out.iterdir()) == ["UPPER.XML"]

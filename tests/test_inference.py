@@ -104,7 +104,8 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def trained(small_shards, tmp_path_factory):
     """A 2-layer model trained for 8 steps (evaluations at 4 and 8, anneal, TensorBoard)."""
-    from stoicheia.train.builder import build_trainer, fit_run
+    from stoicheia.train.builder import build_trainer
+    from stoicheia.train.run import fit_run
 
     folder = tmp_path_factory.mktemp("runs")
     cwd = os.getcwd()

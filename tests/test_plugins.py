@@ -21,10 +21,11 @@ from composer.core import Callback
 from stoicheia.config import ConfigError, load_config
 from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import TrainingDiverged
-from stoicheia.train.builder import build_trainer, fit_run
+from stoicheia.train.builder import build_trainer
 from stoicheia.train.callbacks.anneal_data import check_phases
 from stoicheia.train.callbacks.auto_anneal import is_stalled
-from stoicheia.train.callbacks.eval_history import read_history
+from stoicheia.train.run import fit_run
+from stoicheia.train.run_files import read_history
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import tiny_run  # noqa: E402

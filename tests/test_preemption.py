@@ -23,8 +23,9 @@ from omegaconf import OmegaConf
 
 from stoicheia.config import to_dict
 from stoicheia.train import run_files
-from stoicheia.train.builder import build_trainer, fit_run
+from stoicheia.train.builder import build_trainer
 from stoicheia.train.callbacks.preemption import PREEMPTED_EXIT
+from stoicheia.train.run import fit_run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import tiny_run  # noqa: E402
@@ -177,6 +178,39 @@ def test_two_processes_stop_together_on_sigterm_and_when_the_launcher_dies(small
     m = re.search(r"\[preempt\] step (\d+): SIGTERM received; saved \S+ep0-ba(\d+)-rank0\.pt", out)
     assert m and m[1] == m[2] and int(m[1]) >= b1 + 2, out[-3000:]
     assert not (folder / "complete.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [1, 2])
+def test_ctrl_c_saves_the_batch_in_progress_and_exits_130(small_shards, tmp_path, world):
+    """Ctrl-C (SIGINT to every process of the terminal's group: launcher, trainers, DataLoader
+    workers) does what SIGTERM does: every trainer saves the batch in progress, the job exits
+    130, one ``[preempt]`` line and no traceback (the launcher is ``python -m
+    stoicheia.launch``, Composer's launcher with the signals passed on); nothing is left running."""
+    yaml = _yaml(small_shards, tmp_path, "ctrlc", "data.num_workers=1")
+    folder = tmp_path / "ctrlc"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [PYTHON, "-m", "stoicheia.launch", "-n", str(world), "--master_port", str(port), "recipes/train.py", str(yaml)]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        _wait_for(lambda: _steps(folder) >= 2, proc, "two batches")
+        everyone = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    m = re.search(r"\[preempt\] step (\d+): SIGINT received; saved \S+ep0-ba(\d+)-rank0\.pt.*exiting with status 130", out)
+    assert m and m[1] == m[2] and out.count("[preempt]") == 1, out[-3000:]
+    assert os.readlink(folder / "latest-rank0.pt") == f"ep0-ba{m[1]}-rank0.pt"
+    _, alive = psutil.wait_procs(everyone, timeout=60)
+    assert not alive, [(p.pid, p.cmdline()) for p in alive]
+    steps = [r["step"] for r in run_files.read_jsonl(folder / "metrics.jsonl")]
+    assert steps == sorted(set(steps)), "one metrics.jsonl line per step"
 
 
 @pytest.mark.slow

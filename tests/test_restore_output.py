@@ -279,3 +279,10 @@ def test_supplement_score_of_the_reading_the_model_was_trained_to_prefer(phrase_
     assert "editor's reading περὶ" in "\n".join(format_result(res))
     with pytest.raises(ValueError, match="nothing to restore"):
         restore(phrase_model, good)  # the supplement kept and not scored: nothing to restore
+
+
+def test_progress_is_reported_and_ends_at_its_total():
+    seen: list[tuple[int, int]] = []
+    restore(STUB, "καὶ [---] τοῦ [.4.] λόγου", top_k=2, unknown_width=8, progress=lambda d, t: seen.append((d, t)))
+    assert len(seen) >= 3 and seen[-1][0] == seen[-1][1]
+    assert all(0 < d <= t for d, t in seen) and [d for d, _ in seen] == sorted(d for d, _ in seen)

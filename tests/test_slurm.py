@@ -51,7 +51,7 @@ def test_dry_run_prints_script_and_chain_and_writes_nothing(dry: dict) -> None:
         assert line in script.splitlines(), line
     # the composer command, one launcher per node
     assert "srun --ntasks-per-node=1" in script
-    assert "exec .venv/bin/composer -n \"$1\" --world_size \"$((SLURM_NNODES * $1))\" --node_rank \"$SLURM_NODEID\"" in script
+    assert "exec .venv/bin/python -m stoicheia.launch -n \"$1\" --world_size \"$((SLURM_NNODES * $1))\" --node_rank \"$SLURM_NODEID\"" in script
     assert "TRAIN=(recipes/train.py yamls/demo.yaml run_name=chain-test" in script and "train.lr=1e-3)" in script
     # the cancel of the rest of the chain on exit status 3
     assert "if ((rc == 3)) ||" in script and 'scancel "${rest[@]}"' in script
@@ -84,7 +84,7 @@ FAKE_SRUN = r"""#!/usr/bin/env bash
 # fake srun: run the per-node command of node 1 with `echo` for composer, then act as told
 while [[ $1 == --* ]]; do shift; done
 echo "srun-args: $*" >>"$FAKE_LOG"
-cmd=${3/exec .venv\/bin\/composer/echo COMPOSER}
+cmd=${3/exec .venv\/bin\/python -m stoicheia.launch/echo COMPOSER}
 SLURM_NODEID=1 bash -c "$cmd" "${@:4}" >>"$FAKE_LOG"
 [[ -n ${FAKE_WRITE:-} ]] && echo '{"step": 5}' >"$FAKE_WRITE"
 [[ -n ${FAKE_SLEEP:-} ]] && { echo sleeping >>"$FAKE_LOG"; sleep "$FAKE_SLEEP"; }
@@ -185,4 +185,4 @@ def test_job_preempted_status_143_lets_the_chain_go_on(job) -> None:
 
 
 def test_launchers_ignore_sigterm_so_trainers_can_save(dry: dict) -> None:
-    assert 'trap "" TERM; exec .venv/bin/composer -n "$1"' in dry["script"]
+    assert 'trap "" TERM; exec .venv/bin/python -m stoicheia.launch -n "$1"' in dry["script"]

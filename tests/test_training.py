@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from stoicheia.config import RunConfig
-from stoicheia.train.builder import build_trainer, fit_run
+from stoicheia.train.builder import build_trainer
+from stoicheia.train.run import fit_run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import tiny_run  # noqa: E402

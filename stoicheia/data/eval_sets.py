@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from stoicheia.data.shards import decode_planes, index_samples, read_stats
+from stoicheia.data.shard_index import index_samples
+from stoicheia.data.shards import decode_planes, read_stats
 from stoicheia.text.planes import Planes
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def read_split_records(
             log.info("[eval] tier %r has no %s records at %s", tier, split, local)
             continue
         found = True
-        ds = _local_val_dataset(str(local.resolve()))
+        ds = local_val_dataset(str(local.resolve()))
         n = ds.num_samples if max_records is None else min(ds.num_samples, max_records)
         for i in range(n):
             sample = ds.get_item(i)
@@ -124,7 +125,7 @@ def read_text_records(
 
 
 @functools.lru_cache(maxsize=32)
-def _local_val_dataset(local: str):
+def local_val_dataset(local: str):
     """One read-only dataset per local val folder and process: a ``StreamingDataset`` holds
     shared-memory handles for as long as the process lives, so it is not built anew for each
     trainer a process builds."""
@@ -172,7 +173,7 @@ def read_eval_sets(
             if not (local / "index.json").exists() or index_samples(local) == 0:
                 log.info("[eval] tier %r has no held-out records at %s; it is not evaluated", tier, local)
                 continue
-            ds = _local_val_dataset(str(local.resolve()))
+            ds = local_val_dataset(str(local.resolve()))
         else:
             ds = StreamingDataset(
                 remote=f"{remote.rstrip('/')}/{tier}/val",

@@ -8,10 +8,10 @@ with several workers each would hold a partial row of its own. The workers do th
 part (reading, splitting, noising: a fixed ``records_per_batch`` records per DataLoader
 batch, which streaming can resume exactly); the main process only concatenates arrays, and
 the packer keeps the exact position (:class:`~stoicheia.data.position.PackPosition`) of the
-first slot not yet trained on. It owns that position; Composer saves and restores it through
-the hook object :class:`~stoicheia.data.position.PackPositionHook` (Composer looks for
-``state_dict`` on the loader's ``dataset``), which also moves it to another number of
-processes (:mod:`stoicheia.data.position`).
+first slot not yet trained on. It owns that position and saves and restores it itself
+(:meth:`PackedLoader.state_dict`, :meth:`PackedLoader.load_state_dict`), also on another
+number of processes (the plan is in :mod:`stoicheia.data.position`); Composer reaches them
+through the loader's ``dataset`` (:class:`_StateHook`), where it looks for ``state_dict``.
 
 Tier mixes change during a run (the anneal phases): the loader holds a mix schedule
 (``[(first batch, mix index), ...]``, set by a training plugin) and, before producing batch
@@ -31,24 +31,47 @@ import functools
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset
 
-from stoicheia.data.packing import collate_rows, pack_rows
-from stoicheia.data.position import ElasticRegion, PackPosition, PackPositionHook
+from stoicheia.data.packing import EPOCH_END, PieceQueue, collate_rows, pack_rows
+from stoicheia.data.position import (
+    FORMAT,
+    ElasticRegion,
+    PackPosition,
+    frontier,
+    phase_at,
+    plan_elastic_resume,
+)
 from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
 from stoicheia.lifetime import worker_init
 from stoicheia.noise import Noised
 
 log = logging.getLogger(__name__)
 
-#: Marks the end of a stream epoch in the record and piece iterators.
-EPOCH_END = object()
 
 
 def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
     return items
+
+
+class _StateHook(IterableDataset):
+    """What Composer sees as the training loader's ``dataset`` (where it looks for
+    ``state_dict``): passes both hooks on to the loader. Never iterated."""
+
+    def __init__(self, loader: PackedLoader) -> None:
+        self.loader = loader
+
+    def __iter__(self):
+        raise TypeError("the loader's dataset hook is not iterable; iterate the PackedLoader")
+
+    def state_dict(self, num_samples: int = 0, from_beginning: bool = True) -> dict[str, Any]:
+        return self.loader.state_dict()
+
+    def load_state_dict(self, obj: dict[str, Any]) -> None:
+        self.loader.load_state_dict(obj)
 
 
 class PackedLoader(DataLoader):
@@ -100,7 +123,7 @@ class PackedLoader(DataLoader):
             self.mixes = []
             self.set_mixes(mixes)
             first = source.build(self.mixes[0], 0)
-        super().__init__(PackPositionHook(self), batch_size=None)
+        super().__init__(_StateHook(self), batch_size=None)
         self._datasets: dict[int, NoisedRecordStream] = {0: first}
         self.rows = rows
         self.seq_len = first.seq_len
@@ -139,11 +162,7 @@ class PackedLoader(DataLoader):
 
     def phase_at(self, batch: int) -> int:
         """The mix index the schedule gives for batch ``batch`` (0-based)."""
-        phase = 0
-        for first, p in self.schedule:
-            if batch >= first:
-                phase = p
-        return phase
+        return phase_at(self.schedule, batch)
 
     def resume(
         self,
@@ -163,6 +182,75 @@ class PackedLoader(DataLoader):
         self.position = own
         self.regions = list(regions or [])
         self.taken = [(int(e), int(rb), int(i), str(k)) for e, rb, i, k in (taken or [])]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The data position to checkpoint: the positions of all ranks, the records each took
+        since the :func:`~stoicheia.data.position.frontier` (for an elastic resume) and the skip
+        regions in force. Composer's sample count is not used (it cannot describe a packed
+        position). Collective: call on every rank."""
+        from composer.utils import dist
+
+        ranks = dist.all_gather_object(dataclasses.asdict(self.position))
+        self.trim_taken(frontier([PackPosition(**r) for r in ranks]))
+        consumed = dist.all_gather_object([list(t) for t in self.taken])
+        return {
+            "version": FORMAT,
+            "ranks": ranks,
+            "consumed": consumed,
+            "regions": [dataclasses.asdict(r) for r in self.regions],
+            "records_per_batch": self.records_per_batch,
+            "global_rows": self.rows * dist.get_world_size(),
+            "mixes": self.mixes,
+        }
+
+    def load_state_dict(self, obj: dict[str, Any]) -> None:
+        """Resume at this rank's saved position, or, when the number of processes changed, at
+        the plan of :func:`~stoicheia.data.position.plan_elastic_resume`.
+
+        Raises ``ValueError`` for another global batch (rows per step), another
+        ``records_per_batch`` on the same number of processes, or an older format.
+        """
+        from composer.utils import dist
+
+        version = obj.get("version") if obj else None
+        if version not in (2, FORMAT):
+            raise ValueError(
+                f"unrecognised data position in checkpoint (format {version}, expected {FORMAT}): "
+                "it was written by an older Stoicheia; load weights only (train.load_path with a new run_name)"
+            )
+        world = dist.get_world_size()
+        ranks = [PackPosition(**r) for r in obj["ranks"]]
+        saved_rows = obj.get("global_rows")
+        if saved_rows is not None and saved_rows != self.rows * world:
+            raise ValueError(
+                f"the checkpoint was trained with a batch of {saved_rows} rows per step; this run has "
+                f"{self.rows * world} ({world} process(es) x {self.rows} rows): set train.global_batch_rows={saved_rows} "
+                "(and leave train.grad_accum null) to resume with the same batch"
+            )
+        regions = [ElasticRegion(**r) for r in obj.get("regions", [])]
+        consumed = obj.get("consumed") or [[] for _ in ranks]
+        if len(ranks) == world:
+            if obj["records_per_batch"] != self.records_per_batch:
+                raise ValueError(
+                    f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
+                    f"{self.records_per_batch}; keep it unchanged to resume"
+                )
+            rank = dist.get_global_rank()
+            self.resume(ranks[rank], ranks, obj.get("mixes"), regions=regions, taken=consumed[rank])
+            return
+        if version == 2:
+            raise ValueError(
+                f"the checkpoint was saved by {len(ranks)} processes in an older format that cannot move to {world}; "
+                f"resume it with {len(ranks)} processes"
+            )
+        plan = plan_elastic_resume(ranks, consumed, regions, obj["records_per_batch"])
+        log.info(
+            "[data] elastic resume %d -> %d processes at batch %d: stream epoch %d restarts at record %d; "
+            "%d records already trained on after it are skipped, of them %d in flight at the checkpoint "
+            "(partly trained, their rest dropped)",
+            len(ranks), world, plan.start.batch, plan.start.epoch, plan.start.sample_base, plan.skipped, plan.in_flight,
+        )
+        self.resume(plan.start, [plan.start], obj.get("mixes"), regions=plan.regions, taken=[])
 
     def trim_taken(self, front: tuple[int, int]) -> None:
         """Forget the records taken before worker batch ``front = (epoch, record_batch)`` (no
@@ -288,36 +376,16 @@ class PackedLoader(DataLoader):
         trained, weight 0) until every rank's is: the ranks then open the next epoch together,
         at the same step (see :meth:`_all_ranks_done`).
         """
-        # piece number (as pack_rows counts) -> (position, slot offset it starts at, slots)
-        positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
-        pieces = self._pieces(start, first_record_batch)
-        ahead: list = []  # one piece (or EPOCH_END) fetched but not yet packed
-
-        def peek():
-            if not ahead:
-                ahead.append(next(pieces))
-            return ahead[0]
-
-        def numbered() -> Iterator[Noised]:  # one packer per epoch: numbers restart at 0
-            k = 0
-            while peek() is not EPOCH_END:
-                piece, where, base = ahead.pop()
-                positions[k] = (where, base, len(piece))
-                k += 1
-                yield piece
-
-        def pending(cursor) -> bool:  # the packer holds the rest of a piece already fetched
-            return cursor is not None and cursor.piece in positions
-
+        queue = PieceQueue(self._pieces(start, first_record_batch))
         # Fetch now, on every rank alike: opening an epoch waits for all ranks of the node.
-        peek()
+        queue.peek()
         padded = 0
         try:
             while True:  # one stream epoch
-                packer = pack_rows(numbered(), self.seq_len, self.min_fragment)
+                packer = pack_rows(queue.numbered(), self.seq_len, self.min_fragment)
                 cursor = None
                 while True:  # one batch
-                    done = not pending(cursor) and peek() is EPOCH_END
+                    done = not queue.pending(cursor) and queue.peek() is EPOCH_END
                     if self._all_ranks_done(done):
                         break
                     rows: list[list[Noised]] = []
@@ -327,16 +395,7 @@ class PackedLoader(DataLoader):
                         if len(rows) == self.rows:
                             break
                     if rows:
-                        if cursor.piece in positions:
-                            (epoch, rb, item, piece), base, _ = positions[cursor.piece]
-                            offset = base + cursor.offset
-                        else:
-                            # The row ended with the last piece fetched: resume at its end.
-                            last = cursor.piece - 1 if cursor.piece >= 0 else max(positions)
-                            (epoch, rb, item, piece), base, n = positions[last]
-                            offset = base + n
-                        for k in [k for k in positions if k < cursor.piece - 1]:
-                            del positions[k]
+                        (epoch, rb, item, piece), offset = queue.resume_point(cursor)
                         self.position = PackPosition(
                             self.position.batch + 1, start.phase, start.phase_start, epoch, rb, item, piece, offset,
                             start.sample_base if epoch == start.epoch else 0,
@@ -349,13 +408,12 @@ class PackedLoader(DataLoader):
                     if self.phase_at(self.position.batch) != start.phase:
                         return
                 packer.close()
-                ahead.clear()  # EPOCH_END: the next fetch opens the next epoch
+                queue.next_epoch()
                 if padded:
                     log.debug("[data] rank waited %d batches (padding) for the other ranks to end the epoch", padded)
                 padded = 0
-                positions.clear()
         finally:
-            pieces.close()
+            queue.pieces.close()
 
     def _barrier(self) -> None:
         """Collective: wait for every rank (nothing with one process)."""

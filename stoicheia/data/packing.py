@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -110,3 +111,63 @@ def collate_rows(rows: list[list[Noised]], seq_len: int) -> dict[str, torch.Tens
 def row_fill(batch: dict[str, torch.Tensor]) -> float:
     """Share of non-padding slots in a collated batch (0..1)."""
     return float((batch["seg_id"] != 0).float().mean())
+
+
+#: Marks the end of a stream epoch in the loader's record and piece iterators.
+EPOCH_END = object()
+
+
+class PieceQueue:
+    """The state of the packing loop of one stream epoch: the piece fetched ahead (one
+    lookahead, so the end of the epoch is seen before a batch is started), and, per piece
+    number as :func:`~stoicheia.data.packing.pack_rows` counts them, where it comes from
+    ``(epoch, record_batch, item, piece)``, the slot offset it starts at and its length."""
+
+    def __init__(self, pieces: Iterator) -> None:
+        self.pieces = pieces
+        self.ahead: list = []  # one piece (or EPOCH_END) fetched but not yet packed
+        self.positions: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}
+
+    def peek(self):
+        """The next piece (or ``EPOCH_END``) without taking it."""
+        if not self.ahead:
+            self.ahead.append(next(self.pieces))
+        return self.ahead[0]
+
+    def numbered(self) -> Iterator[Noised]:
+        """The pieces up to the end of the epoch, numbered from 0 (one packer per epoch)."""
+        k = 0
+        while self.peek() is not EPOCH_END:
+            piece, where, base = self.ahead.pop()
+            self.positions[k] = (where, base, len(piece))
+            k += 1
+            yield piece
+
+    def pending(self, cursor) -> bool:
+        """True if the packer holds the rest of a piece already fetched."""
+        return cursor is not None and cursor.piece in self.positions
+
+    def resume_point(self, cursor) -> tuple[tuple[int, int, int, int], int]:
+        """``((epoch, record_batch, item, piece), slot offset)`` of the first slot not yet packed
+        after a batch that ended at ``cursor``; forgets the pieces no later batch can need."""
+        if cursor.piece in self.positions:
+            where, base, _ = self.positions[cursor.piece]
+            offset = base + cursor.offset
+        else:
+            # The row ended with the last piece fetched: resume at its end.
+            last = cursor.piece - 1 if cursor.piece >= 0 else max(self.positions)
+            where, base, n = self.positions[last]
+            offset = base + n
+        for k in [k for k in self.positions if k < cursor.piece - 1]:
+            del self.positions[k]
+        return where, offset
+
+    def next_epoch(self) -> None:
+        """After ``EPOCH_END``: the next fetch opens the next epoch; numbering restarts."""
+        self.ahead.clear()
+        self.positions.clear()
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the loop holds (for inspection; the checkpointed position is the loader's
+        :class:`~stoicheia.data.position.PackPosition`): the pieces in flight and whether one is fetched ahead."""
+        return {"positions": {k: [list(w), b, n] for k, (w, b, n) in self.positions.items()}, "ahead": len(self.ahead)}

@@ -1,10 +1,10 @@
-"""The packer's data position, how Composer saves it, and how it moves to another world size.
+"""The packer's data position (plain data) and how it moves to another world size.
 
 A packed row takes a variable number of records and may end inside one, so Composer's sample
 count cannot say where a resumed run starts. Each rank's packer keeps its exact position
-(:class:`PackPosition`); the hook object :class:`PackPositionHook` (the training loader's
-``dataset``, where Composer looks for ``state_dict``) saves every rank's position in the
-checkpoint and gives each rank its own back on resume.
+(:class:`PackPosition`); the training loader
+(:class:`~stoicheia.data.loader.PackedLoader`, its ``state_dict``/``load_state_dict``) saves
+every rank's position in the checkpoint and gives each rank its own back on resume.
 
 **Same number of processes**: every rank resumes at its own saved position; the batches
 after the resume are bit-identical to an uninterrupted run's.
@@ -26,16 +26,7 @@ rank and position), the records and their order of epochs do not.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from torch.utils.data import IterableDataset
-
-if TYPE_CHECKING:
-    from stoicheia.data.loader import PackedLoader
-
-log = logging.getLogger(__name__)
 
 FORMAT = 3  # version of the saved data position
 
@@ -111,6 +102,17 @@ class ElasticPlan:
     in_flight: int
 
 
+def phase_at(schedule: list[tuple[int, int]], batch: int) -> int:
+    """The tier-mix index that a mix schedule ``[(first batch, mix index), ...]`` (sorted by
+    batch) gives for batch ``batch`` (0-based): the last entry that has begun, mix 0 before
+    the first. The one lookup both the packer and the anneal plugin use."""
+    phase = 0
+    for first, index in schedule:
+        if batch >= first:
+            phase = index
+    return phase
+
+
 def frontier(ranks: list[PackPosition]) -> tuple[int, int]:
     """``(epoch, record_batch)`` of the earliest worker batch any rank stands in."""
     first = min(ranks, key=lambda p: (p.epoch, p.record_batch))
@@ -134,7 +136,7 @@ def plan_elastic_resume(
     Args:
         ranks: the saved :class:`PackPosition` of each old rank (all in one tier mix).
         consumed: per old rank, ``[epoch, record_batch, item, key]`` of the records it took
-            from the :func:`frontier` on (as :meth:`PackPositionHook.state_dict` saves them).
+            from the :func:`frontier` on (as :meth:`PackedLoader.state_dict <stoicheia.data.loader.PackedLoader.state_dict>` saves them).
         regions: the skip regions still in force when the checkpoint was written (from an
             earlier elastic resume); they are kept.
         records_per_batch: the old ranks' worker batch size ``B``.
@@ -175,87 +177,3 @@ def plan_elastic_resume(
         batch=ranks[0].batch, phase=ranks[0].phase, phase_start=ranks[0].phase_start, epoch=e0, sample_base=start_sample
     )
     return ElasticPlan(start, [by_epoch[e] for e in sorted(by_epoch)], skipped, in_flight)
-
-
-class PackPositionHook(IterableDataset):
-    """What Composer sees as the training loader's ``dataset``: its ``state_dict`` /
-    ``load_state_dict`` save and restore the :class:`PackPosition` of every rank. Never
-    iterated (the loader iterates its mixes' datasets itself)."""
-
-    def __init__(self, loader: PackedLoader) -> None:
-        self.loader = loader
-
-    def __iter__(self):
-        raise TypeError("PackPositionHook is not iterable; iterate the PackedLoader")
-
-    def state_dict(self, num_samples: int = 0, from_beginning: bool = True) -> dict[str, Any]:
-        """Composer hook: the positions of all ranks, the records each took since the
-        :func:`frontier` (for an elastic resume) and the skip regions in force.
-        ``num_samples`` is ignored (Composer's sample count cannot describe a packed
-        position). Collective: call on every rank."""
-        from composer.utils import dist
-
-        loader = self.loader
-        ranks = dist.all_gather_object(dataclasses.asdict(loader.position))
-        front = frontier([PackPosition(**r) for r in ranks])
-        loader.trim_taken(front)
-        consumed = dist.all_gather_object([list(t) for t in loader.taken])
-        return {
-            "version": FORMAT,
-            "ranks": ranks,
-            "consumed": consumed,
-            "regions": [dataclasses.asdict(r) for r in loader.regions],
-            "records_per_batch": loader.records_per_batch,
-            "global_rows": loader.rows * dist.get_world_size(),
-            "mixes": loader.mixes,
-        }
-
-    def load_state_dict(self, obj: dict[str, Any]) -> None:
-        """Composer hook: the loader resumes at this rank's saved position, or, when the
-        number of processes changed, at the plan of :func:`plan_elastic_resume`.
-
-        Raises ``ValueError`` for another global batch (rows per step), another
-        ``records_per_batch`` on the same number of processes, or an older format.
-        """
-        from composer.utils import dist
-
-        version = obj.get("version") if obj else None
-        if version not in (2, FORMAT):
-            raise ValueError(
-                f"unrecognised data position in checkpoint (format {version}, expected {FORMAT}): "
-                "it was written by an older Stoicheia; load weights only (train.load_path with a new run_name)"
-            )
-        loader = self.loader
-        world = dist.get_world_size()
-        ranks = [PackPosition(**r) for r in obj["ranks"]]
-        saved_rows = obj.get("global_rows")
-        if saved_rows is not None and saved_rows != loader.rows * world:
-            raise ValueError(
-                f"the checkpoint was trained with a batch of {saved_rows} rows per step; this run has "
-                f"{loader.rows * world} ({world} process(es) x {loader.rows} rows): set train.global_batch_rows={saved_rows} "
-                "(and leave train.grad_accum null) to resume with the same batch"
-            )
-        regions = [ElasticRegion(**r) for r in obj.get("regions", [])]
-        consumed = obj.get("consumed") or [[] for _ in ranks]
-        if len(ranks) == world:
-            if obj["records_per_batch"] != loader.records_per_batch:
-                raise ValueError(
-                    f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
-                    f"{loader.records_per_batch}; keep it unchanged to resume"
-                )
-            rank = dist.get_global_rank()
-            loader.resume(ranks[rank], ranks, obj.get("mixes"), regions=regions, taken=consumed[rank])
-            return
-        if version == 2:
-            raise ValueError(
-                f"the checkpoint was saved by {len(ranks)} processes in an older format that cannot move to {world}; "
-                f"resume it with {len(ranks)} processes"
-            )
-        plan = plan_elastic_resume(ranks, consumed, regions, obj["records_per_batch"])
-        log.info(
-            "[data] elastic resume %d -> %d processes at batch %d: stream epoch %d restarts at record %d; "
-            "%d records already trained on after it are skipped, of them %d in flight at the checkpoint "
-            "(partly trained, their rest dropped)",
-            len(ranks), world, plan.start.batch, plan.start.epoch, plan.start.sample_base, plan.skipped, plan.in_flight,
-        )
-        loader.resume(plan.start, [plan.start], obj.get("mixes"), regions=plan.regions, taken=[])

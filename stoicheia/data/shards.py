@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from streaming import MDSWriter
 
+from stoicheia.data.shard_index import index_samples  # noqa: F401  (its home before; kept importable)
 from stoicheia.publish import partial_folder, publish_folder
 from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
@@ -511,44 +512,6 @@ def _map_files(jobs: list[tuple], workers: int, progress: bool | str, tier: str)
             for k, res in enumerate(pool.imap(_convert_file, jobs, chunksize=1), 1):
                 yield res
                 step(res, k)
-
-
-def index_samples(split_dir: Path) -> int:
-    """Number of samples in the MDS split at ``split_dir``, after checking that every shard file
-    named by its ``index.json`` is present with the size the index records.
-
-    Raises ``FileNotFoundError`` (missing index or shard) or ``ValueError`` (a shard of the wrong
-    size: truncated or replaced), naming the file and the fix, so that a damaged corpus stops a
-    run at start-up instead of failing inside DataLoader workers.
-    """
-    index = Path(split_dir) / "index.json"
-    if not index.exists():
-        raise FileNotFoundError(f"{index} not found: run `stoicheia convert` (see README)")
-    try:
-        shards = json.loads(index.read_text(encoding="utf-8"))["shards"]
-    except (ValueError, KeyError) as err:
-        raise ValueError(f"{index} is not a valid MDS index ({err}); re-run `stoicheia convert`") from err
-    total = 0
-    for shard in shards:
-        total += int(shard["samples"])
-        zipped = shard.get("zip_data")
-        raw = shard["raw_data"]
-        candidates = [(zipped["basename"], zipped["bytes"])] if zipped else []
-        candidates.append((raw["basename"], raw["bytes"]))
-        present = [(name, size) for name, size in candidates if (Path(split_dir) / name).exists()]
-        if not present:
-            raise FileNotFoundError(
-                f"{Path(split_dir) / candidates[0][0]} is missing (listed in {index}); "
-                "the corpus is incomplete: re-run `stoicheia convert`"
-            )
-        for name, size in present:
-            actual = (Path(split_dir) / name).stat().st_size
-            if actual != size:
-                raise ValueError(
-                    f"{Path(split_dir) / name} has {actual} bytes, {index} says {size}: the shard is "
-                    "truncated or corrupt; re-run `stoicheia convert`"
-                )
-    return total
 
 
 def read_stats(shard_root: Path) -> dict:

@@ -25,7 +25,8 @@ import numpy as np
 from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
-from stoicheia.data.shards import decode_planes, index_samples, split_at_words
+from stoicheia.data.shard_index import check_local_split
+from stoicheia.data.shards import decode_planes, split_at_words
 from stoicheia.data.shm import retry_prefix_race, stop_prefix_probe_leak
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
@@ -56,17 +57,7 @@ def make_streams(
     streams = []
     for tier, w in active.items():
         if remote is None:
-            local = Path(shard_root) / tier / split
-            if not (local / "index.json").exists():
-                raise FileNotFoundError(
-                    f"{local / 'index.json'} not found: tier {tier!r} has no {split} shards. "
-                    f"Run `stoicheia convert` with {tier}=PATH, or set its weight to 0 in data.tier_weights"
-                )
-            if index_samples(local) == 0:
-                raise ValueError(
-                    f"{local} holds no records: tier {tier!r} has an empty {split} split. "
-                    f"Convert more text for it, or set its weight to 0 in data.tier_weights"
-                )
+            local = check_local_split(shard_root, tier, split)
             streams.append(Stream(local=str(local), proportion=w / total))
         else:
             if local_cache is None:

@@ -29,13 +29,15 @@ log = logging.getLogger(__name__)
 @dataclass
 class CorpusSummary:
     """Counts of one corpus run: files ``written``, ``skipped`` (output already there) and
-    ``refused`` (one line each); gaps ``restored``, ``left`` (by reason in ``left_reasons``) and
+    ``refused`` (one line each), ``duplicates`` (the same input given again, by the same or
+    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in ``left_reasons``) and
     ``refused`` (the decoder refused them); ``seconds`` of wall time."""
 
     files: int = 0
     written: int = 0
     skipped: int = 0
     refused: int = 0
+    duplicates: int = 0
     restored: int = 0
     left: int = 0
     gaps_refused: int = 0
@@ -46,8 +48,14 @@ class CorpusSummary:
         """The one summary line printed at the end of a run."""
         why = ", ".join(f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
         return (f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
-                f"{self.refused} refused); gaps {self.restored} restored / {self.left} left"
+                f"{self.refused} refused{f', {self.duplicates} given twice' if self.duplicates else ''}); gaps {self.restored} restored / {self.left} left"
                 f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s")
+
+
+def _real(p: Path) -> Path:
+    """``p`` with its links resolved; never raises (``Path.resolve`` raises ``RuntimeError`` at a
+    link loop, such as ``a.xml -> a.xml``, which is then refused as unreadable with its line)."""
+    return Path(os.path.realpath(p))
 
 
 def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, Path]]:
@@ -66,7 +74,11 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
             if out_abs == p.resolve() or p.resolve() in out_abs.parents:
                 raise ValueError(f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
                                  "give an --out folder outside it")
-            pairs += [(f, out / f.relative_to(p)) for f in sorted(p.rglob("*.xml")) if f.is_file()]
+            found = [f for f in sorted(p.rglob("*")) if f.suffix.lower() == ".xml" and not f.is_dir()]
+            if not found:
+                raise ValueError(f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files or folders "
+                                 "that hold them")
+            pairs += [(f, out / f.relative_to(p)) for f in found]
         else:
             if out_abs == p.resolve():
                 raise ValueError(f"--out {out} is the input file {p}; give a folder")
@@ -122,15 +134,21 @@ def restore_corpus(
 
     t0 = time.perf_counter()
     pairs = epidoc_inputs(paths, out)
-    inputs = {src.resolve() for src, _ in pairs}
+    inputs = {_real(src) for src, _ in pairs}
     summary = CorpusSummary(files=len(pairs))
     bar, task, line = _progress(len(pairs)) if progress else (None, None, None)
     say = say or line or (lambda msg: print(msg, file=sys.stderr, flush=True))
     seen_out: dict[Path, Path] = {}
+    seen_in: dict[Path, Path] = {}  # an input given twice (same path, or another path to it) is restored once
     try:
         for src, dst in pairs:
             try:
-                target = dst.resolve()
+                if _real(src) in seen_in and seen_out.get(_real(dst)) == seen_in[_real(src)]:
+                    summary.duplicates += 1
+                    say(f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); restored once")
+                    continue
+                seen_in.setdefault(_real(src), src)
+                target = _real(dst)
                 if target in inputs or (dst.exists() and any(dst.samefile(s) for s in (src,))):
                     summary.refused += 1
                     say(f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)")

@@ -12,7 +12,8 @@ Two passes over the records:
    from one forward pass, :func:`stoicheia.inference.restore.decoding.kbest_independent`) equals it,
    at top-5 when it is among the 5 best. Beside it, the same words filled by a letter n-gram
    (:class:`stoicheia.inference.ngram.LetterNgram`) trained on the training shards, and the
-   letter-unigram entropy of those shards (what ``bits_per_char`` must beat).
+   letter-unigram entropy of the training mix (what ``bits_per_char`` must beat; the caller
+   adds it as ``unigram_entropy_bits``, :func:`stoicheia.inference.run_sets.run_unigram_bits`).
 
 Every record is noised from a seed of its own identity (``(seed, record_key(id))``, a hash
 of the record id, :func:`stoicheia.data.eval_batches.record_key`), and each work's records are
@@ -98,10 +99,10 @@ def train_ngram(
 
 
 def _iter_split(root: Path, tier: str):
-    from stoicheia.data.eval_sets import _local_val_dataset
+    from stoicheia.data.eval_sets import local_val_dataset
     from stoicheia.data.shards import decode_planes
 
-    ds = _local_val_dataset(str((root / tier / "train").resolve()))
+    ds = local_val_dataset(str((root / tier / "train").resolve()))
     for i in range(ds.num_samples):
         s = ds.get_item(i)
         yield EvalRecord(decode_planes(s), tier, str(s["work"]), str(s["id"]))
@@ -131,7 +132,7 @@ def evaluate(
     """Evaluate ``model`` on ``records`` (module docstring).
 
     Returns ``{"groups": {name: {metric: value, "records": n, "letters": n, "masked_letters": n,
-    "words": n}}, "options": ..., "unigram_entropy_bits": ... (if ``ngram``)}``; group names are
+    "words": n}}, "options": ..., "ngram_order": ... (if ``ngram``)}``; group names are
     ``all``, ``tier T`` and ``work T/W``. Metric values are floats (``nan`` where nothing was
     scored, e.g. dia accuracy on a source without accents, boundary F1 with no word end).
     Each record is noised by its own id (:func:`record_key`), so a group's values do not
@@ -208,7 +209,6 @@ def evaluate(
         groups[g] = row
     result: dict[str, Any] = {"groups": groups, "options": vars(opt).copy()}
     if ngram is not None:
-        result["unigram_entropy_bits"] = ngram.unigram_entropy_bits()
         result["ngram_order"] = ngram.order
     return result
 
@@ -263,12 +263,16 @@ def format_table(result: dict[str, Any], max_works: int | None = None) -> list[s
         f"words of >= 2 letters, letters scored from one forward pass"
     )
     lines.append(base)
-    if "unigram_entropy_bits" in result:
-        lines.append(
-            f"baselines: letter-unigram entropy of the training shards {result['unigram_entropy_bits']:.3f} bits "
-            f"(bits/char must beat it); ngram@k: a {result['ngram_order']}-gram letter model (Witten-Bell) of the "
+    baselines = []
+    if result.get("unigram_entropy_bits") is not None:
+        baselines.append(f"letter-unigram entropy of the training mix {result['unigram_entropy_bits']:.3f} bits (bits/char must beat it)")
+    if "ngram_order" in result:
+        baselines.append(
+            f"ngram@k: a {result['ngram_order']}-gram letter model (Witten-Bell) of the "
             f"training shards, {sum(result.get('ngram', {}).get('letters', {}).values()):,} letters"
         )
+    if baselines:
+        lines.append("baselines: " + "; ".join(baselines))
     return lines
 
 

@@ -351,7 +351,7 @@ def _sources(root: Path) -> dict[str, list[str]]:
     """Distinct sources of every record of every tier and split (reads the shards): the
     record's ``source``, for EpiDoc records with the collection its work names
     (:data:`EPIDOC_COLLECTIONS`), e.g. ``epidoc:isicily``."""
-    from stoicheia.data.eval_sets import _local_val_dataset
+    from stoicheia.data.eval_sets import local_val_dataset
     from stoicheia.data.shards import index_samples
 
     found: dict[str, set[str]] = {}
@@ -359,7 +359,7 @@ def _sources(root: Path) -> dict[str, list[str]]:
         for split in ("train", "val"):
             if not (tier_dir / split / "index.json").exists() or index_samples(tier_dir / split) == 0:
                 continue  # streaming refuses an empty split (convert --val-fraction 0)
-            ds = _local_val_dataset(str((tier_dir / split).resolve()))
+            ds = local_val_dataset(str((tier_dir / split).resolve()))
             for i in range(ds.num_samples):
                 item = ds.get_item(i)
                 found.setdefault(tier_dir.name, set()).add(_source_name(str(item["source"]), str(item["work"])))

@@ -246,7 +246,7 @@ def load_model(
     if "://" not in source and is_export_dir(source):
         return _load_export(Path(source), dev, config)
     file, folder = _checkpoint_file(source)
-    from stoicheia.train.checkpoints import checkpoint_is_complete
+    from stoicheia.checkpoint_files import checkpoint_is_complete
 
     if not checkpoint_is_complete(Path(file)):  # a bit flip or a cut file must not load as weights
         raise ModelLoadError(

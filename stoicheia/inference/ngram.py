@@ -113,12 +113,6 @@ class LetterNgram:
             p = np.where(seen[:, None], (c_hw + n_h[:, None] * p) / np.where(denom > 0, denom, 1)[:, None], p)
         return np.log(p)
 
-    def unigram_entropy_bits(self) -> float:
-        """Entropy of the letter-unigram distribution of the training letters, in bits per letter
-        (``-sum p log2 p``, the maximum-likelihood estimate)."""
-        p = self.unigram[self.unigram > 0] / max(1, self.letters)
-        return float(-(p * np.log2(p)).sum())
-
     def topk_fill(
         self, left: np.ndarray, width: int, right: np.ndarray, k: int = 5, beam: int = 64
     ) -> list[tuple[str, float]]:

@@ -1,35 +1,32 @@
 """The character encoder, its Composer wrapper, loss and metrics.
 
-``StoicheiaModel`` is imported lazily (on first access) because importing Composer takes
-seconds, and inference or tests of the bare encoder do not need it.
+Everything but the shape (:class:`EncoderConfig`) is imported on first access: importing torch
+takes seconds (Composer more), and checking a configuration needs neither.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from stoicheia.model.config import EncoderConfig, mlp_hidden_size
-from stoicheia.model.encoder import HEAD_SIZES, INPUT_SIZES, CharBertEncoder
-from stoicheia.model.metrics import BitsPerChar, BoundaryF1, DiaAccuracy, PunctAccuracy
 
-__all__ = [
-    "HEAD_SIZES",
-    "INPUT_SIZES",
-    "BitsPerChar",
-    "BoundaryF1",
-    "CharBertEncoder",
-    "DiaAccuracy",
-    "EncoderConfig",
-    "PunctAccuracy",
-    "StoicheiaModel",
-    "loss_terms",
-    "mlp_hidden_size",
-]
+_LAZY = {
+    "HEAD_SIZES": "stoicheia.model.encoder",
+    "INPUT_SIZES": "stoicheia.model.encoder",
+    "CharBertEncoder": "stoicheia.model.encoder",
+    "BitsPerChar": "stoicheia.model.metrics",
+    "BoundaryF1": "stoicheia.model.metrics",
+    "DiaAccuracy": "stoicheia.model.metrics",
+    "PunctAccuracy": "stoicheia.model.metrics",
+    "StoicheiaModel": "stoicheia.model.composer_model",
+    "loss_terms": "stoicheia.model.composer_model",
+}
+
+__all__ = ["EncoderConfig", "mlp_hidden_size", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("StoicheiaModel", "loss_terms"):
-        from stoicheia.model import composer_model
-
-        return getattr(composer_model, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'stoicheia.model' has no attribute {name!r}")

@@ -99,3 +99,9 @@ class EncoderConfig:
                 f"attn_impl='flex' needs head_dim >= 16, got {self.head_dim}; use fewer heads",
             )
         return self
+
+
+#: Names of the held-out metrics in the order they are reported (the classes are
+#: :data:`stoicheia.model.metrics.EVAL_METRICS`); here so that a configuration is checked
+#: without importing torch. Lower is better only for ``bits_per_char``.
+EVAL_METRIC_NAMES = ("bits_per_char", "boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc")

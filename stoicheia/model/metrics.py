@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
+from stoicheia.model.config import EVAL_METRIC_NAMES
 from stoicheia.text.alphabet import BOUNDARY_INTERNAL, IGNORE_INDEX, NUM_DIA, NUM_PUNCT
 
 
@@ -200,6 +201,7 @@ EVAL_METRICS: dict[str, type[Metric]] = {
     "punct_acc": PunctAccuracy,
     "punct_macro_acc": PunctMacroAccuracy,
 }
+assert tuple(EVAL_METRICS) == EVAL_METRIC_NAMES, "stoicheia.model.config.EVAL_METRIC_NAMES lists these names"
 
 
 def eval_metrics() -> dict[str, Metric]:

@@ -3,10 +3,11 @@ a :class:`stoicheia.noise.Noised` record (elastic expansion, real-lacuna slots).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from stoicheia.noise.prepared import PreparedNoise
 from stoicheia.noise.record import Noised
 from stoicheia.text.alphabet import (
     BLANK,
@@ -22,16 +23,13 @@ from stoicheia.text.alphabet import (
     PUNCT_UNKNOWN,
 )
 
-if TYPE_CHECKING:
-    from stoicheia.noise.config import _Prepared
-
 # --------------------------------------------------------------------------------------------
 # helpers
 
 #: plane order inside the stacked (5, n) array: the three hideable channels, then cap, are
 #: contiguous so that one vectorised pass handles all auxiliary channels.
 _STACK_ORDER = ("chars", "boundary", "dia", "punct", "cap")
-# chars may be MASK only at a real-lacuna slot (checked in _real_lacuna)
+# chars may be MASK only at a real-lacuna slot (checked in real_lacuna)
 _STACK_MAX = np.array([MASK, BOUNDARY_UNKNOWN, DIA_UNKNOWN, PUNCT_UNKNOWN, CAP_UNKNOWN])
 #: UNKNOWN id of boundary, dia, punct, cap (rows 1..4 of the stack), shape (4, 1)
 _AUX_UNKNOWN = np.array(
@@ -40,7 +38,7 @@ _AUX_UNKNOWN = np.array(
 _I16_IGNORE = np.int16(IGNORE_INDEX)
 
 
-def _check_planes(planes: Any) -> np.ndarray:
+def check_planes(planes: Any) -> np.ndarray:
     """Stack the planes as uint8 ``(5, n)`` in :data:`_STACK_ORDER`; ``ValueError`` if bad."""
     arrs = []
     for name in _STACK_ORDER:
@@ -80,7 +78,7 @@ def _check_planes(planes: Any) -> np.ndarray:
     return stack
 
 
-def _real_lacuna(planes: Any, stack: np.ndarray) -> np.ndarray | None:
+def real_lacuna(planes: Any, stack: np.ndarray) -> np.ndarray | None:
     """Bool ``(n,)``: the real-lacuna slots (``planes.lacuna > 0``), or None if there are none.
 
     ``planes.lacuna`` may be absent (no real lacuna). Raises ``ValueError`` for a lacuna plane
@@ -115,7 +113,7 @@ def _bad_id(name: str, value: int, pos: int, row: int, top: int | None = None) -
     )
 
 
-def _hidden(n: int, prep: _Prepared, rng: np.random.Generator) -> np.ndarray:
+def hidden_channels(n: int, prep: PreparedNoise, rng: np.random.Generator) -> np.ndarray:
     """Hidden positions of boundary, dia, punct and cap: bool ``(4, n)``.
 
     Per channel: fully known, fully unknown, or patchy (each position hidden with probability
@@ -138,7 +136,7 @@ def _hidden(n: int, prep: _Prepared, rng: np.random.Generator) -> np.ndarray:
 # assembly
 
 
-def _assemble(
+def assemble_record(
     stack: np.ndarray,
     ws: np.ndarray,
     t: float,
@@ -157,7 +155,7 @@ def _assemble(
     ``in_chars``: uint8 (n,) char inputs; ``tgt_mask``: letters with a char target (None: all,
     for substitution); ``corrupt``: bool (n,) letters whose aux labels are supervised and, when
     ``tgt_mask`` is given, whose aux inputs are hidden; ``hidden``: bool (4, n) from
-    :func:`_hidden`; ``extra_at``/``extra``: last letter index of each elastic word and its
+    :func:`hidden_channels`; ``extra_at``/``extra``: last letter index of each elastic word and its
     BLANK count; ``real``: bool (n,) real-lacuna slots (input MASK and UNKNOWN, no target,
     weight 0, whatever the pattern chose).
     """
@@ -214,7 +212,7 @@ def _assemble(
     )
 
 
-def _letters_boundary(boundary: np.ndarray, real: np.ndarray, letter_idx: np.ndarray) -> np.ndarray:
+def letters_boundary(boundary: np.ndarray, real: np.ndarray, letter_idx: np.ndarray) -> np.ndarray:
     """The boundary plane of the letters alone: a letter followed by a lacuna that ends a
     word (``λόγο[.] καὶ``) ends its word too, so words do not glue across a removed gap."""
     b = boundary[letter_idx].copy()
@@ -227,7 +225,7 @@ def _letters_boundary(boundary: np.ndarray, real: np.ndarray, letter_idx: np.nda
     return b
 
 
-def _put_back(mask: np.ndarray, letter_idx: np.ndarray | None, n_full: int) -> np.ndarray:
+def put_back(mask: np.ndarray, letter_idx: np.ndarray | None, n_full: int) -> np.ndarray:
     """A bool choice over the letters, as a bool ``(n_full,)`` over all slots (False at gaps)."""
     if letter_idx is None:
         return mask
@@ -236,7 +234,9 @@ def _put_back(mask: np.ndarray, letter_idx: np.ndarray | None, n_full: int) -> n
     return out
 
 
-def _put_back_chars(in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray) -> np.ndarray:
+def put_back_chars(in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray) -> np.ndarray:
+    """The char inputs of the whole record: ``full_chars`` (uint8 ``(n,)``) with the noised
+    letters ``in_chars`` written back at ``letter_idx`` (``None``: ``in_chars`` is already whole)."""
     if letter_idx is None:
         return in_chars
     out = full_chars.copy()

@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from stoicheia.noise.patterns import PATTERNS
+from stoicheia.noise.prepared import PreparedNoise, sample_t_prepared
 
 __all__ = ["NoiseConfig", "ANCHORS", "HIDEABLE", "sample_t"]
 
@@ -66,21 +67,6 @@ def _mixture_weights(name: str, weights: Any, known: tuple[str, ...], what: str)
     if sum(values) <= 0:
         raise ValueError(f"NoiseConfig.{name} weights are all zero; give at least one a weight > 0")
     return values
-
-
-class _Prepared(NamedTuple):
-    """A validated :class:`NoiseConfig` in the form the sampler uses."""
-
-    pattern_cum: np.ndarray  # (6,) float64 cumulative, normalised pattern probabilities
-    last_pattern: int  # index of the last pattern with weight > 0
-    anchor: tuple[float, float, float]  # (end, start, middle), normalised
-    t_beta: tuple[float, float]
-    t_min: float
-    t_max: float
-    span_p: float  # geometric success probability 1 / span_mean
-    span_max: int
-    pad_max: int  # elastic BLANK padding beyond the 2 slots: uniform 0..pad_max
-    channel: tuple[tuple[float, float], ...]  # (p_known, p_unknown) per HIDEABLE channel
 
 
 @dataclass
@@ -157,7 +143,9 @@ class NoiseConfig:
         except (AttributeError, TypeError):
             return (object(),)  # malformed: never matches, so _prepare reports the error
 
-    def _prepared(self) -> _Prepared:
+    def prepared(self) -> PreparedNoise:
+        """This configuration validated and in the form the sampler uses (cached while the
+        fields do not change). Raises ``ValueError`` naming the bad field."""
         key = self._key()
         cached = self.__dict__.get("_cache")
         if cached is not None and cached[0] == key:
@@ -166,7 +154,7 @@ class NoiseConfig:
         self.__dict__["_cache"] = (key, prep)
         return prep
 
-    def _prepare(self) -> _Prepared:
+    def _prepare(self) -> PreparedNoise:
         pw = np.array(_mixture_weights("weights", self.weights, PATTERNS, "pattern"))
         pa = _mixture_weights("half_word_anchor", self.half_word_anchor, ANCHORS, "anchor")
         # rate
@@ -229,7 +217,7 @@ class NoiseConfig:
                 )
             channel.append((pk, pu))
         total_a = sum(pa)
-        return _Prepared(
+        return PreparedNoise(
             pattern_cum=np.cumsum(pw / pw.sum()),
             last_pattern=int(np.flatnonzero(pw)[-1]),
             anchor=(pa[0] / total_a, pa[1] / total_a, pa[2] / total_a),
@@ -248,9 +236,4 @@ def sample_t(rng: np.random.Generator, cfg: NoiseConfig) -> float:
 
     Raises ``ValueError`` if ``cfg`` is invalid.
     """
-    return _sample_t(rng, cfg._prepared())
-
-
-def _sample_t(rng: np.random.Generator, prep: _Prepared) -> float:
-    return float(min(max(rng.beta(*prep.t_beta), prep.t_min), prep.t_max))
-
+    return sample_t_prepared(rng, cfg.prepared())

@@ -11,21 +11,19 @@ elastic pattern (or None). A new pattern is a function here plus its name in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
+from stoicheia.noise.prepared import PreparedNoise
 from stoicheia.noise.words import (
-    _runs_mask,
-    _stochastic_count,
-    _target_count,
-    _uniform_int,
-    _word_spans,
+    runs_mask,
+    stochastic_count,
+    target_count,
+    uniform_int,
+    word_spans,
 )
 from stoicheia.text.alphabet import NUM_LETTERS
-
-if TYPE_CHECKING:
-    from stoicheia.noise.config import _Prepared
 
 __all__ = ["Letters", "Choice", "PATTERN_FUNCTIONS", "PATTERNS"]
 
@@ -61,18 +59,18 @@ class Choice(NamedTuple):
     substitution: bool = False
 
 
-def span(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def span(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Geometric-length runs (mean ``span_mean``, capped at ``span_max``) that ignore word edges."""
     return Choice(_span_mask(letters.n, t, prep, rng))
 
 
-def word(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def word(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Whole words, about ``t * n`` letters (stochastic count, see the package docstring)."""
     mask, _, _ = _words(letters, t, rng)
     return Choice(mask)
 
 
-def elastic(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def elastic(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Whole words whose width is hidden too: ``L + 2 + u`` slots for a word of ``L`` letters,
     ``u`` uniform in ``0..elastic_pad_max``, independent of ``L`` (see
     :class:`~stoicheia.noise.config.NoiseConfig`); within ``max_len`` slots."""
@@ -80,30 +78,30 @@ def elastic(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generato
     if not chosen.size:
         return Choice(mask)
     L = word_len[chosen]
-    extra = 2 + _uniform_int(rng, prep.pad_max + 1, L.size)
+    extra = 2 + uniform_int(rng, prep.pad_max + 1, L.size)
     if max_len is not None:
         # from the first word that does not fit on, plain word masking
         extra[np.cumsum(extra) > max_len - letters.n_slots] = 0
     return Choice(mask, extra_at=word_starts[chosen] + L - 1, extra=extra)
 
 
-def iid(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def iid(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Each letter masked independently with probability ``t``."""
     return Choice(rng.random(letters.n) < t)
 
 
-def half_word(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def half_word(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """A strict part of each of several words, anchored at the end, start or middle."""
-    word_starts, word_len = _word_spans(letters.ws)
+    word_starts, word_len = word_spans(letters.ws)
     return Choice(_half_word_mask(word_starts, word_len, t, letters.n, prep, rng))
 
 
-def substitute(letters: Letters, t: float, prep: _Prepared, rng: np.random.Generator, max_len: int | None) -> Choice:
+def substitute(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
     """Each letter replaced, with probability ``t``, by a uniformly drawn different letter."""
     n = letters.n
     chars = letters.stack[0]
     sub = rng.random(n) < t
-    shift = (1 + _uniform_int(rng, NUM_LETTERS - 1, n)).astype(np.uint8)
+    shift = (1 + uniform_int(rng, NUM_LETTERS - 1, n)).astype(np.uint8)
     # adding 1..23 mod 24 gives a uniformly drawn letter different from the original
     in_chars = np.where(sub, (chars + shift) % np.uint8(NUM_LETTERS), chars)
     return Choice(sub, in_chars=in_chars, substitution=True)
@@ -112,17 +110,17 @@ def substitute(letters: Letters, t: float, prep: _Prepared, rng: np.random.Gener
 def _words(letters: Letters, t: float, rng: np.random.Generator):
     """Whole words in random order until about ``t * n`` letters: ``(mask, chosen word
     indices, (word starts, word lengths))``."""
-    word_starts, word_len = _word_spans(letters.ws)
-    k = _target_count(t, letters.n, rng)
+    word_starts, word_len = word_spans(letters.ws)
+    k = target_count(t, letters.n, rng)
     order = rng.permutation(word_len.shape[0])
-    chosen = order[: _stochastic_count(word_len[order], k, rng)]
+    chosen = order[: stochastic_count(word_len[order], k, rng)]
     wmask = np.zeros(word_len.shape[0], dtype=bool)
     wmask[chosen] = True
     return np.repeat(wmask, word_len), chosen, (word_starts, word_len)
 
 
-def _span_mask(n: int, t: float, prep: _Prepared, rng: np.random.Generator) -> np.ndarray:
-    k = _target_count(t, n, rng)
+def _span_mask(n: int, t: float, prep: PreparedNoise, rng: np.random.Generator) -> np.ndarray:
+    k = target_count(t, n, rng)
     if k == 0:
         return np.zeros(n, dtype=bool)
     # k spans of length >= 1 always reach k letters; draw a few more than the expected count
@@ -138,9 +136,9 @@ def _span_mask(n: int, t: float, prep: _Prepared, rng: np.random.Generator) -> n
     lens[-1] = k - (int(cs[m - 2]) if m > 1 else 0)  # trim the last span: exactly k letters
     # Random placement without overlap: the n-k unmasked letters are split into m+1 gaps by
     # a uniform random composition (sorted draws with replacement, "stars and bars").
-    before = np.sort(_uniform_int(rng, n - k + 1, m))
+    before = np.sort(uniform_int(rng, n - k + 1, m))
     starts = before + np.cumsum(lens) - lens
-    return _runs_mask(n, starts, lens)
+    return runs_mask(n, starts, lens)
 
 
 def _half_word_mask(
@@ -148,10 +146,10 @@ def _half_word_mask(
     word_len: np.ndarray,
     t: float,
     n: int,
-    prep: _Prepared,
+    prep: PreparedNoise,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    k = _target_count(t, n, rng)
+    k = target_count(t, n, rng)
     pe, ps, _ = prep.anchor
     if k == 0:
         return np.zeros(n, dtype=bool)
@@ -179,8 +177,8 @@ def _half_word_mask(
     # a middle part starts at 1..L-1-length, so it touches neither end of the word
     mid_offset = 1 + (u[2] * (L - 1 - length)).astype(np.int64)
     offset = np.where(anchor == 0, L - length, np.where(middle, mid_offset, 0))
-    take = _stochastic_count(length, k, rng)
-    return _runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
+    take = stochastic_count(length, k, rng)
+    return runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
 
 
 

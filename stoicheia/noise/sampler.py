@@ -8,18 +8,19 @@ from typing import Any
 import numpy as np
 
 from stoicheia.noise.assemble import (
-    _assemble,
-    _check_planes,
-    _hidden,
-    _letters_boundary,
-    _put_back,
-    _put_back_chars,
-    _real_lacuna,
+    assemble_record,
+    check_planes,
+    hidden_channels,
+    letters_boundary,
+    put_back,
+    put_back_chars,
+    real_lacuna,
 )
-from stoicheia.noise.config import NoiseConfig, _sample_t
+from stoicheia.noise.config import NoiseConfig
 from stoicheia.noise.patterns import PATTERN_FUNCTIONS, PATTERNS, Letters
+from stoicheia.noise.prepared import sample_t_prepared
 from stoicheia.noise.record import Noised
-from stoicheia.noise.words import _word_start
+from stoicheia.noise.words import word_starts
 from stoicheia.text.alphabet import BOUNDARY_UNKNOWN, DIA_UNKNOWN, IGNORE_INDEX, MASK, PUNCT_UNKNOWN
 
 __all__ = ["mask_spans", "noise_record", "reference_noise"]
@@ -50,19 +51,19 @@ def noise_record(
         ValueError: bad planes (missing attribute, lengths differ, id out of range, ``n == 0``),
             invalid ``cfg``, or ``n > max_len``.
     """
-    prep = cfg._prepared()
-    full = _check_planes(planes)
+    prep = cfg.prepared()
+    full = check_planes(planes)
     n_full = full.shape[1]
     if max_len is not None and n_full > max_len:
         raise ValueError(
             f"record has {n_full} letters > max_len={max_len}; split long records before noising"
         )
-    real = _real_lacuna(planes, full)
-    t = _sample_t(rng, prep)
+    real = real_lacuna(planes, full)
+    t = sample_t_prepared(rng, prep)
     idx = int(prep.pattern_cum.searchsorted(rng.random(), side="right"))
     # float rounding of the cumulative sum could land past the last pattern with weight > 0
     pattern = PATTERNS[min(idx, prep.last_pattern)]
-    ws = _word_start(full[1], rng)
+    ws = word_starts(full[1], rng)
     if real is None:
         stack, letter_idx = full, None
     else:
@@ -71,24 +72,24 @@ def noise_record(
         letter_idx = np.flatnonzero(~real)
         stack = full[:, letter_idx]
         if letter_idx.size:
-            stack[1] = _letters_boundary(full[1], real, letter_idx)
+            stack[1] = letters_boundary(full[1], real, letter_idx)
     n = stack.shape[1]
     if n == 0:  # a part of a record that holds only lacuna slots: nothing to learn
-        hidden = _hidden(n_full, prep, rng)
+        hidden = hidden_channels(n_full, prep, rng)
         zero = np.zeros(n_full, dtype=bool)
-        return _assemble(full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real)
-    ws_l = ws if letter_idx is None else _word_start(stack[1], rng)
+        return assemble_record(full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real)
+    ws_l = ws if letter_idx is None else word_starts(stack[1], rng)
     choice = PATTERN_FUNCTIONS[pattern](Letters(stack, ws_l, n, n_full), t, prep, rng, max_len)
-    corrupt = _put_back(choice.corrupt, letter_idx, n_full)
-    hidden = _hidden(n_full, prep, rng)
+    corrupt = put_back(choice.corrupt, letter_idx, n_full)
+    hidden = hidden_channels(n_full, prep, rng)
     if choice.substitution:
-        in_chars = _put_back_chars(choice.in_chars, letter_idx, full[0])
-        return _assemble(full, ws, t, pattern, in_chars, None, corrupt, hidden, 1.0, real=real)
+        in_chars = put_back_chars(choice.in_chars, letter_idx, full[0])
+        return assemble_record(full, ws, t, pattern, in_chars, None, corrupt, hidden, 1.0, real=real)
     extra_at = choice.extra_at
     if extra_at is not None and letter_idx is not None:
         extra_at = letter_idx[extra_at]
     in_chars = np.where(corrupt, np.uint8(MASK), full[0])
-    return _assemble(
+    return assemble_record(
         full, ws, t, pattern, in_chars, corrupt, corrupt, hidden, 1.0 / t, extra_at, choice.extra, real=real
     )
 
@@ -106,16 +107,16 @@ def reference_noise(planes: Any, rng: np.random.Generator, t: float = 0.30) -> N
     """
     if not 0 < t <= 1:
         raise ValueError(f"reference_noise t = {t!r} must be in (0, 1]")
-    stack = _check_planes(planes)
-    real = _real_lacuna(planes, stack)
+    stack = check_planes(planes)
+    real = real_lacuna(planes, stack)
     n = stack.shape[1]
     mask = rng.random(n) < t
     if real is not None:
         mask &= ~real  # a real lacuna is never a target (its letters are unknown)
-    ws = _word_start(stack[1], rng)
+    ws = word_starts(stack[1], rng)
     hidden = np.ones((4, n), dtype=bool)
     in_chars = np.where(mask, np.uint8(MASK), stack[0])
-    return _assemble(stack, ws, t, "reference", in_chars, mask, mask, hidden, 1.0, real=real)
+    return assemble_record(stack, ws, t, "reference", in_chars, mask, mask, hidden, 1.0, real=real)
 
 
 def mask_spans(planes: Any, spans: list[tuple[int, int]]) -> Noised:
@@ -133,8 +134,8 @@ def mask_spans(planes: Any, spans: list[tuple[int, int]]) -> Noised:
 
     Raises ``ValueError`` for bad planes or a span outside the record.
     """
-    stack = _check_planes(planes)
-    real = _real_lacuna(planes, stack)
+    stack = check_planes(planes)
+    real = real_lacuna(planes, stack)
     n = stack.shape[1]
     mask = np.zeros(n, dtype=bool)
     for a, b in spans:
@@ -146,7 +147,7 @@ def mask_spans(planes: Any, spans: list[tuple[int, int]]) -> Noised:
     chars = np.where(mask, np.uint8(MASK), stack[0]).astype(np.uint8)
     tgt = np.where(mask, stack[0].astype(np.int16), np.int16(IGNORE_INDEX)).astype(np.int16)
     ignore = np.full(n, IGNORE_INDEX, dtype=np.int16)
-    ws = _word_start(stack[1], np.random.default_rng(0)) if n else np.zeros(0, dtype=bool)
+    ws = word_starts(stack[1], np.random.default_rng(0)) if n else np.zeros(0, dtype=bool)
     return Noised(
         chars=chars,
         boundary=np.full(n, BOUNDARY_UNKNOWN, dtype=np.uint8),

@@ -11,14 +11,14 @@ PSEUDO_WORD_MIN = 2
 PSEUDO_WORD_MAX = 8
 
 
-def _word_start(boundary: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def word_starts(boundary: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Bool ``(n,)``: True at the first letter of every word (always at letter 0)."""
     n = boundary.shape[0]
     ws = np.empty(n, dtype=bool)
     ws[0] = True
     if boundary[0] == BOUNDARY_UNKNOWN and (boundary == BOUNDARY_UNKNOWN).all():
         # No word division recorded: pseudo-words of 2..8 letters (see module docstring).
-        lens = PSEUDO_WORD_MIN + _uniform_int(
+        lens = PSEUDO_WORD_MIN + uniform_int(
             rng, PSEUDO_WORD_MAX - PSEUDO_WORD_MIN + 1, n // PSEUDO_WORD_MIN + 1
         )
         cs = np.cumsum(lens)
@@ -33,7 +33,7 @@ def _word_start(boundary: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return ws
 
 
-def _word_spans(ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def word_spans(ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start index and length of every word, two int64 ``(n_words,)`` arrays."""
     starts = np.flatnonzero(ws)
     lens = np.empty_like(starts)
@@ -42,7 +42,7 @@ def _word_spans(ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, lens
 
 
-def _stochastic_count(sizes: np.ndarray, k: int, rng: np.random.Generator) -> int:
+def stochastic_count(sizes: np.ndarray, k: int, rng: np.random.Generator) -> int:
     """How many leading items of ``sizes`` to take so that the expected total is ``k``.
 
     Items are taken while the running total stays below ``k``; the item that reaches ``k``
@@ -61,7 +61,7 @@ def _stochastic_count(sizes: np.ndarray, k: int, rng: np.random.Generator) -> in
     return j
 
 
-def _runs_mask(n: int, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def runs_mask(n: int, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Bool ``(n,)``, True on every ``[starts[i], starts[i] + lengths[i])``.
 
     The runs must not overlap, and the starts (resp. the ends) must be distinct.
@@ -78,7 +78,7 @@ def _runs_mask(n: int, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return d[:n].cumsum() > 0
 
 
-def _uniform_int(rng: np.random.Generator, high: int | np.ndarray, size: int) -> np.ndarray:
+def uniform_int(rng: np.random.Generator, high: int | np.ndarray, size: int) -> np.ndarray:
     """``size`` uniform integers in ``0..high-1`` (``high`` scalar or ``(size,)``), int64.
 
     ``floor(U * high)`` with ``U ~ U[0, 1)``: uniform up to float rounding (~2**-53), and a
@@ -88,7 +88,8 @@ def _uniform_int(rng: np.random.Generator, high: int | np.ndarray, size: int) ->
     return (rng.random(size) * high).astype(np.int64)
 
 
-def _target_count(t: float, n: int, rng: np.random.Generator) -> int:
-    # Stochastic rounding: E[K] = t*n exactly, also for short records.
+def target_count(t: float, n: int, rng: np.random.Generator) -> int:
+    """How many of ``n`` letters to corrupt at rate ``t``: ``floor(t * n + u)``, ``u ~ U[0, 1)``
+    (stochastic rounding, so ``E[K] = t * n`` exactly, also for short records), at most ``n``."""
     return min(n, int(t * n + rng.random()))
 

@@ -1,7 +1,8 @@
 """Assemble a Composer ``Trainer`` from a :class:`stoicheia.config.RunConfig`.
 
-The recipe (``recipes/train.py``) is only: load the YAML, call :func:`build_trainer`,
-``fit()``. The builder wires parts made elsewhere, in data-flow order: the tier mixes and
+:func:`stoicheia.train.run.run` (what ``recipes/train.py`` calls) checks the configuration,
+calls :func:`build_trainer`, then trains with :func:`~stoicheia.train.run.fit_run`. The
+builder wires parts made elsewhere, in data-flow order: the tier mixes and
 the packer (``data/``), the evaluation sets (``data/eval_sets.py``), the model and its AdamW
 groups (``model/``), the schedule, and the plugins by name (:mod:`stoicheia.train.registry`).
 It reads no data itself.
@@ -20,6 +21,7 @@ import torch
 from composer import DataSpec, Evaluator, Trainer
 from composer.utils import dist, reproducibility
 
+from stoicheia.checkpoint_files import missing_records, model_shapes, shape_mismatches, strip_ddp
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
 from stoicheia.data.eval_batches import build_eval_batches, pad_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
@@ -35,9 +37,8 @@ from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
-from stoicheia.train.checkpoints import CheckpointError, missing_records, repair_checkpoint_folder
+from stoicheia.train.checkpoints import CheckpointError, repair_checkpoint_folder
 from stoicheia.train.console import configure_console
-from stoicheia.train.loggers.jsonl_logger import JSONLLogger
 from stoicheia.train.loggers.store_uploader import StoreUploader
 from stoicheia.train.object_store import StoreError, StoreFolder, is_remote, restore_run
 from stoicheia.train.schedule import WSDScheduler, WSDShape
@@ -60,6 +61,11 @@ class Built:
     load_path: str | None = None
     autoresumed: bool = False
     uploader: StoreUploader | None = None  # with an object-store save_folder
+
+
+class CheckpointShapeError(ValueError):
+    """The checkpoint a run would load was made by a model of another shape (the message names
+    the checkpoint, the first differing parameters and the fix)."""
 
 
 class _ListDataset(torch.utils.data.Dataset):
@@ -112,19 +118,6 @@ def _every(interval: int, control: AnnealControl):
     return check
 
 
-def extra_loggers(cfg: RunConfig, run_folder: Path) -> list[Any]:
-    """The logger destinations of ``train.loggers``: ``tensorboard`` is Composer's
-    ``TensorboardLogger`` writing event files to ``{run folder}/tensorboard`` (view with
-    ``tensorboard --logdir RUN_FOLDER/tensorboard``)."""
-    out = []
-    for name in cfg.train.loggers:
-        if name == "tensorboard":
-            from composer.loggers import TensorboardLogger
-
-            out.append(TensorboardLogger(log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, cfg.train.log_every)))
-    return out
-
-
 def _check_load_path(cfg: RunConfig, run_folder: Path | None) -> None:
     """Raise ``ValueError`` if ``train.load_path`` is a local file that will be loaded (no
     checkpoint of this run to autoresume from) and is missing or incomplete."""
@@ -142,12 +135,48 @@ def _check_load_path(cfg: RunConfig, run_folder: Path | None) -> None:
         raise ValueError(f"train.load_path={load_path} {what}; give another checkpoint (the run's earlier ep*-ba*-rank0.pt, best.pt or pre_anneal.pt)")
 
 
+def _checkpoint_to_load(cfg: RunConfig, run_folder: Path) -> Path | None:
+    """The local checkpoint file the trainer will load: this run's own ``latest-rank0.pt``
+    under autoresume (after :func:`_prepare_run_folder`), else a local ``train.load_path``;
+    ``None`` for a fresh run or an object-store ``load_path`` (downloaded by Composer)."""
+    latest = Path(run_folder) / "latest-rank0.pt"
+    if cfg.train.autoresume and latest.exists():
+        return latest.resolve()
+    load_path = cfg.train.load_path
+    if load_path and "://" not in load_path and Path(load_path).is_file():
+        return Path(load_path)
+    return None
+
+
+def _check_model_shape(model: torch.nn.Module, checkpoint: Path | None, run_folder: Path, save_folder: str) -> None:
+    """Raise :class:`CheckpointShapeError` on every rank if ``checkpoint`` holds weights of
+    another shape than ``model`` (compared name by name, before Composer loads it)."""
+    if checkpoint is None:
+        return
+    saved = model_shapes(checkpoint)
+    if saved is None:  # not readable as a Composer checkpoint: Composer's own load reports it
+        return
+    wanted = {strip_ddp(k): tuple(v.shape) for k, v in model.state_dict().items()}
+    differs = shape_mismatches(saved, wanted)
+    if not differs:
+        return
+    own = Path(checkpoint).parent.resolve() == Path(run_folder).resolve()
+    fix = (
+        f"use another run_name (or delete {save_folder}) to start a new run, or restore the model.* settings it was trained with"
+        if own
+        else "give a checkpoint of this model shape as train.load_path, or restore the model.* settings it was trained with"
+    )
+    shown = "; ".join(differs[:3]) + (f"; ... ({len(differs)} parameters differ)" if len(differs) > 3 else "")
+    raise CheckpointShapeError(f"the checkpoint {checkpoint} was made by a model of another shape ({shown}): {fix}")
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
     Raises ``FileNotFoundError`` for missing shards (with the convert command to run),
     :class:`~stoicheia.config.ConfigError` for a bad plugin section, ``ValueError`` for
-    unusable evaluation sets, and ``RuntimeError`` for an impossible device/precision choice.
+    unusable evaluation sets, :class:`CheckpointShapeError` (a ``ValueError``) for a
+    checkpoint to load of another model shape, and ``RuntimeError`` for an impossible device/precision choice.
     """
     registry.check_plugins(cfg)
     device, precision = resolve_device(cfg)
@@ -247,6 +276,8 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         eps=cfg.train.eps,
     )
 
+    _check_model_shape(model, _checkpoint_to_load(cfg, run_folder), run_folder, save_folder)
+
     ctx = registry.RunContext(
         control=control,
         loader=loader,
@@ -265,29 +296,37 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     for name, kwargs in registry.resolve(cfg.callbacks, "callbacks"):
         plugins[name] = registry.build("callbacks", name, kwargs, ctx)
     algorithms = [p for n, p in plugins.items() if n in registry.ALGORITHMS]
+    if ctx.guard is None and cfg.train.clip_norm:
+        # switching gradient_guard off must not drop clipping silently: the same clip (torch's
+        # clip_grad_norm_, as the guard computes it) through Composer's algorithm
+        from composer.algorithms import GradientClipping
+
+        algorithms.append(GradientClipping(clipping_type="norm", clipping_threshold=float(cfg.train.clip_norm)))
+        log.info("[run] gradient_guard is off: train.clip_norm=%g is applied by Composer's GradientClipping", cfg.train.clip_norm)
     callbacks = [control, RunRecord(to_dict(cfg), run_folder), EvalHistory(run_folder, _unigram_bits(cfg, stats_root))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"
-    loggers: list = [JSONLLogger(metrics_file), *extra_loggers(cfg, run_folder)]
-    uploader = None
-    if is_remote(save_folder):
-        # Composer works in the local run folder; the uploader mirrors it to the store
-        uploader = StoreUploader(save_folder, run_folder, cfg.train.upload_retry_seconds, keep=cfg.train.save_num_checkpoints_to_keep)
-        loggers.append(uploader)
+    # with an object-store save_folder, Composer works in the local run folder and the
+    # store_uploader destination mirrors it to the store
+    log_ctx = registry.LoggerContext(
+        Path(metrics_file), run_folder, save_folder, cfg.train.log_every, cfg.train.upload_retry_seconds, cfg.train.save_num_checkpoints_to_keep
+    )
+    loggers = {name: registry.build_logger(name, log_ctx) for name in registry.logger_names(cfg, is_remote(save_folder))}
+    uploader = loggers.get("store_uploader")
     trainer = Trainer(
         model=model,
         train_dataloader=train_spec,
         eval_dataloader=evaluators,
         max_duration=f"{cfg.train.max_steps}ba",
         optimizers=optimizer,
-        schedulers=WSDScheduler(control),
+        schedulers=WSDScheduler(control.shape, lambda: control.effective_start),
         step_schedulers_every_batch=True,
         device=device,
         precision=precision,
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         algorithms=algorithms,
         callbacks=callbacks,
-        loggers=loggers,
+        loggers=list(loggers.values()),
         run_name=run_name,
         save_folder=str(run_folder),
         save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",
@@ -344,37 +383,3 @@ def _prepare_run_folder(cfg: RunConfig, save_folder: str, run_folder: Path) -> N
                 log.warning("[checkpoint] %s", e)
     _raise_first(store_err, StoreError)
     _raise_first(ckpt_err, ValueError)
-
-
-def fit_run(built: Built) -> bool:
-    """Train until the run is complete (anneal done or early stop; hard cap
-    ``train.max_steps``); return False if a previous job of this run had already finished it
-    (an autoresumed, complete run does not train on; its ``final``/``complete.json`` are
-    written now if a kill had prevented it)."""
-    state = built.trainer.state
-    done_at = int(state.timestamp.batch)
-    if built.control.complete:
-        if run_files.read_json(built.run_folder, run_files.COMPLETE) is None:
-            built.control.write_completion(state, built.trainer.logger)
-        log.info(
-            "[run] run %r already complete at batch %d; nothing to do (its checkpoints are in %s; "
-            "delete them or change run_name to train again)", state.run_name, done_at, built.save_folder,
-        )
-        if built.uploader is not None:
-            built.uploader.finish(state)
-        return False
-    if state.max_duration is not None and done_at >= int(state.max_duration.value):
-        raise ValueError(
-            f"run {state.run_name!r} is at batch {done_at} = train.max_steps but its anneal has not ended "
-            f"(it ends at batch {built.control.anneal_end}): raise train.max_steps to continue"
-        )
-    built.control.check_fits()
-    if done_at > 0:
-        if built.load_path and not built.autoresumed:
-            log.info("[run] run %r starts from %s at batch %d", state.run_name, built.load_path, done_at)
-        else:
-            log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
-    built.trainer.fit()
-    if built.uploader is not None:
-        built.uploader.finish(state)  # final.pt, complete.json and the logs are in the store
-    return True

@@ -1,4 +1,4 @@
-"""Tell complete checkpoints from broken ones, and make a run folder safe to autoresume from.
+"""Make a run folder safe to autoresume from.
 
 Composer 0.32.1 writes a checkpoint file in place and then removes and re-creates the
 ``latest-rank{R}.pt`` symlink. A job killed in between leaves a truncated newest file, or no
@@ -7,8 +7,9 @@ symlink (autoresume then silently starts from scratch), or a symlink to a half-w
 opens, passes its CRC check and holds ``data.pkl`` but lacks some ``data/N`` tensor records
 (loading fails with "failed locating file data/N").
 
-:func:`checkpoint_is_complete` is the test of a checkpoint: every member passes its CRC
-*and* every storage record that ``data.pkl`` names is present with its full size.
+:func:`~stoicheia.checkpoint_files.checkpoint_is_complete` (shared with inference) is the test
+of a checkpoint: every member passes its CRC *and* every storage record that ``data.pkl``
+names is present with its full size.
 :func:`repair_checkpoint_folder` runs once before the trainer is built (global rank 0): it
 moves incomplete checkpoints aside into ``corrupt/`` (nothing is deleted), points
 ``latest-rank{R}.pt`` at the newest complete checkpoint only, and refuses (raising
@@ -20,12 +21,11 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import re
 import shutil
-import zipfile
 from pathlib import Path
-from typing import Any
+
+from stoicheia.checkpoint_files import checkpoint_is_complete, missing_records, validate_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -35,127 +35,26 @@ NAMED = ("best.pt", "pre_anneal.pt", "final.pt")
 _PARTIAL = re.compile(r"^\.(?P<name>\w+)\.partial\.pt$")
 
 
+__all__ = [
+    "NAMED",
+    "CheckpointError",
+    "checkpoint_is_complete",
+    "missing_records",
+    "periodic_checkpoint",
+    "repair_checkpoint_folder",
+    "validate_checkpoint",
+]
+
+
+def periodic_checkpoint(name: str) -> tuple[int, int, int] | None:
+    """``(epoch, batch, rank)`` of a periodic checkpoint file name ``ep{E}-ba{B}-rank{R}.pt``
+    (also with a ``.N`` suffix given by the quarantine), else ``None``."""
+    m = _NAME.match(name)
+    return (int(m["epoch"]), int(m["batch"]), int(m["rank"])) if m else None
+
+
 class CheckpointError(RuntimeError):
     """A run folder whose checkpoints cannot be resumed from (message names files and fix)."""
-
-
-class _Anything:
-    """Stands for every object in a scanned pickle: accepts any construction and state, so
-    no class of the checkpoint is imported or run."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def __call__(self, *args: Any, **kwargs: Any) -> _Anything:
-        return _Anything()
-
-    def __setstate__(self, state: Any) -> None:
-        pass
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def append(self, value: Any) -> None:
-        pass
-
-    def extend(self, values: Any) -> None:
-        pass
-
-
-#: Bytes per element of torch's storage classes (torch/storage.py), so that checking a
-#: checkpoint needs no torch import; other names ask torch.
-_ITEMSIZE = {
-    "UntypedStorage": 1, "ByteStorage": 1, "CharStorage": 1, "BoolStorage": 1, "QUInt8Storage": 1, "QInt8Storage": 1,
-    "ShortStorage": 2, "HalfStorage": 2, "BFloat16Storage": 2, "IntStorage": 4, "FloatStorage": 4, "QInt32Storage": 4,
-    "LongStorage": 8, "DoubleStorage": 8, "ComplexFloatStorage": 8, "ComplexDoubleStorage": 16,
-}
-
-
-class _StorageType:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element of ``torch.<name>`` (1 for ``UntypedStorage`` and unknown types)."""
-        if self.name in _ITEMSIZE:  # without importing torch (seconds): `stoicheia status` checks files
-            return _ITEMSIZE[self.name]
-        import warnings
-
-        import torch
-
-        with warnings.catch_warnings():  # torch's legacy typed-storage classes warn when touched
-            warnings.simplefilter("ignore")
-            cls = getattr(torch, self.name, None)
-            dtype = getattr(cls, "dtype", None)
-        return dtype.itemsize if isinstance(dtype, torch.dtype) else 1
-
-
-class _StorageScanner(pickle.Unpickler):
-    """Unpickles a torch ``data.pkl`` with every class replaced by :class:`_Anything`,
-    recording the persistent ids ``('storage', type, key, location, numel)`` of its tensor
-    storages (the format of ``torch.serialization._save``)."""
-
-    def __init__(self, fh: Any) -> None:
-        super().__init__(fh)
-        self.storages: list[tuple[str, int]] = []  # (record key, bytes)
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "torch" and name.endswith("Storage"):
-            return _StorageType(name)
-        return _Anything
-
-    def persistent_load(self, pid: Any) -> Any:
-        if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
-            stype, key, numel = pid[1], str(pid[2]), int(pid[4])
-            itemsize = stype.itemsize if isinstance(stype, _StorageType) else 1
-            self.storages.append((key, numel * itemsize))
-        return _Anything()
-
-
-def missing_records(path: Path | str) -> list[str] | None:
-    """The storage records that ``data.pkl`` of checkpoint ``path`` names but the zip lacks
-    (or holds short), e.g. ``['data/7']``; ``None`` if ``path`` is no readable torch zip
-    checkpoint (not a zip, truncated, no ``data.pkl``, a CRC error, an unreadable pickle)."""
-    try:
-        with zipfile.ZipFile(path) as zf:
-            infos = {i.filename: i for i in zf.infolist()}
-            pkls = [n for n in infos if n.endswith("/data.pkl") or n == "data.pkl"]
-            if len(pkls) != 1:
-                return None
-            prefix = pkls[0][: -len("data.pkl")]
-            if zf.testzip() is not None:  # reads every member once and checks its CRC-32
-                return None
-            with zf.open(pkls[0]) as fh:
-                scanner = _StorageScanner(fh)
-                scanner.load()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, pickle.UnpicklingError, IndexError, KeyError, TypeError, AttributeError):
-        return None
-    missing = []
-    for key, nbytes in scanner.storages:
-        info = infos.get(f"{prefix}data/{key}")
-        if info is None or info.file_size < nbytes:
-            missing.append(f"data/{key}")
-    return missing
-
-
-def checkpoint_is_complete(path: Path | str) -> bool:
-    """True if ``path`` is a torch zip checkpoint that can be loaded in full: a readable zip
-    with one ``data.pkl``, every member passing its CRC-32, and every tensor storage record
-    that ``data.pkl`` references present with at least the bytes its storage needs.
-
-    Reads the whole file once (the CRC check; ~0.3 s per GB from the page cache, see the
-    README) and unpickles ``data.pkl`` without importing or running any class of it (every
-    object is replaced by a stand-in), so it is safe on untrusted files. Never raises.
-    """
-    missing = missing_records(path)
-    return missing == []
-
-
-def validate_checkpoint(path: Path | str, specs: Any = None) -> bool:
-    """:func:`checkpoint_is_complete` with the signature of Composer's
-    ``CHECKPOINT_VALIDATION_FUNCTION`` hook (``specs`` is ignored)."""
-    return checkpoint_is_complete(path)
 
 
 def _quarantine(f: Path, folder: Path, why: str, actions: list[str]) -> None:

@@ -39,3 +39,21 @@ def configure_console(global_rank: int) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO if global_rank == 0 else logging.ERROR)
     logger.propagate = False
+
+
+def eval_lines(step: int, sets: dict[str, dict[str, float]], unigram_bits: float | None = None) -> list[str]:
+    """The console lines of one evaluation at batch ``step``: one per set (``holdout``,
+    ``dev``), ``set/metric value`` pairs, the last line followed by the letter-unigram entropy
+    of the training mix (:func:`stoicheia.data.shards.mixture_unigram_entropy`, in bits: the
+    baseline ``bits_per_char`` must beat) when known. The training console and ``stoicheia
+    evaluate`` print the same lines."""
+    import math
+
+    base = ""
+    if unigram_bits is not None and math.isfinite(unigram_bits):
+        base = f"  (letter-unigram entropy of the training mix: {unigram_bits:.3f} bits)"
+    lines = []
+    for i, (label, metrics) in enumerate(sets.items()):
+        parts = "  ".join(f"{label}/{k} {v:.4f}" for k, v in metrics.items())
+        lines.append(f"[eval] step {step:6d}  {parts}{base if i == len(sets) - 1 else ''}")
+    return lines

@@ -22,7 +22,7 @@ a mirror of it, written by :class:`~stoicheia.train.loggers.store_uploader.Store
 
 A fresh machine (empty local folder) running the same command first reads ``complete.json``
 from the store (a complete run is left alone), then :func:`restore_run` downloads the newest
-checkpoint that passes :func:`~stoicheia.train.checkpoints.checkpoint_is_complete` (falling
+checkpoint that passes :func:`~stoicheia.checkpoint_files.checkpoint_is_complete` (falling
 back past corrupt ones, each named in a warning) and the marker files, so that Composer's
 autoresume finds them locally.
 
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from stoicheia.checkpoint_files import checkpoint_is_complete
 from stoicheia.train import run_files
-from stoicheia.train.checkpoints import checkpoint_is_complete
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.train import run_files
-from stoicheia.train.callbacks.eval_history import read_history
+from stoicheia.train.run_files import read_history
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,9 @@
 
 The run folder is ``train.save_folder`` when that is a local path, else ``runs/{run_name}``.
 Everything here is small, human-readable and written atomically (temporary file, then
-``os.replace``), by global rank 0 only:
+``os.replace``), by global rank 0 only. Each marker file has one writer, a function of this
+module (:func:`write_anneal`, :func:`write_best`, :func:`write_complete`,
+:func:`write_diverged`), as Composer's ``CheckpointSaver`` owns every checkpoint file:
 
 ========================  ================================================================
 ``evals.jsonl``           one line per evaluation set per evaluation: step, set, metrics
@@ -29,11 +31,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from composer.core import State
-from composer.loggers import Logger
+if TYPE_CHECKING:  # Composer is imported only where a checkpoint is written: status and config errors start fast
+    from composer.core import State
+    from composer.loggers import Logger
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,78 @@ def write_json(folder: Path, name: str, obj: dict[str, Any]) -> Path:
     tmp.write_text(json.dumps(obj, indent=2, default=float) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def write_anneal(
+    folder: Path,
+    *,
+    step: int,
+    reason: str | None,
+    planned_start: int,
+    cap: int,
+    decay_steps: int,
+    end: int,
+    evidence: dict[str, Any] | None = None,
+    inherited: bool = False,
+) -> Path:
+    """Write ``anneal.json``: the anneal starts at batch ``step`` for ``reason`` (``stall``,
+    ``cap`` or ``planned``) and ends at batch ``end`` after ``decay_steps``; ``planned_start``
+    and ``cap`` (latest start) for comparison; ``evidence`` (the evaluations behind a stall
+    decision) is merged in; ``inherited`` marks a decision taken over from another run's
+    checkpoint (e.g. ``pre_anneal.pt``)."""
+    record: dict[str, Any] = {"step": int(step), "reason": reason}
+    if inherited:
+        record["inherited"] = True
+    record.update({"planned_start": planned_start, "cap": cap, "decay_steps": decay_steps, "end": end})
+    record.update(evidence or {})
+    record["time"] = now()
+    return write_json(folder, ANNEAL, record)
+
+
+def write_best(folder: Path, *, step: int, metric: str, value: float, file: str) -> Path:
+    """Write ``best.json``: the best evaluation so far of ``metric`` (its ``value`` at batch
+    ``step``), kept in checkpoint ``file`` of the run folder."""
+    return write_json(folder, BEST, {"step": step, "metric": metric, "value": value, "file": file, "time": now()})
+
+
+def write_complete(
+    folder: Path,
+    *,
+    step: int,
+    reason: str | None,
+    anneal_start: int | None,
+    anneal_reason: str | None,
+    final: str,
+    best: dict[str, Any] | None,
+) -> Path:
+    """Write ``complete.json``: the run ended at batch ``step`` (``reason``: ``anneal_done``
+    or ``early_stop``); ``final`` is the name of the final-state checkpoint, ``best`` the
+    ``best.json`` record (or ``None``), and ``use`` the checkpoint to use (``best.pt`` if
+    there is a best, else ``final``)."""
+    return write_json(
+        folder,
+        COMPLETE,
+        {
+            "step": int(step),
+            "reason": reason,
+            "anneal_start": anneal_start,
+            "anneal_reason": anneal_reason,
+            "final": final,
+            "best": best,
+            "use": "best.pt" if best else final,
+            "time": now(),
+        },
+    )
+
+
+def write_diverged(folder: Path, step: int, message: str) -> str | None:
+    """Write ``diverged.json``: the run aborted at batch ``step`` on non-finite gradients
+    (``message``); it names the last good checkpoint (where ``latest-rank0.pt`` points, which
+    the aborted batch never moved). Returns that checkpoint's name, or ``None``."""
+    latest = Path(folder) / "latest-rank0.pt"
+    last_good = os.readlink(latest) if latest.is_symlink() else None
+    write_json(folder, DIVERGED, {"step": int(step), "message": message, "last_good_checkpoint": last_good, "time": now()})
+    return last_good
 
 
 def read_json(folder: Path, name: str) -> dict[str, Any] | None:
@@ -109,9 +184,31 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_history(run_folder: Path) -> list[dict]:
+    """The evaluations in ``run_folder/evals.jsonl``, one per ``(step, set)`` (the later line
+    wins: a resumed run re-evaluates the steps since its checkpoint), sorted by step. Lines
+    that are JSON but no evaluation record (no ``step``, ``set`` or ``metrics`` mapping) are
+    left out, and their count logged as a warning."""
+    rows: dict[tuple[int, str], dict] = {}
+    path = Path(run_folder) / EVALS
+    odd = 0
+    for row in read_jsonl(path):
+        try:
+            key = (int(row["step"]), str(row["set"]))
+            if not isinstance(row["metrics"], dict):
+                raise TypeError
+        except (KeyError, TypeError, ValueError):
+            odd += 1
+            continue
+        rows[key] = row
+    if odd:
+        log.warning("%s: %d line(s) are JSON but no evaluation record (step, set, metrics); left out", path, odd)
+    return [rows[k] for k in sorted(rows)]
+
+
 def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folder: str, name: str) -> Path:
     """Write the full training state to ``folder/{name}.pt``, replacing it atomically once the
-    written file is verified complete (:func:`~stoicheia.train.checkpoints.checkpoint_is_complete`),
+    written file is verified complete (:func:`~stoicheia.checkpoint_files.checkpoint_is_complete`),
     and upload it to ``save_folder`` when that is an object-store URI.
 
     Collective: every rank must call it (the data position is gathered from all ranks);
@@ -125,7 +222,7 @@ def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folde
     tmp = folder / f".{name}.partial.pt"
     written = save_checkpoint(state, filename=str(tmp), weights_only=False)
     if dist.get_global_rank() == 0 and written is not None:
-        from stoicheia.train.checkpoints import checkpoint_is_complete
+        from stoicheia.checkpoint_files import checkpoint_is_complete
 
         ok = checkpoint_is_complete(written)
         if ok:

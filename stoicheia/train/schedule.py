@@ -15,13 +15,12 @@ plugin the anneal starts as planned at ``nominal_steps * (1 - decay_frac)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from composer.core import State
-
 if TYPE_CHECKING:
-    from stoicheia.train.callbacks.anneal_control import AnnealControl
+    from composer.core import State
 
 
 @dataclass
@@ -58,12 +57,16 @@ class WSDShape:
 
 
 class WSDScheduler:
-    """Composer scheduler (``state -> multiplier``) reading the anneal start from an
-    :class:`AnnealControl`. Note Composer applies it one batch late (batch b uses f(b-1))."""
+    """Composer scheduler (``state -> multiplier``) of ``shape`` with the anneal start that
+    ``anneal_start()`` gives now (in batches): the run passes
+    ``lambda: control.effective_start`` of its
+    :class:`~stoicheia.train.callbacks.anneal_control.AnnealControl`, whose checkpointed state
+    holds it. Note Composer applies it one batch late (batch b uses f(b-1))."""
 
-    def __init__(self, control: AnnealControl) -> None:
-        self.control = control
+    def __init__(self, shape: WSDShape, anneal_start: Callable[[], int]) -> None:
+        self.shape = shape
+        self.anneal_start = anneal_start
 
     def __call__(self, state: State, ssr: float = 1.0) -> float:
         step = int(state.timestamp.batch)
-        return self.control.shape.multiplier(step, self.control.effective_start)
+        return self.shape.multiplier(step, self.anneal_start())

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.train import run_files
-from stoicheia.train.callbacks.eval_history import read_history
 from stoicheia.train.checkpoints import missing_records
+from stoicheia.train.run_files import read_history
 
 METRICS = "metrics.jsonl"
 LATEST = "latest-rank0.pt"

@@ -51,6 +51,12 @@ class GapTooWideError(RestoreError):
     """A lacuna wider than the model can fill (or than any lacuna the parser reads)."""
 
 
+def _sig(p: float) -> float:
+    """``p`` to 7 significant digits (so that ``log(prob)`` still matches ``logprob`` for a
+    small probability, which a fixed number of decimals would round to 0)."""
+    return float(f"{p:.7g}")
+
+
 @dataclass
 class Alternative:
     """One fill of one gap among the model's own top-k for that gap (the other gaps held at the
@@ -127,12 +133,10 @@ class Gap:
         return {
             "index": self.index, "kind": self.kind, "notation": self.notation, "start": self.start, "end": self.end,
             "min_letters": self.min_letters, "max_letters": self.max_letters, "fill": self.fill,
-            "letter_probs": [round(p, 6) for p in self.letter_probs],
-            # probabilities to 6 significant digits, not 6 decimals: a rare alternative's prob
-            # stays exp(logprob) instead of rounding to 0
-            "alternatives": [{"fill": a.fill, "prob": float(f"{a.prob:.6g}"), "logprob": round(a.logprob, 6)} for a in self.alternatives],
-            "width_probs": None if self.width_probs is None else {str(w): round(p, 6) for w, p in sorted(self.width_probs.items())},
-            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": float(f"{self.editor.prob:.6g}"), "rank": self.editor.rank},
+            "letter_probs": [_sig(p) for p in self.letter_probs],
+            "alternatives": [{"fill": a.fill, "prob": _sig(a.prob), "logprob": round(a.logprob, 6)} for a in self.alternatives],
+            "width_probs": None if self.width_probs is None else {str(w): _sig(p) for w, p in sorted(self.width_probs.items())},
+            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": _sig(self.editor.prob), "rank": self.editor.rank},
         }
 
 

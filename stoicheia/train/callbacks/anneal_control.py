@@ -99,20 +99,7 @@ class AnnealControl(Callback):
             step, reason, when, self.shape.decay_steps, self.anneal_end,
         )
         if self.run_folder is not None and dist.get_global_rank() == 0:
-            run_files.write_json(
-                self.run_folder,
-                run_files.ANNEAL,
-                {
-                    "step": int(step),
-                    "reason": reason,
-                    "planned_start": planned,
-                    "cap": self.cap,
-                    "decay_steps": self.shape.decay_steps,
-                    "end": self.anneal_end,
-                    **(evidence or {}),
-                    "time": run_files.now(),
-                },
-            )
+            self._write_marker(evidence=evidence)
 
     def finish(self, state: State, reason: str) -> None:
         """Mark the run complete (``anneal_done`` or ``early_stop``) and stop training after
@@ -126,11 +113,8 @@ class AnnealControl(Callback):
 
     # --- events ------------------------------------------------------------------------
     def fit_start(self, state: State, logger: Logger) -> None:
+        # a run already complete never gets here: stoicheia.train.run.already_complete decides it
         step = int(state.timestamp.batch)
-        if self.complete:
-            log.info("[run] run already complete at batch %d; nothing to do", step)
-            state.stop_training()
-            return
         shape = self.shape
         if not self.decided and not self.auto and step > shape.planned_anneal_start:
             # resumed past the planned start without a decision (automatic annealing was
@@ -146,20 +130,22 @@ class AnnealControl(Callback):
             if self.run_folder is not None and dist.get_global_rank() == 0 and run_files.read_json(self.run_folder, run_files.ANNEAL) is None:
                 # a new run started from another run's checkpoint (e.g. pre_anneal.pt): record
                 # the decision it inherited, with this run's decay length and end
-                run_files.write_json(
-                    self.run_folder,
-                    run_files.ANNEAL,
-                    {
-                        "step": self.anneal_start,
-                        "reason": self.reason,
-                        "inherited": True,
-                        "planned_start": shape.planned_anneal_start,
-                        "cap": self.cap,
-                        "decay_steps": shape.decay_steps,
-                        "end": self.anneal_end,
-                        "time": run_files.now(),
-                    },
-                )
+                self._write_marker(inherited=True)
+
+    def _write_marker(self, evidence: dict[str, Any] | None = None, inherited: bool = False) -> None:
+        """``anneal.json`` of the decision taken (rank 0 only)."""
+        assert self.run_folder is not None and self.anneal_start is not None
+        run_files.write_anneal(
+            self.run_folder,
+            step=self.anneal_start,
+            reason=self.reason,
+            planned_start=self.shape.planned_anneal_start,
+            cap=self.cap,
+            decay_steps=self.shape.decay_steps,
+            end=self.anneal_end,
+            evidence=evidence,
+            inherited=inherited,
+        )
 
     def check_fits(self) -> None:
         """Raise ``ValueError`` if a decided anneal would end after ``max_steps`` (the run would
@@ -197,20 +183,14 @@ class AnnealControl(Callback):
         except ValueError as err:
             log.warning("[run] %s", err)
             best = None
-        use = "best.pt" if best else "final.pt"
-        run_files.write_json(
+        run_files.write_complete(
             self.run_folder,
-            run_files.COMPLETE,
-            {
-                "step": int(state.timestamp.batch),
-                "reason": self.end_reason,
-                "anneal_start": self.anneal_start,
-                "anneal_reason": self.reason,
-                "final": final.name,
-                "best": best,
-                "use": use,
-                "time": run_files.now(),
-            },
+            step=int(state.timestamp.batch),
+            reason=self.end_reason,
+            anneal_start=self.anneal_start,
+            anneal_reason=self.reason,
+            final=final.name,
+            best=best,
         )
         what = "early stop: the decision metric stopped improving during the anneal" if self.end_reason == "early_stop" else "the anneal is done"
         best_txt = f"best.pt (step {best['step']}, {best['metric']} {best['value']:.4f})" if best else "final.pt"

@@ -11,6 +11,7 @@ from composer.core import Callback, State
 from composer.loggers import Logger
 
 from stoicheia.data.loader import PackedLoader
+from stoicheia.data.position import phase_at
 from stoicheia.train.callbacks.anneal_control import AnnealControl
 
 log = logging.getLogger(__name__)
@@ -99,11 +100,7 @@ class AnnealData(Callback):
 
     def phase_at(self, step: int) -> int:
         """The mix index for batch ``step`` (0 = stable phase)."""
-        phase = 0
-        for first, i in self.schedule():
-            if step >= first:
-                phase = i
-        return phase
+        return phase_at(self.schedule(), step)
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self.loader.set_schedule(self.schedule())

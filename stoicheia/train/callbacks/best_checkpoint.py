@@ -73,11 +73,7 @@ class BestCheckpoint(Callback):
             log.warning("[best] rewrote %s from the checkpointed state (step %d)", self.run_folder / run_files.BEST, self.best_step)
 
     def _write_marker(self, file: str) -> None:
-        run_files.write_json(
-            self.run_folder,
-            run_files.BEST,
-            {"step": self.best_step, "metric": self.metric, "value": self.best_value, "file": file, "time": run_files.now()},
-        )
+        run_files.write_best(self.run_folder, step=self.best_step, metric=self.metric, value=self.best_value, file=file)
 
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "best_value": self.best_value, "best_step": self.best_step}

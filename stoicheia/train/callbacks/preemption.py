@@ -1,4 +1,4 @@
-"""Save and stop at the next batch boundary when the job is told to end (SIGTERM)."""
+"""Save and stop at the next batch boundary when the job is told to end (SIGTERM, Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -13,28 +13,30 @@ from composer.loggers import Logger
 from composer.utils import dist
 
 from stoicheia.train.callbacks.anneal_control import AnnealControl
+from stoicheia.train.exit_status import ExitCode
 
 log = logging.getLogger(__name__)
 
-#: Exit status of a trainer that stopped on a signal after saving its checkpoint: 128 + 15,
-#: what a shell reports for a process ended by SIGTERM. scripts/slurm_chain.sh reads it as
+#: Exit status after a SIGTERM (:attr:`ExitCode.PREEMPTED`); scripts/slurm_chain.sh reads it as
 #: "preempted, resume in the next job".
-PREEMPTED_EXIT = 128 + signal.SIGTERM
+PREEMPTED_EXIT = ExitCode.PREEMPTED
 
 
 class Preemption(Callback):
-    """On SIGTERM (what SLURM sends at preemption, ``scancel`` and the time limit), save a
-    checkpoint at the end of the batch in progress and stop, so a stopped job loses at most
-    the batch it was in, not up to ``train.save_interval`` batches.
+    """On SIGTERM (what SLURM sends at preemption, ``scancel`` and the time limit) or SIGINT
+    (Ctrl-C, sent by the terminal to every process of the job), save a checkpoint at the end
+    of the batch in progress and stop, so a stopped job loses at most the batch it was in, not
+    up to ``train.save_interval`` batches.
 
-    The signal handler only sets a flag. At every ``BATCH_END`` the ranks agree on it with
-    one ``all_reduce(MAX)`` of a 1-element int tensor (saving is collective: one rank alone
-    saving would hang the others), so a signal that reached any rank stops all of them at
-    the same batch. The plugin then calls ``state.stop_training()``: Composer's checkpoint
+    The signal handler only sets a flag (the signal's number). At every ``BATCH_END`` the ranks
+    agree on it with one ``all_reduce(MAX)`` of a 1-element int tensor (saving is collective:
+    one rank alone saving would hang the others), so a signal that reached any rank stops all
+    of them at the same batch, and all of them know which signal it was. The plugin then calls ``state.stop_training()``: Composer's checkpoint
     saver writes ``ep{E}-ba{B}-rank{R}.pt`` and moves ``latest`` at that ``BATCH_CHECKPOINT``
     (its interval fires at the end of training), the evaluation scheduled for that batch (if
     any) still runs, so the resumed run is bit-identical to an uninterrupted one. The recipe
-    then exits with :data:`PREEMPTED_EXIT` (143) unless the run completed at that batch.
+    then exits with :meth:`ExitCode.for_signal` (130 after SIGINT, 143 after SIGTERM) unless
+    the run completed at that batch.
 
     Time to exit after the signal: the rest of the batch in progress, plus that batch's
     evaluation if one is due, plus one checkpoint write. The handler is installed at
@@ -42,13 +44,13 @@ class Preemption(Callback):
     changes nothing.
 
     Args:
-        signals: names of the signals that stop the run (default ``["SIGTERM"]``; add
-            ``"SIGUSR1"`` for clusters configured with ``--signal=USR1@...``).
+        signals: names of the signals that stop the run (default ``["SIGTERM", "SIGINT"]``;
+            add ``"SIGUSR1"`` for clusters configured with ``--signal=USR1@...``).
         control: injected (a run that completes at the signal's batch exits 0, not 143).
     """
 
     def __init__(self, control: AnnealControl, signals: list[str] | None = None) -> None:
-        names = list(signals) if signals is not None else ["SIGTERM"]
+        names = list(signals) if signals is not None else ["SIGTERM", "SIGINT"]
         self.signals: list[signal.Signals] = []
         for name in names:
             try:
@@ -58,7 +60,8 @@ class Preemption(Callback):
             if self.signals[-1] in (signal.SIGKILL, signal.SIGSTOP):
                 raise ValueError(f"signals: {name} cannot be caught")
         self.control = control
-        self.received: signal.Signals | None = None
+        self.received: signal.Signals | None = None  # the signal this rank got first
+        self.agreed: signal.Signals | None = None  # the signal the ranks stopped on (the highest number)
         self.received_at: float | None = None
         self.stopped_at: int | None = None
         self._previous: dict[signal.Signals, Any] = {}
@@ -67,6 +70,11 @@ class Preemption(Callback):
     def stopped(self) -> bool:
         """True once the run stopped on a signal (a checkpoint of its last batch was saved)."""
         return self.stopped_at is not None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The exit status of a run stopped by the signal the ranks agreed on."""
+        return ExitCode.for_signal(self.agreed or self.received or signal.SIGTERM)
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.received is None:
@@ -87,10 +95,11 @@ class Preemption(Callback):
             self._previous[sig] = signal.signal(sig, self._handle)
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        flag = torch.tensor([1 if self.received is not None else 0], dtype=torch.int32)
+        flag = torch.tensor([int(self.received) if self.received is not None else 0], dtype=torch.int32)
         flag = state.device.tensor_to_device(flag)
         dist.all_reduce(flag, reduce_operation="MAX")  # collective, every batch: all ranks stop together
         if int(flag.item()) and self.stopped_at is None:
+            self.agreed = signal.Signals(int(flag.item()))
             self.stopped_at = int(state.timestamp.batch)
             if not self.control.complete:
                 state.stop_training()  # Composer's saver writes the checkpoint at this BATCH_CHECKPOINT
@@ -101,11 +110,11 @@ class Preemption(Callback):
         from composer.callbacks import CheckpointSaver
 
         saved = [c.saved_checkpoints[-1] for c in state.callbacks if isinstance(c, CheckpointSaver) and c.saved_checkpoints]
-        what = self.received.name if self.received is not None else "another rank's signal"
+        what = self.received.name if self.received is not None else f"another rank's {self.agreed.name}"
         waited = f" {time.monotonic() - self.received_at:.1f} s after it" if self.received_at is not None else ""
         log.info(
             "[preempt] step %d: %s received; saved %s%s; exiting with status %d (run the same command to resume)",
-            self.stopped_at, what, saved[-1] if saved else "no checkpoint (no save_folder?)", waited, PREEMPTED_EXIT,
+            self.stopped_at, what, saved[-1] if saved else "no checkpoint (no save_folder?)", waited, self.exit_code,
         )
 
     def close(self, state: State, logger: Logger) -> None:

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 class TrainingMonitor(Callback):
     """Logs, per optimizer step: each loss term (mean over micro-batches), letters per
-    second (non-padding slots of this device / wall seconds of the step, and times the world
-    size for the whole job), on a GPU of :data:`stoicheia.train.flops.PEAK_FLOPS` the model
+    second (non-padding slots of this device / wall seconds of the batches, over a window of
+    the last ``speed_window`` batches as Composer's ``SpeedMonitor`` does, so that one slow or
+    fast batch does not make the figure swing; times the world size for the whole job), on a GPU of :data:`stoicheia.train.flops.PEAK_FLOPS` the model
     FLOPs utilisation ``throughput/mfu`` (letters/s per device x training FLOPs per letter,
     :func:`~stoicheia.train.flops.flops_per_letter`, / the device's peak), and memory (GPU
     peak allocated, else process RSS, in GiB). Prints one console line every ``log_every``
@@ -41,10 +42,15 @@ class TrainingMonitor(Callback):
         log_every: batches between console lines (``train.log_every``, injected).
         guard: the run's :class:`GradientGuard`, if any (injected), for the gradient norm.
         control: the run's ``AnnealControl`` (injected), for the end of the run.
+        speed_window: batches in the letters-per-second window (evaluations and checkpoint
+            writes are not counted: the time of a batch runs from its start to its end).
     """
 
-    def __init__(self, log_every: int = 10, guard: GradientGuard | None = None, control: Any = None) -> None:
+    def __init__(self, log_every: int = 10, guard: GradientGuard | None = None, control: Any = None, speed_window: int = 50) -> None:
+        if not (isinstance(speed_window, int) and speed_window >= 1):
+            raise ValueError(f"speed_window must be a whole number >= 1, got {speed_window!r}")
         self.log_every = log_every
+        self._speed: collections.deque[tuple[int, float]] = collections.deque(maxlen=speed_window)
         self.guard = guard
         self.control = control
         self._t0 = 0.0
@@ -57,6 +63,7 @@ class TrainingMonitor(Callback):
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self._ends.clear()
+        self._speed.clear()
         if torch.cuda.is_available() and state.device.type == "gpu":
             precision = str(getattr(state.precision, "value", state.precision))
             name = torch.cuda.get_device_name()
@@ -84,10 +91,12 @@ class TrainingMonitor(Callback):
         seconds = max(time.perf_counter() - self._t0, 1e-9)
         lr = state.optimizers[0].param_groups[0]["lr"]
         metrics: dict[str, float] = {f"loss/{k}": v / max(1, self._micro) for k, v in self._terms.items()}
+        self._speed.append((self._letters, seconds))
+        per_device = sum(n for n, _ in self._speed) / max(sum(t for _, t in self._speed), 1e-9)
         metrics.update(
             {
-                "throughput/letters_per_sec_device": self._letters / seconds,
-                "throughput/letters_per_sec": self._letters * dist.get_world_size() / seconds,
+                "throughput/letters_per_sec_device": per_device,
+                "throughput/letters_per_sec": per_device * dist.get_world_size(),
                 "memory/gib": _memory_gib(),
             }
         )

@@ -27,8 +27,8 @@ from composer.core import State
 from composer.loggers import Logger, LoggerDestination
 from composer.utils import dist
 
+from stoicheia.checkpoint_files import checkpoint_is_complete
 from stoicheia.train import run_files
-from stoicheia.train.checkpoints import checkpoint_is_complete
 from stoicheia.train.object_store import (
     CHECKPOINT,
     LATEST_SYMLINK,
