@@ -175,7 +175,8 @@ def generate() -> str:
         ("callbacks", registry.CALLBACKS, registry.DEFAULT_CALLBACKS),
         ("algorithms", registry.ALGORITHMS, registry.DEFAULT_ALGORITHMS),
     ):
-        for name, cls in reg.items():
+        for name in reg:
+            cls = registry.plugin_class(kind, name)
             if cls.__module__.startswith(COMPOSER_PREFIX):
                 composer_names.append((name, cls, name in defaults))
                 continue

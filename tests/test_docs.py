@@ -227,7 +227,7 @@ def key_problem(key: str) -> str | None:
         if parts[1] not in reg:
             return f"no plugin {section}.{parts[1]}"
         if len(parts) > 2:
-            params = inspect.signature(reg[parts[1]].__init__).parameters
+            params = inspect.signature(registry.plugin_class(section, parts[1]).__init__).parameters
             if parts[2] not in params or parts[2] in registry.CONTEXT_FIELDS:
                 return f"plugin {parts[1]} has no option {parts[2]}"
         return None
