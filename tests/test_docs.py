@@ -276,10 +276,13 @@ def test_keys_named_in_the_code_exist() -> None:
     a key renamed in the schema must not live on in a hint."""
     sources = [*REPO.glob("stoicheia/**/*.py"), *REPO.glob("scripts/*.py")]
     sources += [*REPO.glob("benchmarks/*.py"), REPO / "recipes/train.py"]
+    # benchmarks/startup.py times the messages for misspelt keys: its typos are the point
+    sources = [p for p in sources if p.name != "startup.py"]
     bad = []
     for path in sources:
         for text in code_strings(path):
-            for key in KEY.findall(text):
+            # a parameter of the model's state dict (model.embed.weight) is no config key
+            for key in KEY.findall(re.sub(r"\bmodel\.\w+\.(weight|bias)\b", " ", text)):
                 why = key_problem(key)
                 if why:
                     bad.append(f"{path.relative_to(REPO)}: {key}: {why}")
@@ -436,7 +439,8 @@ def tiny_demo_run(small_shards, tmp_path_factory) -> Path:
 
     from tiny import tiny_run
 
-    from stoicheia.train.builder import build_trainer, fit_run
+    from stoicheia.train.builder import build_trainer
+    from stoicheia.train.run import fit_run
 
     folder = tmp_path_factory.mktemp("docs_runs")
     cwd = os.getcwd()
