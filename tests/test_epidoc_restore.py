@@ -119,7 +119,8 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
 
 @pytest.fixture(scope="module")
 def trained(small_shards, tmp_path_factory):
-    from stoicheia.train.builder import build_trainer, fit_run
+    from stoicheia.train.builder import build_trainer
+    from stoicheia.train.run import fit_run
 
     folder = tmp_path_factory.mktemp("runs")
     cwd = os.getcwd()
