@@ -399,6 +399,19 @@ def _text_to_planes(
     return planes, dropped
 
 
+
+def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
+    """The diacritic id ``dia`` with the fields of ``marks`` (a diacritic id) added where it has
+    none; a field it already has keeps its first mark and counts ``extra_mark``."""
+    cur = list(A.dia_fields(dia))
+    for f, v in enumerate(A.dia_fields(marks)):
+        if v:
+            if cur[f]:
+                dropped["extra_mark"] += 1
+            else:
+                cur[f] = v
+    return A.dia_id(*cur)
+
 def _resolve_context(
     kind: np.ndarray,
     value: np.ndarray,
@@ -470,28 +483,14 @@ def _resolve_context(
                 # its vowel ("τω῀ν", "τω~ν", "λο´γος"): that vowel's mark, inside the word
                 li = int(letter_no[j])
                 if chars[li] in _VOWELS and dia[li] < A.NUM_DIA:
-                    cur = list(A.dia_fields(int(dia[li])))
-                    for f, v in enumerate(A.dia_fields(payload)):
-                        if v:
-                            if cur[f]:
-                                dropped["extra_mark"] += 1
-                            else:
-                                cur[f] = v
-                    dia[li] = A.dia_id(*cur)
+                    dia[li] = _add_marks(int(dia[li]), payload, dropped)
                     sep[j] = False
                     dropped["spacing_mark"] += 1
                     continue
             if not after_letter and before_letter:
                 li = letter_no[j] + 1
                 if _LETTER_IS_BREATHABLE[chars[li]]:
-                    cur = list(A.dia_fields(int(dia[li])))
-                    for f, v in enumerate(A.dia_fields(payload)):
-                        if v:
-                            if cur[f]:
-                                dropped["extra_mark"] += 1
-                            else:
-                                cur[f] = v
-                    dia[li] = A.dia_id(*cur)
+                    dia[li] = _add_marks(int(dia[li]), payload, dropped)
                     continue
             dropped["elision" if payload == _SMOOTH_ONLY else "unknown_mark"] += 1
 
