@@ -10,7 +10,7 @@
   :class:`~stoicheia.serve.schemas.RestoreResponse`), the API the page uses;
 * ``POST /restore-epidoc`` an EpiDoc file in, the restored file out (when the installed
   ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so);
-* ``GET /model`` what is loaded; ``/docs`` and ``/openapi.json`` the schema (FastAPI's).
+* ``GET /model`` what is loaded; ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is off: it loads Swagger UI from a CDN).
 
 Concurrency. The model is loaded once, by the caller, and shared. Handlers are plain
 functions, which FastAPI runs in its thread pool, and the decoding itself holds a lock, so
@@ -149,7 +149,7 @@ def _one_line(err: RequestValidationError) -> str:
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
     msg = first.get("msg", "invalid request")
     extra = f" ({len(err.errors()) - 1} more problems)" if len(err.errors()) > 1 else ""
-    return f"{where}: {msg}{extra}; see /docs for the fields of this request"
+    return f"{where}: {msg}{extra}; see /openapi.json for the fields of this request"
 
 
 def _restore_epidoc_function() -> Any:
@@ -174,6 +174,11 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         summary="Restore the lacunae of Greek texts in Leiden notation with a Stoicheia model.",
         description="The page at / uses this API; see docs/restoration-page.md.",
         version="1",
+        # FastAPI's /docs and /redoc pages load Swagger UI / ReDoc from a CDN: blank on a machine
+        # without network, and the page promises no outside resource. The schema is served
+        # locally at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.model = model
     lock = threading.Lock()
@@ -190,8 +195,8 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         # the framework's own refusals (a body it cannot parse, an unknown path or method) in
         # the same one-line shape as ours, not its {"detail": ...}
         why = {400: "the request body could not be read (send UTF-8 JSON, or a multipart form for /restore-epidoc)",
-               404: f"no page or API at {request.url.path}; the page is at /, the API is described at /docs",
-               405: f"{request.method} is not allowed on {request.url.path}; see /docs"}
+               404: f"no page or API at {request.url.path}; the page is at /, the API is described at /openapi.json",
+               405: f"{request.method} is not allowed on {request.url.path}; see /openapi.json"}
         message = why.get(err.status_code) or str(err.detail)
         return JSONResponse({"error": message}, status_code=err.status_code, headers=getattr(err, "headers", None))
 

@@ -51,7 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(model)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /docs); Ctrl-C stops",
+    print(f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /openapi.json); Ctrl-C stops",
           flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -1,5 +1,5 @@
 """Request and response bodies of the restoration server's JSON API (pydantic models; FastAPI
-publishes them as the OpenAPI schema at ``/openapi.json``, browsable at ``/docs``).
+publishes them as the OpenAPI schema at ``/openapi.json``, served locally; FastAPI's ``/docs`` page is off because it loads Swagger UI from a CDN).
 
 The response mirrors the restore result JSON shared with ``stoicheia restore --json`` (see
 ``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration) and
