@@ -156,6 +156,24 @@ def _lacuna_index(text: str, start: int) -> int:
     raise AssertionError(f"no lacuna opens at {start} in {text!r}")
 
 
+
+def _gap_task(protocol: str, text_id: str, text: str, a: int, b: int, notation: str, truth: str,
+              known: bool, counts: Counter) -> Task | None:
+    """The task of ``text`` with characters ``[a, b)`` replaced by the lacuna ``notation``, or
+    ``None`` (counted in ``counts``) when nothing is left to read it from
+    (``no_letter_left``) or the parser refuses the lacuna beside its neighbours
+    (``unreadable_with_the_gap``)."""
+    new = text[:a] + notation + text[b:]
+    if not base_letters(text[:a] + text[b:]):
+        counts["no_letter_left"] += 1
+        return None
+    try:
+        target = _lacuna_index(new, a)
+    except LeidenError:
+        counts["unreadable_with_the_gap"] += 1
+        return None
+    return Task(protocol, text_id, new, a, a + len(notation), target, truth, known)
+
 def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
     """One task per editor's supplement of ``dev`` (protocol ``supplements``), in reading
     order: the supplement ``[τὸν]`` becomes ``[...]`` (one dot per base letter), the rest of
@@ -178,16 +196,9 @@ def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
             counts["supplement_shares_bracket"] += 1
             continue
         notation = "[" + "." * len(truth) + "]"
-        new = text[:a] + notation + text[b:]
-        if not base_letters(text[:a] + text[b:]):
-            counts["no_letter_left"] += 1  # the supplement is all the text holds: nothing to read it from
-            continue
-        try:
-            target = _lacuna_index(new, a)
-        except LeidenError:  # the lacuna next to another sign makes notation the parser refuses
-            counts["unreadable_with_the_gap"] += 1
-            continue
-        tasks.append(Task("supplements", dev.id, new, a, a + len(notation), target, truth, True))
+        task = _gap_task("supplements", dev.id, text, a, b, notation, truth, True, counts)
+        if task is not None:
+            tasks.append(task)
     return tasks
 
 
@@ -264,16 +275,9 @@ def span_tasks(dev: DevText, n: int, seed: int, protocol: str = "hidden", counts
         counts["text_without_intact_letters"] += 1
     for a, b, truth in spans:
         notation = "[" + "." * len(truth) + "]" if protocol == "hidden" else "[---]"
-        new = dev.text[:a] + notation + dev.text[b:]
-        if not base_letters(dev.text[:a] + dev.text[b:]):
-            counts["no_letter_left"] += 1  # the span is all the text holds: nothing to read it from
-            continue
-        try:
-            target = _lacuna_index(new, a)
-        except LeidenError:  # the lacuna next to another sign makes notation the parser refuses
-            counts["unreadable_with_the_gap"] += 1
-            continue
-        tasks.append(Task(protocol, dev.id, new, a, a + len(notation), target, truth, protocol == "hidden"))
+        task = _gap_task(protocol, dev.id, dev.text, a, b, notation, truth, protocol == "hidden", counts)
+        if task is not None:
+            tasks.append(task)
     return tasks
 
 
