@@ -374,7 +374,6 @@ def test_uncertain_letters_and_supplements_in_the_json():
     """An uncertain letter the model changes comes back as its fill; a kept supplement stays text."""
     from stoicheia.inference.loading import LoadedModel
     from stoicheia.inference.restore import restore
-    from stoicheia.serve.result_json import result_to_json
 
     class Loaded(LoadedModel):
         def __call__(self, batch):
@@ -382,18 +381,18 @@ def test_uncertain_letters_and_supplements_in_the_json():
 
     stub = Loaded(_AlwaysRho(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
     text = "[καὶ] τ̣οῦ [..] α̣ὐτοῦ"
-    data = result_to_json(restore(stub, text, top_k=1))
+    data = restore(stub, text, top_k=1).to_json()
     assert [(g["kind"], g["notation"], text[g["start"] : g["end"]]) for g in data["gaps"]] == [
         ("uncertain", "τ̣", "τ̣"), ("lacuna", "[..]", "[..]"), ("uncertain", "α̣", "α̣")]
     # a capital, and accents before the dot: the notation as typed, where it was typed
     caps = "ΚΑΙ Ἀ̣ΥΤΟΥ [..] ὁ̣ δῆμος"
-    data_caps = result_to_json(restore(stub, caps, top_k=1))
+    data_caps = restore(stub, caps, top_k=1).to_json()
     assert [(g["notation"], caps[g["start"] : g["end"]]) for g in data_caps["gaps"]] == [
         ("Ἀ̣", "Ἀ̣"), ("[..]", "[..]"), ("ὁ̣", "ὁ̣")]
     assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "ρ"]
     assert [len(g["letter_probs"]) for g in data["gaps"]] == [1, 2, 1]
     assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] ρ̣ὐτοῦ")
-    repredicted = result_to_json(restore(stub, text, top_k=1, supplements="repredict"))
+    repredicted = restore(stub, text, top_k=1, supplements="repredict").to_json()
     assert [g["kind"] for g in repredicted["gaps"]] == ["supplement", "uncertain", "lacuna", "uncertain"]
     assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "ρ"]
     assert repredicted["gaps"][0]["notation"] == "[καὶ]" and repredicted["gaps"][0]["start"] == 0

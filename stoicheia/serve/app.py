@@ -42,7 +42,6 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stoicheia.serve.fragment import epidoc_ab
-from stoicheia.serve.result_json import result_to_json
 from stoicheia.serve.schemas import (
     MAX_TOP_K,
     ErrorResponse,
@@ -244,7 +243,7 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
                                  unknown_width=req.unknown_width, about_margin=req.about_margin)
         except RestoreError as err:
             return JSONResponse({"error": str(err)}, status_code=422)
-        data = result_to_json(result)
+        data = result.to_json()
         data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
         # with respace every letter's word division, accents and punctuation come from the
         # model: its own rendering of each restoration (restored letters in [ ])

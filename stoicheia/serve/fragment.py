@@ -89,7 +89,7 @@ class _Lines:
 
 def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     """The ``<ab>`` element of restoration ``restoration`` of ``data`` (the contract JSON of
-    :func:`stoicheia.serve.result_json.result_to_json`), as a string.
+    :meth:`stoicheia.inference.restore.RestoreResult.to_json`), as a string.
 
     Gaps are matched to the parser's segments in order of kind (the i-th lacuna gap is the
     i-th :class:`Lacuna`, the i-th uncertain gap the i-th letter with a dot below, the i-th
