@@ -28,7 +28,10 @@ A gap the decoder refuses (the part it stands in has no Greek letter, say) is co
 to the model as read: an EpiDoc restoration fills lacunae and never changes a reading.
 
 **Decoding.** :func:`stoicheia.inference.restore.restore`, the decoder of the text form, on
-the Leiden text of each part (the whole edition, or the stretches between lost lines).
+the Leiden text of each part (the whole edition, or the stretches between lost lines); a part
+longer than the model's window is cut at word breaks into pieces of at most the window,
+restored one by one (:mod:`stoicheia.inference.epidoc_restore_pieces`: the work grows
+linearly with the file, where one call over a whole long edition grew with its square).
 
 **Writing.** Each restored ``<gap>`` element (with anything inside it, such as a ``<desc>``) is
 replaced, at its byte offsets, by::
@@ -57,6 +60,7 @@ import datetime as _dt
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +69,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 from lxml import etree
 
+from stoicheia.inference.epidoc_restore_pieces import pieces
 from stoicheia.sources.epidoc import (
     MAX_GAP_LETTERS,
     EpiDocOptions,
@@ -76,7 +81,7 @@ from stoicheia.sources.epidoc import (
 )
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
-__all__ = ["EpiDocRestoreError", "EpiDocResult", "GapOutcome", "gap_readings", "restore_epidoc"]
+__all__ = ["EpiDocPlan", "EpiDocRestoreError", "EpiDocResult", "GapOutcome", "Piece", "gap_readings", "plan_epidoc", "restore_epidoc"]
 
 _T = "{http://www.tei-c.org/ns/1.0}"
 _XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
@@ -257,7 +262,7 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
             except LeidenError as err:
                 raise EpiDocRestoreError(f"{name}:{unit.sourceline}: the edition's Leiden text cannot be read ({err}); "
                                          "check the markup of the edition there") from None
-            from_gap = [marked[: s.start - 1].rstrip().endswith(_MARK) for s in lac_marked]
+            from_gap = [_after_mark(marked, s.start - 1) for s in lac_marked]
             if len(lacunae) != len(lac_marked) or sum(from_gap) != len(walker.gaps):
                 raise EpiDocRestoreError(f"{name}:{unit.sourceline}: {len(walker.gaps)} <gap> elements but {sum(from_gap)} "
                                          "of their lacunae found in the edition's Leiden text; report this file")
@@ -267,6 +272,15 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
         raise EpiDocRestoreError(f"{name}: no Greek edition (the edition is in {', '.join(sorted(set(langs)))}): "
                                  'only Greek (xml:lang="grc") is restored')
     return units
+
+
+def _after_mark(marked: str, i: int) -> bool:
+    """True when ``marked[:i]``, trailing whitespace aside, ends with :data:`_MARK` (looked up
+    backwards from ``i``: slicing the text for every lacuna made reading an edition quadratic)."""
+    j = i - 1
+    while j >= 0 and marked[j].isspace():
+        j -= 1
+    return j >= 0 and marked[j] == _MARK
 
 
 # --- decoding --------------------------------------------------------------------------------
@@ -324,6 +338,33 @@ def gap_readings(result: Any, j: int) -> list[tuple[str, float]]:
     return [(shown[f], prob[f]) for f in order]
 
 
+def _restore_piece(loaded: Any, piece: Piece, outcomes: list[GapOutcome],
+                   fills: dict[int, tuple[str, float, list[tuple[str, float]]]], restore: Any, restore_error: type,
+                   **options: Any) -> None:
+    """Decode one :class:`Piece` and record what became of each of its gaps to fill in
+    ``outcomes`` (the reason of a refusal, or the readings) and ``fills``."""
+    try:
+        result = restore(loaded, piece.text, **options)
+    except restore_error as err:
+        for i in piece.fill:
+            outcomes[i].reason = str(err)
+        return
+    lac_gaps = [j for j, g in enumerate(result.gaps) if g.kind == "lacuna"]
+    if len(lac_gaps) != len(piece.lacunae) or len(lac_gaps) != len(result.gaps):
+        for i in piece.fill:
+            outcomes[i].reason = f"internal: {len(result.gaps)} gaps decoded for {len(piece.lacunae)} lacunae"
+        return
+    for j, i in enumerate(piece.lacunae):
+        if i is None or i not in piece.fill:
+            continue
+        readings = gap_readings(result, j)
+        o = outcomes[i]
+        o.status, o.reason = "restored", ""
+        o.fill, o.prob = readings[0]
+        o.alternatives = readings[1:]
+        fills[o.index] = (readings[0][0], readings[0][1], readings[1:])
+
+
 def _strip_dots(s: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFD", s).replace("\u0323", ""))
 
@@ -332,6 +373,7 @@ def _strip_dots(s: str) -> str:
 class _Plan:
     kind: str  # "fill" | "context" | "cut"
     reason: str = ""
+    slots: int = 0  # slots the decoder gives it (0 for a cut)
 
 
 def _plan(el: etree._Element | None, lac: Lacuna, notation: str, parse_input: Any, opts: dict[str, Any], max_slots: int) -> _Plan:
@@ -343,22 +385,23 @@ def _plan(el: etree._Element | None, lac: Lacuna, notation: str, parse_input: An
     if unit != "character":
         return _Plan("cut", "lines" if unit == "line" else f"unit {unit}")
     try:
-        parse_input("α" + notation, unknown_width=opts["unknown_width"], about_margin=opts["about_margin"],
-                    max_slots=max_slots, limit_why="the model's window")
+        _, parsed = parse_input("α" + notation, unknown_width=opts["unknown_width"], about_margin=opts["about_margin"],
+                                max_slots=max_slots, limit_why="the model's window")
     except GapTooWideError:
         return _Plan("cut", "too wide")
     except RestoreError:
         return _Plan("cut", "width unreadable")
+    slots = sum(g.slots for g in parsed)
     if el is None:
-        return _Plan("context")
+        return _Plan("context", slots=slots)
     qty = (el.get("quantity") or "").strip()
     if qty.isdigit() and int(qty) > MAX_GAP_LETTERS:  # the reader writes it as [---]
         return _Plan("cut", "too wide")
     if (el.get("reason") or "").strip() != "lost":
-        return _Plan("context", (el.get("reason") or "").strip() or "no reason")
+        return _Plan("context", (el.get("reason") or "").strip() or "no reason", slots)
     if lac.max_width is None and (el.get("extent") or "").strip() != "unknown":
-        return _Plan("context", "width unreadable")
-    return _Plan("fill")
+        return _Plan("context", "width unreadable", slots)
+    return _Plan("fill", slots=slots)
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -466,41 +509,55 @@ def _parse(data: bytes, name: str) -> etree._Element:
         raise EpiDocRestoreError(f"{name}:{line}: malformed XML ({e.msg}); repair the markup at that line") from None
 
 
-def restore_epidoc(
-    model: Any,
-    path_or_xml: str | bytes | Path,
-    *,
-    top_k: int = 5,
-    beam: int | None = None,
-    unknown_width: int = 20,
-    about_margin: float = 0.25,
-    window: int | None = None,
-    when: str | None = None,
-    config: Any = None,
-    device: str = "auto",
-) -> EpiDocResult:
-    """Fill the lacunae of the Greek edition of one EpiDoc file (module docstring).
+@dataclass
+class Piece:
+    """One call of the decoder: ``text`` (Leiden, dots below removed), and for each of its
+    lacunae in order the index of its :class:`GapOutcome` (``None`` for a lacuna the reader
+    made of other markup); ``fill``: the outcomes among them to fill."""
 
-    ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` or a path for
-    :func:`~stoicheia.inference.loading.load_model` (``config``/``device`` passed on).
-    ``path_or_xml``: a file path, or the XML itself (``bytes``, or a ``str`` starting with
-    ``<``). ``top_k``, ``beam``, ``unknown_width`` (letters of an ``extent="unknown"`` gap at
-    most), ``about_margin`` and ``window`` (slots) are those of
-    :func:`~stoicheia.inference.restore.restore`. ``when``: the date of the ``<change>``
-    (default today, UTC, ``YYYY-MM-DD``).
+    text: str
+    lacunae: list[int | None]
+    fill: list[int]
 
-    Returns an :class:`EpiDocResult`: the restored bytes (the input bytes unchanged when no
-    gap was restored) and the outcome of every gap. Raises :class:`EpiDocRestoreError` (a
-    ``ValueError``) for a file that is not UTF-8, malformed XML, not TEI P5, without a primary
-    edition, without Greek, or without a ``<titleStmt>``; and
-    :class:`~stoicheia.inference.restore.RestoreError` for an option out of range.
-    """
-    from stoicheia.inference.loading import LoadedModel, load_model
-    from stoicheia.inference.restore import RestoreError, check_options, parse_input, restore
 
-    check_options(unknown_width=unknown_width, about_margin=about_margin, window=window)
-    if top_k < 1 or (beam is not None and beam < top_k):
-        raise RestoreError(f"top_k={top_k}, beam={beam}: give top_k >= 1 and beam >= top_k")
+@dataclass
+class EpiDocPlan:
+    """What :func:`restore_epidoc` will do with a file, decided before any model runs
+    (:func:`plan_epidoc`): ``gaps`` one :class:`GapOutcome` per ``<gap>`` (``"left"`` with its
+    reason, or ``"refused"`` until a piece restores it), ``pieces`` the decoder's calls, in
+    order; ``to_fill`` the gaps to fill. ``data``/``doc``/``spans``/``gap_spans``: the bytes,
+    the parsed tree, every element's byte span and each gap's."""
+
+    source: str
+    data: bytes
+    doc: Any
+    spans: dict[Any, _Span]
+    gaps: list[GapOutcome]
+    gap_spans: dict[int, _Span]
+    pieces: list[Piece]
+
+    @property
+    def to_fill(self) -> int:
+        """Gaps the pieces are to fill."""
+        return sum(len(p.fill) for p in self.pieces)
+
+
+def plan_epidoc(path_or_xml: str | bytes | Path, *, window: int = 512, unknown_width: int = 20,
+                about_margin: float = 0.25) -> EpiDocPlan:
+    """Read an EpiDoc file and plan its restoration (module docstring): each gap's fate, and
+    the pieces of the Greek edition the decoder is given, each at most ``window`` slots where
+    a word break allows (:mod:`~stoicheia.inference.epidoc_restore_pieces`). No model runs.
+    Linear in the size of the file. ``path_or_xml``, ``unknown_width``, ``about_margin``: as
+    for :func:`restore_epidoc`; ``window``: the slots the model sees at once.
+
+    Raises :class:`EpiDocRestoreError` as :func:`restore_epidoc` does (a file it refuses)."""
+    return _plan_edition(_read_edition(path_or_xml), window=window, unknown_width=unknown_width,
+                         about_margin=about_margin)
+
+
+def _read_edition(path_or_xml: str | bytes | Path) -> tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]]:
+    """``(name, bytes, tree, Greek units, element spans)`` of a file; raises
+    :class:`EpiDocRestoreError` for a file that cannot be restored."""
     name, data = _read(path_or_xml)
     doc = _parse(data, name)
     units = _greek_units(doc, name)
@@ -508,25 +565,30 @@ def restore_epidoc(
         spans = _locate(doc, data)
     except ValueError as err:
         raise EpiDocRestoreError(f"{name}: the elements cannot be located in the bytes ({err}); report this file") from None
-    loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
-    trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
-    max_slots = window or trained
-    opts = {"unknown_width": unknown_width, "about_margin": about_margin}
+    return name, data, doc, units, spans
 
+
+def _plan_edition(read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]], *, window: int, unknown_width: int,
+                  about_margin: float) -> EpiDocPlan:
+    from stoicheia.inference.restore import parse_input
+
+    name, data, doc, units, spans = read
+    opts = {"unknown_width": unknown_width, "about_margin": about_margin}
     outcomes: list[GapOutcome] = []
-    fills: dict[int, tuple[str, float, list[tuple[str, float]]]] = {}  # outcome index -> reading
     gap_spans: dict[int, _Span] = {}
+    out: list[Piece] = []
     for unit in units:
         plans: list[_Plan] = []
-        owner: dict[int, int] = {}  # lacuna of the unit -> its outcome
-        for k, (el, lac) in enumerate(zip(unit.elements, unit.lacunae, strict=True)):
+        owner: list[int | None] = []  # lacuna of the unit -> its outcome
+        for el, lac in zip(unit.elements, unit.lacunae, strict=True):
             notation = unit.text[lac.start - 1 : lac.end + 1]
-            plan = _plan(el, lac, notation, parse_input, opts, max_slots)
+            plan = _plan(el, lac, notation, parse_input, opts, window)
             plans.append(plan)
             if el is None:
+                owner.append(None)
                 continue
             sp = spans[el]
-            owner[k] = len(outcomes)
+            owner.append(len(outcomes))
             gap_spans[len(outcomes)] = sp
             outcomes.append(GapOutcome(len(outcomes), el.sourceline or 0, sp.start, sp.end, notation.strip(),
                                        "left" if plan.kind != "fill" else "refused", plan.reason))
@@ -541,31 +603,75 @@ def restore_epidoc(
                 members.append(k)
         parts.append((a, len(unit.text), members))
         for lo, hi, members in parts:
-            todo = [k for k in members if plans[k].kind == "fill"]
-            if not todo:
+            if not any(plans[k].kind == "fill" for k in members):
                 continue
-            text = _strip_dots(unit.text[lo:hi]).strip()
-            try:
-                result = restore(loaded, text, top_k=top_k, beam=beam, unknown_width=unknown_width,
-                                 about_margin=about_margin, window=window)
-            except RestoreError as err:
-                for k in todo:
-                    outcomes[owner[k]].reason = str(err)
-                continue
-            lac_gaps = [j for j, g in enumerate(result.gaps) if g.kind == "lacuna"]
-            if len(lac_gaps) != len(members) or len(lac_gaps) != len(result.gaps):
-                for k in todo:
-                    outcomes[owner[k]].reason = f"internal: {len(result.gaps)} gaps decoded for {len(members)} lacunae"
-                continue
-            for j, k in enumerate(members):
-                if plans[k].kind != "fill":
-                    continue
-                readings = gap_readings(result, j)
-                o = outcomes[owner[k]]
-                o.status, o.reason = "restored", ""
-                o.fill, o.prob = readings[0]
-                o.alternatives = readings[1:]
-                fills[o.index] = (readings[0][0], readings[0][1], readings[1:])
+            # a part longer than the window is restored piece by piece (epidoc_restore_pieces)
+            lacs = {unit.lacunae[k].start: (unit.lacunae[k].end, plans[k].slots) for k in members}
+            at = 0  # members are in text order: the first one not yet in a piece
+            for a, b in pieces(unit.text, lo, hi, lacs, window):
+                inside = []
+                while at < len(members) and unit.lacunae[members[at]].start < b:
+                    inside.append(members[at])
+                    at += 1
+                fill = [owner[k] for k in inside if plans[k].kind == "fill"]
+                if fill:
+                    out.append(Piece(_strip_dots(unit.text[a:b]).strip(), [owner[k] for k in inside], fill))  # type: ignore[misc]
+    return EpiDocPlan(name, data, doc, spans, outcomes, gap_spans, out)
+
+
+def restore_epidoc(
+    model: Any,
+    path_or_xml: str | bytes | Path,
+    *,
+    top_k: int = 5,
+    beam: int | None = None,
+    unknown_width: int = 20,
+    about_margin: float = 0.25,
+    window: int | None = None,
+    when: str | None = None,
+    config: Any = None,
+    device: str = "auto",
+    progress: Callable[[int, int], None] | None = None,
+) -> EpiDocResult:
+    """Fill the lacunae of the Greek edition of one EpiDoc file (module docstring).
+
+    ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` or a path for
+    :func:`~stoicheia.inference.loading.load_model` (``config``/``device`` passed on).
+    ``path_or_xml``: a file path, or the XML itself (``bytes``, or a ``str`` starting with
+    ``<``). ``top_k``, ``beam``, ``unknown_width`` (letters of an ``extent="unknown"`` gap at
+    most), ``about_margin`` and ``window`` (slots) are those of
+    :func:`~stoicheia.inference.restore.restore`. ``when``: the date of the ``<change>``
+    (default today, UTC, ``YYYY-MM-DD``). ``progress``: called as ``progress(done, total)``
+    with the gaps to fill (``total``) and those decided so far, once before decoding and
+    after each piece (a large file reports as it goes).
+
+    Returns an :class:`EpiDocResult`: the restored bytes (the input bytes unchanged when no
+    gap was restored) and the outcome of every gap. Raises :class:`EpiDocRestoreError` (a
+    ``ValueError``) for a file that is not UTF-8, malformed XML, not TEI P5, without a primary
+    edition, without Greek, or without a ``<titleStmt>``; and
+    :class:`~stoicheia.inference.restore.RestoreError` for an option out of range.
+    """
+    from stoicheia.inference.loading import LoadedModel, load_model
+    from stoicheia.inference.restore import RestoreError, check_options, restore
+
+    check_options(unknown_width=unknown_width, about_margin=about_margin, window=window)
+    if top_k < 1 or (beam is not None and beam < top_k):
+        raise RestoreError(f"top_k={top_k}, beam={beam}: give top_k >= 1 and beam >= top_k")
+    read = _read_edition(path_or_xml)  # a file it refuses is said before a model is loaded
+    loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
+    plan = _plan_edition(read, window=window or trained, unknown_width=unknown_width, about_margin=about_margin)
+    name, data, doc, spans, outcomes = plan.source, plan.data, plan.doc, plan.spans, plan.gaps
+    fills: dict[int, tuple[str, float, list[tuple[str, float]]]] = {}  # outcome index -> reading
+    done = 0
+    if progress is not None and plan.to_fill:
+        progress(0, plan.to_fill)
+    for piece in plan.pieces:
+        _restore_piece(loaded, piece, outcomes, fills, restore, RestoreError, top_k=top_k, beam=beam,
+                       unknown_width=unknown_width, about_margin=about_margin, window=window)
+        done += len(piece.fill)
+        if progress is not None:
+            progress(done, plan.to_fill)
     if not fills:
         return EpiDocResult(name, data, outcomes)
 
@@ -575,7 +681,7 @@ def restore_epidoc(
     for o in outcomes:
         if o.index in fills:
             f, p, alts = fills[o.index]
-            pre = _prefix(gap_spans[o.index])
+            pre = _prefix(plan.gap_spans[o.index])
             xid = _unique_id(f"{resp}-{o.index + 1}", taken)
             edits.append((o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts).encode("utf-8")))
     when = when or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
