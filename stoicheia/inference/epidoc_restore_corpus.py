@@ -86,6 +86,38 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
     return pairs
 
 
+#: seconds between the lines that say how far a long file is, on no terminal
+FILE_LINE_EVERY = 60.0
+
+
+class _FileGaps:
+    """Progress within one file (a large file takes hours): on a terminal a second bar row,
+    ``<file>: gaps done/total, ETA``, shown while the file is restored; on no terminal a line
+    every :data:`FILE_LINE_EVERY` seconds once a file has taken that long. ``__call__`` is the
+    ``progress(done, total)`` of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`."""
+
+    def __init__(self, bar: Any, say: Callable[[str], None], src: Path) -> None:
+        self.bar, self.say, self.src = bar, say, src
+        self.task: Any = None
+        self.t0 = self.last = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is not None:
+            if self.task is None:
+                self.task = self.bar.add_task(f"  {self.src.name}", total=total, note="", unit="gaps")
+            self.bar.update(self.task, completed=done)
+            return
+        now = time.perf_counter()
+        if now - self.last >= FILE_LINE_EVERY and 0 < done < total:
+            self.last = now
+            eta = (now - self.t0) / done * (total - done)
+            self.say(f"stoicheia restore: {self.src}: {done}/{total} gaps decided, {now - self.t0:.0f} s, about {eta:.0f} s to go")
+
+    def close(self) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.remove_task(self.task)
+
+
 def _progress(total: int) -> tuple[Any, Any, Callable[[str], None]]:
     """A rich progress bar on a terminal (files, gaps, ETA) and the function that prints one
     line above it; on no terminal, no bar and lines on stderr."""
@@ -102,11 +134,11 @@ def _progress(total: int) -> tuple[Any, Any, Callable[[str], None]]:
     )
 
     console = Console(stderr=True)
-    bar = Progress(TextColumn("restoring EpiDoc"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-                   TextColumn("{task.fields[gaps]} gaps restored"), TimeElapsedColumn(), TextColumn("ETA"),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
+                   TextColumn("{task.fields[note]}"), TimeElapsedColumn(), TextColumn("ETA"),
                    TimeRemainingColumn(), console=console, transient=True)
     bar.start()
-    task = bar.add_task("epidoc", total=total, gaps=0)
+    task = bar.add_task("restoring EpiDoc", total=total, note="0 gaps restored", unit="files")
     return bar, task, lambda msg: console.print(msg, markup=False, highlight=False, soft_wrap=True)
 
 
@@ -162,13 +194,16 @@ def restore_corpus(
                 if dst.exists():
                     summary.skipped += 1
                     continue
+                within = _FileGaps(bar, say, src)
                 try:
-                    result = restore_epidoc(model, src, **options)
+                    result = restore_epidoc(model, src, progress=within, **options)
                 except (EpiDocRestoreError, RestoreError) as err:
                     summary.refused += 1
                     msg = str(err)
                     say(f"stoicheia restore: {msg if msg.startswith(str(src)) else f'{src}: {msg}'}")
                     continue
+                finally:
+                    within.close()
                 _write_atomic(dst, result.xml)
                 summary.written += 1
                 for g in result.gaps:
@@ -183,7 +218,7 @@ def restore_corpus(
                           result.count("refused"))
             finally:
                 if bar is not None:
-                    bar.update(task, advance=1, gaps=summary.restored)
+                    bar.update(task, advance=1, note=f"{summary.restored} gaps restored")
     finally:
         if bar is not None:
             bar.stop()
