@@ -226,6 +226,75 @@ def test_xml_given_as_text_and_determinism(corpus_root, model):
     assert a.xml == b.xml and b.source == "<xml>"
 
 
+def _long_edition(corpus_root: Path, name: str, repeats: int, folder: Path) -> Path:
+    """``name`` with the content of its edition's ``<ab>`` repeated ``repeats`` times: one long
+    edition (a large file in small), built in ``folder``."""
+    data = _isicily(corpus_root, name).read_bytes()
+    m = re.search(rb"(<div type=\"edition\"[^>]*>\s*<ab>)(.*?)(</ab>)", data, re.S)
+    out = folder / f"long-{name}"
+    out.write_bytes(data[: m.start(2)] + m.group(2) * repeats + data[m.end(2) :])
+    return out
+
+
+def test_pieces_cut_at_word_breaks_outside_brackets_within_the_budget():
+    """A text over the budget is cut at spaces outside every bracket, into pieces of at most the
+    budget (in letter slots: a letter 1, a lacuna its slots) that cover it; the cut is the one
+    farthest from a lacuna among those leaving a piece at least half the budget; a text within
+    the budget is one piece; a run without spaces is cut before a letter."""
+    from stoicheia.inference.epidoc_restore_pieces import pieces, slot_offsets
+    from stoicheia.text.leiden import Lacuna, parse_leiden
+
+    text = "καὶ τοῦ [...] δήμου [καὶ τῆς] πόλεως [.5.] ἔδοξε τῇ βουλῇ καὶ τῷ δήμῳ [---] ἐπειδὴ"
+    lacs = {s.start: (s.end, s.max_width or 6) for s in parse_leiden(text) if isinstance(s, Lacuna)}
+    cum, outside = slot_offsets(text, lacs)
+    assert cum[-1] == 3 + 3 + 3 + 5 + 6 + 6 + 5 + 5 + 2 + 5 + 3 + 2 + 4 + 6 + 6  # letters and lacuna slots
+    assert pieces(text, 0, len(text), lacs, 200) == [(0, len(text))]
+    for budget in (30, 20, 12):
+        cuts = pieces(text, 0, len(text), lacs, budget)
+        assert cuts[0][0] == 0 and cuts[-1][1] == len(text)
+        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:], strict=False))
+        for a, b in cuts:
+            assert cum[b] - cum[a] <= budget, (budget, text[a:b])
+            parse_leiden(text[a:b])  # never inside a bracket: every piece is Leiden on its own
+        assert all(text[a].isspace() and outside[a] for a, _ in cuts[1:])
+    # budget 20, the second half of it: the cut after δήμου (slot 14, 5 slots from [...]) or
+    # after [καὶ τῆς] (slot 20, 6 slots from [.5.]): the one farther from a lacuna
+    assert [text[a:b].strip() for a, b in pieces(text, 0, len(text), lacs, 20)][0] == "καὶ τοῦ [...] δήμου [καὶ τῆς]"
+    continua = "ΚΑΙΤΟΥ[...]ΔΗΜΟΥΚΑΙΤΗΣΠΟΛΕΩΣ"
+    lacs = {s.start: (s.end, 3) for s in parse_leiden(continua) if isinstance(s, Lacuna)}
+    cuts = pieces(continua, 0, len(continua), lacs, 10)
+    assert "".join(continua[a:b] for a, b in cuts) == continua and len(cuts) == 3
+    assert all(parse_leiden(continua[a:b]) for a, b in cuts)
+
+
+def test_a_long_edition_is_restored_in_pieces_of_the_window(corpus_root, model, tmp_path):
+    """A long edition (a large file in small) is planned in pieces that each fit the model's
+    window, every gap to fill in one piece, and restored in full with its progress reported;
+    the bytes outside the restored gaps do not change."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc, restore_epidoc
+    from stoicheia.inference.restore import parse_input
+
+    src = _long_edition(corpus_root, "ISic001375.xml", 12, tmp_path)
+    window = int(model.config["data"]["seq_len"])
+    plan = plan_epidoc(src, window=window, unknown_width=FAST["unknown_width"])
+    to_fill = [g.index for g in plan.gaps if g.status == "refused"]
+    assert len(plan.gaps) == 36 and len(to_fill) == 36
+    assert len(plan.pieces) > 1
+    assert sorted(i for p in plan.pieces for i in p.fill) == to_fill  # each gap in exactly one piece
+    for p in plan.pieces:
+        items, gaps = parse_input(p.text, unknown_width=FAST["unknown_width"])
+        slots = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
+        assert slots <= window, p.text
+    seen: list[tuple[int, int]] = []
+    result = restore_epidoc(model, src, progress=lambda done, total: seen.append((done, total)), **FAST)
+    assert result.count("restored") == 36
+    assert seen[0] == (0, 36) and seen[-1] == (36, 36) and len(seen) == len(plan.pieces) + 1
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    before = src.read_bytes()
+    stripped = _ADDED_HEADER.sub(b"", _ADDED_GAP.sub(b"\x00GAP\x00", result.xml))
+    assert stripped == re.sub(rb"<gap [^>]*/>", b"\x00GAP\x00", before)
+
+
 # --- the corpus run -------------------------------------------------------------------------
 
 
