@@ -25,6 +25,7 @@ from lxml import etree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STATIC = REPO / "stoicheia" / "serve" / "static"
+TEI = "{http://www.tei-c.org/ns/1.0}"
 
 
 @pytest.fixture(scope="module")
@@ -343,6 +344,45 @@ def test_examples_are_the_scripts_output(tmp_path, corpus_root):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["licence"] == "CC BY 4.0" and len(data["examples"]) == 3
     assert all(e["id"].endswith("4") and "[" in e["text"] for e in data["examples"])
+
+
+def test_examples_show_lost_lines_as_leiden_and_offer_no_gap_for_them(client, corpus_root):
+    """A ``<gap unit="line">`` of an example's edition is ``- - - - - -`` on a line of its own,
+    not a lacuna: every lacuna of the example text is a ``<gap>`` of letters of its edition;
+    the restorer leaves the lost line as it is, and "Copy as EpiDoc" writes it as a gap of a
+    line."""
+    from stoicheia.text.leiden import Lacuna, parse_leiden
+
+    data = json.loads((STATIC / "examples.json").read_text(encoding="utf-8"))
+    lost_somewhere = False
+    for e in data["examples"]:
+        root = etree.parse(str(corpus_root / "isicily" / "inscriptions" / f"{e['id']}.xml")).getroot()
+        edition = next(d for d in root.iter(f"{TEI}div") if d.get("type") == "edition")
+        gaps = list(edition.iter(f"{TEI}gap"))
+        lines = sum(int(g.get("quantity") or 1) for g in gaps if g.get("unit") == "line")
+        lost_somewhere |= lines > 0
+        rows = e["text"].split("\n")
+        assert sum(1 for r in rows if r == "- - - - - -") == lines, e["id"]
+        assert sum(isinstance(x, Lacuna) for x in parse_leiden(e["text"])) == len(gaps) - sum(
+            1 for g in gaps if g.get("unit") == "line"), e["id"]
+        if lines:
+            body = client.post("/restore", json={"text": e["text"], "top_k": 1}).json()
+            assert all("- - -" not in g["notation"] for g in body["gaps"])
+            assert body["restorations"][0]["text"].endswith("\n- - - - - -")
+            assert body["epidoc"][0].endswith('<gap reason="lost" extent="unknown" unit="line"/></ab>')
+    assert lost_somewhere  # the examples hold a lost line (else this test tests nothing)
+
+
+def test_fragment_writes_a_lost_line_as_a_gap_of_a_line():
+    from stoicheia.serve.fragment import epidoc_ab
+
+    data = {"input": "- - - - - -\nτῇ πρὸ [...] καλανδῶν\n------\nκαὶ - -", "gaps": [{"index": 0, "kind": "lacuna"}],
+            "restorations": [{"fills": ["δεκ"]}]}
+    ab = epidoc_ab(data)
+    gap = '<gap reason="lost" extent="unknown" unit="line"/>'
+    assert ab == ('<ab xml:space="preserve"><lb n="1"/>' + gap + '\n<lb n="2"/>τῇ πρὸ <supplied reason="lost" cert="low" '
+                  'resp="#stoicheia">δεκ</supplied> καλανδῶν\n<lb n="3"/>' + gap + '\n<lb n="4"/>καὶ - -</ab>')
+    etree.fromstring(ab)
 
 
 def test_static_files_ship_with_the_package():

@@ -17,6 +17,9 @@ lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoichei
 ``(?)`` ``(!)`` ``(sic)``    ``<note>`` holding the remark
 a new line, ``|``            ``<lb n="N"/>`` (``|`` between two letters, no blank either side:
                             ``<lb n="N" break="no"/>``, the word runs on)
+``- - - - - -`` (own line)  ``<lb n="N"/><gap reason="lost" extent="unknown" unit="line"/>``: the
+                            Leiden for lost lines, dashes alone on a line (the restorer reads
+                            them as text: no gap of letters)
 ==========================  ====================================================================
 """
 
@@ -59,24 +62,39 @@ def _base(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L"))
 
 
-class _Lines:
-    """Text with ``<lb n="N"/>`` at each new line (the first line gets ``n="1"``)."""
+#: a line holding only dashes (at least three, blanks between them allowed): lost lines
+_LOST_LINE = re.compile(r"[\-\u2010-\u2015\u2212](?:\s*[\-\u2010-\u2015\u2212]){2,}")
+LOST_LINE_GAP = '<gap reason="lost" extent="unknown" unit="line"/>'
 
-    def __init__(self) -> None:
+
+class _Lines:
+    """Text with ``<lb n="N"/>`` at each new line (the first line gets ``n="1"``); the rows
+    (0-based, by new line) in ``lost`` are lost lines, written as :data:`LOST_LINE_GAP`."""
+
+    def __init__(self, lost: set[int] | frozenset[int] = frozenset()) -> None:
         self.out: list[str] = ['<lb n="1"/>']
         self.line = 1
+        self.row = 0
+        self.lost = lost
+        self.written: set[int] = set()
 
     def text(self, s: str) -> None:
         parts = s.split("\n")
         self._line(parts[0])
         for p in parts[1:]:
             self.line += 1
+            self.row += 1
             self.out.append(f'\n<lb n="{self.line}"/>')
             self._line(p)
 
     def _line(self, s: str) -> None:
         """``s`` (no new line) with each ``|`` line division as an ``<lb/>``; without a blank on
         either side (a word broken across the lines) it gets ``break="no"``."""
+        if self.row in self.lost:  # its dashes (in one piece or several): the gap, once
+            if self.row not in self.written:
+                self.written.add(self.row)
+                self.out.append(LOST_LINE_GAP)
+            return
         at = 0
         for m in _BAR.finditer(s):
             self.out.append(escape(s[at : m.start()]))
@@ -110,7 +128,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
             return "", None
         return fills[gi], data["gaps"][gi]
 
-    lines = _Lines()
+    lines = _Lines({i for i, row in enumerate(text.split("\n")) if _LOST_LINE.fullmatch(row.strip())})
     at = 0
     for seg in parse_leiden(text):
         # characters between segments are the [ ] of a lacuna or supplement: the element replaces them
