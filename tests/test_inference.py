@@ -426,9 +426,20 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
         for k in A.PLANES:
             assert np.array_equal(got[f"planes/{j}/{k}"], got[f"planes/{src}/{k}"]), (j, k)
     assert meta["one_text"] == want[0].planes.chars.tolist()
-    assert [e.split(":")[0] for e in meta["errors"]] == ["TypeError", "ValueError", "ValueError", "LeidenError"]
-    assert "truncation" in meta["errors"][0] and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
+    assert [e.split(":")[0] for e in meta["errors"]] == ["TypeError", "ValueError", "ValueError", "LeidenError", "ValueError"]
+    assert "stride" in meta["errors"][0] and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
     assert "'[' is never closed" in meta["errors"][3]
+    assert "without truncation" in meta["errors"][4]
+    # a text longer than model_max_length: encoded whole, one warning (once per tokenizer), cut
+    # only with truncation=True, to model_max_length or max_length, on the side asked
+    n_max = meta["model_max_length"]
+    whole = meta["long_planes"]
+    assert n_max == 96 and len(whole) > n_max
+    assert meta["long_whole"] == meta["long_again"] == len(whole)
+    assert len(meta["warnings"]) == 1 and len(meta["batch_warnings"]) == 1, meta
+    assert f"takes {len(whole)} letter slots, more than model_max_length=96" in meta["warnings"][0]
+    assert "truncation=True" in meta["warnings"][0]
+    assert meta["long_cut"] == whole[:96] and meta["long_cut_5"] == whole[:5] and meta["long_cut_left_5"] == whole[-5:]
 
     # the batch: the planes, padded with PAD and the UNKNOWN ids
     lengths = [len(w.planes) for w in want]

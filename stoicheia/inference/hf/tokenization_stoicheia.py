@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from transformers import BatchEncoding, PreTrainedTokenizer
+from transformers.utils import logging as hf_logging
 
 # transformers copies the files this module imports (and theirs) into its module cache.
 from .stoicheia_alphabet import (
@@ -52,6 +53,12 @@ from .stoicheia_encode import Encoded, encode_text
 from .stoicheia_leiden import parse_leiden  # noqa: F401
 from .stoicheia_planes import Planes
 from .stoicheia_render import planes_to_text
+
+#: under transformers' own logger, so its verbosity settings apply (set_verbosity_error() hides it)
+logger = hf_logging.get_logger("transformers.tokenization_stoicheia")
+#: the key of the too-long warning in ``deprecation_warnings`` (given once per tokenizer, as
+#: transformers' own tokenizers do)
+_TOO_LONG = "sequence-length-is-longer-than-the-specified-maximum"
 
 #: what a padding slot holds in each input plane
 _PAD_VALUES = {
@@ -145,24 +152,51 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
 
     def __call__(self, text: str | list[str], *, return_tensors: str | None = None,
                  padding: bool | str = True, return_attention_mask: bool = True,
-                 return_planes: bool = False, strict: bool = False, **kwargs: Any) -> BatchEncoding:
+                 return_planes: bool = False, strict: bool = False,
+                 truncation: bool | str | None = None, max_length: int | None = None,
+                 **kwargs: Any) -> BatchEncoding:
         """Encode one text or a list of texts (class docstring for the keys).
 
         ``return_tensors``: ``"pt"`` or ``"np"`` for ``(B, T)`` int64 arrays (one text gives
         B = 1), ``None`` for lists (one text: flat lists). ``padding``: ``True``/``"longest"``
         pads to the longest text; ``False``/``"do_not_pad"`` leaves the rows as long as their
-        texts (then tensors need texts of one length). Raises ``ValueError`` for a text with no
-        Greek letter (the message counts what was dropped), another ``padding``, or rows of
-        unequal length with ``padding=False`` and tensors; ``TypeError`` for an option this
-        tokenizer does not take (``truncation``, ``max_length``, ...: a text is never cut; a
-        text longer than the rows the model was trained on, ``tok.model_max_length``, is better
-        restored with ``stoicheia restore``, which decodes it window by window).
+        texts (then tensors need texts of one length).
+
+        Long texts. A text is cut only when asked: ``truncation=True`` (or
+        ``"longest_first"``/``"only_first"``) keeps its first ``max_length`` letter slots
+        (default ``tok.model_max_length``, the rows the model was trained on; the last ones
+        with ``tok.truncation_side = "left"``). Without it, a text longer than
+        ``model_max_length`` is encoded whole and a warning is logged (once per tokenizer, on
+        transformers' logger, as its own tokenizers do): the model runs on such a row, but it
+        was never trained on rows that long; ``stoicheia restore`` decodes a long text window
+        by window.
+
+        Raises ``ValueError`` for a text with no Greek letter (the message counts what was
+        dropped), another ``padding`` or ``truncation``, ``max_length`` below 1 or given
+        without ``truncation``, or rows of unequal length with ``padding=False`` and tensors;
+        ``TypeError`` for an option this tokenizer does not take (``stride``,
+        ``return_offsets_mapping``, ...).
         """
         if kwargs:
             raise TypeError(
                 f"unexpected option(s) {', '.join(sorted(kwargs))}; the tokenizer takes "
-                "return_tensors, padding, return_attention_mask, return_planes and strict"
+                "return_tensors, padding, return_attention_mask, return_planes, strict, "
+                "truncation and max_length"
             )
+        if truncation not in (None, False, True, "do_not_truncate", "longest_first", "only_first"):
+            raise ValueError(
+                f"truncation={truncation!r}: pass truncation=True to cut texts to max_length "
+                "letter slots (one text per row: 'longest_first' and 'only_first' do the same)"
+            )
+        cut = truncation not in (None, False, "do_not_truncate")
+        if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
+            raise ValueError(f"max_length={max_length!r}: give a number of letter slots >= 1")
+        if max_length is not None and not cut:
+            raise ValueError(
+                f"max_length={max_length} without truncation: a text is cut only when asked; "
+                "pass truncation=True with it (padding is always to the longest text)"
+            )
+        limit = max_length if max_length is not None else self.model_max_length
         single = isinstance(text, str)
         texts = [text] if single else list(text)
         if not texts:
@@ -176,7 +210,12 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
                     f"text {i} holds no Greek letter (dropped: {dropped}); give Greek text "
                     "(polytonic Unicode, Leiden notation for lacunae)"
                 )
-            rows.append(enc.planes)
+            planes = enc.planes
+            if cut and len(planes) > limit:
+                planes = planes[len(planes) - limit:] if self.truncation_side == "left" else planes[:limit]
+            elif not cut and len(planes) > self.model_max_length:
+                self._warn_too_long(i, len(planes))
+            rows.append(planes)
         keys = ["input_ids", "boundary", "dia", "punct"]
         keys += ["attention_mask"] if return_attention_mask else []
         keys += ["cap", "lacuna"] if return_planes else []
@@ -208,6 +247,19 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
             else:
                 data[key] = out[0] if single else out
         return BatchEncoding(data, tensor_type=return_tensors)
+
+    def _warn_too_long(self, i: int, n: int) -> None:
+        """The too-long warning, once per tokenizer (transformers' ``deprecation_warnings``)."""
+        if self.deprecation_warnings.get(_TOO_LONG, False):
+            return
+        self.deprecation_warnings[_TOO_LONG] = True
+        logger.warning(
+            f"text {i} takes {n} letter slots, more than model_max_length={self.model_max_length} "
+            "(the rows the model was trained on): it is encoded whole and the model runs on it, "
+            "but was never trained on rows this long; pass truncation=True to cut texts to "
+            f"{self.model_max_length} slots, or restore long texts with `stoicheia restore`, "
+            "which decodes them window by window (this warning is given once)"
+        )
 
     # --- model outputs -> text ---------------------------------------------------------------
 
