@@ -195,6 +195,86 @@ def test_concurrent_requests_each_get_their_own_answer(client):
     assert got == serial * 2
 
 
+def _uvicorn(app):
+    """``app`` served on 127.0.0.1:<free port> by uvicorn in a thread: ``(base URL, server,
+    thread)`` (set ``server.should_exit`` to stop it)."""
+    import time
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not srv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the test server did not start"
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}", srv, thread
+
+
+def test_a_request_whose_client_leaves_stops_decoding_and_frees_the_model(model, corpus_root):
+    """The page's Cancel aborts its fetch: the server sees the connection closed, stops the
+    decoding at its next forward pass and releases the model lock, so the next request (another
+    tab) is answered at once instead of after the abandoned one; an abandoned EpiDoc upload
+    stops the same way."""
+    import time
+
+    import httpx
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.inference.restore import restore
+    from stoicheia.serve.app import create_app
+
+    passes = []
+
+    class Slow(LoadedModel):  # the tiny model at 20 forward passes a second: a long decoding
+        def __call__(self, batch):
+            passes.append(time.monotonic())
+            time.sleep(0.05)
+            return super().__call__(batch)
+
+    slow = Slow(model.encoder, model.config, model.source, model.kind, step=model.step)
+    long_text = " ".join(["καὶ τοῦ δή[....] τοῦ [-ca.6-] ἑαυτοῦ [---] χαῖρε"] * 3)
+    full = []
+    restore(model, long_text, top_k=3, progress=lambda done, total: full.append(done))
+    assert len(full) > 150  # forward passes of the whole decoding: over 7 s on the slow model
+    app = create_app(slow)
+    lock = app.state.lock
+    base, srv, thread = _uvicorn(app)
+    try:
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up after 1 s and closes
+            httpx.post(base + "/restore", json={"text": long_text, "top_k": 3}, timeout=httpx.Timeout(5.0, read=1.0))
+        left = time.monotonic()
+        assert lock.acquire(timeout=3.0), "the abandoned decoding still holds the model"
+        freed = time.monotonic() - left
+        lock.release()
+        n = len(passes)
+        time.sleep(0.5)
+        assert len(passes) == n, "the abandoned decoding goes on"
+        assert 0 < n < len(full) / 2 and freed < 2.0, (n, len(full), freed)
+        t0 = time.monotonic()
+        r = httpx.post(base + "/restore", json={"text": "καὶ τοῦ [..]", "top_k": 1}, timeout=60)
+        assert r.status_code == 200 and r.json()["gaps"][0]["notation"] == "[..]"
+        assert time.monotonic() - t0 < 5.0
+        # an EpiDoc upload abandoned the same way
+        xml = (corpus_root / "isicily" / "inscriptions" / "ISic001375.xml").read_bytes()
+        passes.clear()
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(base + "/restore-epidoc", files={"file": ("a.xml", xml)}, data={"top_k": "5"},
+                       timeout=httpx.Timeout(5.0, read=1.0))
+        assert lock.acquire(timeout=3.0), "the abandoned EpiDoc restoration still holds the model"
+        lock.release()
+        n = len(passes)
+        time.sleep(0.5)
+        assert 0 < n == len(passes)
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=30)
+
+
 def test_the_model_is_loaded_once(model, monkeypatch):
     """Requests use the model given to create_app; nothing loads another."""
     from stoicheia.inference import loading
@@ -295,8 +375,9 @@ def test_restore_epidoc_wiring(client, monkeypatch):
             self.xml = xml
             self.gaps = [Outcome("restored"), Outcome("left"), Outcome("restored")]
 
-    def fake(model, xml, *, top_k, unknown_width):  # the endpoint passes the bytes and options on
+    def fake(model, xml, *, top_k, unknown_width, on_step):  # the endpoint passes the bytes and options on
         seen.update(xml=xml, top_k=top_k, unknown_width=unknown_width)
+        on_step()  # the cancel check: the client is still there
         return Result(xml.replace(b"gap", b"supplied"))
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", fake, raising=False)

@@ -632,6 +632,7 @@ def restore_epidoc(
     config: Any = None,
     device: str = "auto",
     progress: Callable[[int, int], None] | None = None,
+    on_step: Callable[[], None] | None = None,
 ) -> EpiDocResult:
     """Fill the lacunae of the Greek edition of one EpiDoc file (module docstring).
 
@@ -643,7 +644,9 @@ def restore_epidoc(
     :func:`~stoicheia.inference.restore.restore`. ``when``: the date of the ``<change>``
     (default today, UTC, ``YYYY-MM-DD``). ``progress``: called as ``progress(done, total)``
     with the gaps to fill (``total``) and those decided so far, once before decoding and
-    after each piece (a large file reports as it goes).
+    after each piece (a large file reports as it goes). ``on_step``: called after every
+    forward pass of the decoder (the server's cancel check: an exception raised there stops
+    the restoration and is raised to the caller).
 
     Returns an :class:`EpiDocResult`: the restored bytes (the input bytes unchanged when no
     gap was restored) and the outcome of every gap. Raises :class:`EpiDocRestoreError` (a
@@ -668,7 +671,8 @@ def restore_epidoc(
         progress(0, plan.to_fill)
     for piece in plan.pieces:
         _restore_piece(loaded, piece, outcomes, fills, restore, RestoreError, top_k=top_k, beam=beam,
-                       unknown_width=unknown_width, about_margin=about_margin, window=window)
+                       unknown_width=unknown_width, about_margin=about_margin, window=window,
+                       progress=(lambda done, total: on_step()) if on_step is not None else None)
         done += len(piece.fill)
         if progress is not None:
             progress(done, plan.to_fill)

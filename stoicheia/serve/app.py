@@ -12,12 +12,20 @@
   ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so);
 * ``GET /model`` what is loaded; ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is off: it loads Swagger UI from a CDN).
 
-Concurrency. The model is loaded once, by the caller, and shared. Handlers are plain
-functions, which FastAPI runs in its thread pool, and the decoding itself holds a lock, so
-requests from several tabs are answered one decoding at a time, each with its own result
-(the beam search keeps all its state in local variables; the lock keeps torch's own
-threads from being oversubscribed by parallel forward passes and makes the order of
-floating-point work, hence the answer, the same as on the command line).
+Concurrency. The model is loaded once, by the caller, and shared. The decoding runs in
+FastAPI's thread pool and holds a lock, so requests from several tabs are answered one
+decoding at a time, each with its own result (the beam search keeps all its state in local
+variables; the lock keeps torch's own threads from being oversubscribed by parallel forward
+passes and makes the order of floating-point work, hence the answer, the same as on the
+command line).
+
+Cancelling. A request whose client goes away (the page's Cancel button aborts its fetch; a
+closed tab; a client's timeout) stops being decoded: while the decoding runs, the handler
+asks the server every 0.1 s whether the client is still connected
+(``Request.is_disconnected``); when it is not, it sets a flag that the decoder's progress
+callback (called after every forward pass) checks, and the decoding ends there with
+:class:`Cancelled`, releasing the lock for the next request. A request still waiting for the
+lock when its client leaves never starts.
 
 Errors. Every refusal is ``{"error": "one line"}``: a body over the limit 413 (checked
 on ``Content-Length`` and while the body streams in), input the restorer refuses 422 with
@@ -27,6 +35,7 @@ prints), a malformed request 422 with the field and the fix.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -39,6 +48,7 @@ from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stoicheia.serve.fragment import epidoc_ab
@@ -142,6 +152,53 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+#: seconds between two checks that the client of a running request is still there
+DISCONNECT_POLL_S = 0.1
+
+
+class Cancelled(Exception):
+    """Raised inside a decoding (by its progress callback) whose client went away."""
+
+
+async def run_cancellable(request: Request, lock: threading.Lock, work: Any) -> Any:
+    """Run ``work(check)`` in the thread pool holding ``lock``, and stop it when the client of
+    ``request`` disconnects (module docstring, Cancelling). ``check(*_)`` raises
+    :class:`Cancelled` once the client has gone: ``work`` passes it as the decoder's progress
+    callback. Returns what ``work`` returns; raises :class:`Cancelled` for a request whose
+    client went away (after the work has stopped and the lock is free), and what ``work``
+    raises."""
+    gone = threading.Event()
+
+    def check(*_: Any) -> None:
+        if gone.is_set():
+            raise Cancelled("the client went away")
+
+    def job() -> Any:
+        while not lock.acquire(timeout=DISCONNECT_POLL_S):  # waiting for another tab's decoding
+            check()
+        try:
+            check()
+            return work(check)
+        finally:
+            lock.release()
+
+    task = asyncio.ensure_future(run_in_threadpool(job))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                gone.set()
+                await asyncio.wait({task})  # the decoding stops at its next forward pass
+                if task.exception() is None:
+                    return task.result()  # it had just finished
+                raise task.exception()
+    except asyncio.CancelledError:  # the server is shutting down: stop the decoding too
+        gone.set()
+        raise
+
+
 def _one_line(err: RequestValidationError) -> str:
     """A malformed request as one line: the first problem, its field and what is expected."""
     first = err.errors()[0] if err.errors() else {}
@@ -227,9 +284,10 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
 
     @app.post("/restore", response_model=RestoreResponse,
               responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
-    def restore_text(req: RestoreRequest) -> Any:
+    async def restore_text(req: RestoreRequest, request: Request) -> Any:
         """Restore a Leiden text: its gaps with their fills, letter probabilities, alternatives
-        and width distributions, and the top-k restorations of the whole text."""
+        and width distributions, and the top-k restorations of the whole text. A request whose
+        client disconnects stops being decoded (its answer, 499, is never read)."""
         supplements = req.supplements
         try:  # the notation first (no lock needed): a typo is answered at once
             parse_input(req.text, supplements=supplements, unknown_width=req.unknown_width, about_margin=req.about_margin)
@@ -237,12 +295,17 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
             pass  # said by restore() below, with the limit of the loaded model
         except RestoreError as err:
             return JSONResponse({"error": str(err)}, status_code=422)
+
+        def work(check: Any) -> Any:
+            return restore(model, req.text, top_k=req.top_k, respace=req.respace, supplements=supplements,
+                           unknown_width=req.unknown_width, about_margin=req.about_margin, progress=check)
+
         try:
-            with lock:
-                result = restore(model, req.text, top_k=req.top_k, respace=req.respace, supplements=supplements,
-                                 unknown_width=req.unknown_width, about_margin=req.about_margin)
+            result = await run_cancellable(request, lock, work)
         except RestoreError as err:
             return JSONResponse({"error": str(err)}, status_code=422)
+        except Cancelled:
+            return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         data = result.to_json()
         data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
         # with respace every letter's word division, accents and punctuation come from the
@@ -258,7 +321,8 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
                                    "schema": {"type": "string"}}}},
                          400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
                          500: {"model": ErrorResponse}, 501: {"model": ErrorResponse}})
-    def restore_epidoc_file(
+    async def restore_epidoc_file(
+        request: Request,
         file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
         top_k: Annotated[int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")] = 5,
         unknown_width: Annotated[int, Form(ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most")] = 20,
@@ -272,11 +336,16 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
                           "update Stoicheia, or restore the text in Leiden notation above"},
                 status_code=501,
             )
-        xml = file.file.read()
+        xml = await file.read()
         shown = Path(file.filename or "").name or "the uploaded file"
+
+        def work(check: Any) -> Any:
+            return fn(model, xml, top_k=top_k, unknown_width=unknown_width, on_step=check)
+
         try:
-            with lock:
-                out = fn(model, xml, top_k=top_k, unknown_width=unknown_width)
+            out = await run_cancellable(request, lock, work)
+        except Cancelled:
+            return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
             line = str(err).splitlines()[0]
             if line.startswith("<xml>"):  # restore_epidoc got bytes, not a path: name the file the user chose
@@ -299,4 +368,4 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     return app
 
 
-__all__ = ["BodyLimit", "MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "FONT_FILES", "STATIC", "create_app", "greek_fonts"]
+__all__ = ["BodyLimit", "Cancelled", "DISCONNECT_POLL_S", "MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "FONT_FILES", "STATIC", "create_app", "greek_fonts", "run_cancellable"]

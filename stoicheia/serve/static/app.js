@@ -5,6 +5,10 @@
 const $ = (id) => document.getElementById(id);
 let current = null;   // the last answer of /restore
 let shown = 0;        // which whole-text restoration is drawn
+// the request in flight (an AbortController): Cancel aborts its fetch, and the server, seeing
+// the connection closed, stops decoding it (the next request does not wait for it)
+let inflight = null;
+let fileInflight = null;
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -197,9 +201,12 @@ async function restoreText() {
   if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
   $("restore").disabled = true;
   $("busy").hidden = false;
+  $("run-status").textContent = "";
+  inflight = new AbortController();
+  $("cancel").hidden = false;
   try {
     const resp = await fetch("/restore", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(payload) });
+      body: JSON.stringify(payload), signal: inflight.signal });
     if (!resp.ok) { showError(await errorOf(resp)); return; }
     current = await resp.json();
     shown = 0;
@@ -209,8 +216,11 @@ async function restoreText() {
     drawGaps();
     $("copy-status").textContent = "";
   } catch (err) {
-    showError(`no answer from the server (${err.message}); is stoicheia serve still running?`);
+    if (err.name === "AbortError") $("run-status").textContent = "cancelled";
+    else showError(`no answer from the server (${err.message}); is stoicheia serve still running?`);
   } finally {
+    inflight = null;
+    $("cancel").hidden = true;
     $("restore").disabled = false;
     $("busy").hidden = true;
   }
@@ -242,8 +252,11 @@ async function restoreFile() {
   form.append("top_k", $("top-k").value);
   form.append("unknown_width", $("unknown-width").value);
   status.textContent = "restoring…";
+  fileInflight = new AbortController();
+  $("epidoc-cancel").hidden = false;
+  $("epidoc-restore").disabled = true;
   try {
-    const resp = await fetch("/restore-epidoc", { method: "POST", body: form });
+    const resp = await fetch("/restore-epidoc", { method: "POST", body: form, signal: fileInflight.signal });
     if (!resp.ok) { err.textContent = await errorOf(resp); err.hidden = false; status.textContent = ""; return; }
     const blob = await resp.blob();
     const a = el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.xml$/i, "") + ".restored.xml" });
@@ -253,9 +266,14 @@ async function restoreFile() {
     const gaps = resp.headers.get("X-Stoicheia-Gaps");
     status.textContent = `downloaded${gaps ? ` (gaps: ${gaps.replaceAll("=", " ")})` : ""}`;
   } catch (e) {
+    if (e.name === "AbortError") { status.textContent = "cancelled"; return; }
     err.textContent = `no answer from the server (${e.message}); is stoicheia serve still running?`;
     err.hidden = false;
     status.textContent = "";
+  } finally {
+    fileInflight = null;
+    $("epidoc-cancel").hidden = true;
+    $("epidoc-restore").disabled = false;
   }
 }
 
@@ -299,6 +317,8 @@ document.addEventListener("DOMContentLoaded", () => {
     current.respaced ? current.respaced[shown] : current.restorations[shown].text, "Leiden"));
   $("copy-epidoc").addEventListener("click", () => copyText(current.epidoc[shown], "EpiDoc"));
   $("epidoc-restore").addEventListener("click", restoreFile);
+  $("cancel").addEventListener("click", () => { if (inflight) inflight.abort(); });
+  $("epidoc-cancel").addEventListener("click", () => { if (fileInflight) fileInflight.abort(); });
   loadExamples();
   loadModel();
 });
