@@ -38,15 +38,21 @@ def _browser_missing() -> str | None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The app on 127.0.0.1:<free port> in a uvicorn thread; yields (base URL, model)."""
-    import uvicorn
-
     from stoicheia.serve.app import create_app
 
     model = serve_model(tmp_path_factory.mktemp("serve-browser"))
+    for base in _serving(create_app(model)):
+        yield base, model
+
+
+def _serving(app):
+    """Serve ``app`` on 127.0.0.1:<free port> in a uvicorn thread; yields the base URL once."""
+    import uvicorn
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(model), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -54,9 +60,11 @@ def server(tmp_path_factory):
         if time.monotonic() > deadline or not thread.is_alive():
             pytest.fail("the test server did not start within 60 s")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", model
-    srv.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -327,3 +335,45 @@ def test_a_phone_wide_window_does_not_scroll_sideways(server, browser):
             assert inner <= 400 and scroll <= inner, (inner, scroll)
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
+    """Cancel, shown while a restoration runs, aborts it: the page says so and is ready again,
+    the server stops decoding (the model lock is free within a forward pass) and the next
+    restoration is answered."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    base_model = serve_model(tmp_path_factory.mktemp("serve-cancel"))
+    passes = []
+
+    class Slow(LoadedModel):  # 20 forward passes a second: the long text takes minutes
+        def __call__(self, batch):
+            passes.append(time.monotonic())
+            time.sleep(0.05)
+            return super().__call__(batch)
+
+    app = create_app(Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0))
+    for base in _serving(app):
+        _open(browser, base)
+        assert not browser.find_element("id", "cancel").is_displayed()
+        box = browser.find_element("id", "text")
+        box.clear()
+        box.send_keys(" ".join([THREE_GAPS] * 4))
+        browser.find_element("id", "restore").click()
+        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "cancel").is_displayed() and len(passes) > 3)
+        browser.find_element("id", "cancel").click()
+        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "run-status").text == "cancelled")
+        assert not browser.find_element("id", "cancel").is_displayed()
+        assert browser.find_element("id", "restore").is_enabled()
+        assert not browser.find_element("id", "error").is_displayed()
+        assert app.state.lock.acquire(timeout=3.0), "the cancelled decoding still holds the model"
+        app.state.lock.release()
+        n = len(passes)
+        time.sleep(0.5)
+        assert len(passes) == n
+        _restore(browser, "καὶ τοῦ [..]", top_k=1)
+        assert browser.find_element("id", "result").is_displayed()
+        assert browser.find_element("id", "run-status").text == ""
