@@ -187,20 +187,38 @@ def test_model_decoder_decodes_only_the_target_with_the_products_decoder():
     from stoicheia.inference.benchmark_protocols import Task
 
     known = Task("hidden", dev.id, text, 15, 20, 1, "ρρρ", True)
-    fills, prob = ModelDecoder(_Stub(3), beam=4)(known)
+    fills, prob = ModelDecoder(_Stub(3), k=4)(known)
     assert fills[0] == "ρρρ" and len(fills) == 4 and len(set(fills)) == 4 and all(len(f) == 3 for f in fills)
     p = math.exp(8) / (math.exp(8) + 23)  # ρ against the 23 other letters at each slot
     assert prob == pytest.approx(p**3)
     # another lacuna of the edition wider than the 128-slot window: only the target's window is seen
     wide = Task("supplements", dev.id, "καὶ [.300.] δῆμος [...] ἔδωκε", 18, 23, 1, "ρρρ", True)
-    fills, prob = ModelDecoder(_Stub(3), beam=4)(wide)
+    fills, prob = ModelDecoder(_Stub(3), k=4)(wide)
     assert fills[0] == "ρρρ" and prob == pytest.approx(p**3)
     unknown = Task("unknown", dev.id, "καὶ δῆμος [---] ἔδωκε", 10, 15, 0, "ρρρ", False)
-    fills, prob = ModelDecoder(_Stub(3), beam=4, unknown_width=10)(unknown)
+    fills, prob = ModelDecoder(_Stub(3), unknown_width=10)(unknown)
     assert fills[0] == "ρρρ", "BLANK ends the unknown width after 3 letters"
-    # slot 0: 24 letters allowed; slots 1, 2 and the BLANK at slot 3: letters and BLANK (25 symbols)
-    q = math.exp(8) / (math.exp(8) + 24)
-    assert prob == pytest.approx(p * q**3)
+    # slot 0: letters only; slots 1, 2: BLANK (logit 0) may end the gap, a letter takes the rest;
+    # slot 3: BLANK (logit 8) ends it, against 24 letters
+    b = 1 / (math.exp(8) + 24)
+    end = math.exp(8) / (math.exp(8) + 24)
+    assert prob == pytest.approx(p * ((1 - b) * p) ** 2 * end)
+
+
+def test_fused_decoder_shares_the_forward_pass_and_leans_on_the_ngram():
+    text = "καὶ τὸν δῆμον καὶ τ[..] δῆμον"
+    dev = _dev(text)
+    from stoicheia.inference.benchmark_protocols import Task
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    ngram = LetterNgram(3).fit([np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 30], dtype=np.uint8)])
+    task = Task("hidden", dev.id, text, 19, 23, 0, "ον", True)
+    alone = ModelDecoder(_Stub(3), k=5)
+    assert alone(task)[0][0] == "ρρ"  # the stub wants ρ everywhere in a gap
+    fused = alone.with_fusion(Fusion(ngram, 1.0))
+    assert fused.cache is alone.cache and len(alone.cache) == 1
+    assert fused(task)[0][0] == "ον", "at weight 1 the letters are the n-gram's"
+    assert fused.cached_seconds(task) > 0 and alone.cached_seconds(task) == 0
 
 
 def test_ngram_decoder_on_the_same_gaps():

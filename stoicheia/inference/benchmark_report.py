@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-NAMES = {"model": "model", "ngram": "n-gram"}
+NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
 PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
     "supplements": "editors' supplements, width given",
@@ -48,10 +48,15 @@ def format_table(result: dict) -> list[str]:
     ]
     m = result.get("model") or {}
     if m:
-        lines.append(f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's iterative unmasking, beam {result['settings']['beam']}")
+        lines.append(f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's (one forward pass per gap, "
+                     f"then a search keeping {result['settings'].get('candidates', 20)} candidates)")
     ng = result.get("ngram")
     if ng:
         lines.append(f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}")
+    fu = result.get("fusion")
+    if fu:
+        lines.append(f"fused: the model's search fused with the n-gram at weight {fu['chosen']:g}, chosen on {fu['chosen_on']} "
+                     "(best mean top-1 over the protocols; 0 is the model alone)")
     if c.get("left_out"):
         lines.append(f"left out: {', '.join(f'{k} {v}' for k, v in c['left_out'].items())}")
     head = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
@@ -66,6 +71,14 @@ def format_table(result: dict) -> list[str]:
         for span in next(iter(decs.values()))["by_length"]:
             for name, f in decs.items():
                 lines.append(_row(f"{span} letters {NAMES.get(name, name)}", {**f["by_length"][span], "ece": None}, speed=False))
+    if fu:
+        protos = list(result["protocols"])
+        lines += ["", "fusion weight (0: the model alone): top-1 / CER per protocol",
+                  "  " + f"{'weight':>6}  " + "  ".join(f"{p:>18}" for p in protos)]
+        for w, per in fu["weights"].items():
+            mark = " <- chosen" if float(w) == float(fu["chosen"]) else ""
+            cells = "  ".join(f"{_pct(per[p]['top1'])} / {_pct(per[p]['cer'])}" for p in protos)
+            lines.append(f"  {float(w):>6g}  {cells}{mark}")
     lines += ["", "published (other corpora, far larger models; not comparable figure for figure):"]
     for p in result.get("published", []):
         figs = ", ".join(f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%" for k in ("cer", "top1", "top20") if k in p)
