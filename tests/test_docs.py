@@ -435,32 +435,12 @@ DEMO_FOLDER = "checkpoints/stoicheia-demo"
 def tiny_demo_run(small_shards, tmp_path_factory) -> Path:
     """A run folder like the demo's (best.pt, evals, markers), from a 2-layer model trained
     for 4 batches on the small real shards."""
-    import os
+    from tiny import train_tiny
 
-    from tiny import tiny_run
-
-    from stoicheia.train.builder import build_trainer
-    from stoicheia.train.run import fit_run
-
-    folder = tmp_path_factory.mktemp("docs_runs")
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        cfg = tiny_run(
-            small_shards,
-            folder,
-            "demo",
-            "train.nominal_steps=4",
-            "train.max_steps=4",
-            "train.save_interval=2",
-        )
-        built = build_trainer(cfg)
-        fit_run(built)
-        built.trainer.close()
-    finally:
-        os.chdir(cwd)
-    assert (folder / "demo" / "best.pt").is_file()
-    return folder / "demo"
+    run = train_tiny(small_shards, tmp_path_factory.mktemp("docs_runs"), "demo", "train.nominal_steps=4",
+                     "train.max_steps=4", "train.save_interval=2")
+    assert (run / "best.pt").is_file()
+    return run
 
 
 def test_stoicheia_commands_run(tiny_demo_run: Path, small_shards: Path, tmp_path: Path) -> None:
