@@ -46,6 +46,11 @@ PAGES = [
     "docs/benchmarks.md",
     "docs/licences.md",
     "docs/restore-notation.md",
+    "docs/restoring.md",
+    "docs/restoring-epidoc.md",
+    "docs/restoration-page.md",
+    "docs/measuring-restoration.md",
+    "docs/huggingface.md",
 ]
 #: Programs that only appear as context (exports, cluster tools) and are not ours to check.
 FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd", "cat"}
@@ -130,6 +135,21 @@ def check_training(args: list[str], where: str) -> None:
             }, f"{where}: launcher option {a}"
 
 
+def check_request(args: list[str], where: str) -> None:
+    """A ``curl`` request to ``stoicheia serve``: a route of the server, and a ``POST /restore``
+    body that the server's request schema accepts (unknown fields are refused there)."""
+    from stoicheia.serve.schemas import RestoreRequest
+
+    url = next((a for a in args if "localhost" in a), None)
+    assert url, f"{where}: curl to no localhost URL"
+    route = "/" + url.split("/", 1)[1] if "/" in url else "/"
+    assert route in ("/", "/model", "/restore", "/restore-epidoc"), f"{where}: the server has no route {route}"
+    body = args[args.index("-d") + 1] if "-d" in args else None
+    if route == "/restore":
+        assert body is not None, f"{where}: POST /restore needs a JSON body (-d)"
+        RestoreRequest.model_validate_json(body)
+
+
 def check_command(words: list[str], where: str) -> None:
     for w in words:
         # a placeholder (CHECKPOINT, [--out FILE]) cannot be checked: show a real command
@@ -183,6 +203,12 @@ def check_command(words: list[str], where: str) -> None:
             f"{where}: {script} does not exist"
         )
         check_options((PY, script), args[1:], where)
+        return
+    if prog == "curl":
+        check_request(args, where)
+        return
+    if prog == "python":  # any Python with transformers, no stoicheia (tests/test_inference.py runs it)
+        assert args and args[0].endswith(".py") and (REPO / args[0]).is_file(), f"{where}: {args[:1]} does not exist"
         return
     if prog == ".venv/bin/tensorboard":
         return  # Composer's TensorboardLogger's viewer; its --logdir is the run folder
@@ -382,16 +408,6 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert "bash scripts/setup.sh" in ci
 
 
-#: Pages that other branches of issue 13 add; a link to one of them is checked once it exists.
-LANDING = {
-    "docs/restoring.md",
-    "docs/restoration-page.md",
-    "docs/measuring-restoration.md",
-    "docs/data-formats.md",
-    "docs/runs.md",
-}
-
-
 def slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
@@ -407,8 +423,6 @@ def test_links_point_to_pages_and_headings(page: str) -> None:
         path, _, anchor = target.partition("#")
         file = (REPO / page).parent / path if path else REPO / page
         rel = file.resolve().relative_to(REPO).as_posix()
-        if not file.exists() and rel in LANDING:
-            continue
         assert file.exists(), f"{page}: the link {target} points to no file"
         if anchor and file.suffix == ".md":
             headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.M)
@@ -447,8 +461,10 @@ def test_stoicheia_commands_run(tiny_demo_run: Path, small_shards: Path, tmp_pat
     """Each `stoicheia` command of the pages runs (exit 0) on a demo-like run folder, with
     `checkpoints/stoicheia-demo` standing for that folder and `data/shards` for small real
     shards; the README's Python example runs too. Not run here: `convert` of the whole corpus
-    (tests/test_corpus_roundtrip.py), `serve` (a server: tests/test_serve.py) and commands on
-    the reader's own files (`my_texts/`)."""
+    (tests/test_corpus_roundtrip.py), `serve` (a server: tests/test_serve.py), `benchmark` and
+    `restore --epidoc` of the corpus (minutes to hours: tests/test_benchmark.py and
+    tests/test_epidoc_restore.py run them on a few texts and files) and commands on the
+    reader's own files (`my_texts/`)."""
     import os
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -458,7 +474,7 @@ def test_stoicheia_commands_run(tiny_demo_run: Path, small_shards: Path, tmp_pat
             if words[:3] != [".venv/bin/python", "-m", "stoicheia"] or tuple(words) in seen:
                 continue
             seen.add(tuple(words))
-            if words[3] in ("serve", "convert") or any("my_texts" in w for w in words):
+            if words[3] in ("serve", "convert", "benchmark") or "--epidoc" in words or any("my_texts" in w for w in words):
                 continue
             args = [
                 w.replace(DEMO_FOLDER, str(tiny_demo_run)).replace("data/shards", str(small_shards))
