@@ -33,25 +33,9 @@ from stoicheia.train import registry
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
-#: The pages this test checks (README.md and the docs pages written with it). Pages of other
-#: features are checked by their own tests.
-PAGES = [
-    "README.md",
-    "docs/corpus-and-shards.md",
-    "docs/configuration.md",
-    "docs/plugins.md",
-    "docs/monitoring.md",
-    "docs/cluster.md",
-    "docs/evaluating.md",
-    "docs/benchmarks.md",
-    "docs/licences.md",
-    "docs/restore-notation.md",
-    "docs/restoring.md",
-    "docs/restoring-epidoc.md",
-    "docs/restoration-page.md",
-    "docs/measuring-restoration.md",
-    "docs/huggingface.md",
-]
+#: The pages this test checks: README.md and every page of docs/ (a new page is checked from
+#: the day it is added).
+PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("docs/*.md"))]
 #: Programs that only appear as context (exports, cluster tools) and are not ours to check.
 FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd", "cat"}
 REPO_DIRS = ("yamls/", "scripts/", "benchmarks/", "recipes/", "docs/", "tests/", "stoicheia/")
