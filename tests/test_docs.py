@@ -127,7 +127,8 @@ def check_request(args: list[str], where: str) -> None:
     url = next((a for a in args if "localhost" in a), None)
     assert url, f"{where}: curl to no localhost URL"
     route = "/" + url.split("/", 1)[1] if "/" in url else "/"
-    assert route in ("/", "/model", "/restore", "/restore-epidoc"), f"{where}: the server has no route {route}"
+    routes = ("/", "/model", "/restore", "/restore-epidoc")
+    assert route in routes, f"{where}: the server has no route {route}"
     body = args[args.index("-d") + 1] if "-d" in args else None
     if route == "/restore":
         assert body is not None, f"{where}: POST /restore needs a JSON body (-d)"
@@ -191,8 +192,10 @@ def check_command(words: list[str], where: str) -> None:
     if prog == "curl":
         check_request(args, where)
         return
-    if prog == "python":  # any Python with transformers, no stoicheia (tests/test_inference.py runs it)
-        assert args and args[0].endswith(".py") and (REPO / args[0]).is_file(), f"{where}: {args[:1]} does not exist"
+    if prog == "python":
+        # any Python with transformers and no stoicheia: tests/test_inference.py runs the script
+        script = args[0] if args else ""
+        assert script.endswith(".py") and (REPO / script).is_file(), f"{where}: {script} does not exist"
         return
     if prog == ".venv/bin/tensorboard":
         return  # Composer's TensorboardLogger's viewer; its --logdir is the run folder
@@ -435,8 +438,9 @@ def tiny_demo_run(small_shards, tmp_path_factory) -> Path:
     for 4 batches on the small real shards."""
     from tiny import train_tiny
 
-    run = train_tiny(small_shards, tmp_path_factory.mktemp("docs_runs"), "demo", "train.nominal_steps=4",
-                     "train.max_steps=4", "train.save_interval=2")
+    folder = tmp_path_factory.mktemp("docs_runs")
+    steps = ("train.nominal_steps=4", "train.max_steps=4", "train.save_interval=2")
+    run = train_tiny(small_shards, folder, "demo", *steps)
     assert (run / "best.pt").is_file()
     return run
 
@@ -458,7 +462,8 @@ def test_stoicheia_commands_run(tiny_demo_run: Path, small_shards: Path, tmp_pat
             if words[:3] != [".venv/bin/python", "-m", "stoicheia"] or tuple(words) in seen:
                 continue
             seen.add(tuple(words))
-            if words[3] in ("serve", "convert", "benchmark") or "--epidoc" in words or any("my_texts" in w for w in words):
+            skipped = words[3] in ("serve", "convert", "benchmark") or "--epidoc" in words
+            if skipped or any("my_texts" in w for w in words):
                 continue
             args = [
                 w.replace(DEMO_FOLDER, str(tiny_demo_run)).replace("data/shards", str(small_shards))

@@ -100,7 +100,9 @@ from lxml import etree
 
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
-__all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5", "is_greek_lang", "unit_language", "unit_leiden"]
+__all__ = [
+    "TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5", "is_greek_lang", "unit_language", "unit_leiden",
+]
 
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 _T = "{" + TEI_NS + "}"
@@ -579,8 +581,10 @@ def unit_language(unit: etree._Element, default: str | None) -> str | None:
     return default
 
 
-def unit_leiden(unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str], *,
-                gap_mark: str | None = None) -> tuple[str, list[etree._Element]]:
+def unit_leiden(
+    unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str], *,
+    gap_mark: str | None = None,
+) -> tuple[str, list[etree._Element]]:
     """The Leiden text (NFC) of one text part or edition, as :func:`read_epidoc` writes it.
 
     ``lang``: the unit's language (:func:`unit_language`); ``counts``: the reader's counts
