@@ -100,7 +100,9 @@ from lxml import etree
 
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
-__all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5"]
+__all__ = [
+    "TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5", "is_greek_lang", "unit_language", "unit_leiden",
+]
 
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 _T = "{" + TEI_NS + "}"
@@ -180,7 +182,9 @@ def _local(el: etree._Element) -> str:
     return tag[len(_T) :] if tag.startswith(_T) else tag
 
 
-def _is_greek_lang(lang: str | None) -> bool:
+def is_greek_lang(lang: str | None) -> bool:
+    """Whether an ``xml:lang`` value is Greek in Greek script (``grc``, ``grc-Grek``, ``el``,
+    ``gr``, any case); ``None`` (no language) is not."""
     if lang is None:
         return False
     lang = lang.strip().lower()
@@ -313,9 +317,17 @@ class _Emitter:
 
 
 class _Walker:
-    def __init__(self, opts: EpiDocOptions, counts: Counter) -> None:
+    """Writes the elements of an edition as Leiden pieces into an :class:`_Emitter`.
+
+    ``gap_mark``: when set, each ``<gap>`` element is recorded in ``gaps`` (in order) and the
+    mark is written just before its lacuna, so a caller can tell the lacunae of ``<gap>`` from
+    those the reader makes of other markup (:func:`unit_leiden`)."""
+
+    def __init__(self, opts: EpiDocOptions, counts: Counter, gap_mark: str | None = None) -> None:
         self.opts = opts
         self.counts = counts
+        self.gap_mark = gap_mark
+        self.gaps: list[etree._Element] = []
 
     def visit(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool, tail: bool = True) -> None:
         name = _local(el)
@@ -324,7 +336,7 @@ class _Walker:
                 em.text(el.tail, kind, in_w)
             return
         el_lang = el.get(_XML_LANG)
-        if el_lang is not None and not _is_greek_lang(el_lang) and _is_greek_lang(lang):
+        if el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
             self.counts[f"lang:{el_lang}"] += 1
             em.text(" ", None, in_w)
         elif name in _EXCLUDED:
@@ -424,6 +436,9 @@ class _Walker:
             self.visit(child, em, kind, lang, in_w)
 
     def _gap(self, el: etree._Element, em: _Emitter) -> None:
+        if self.gap_mark is not None:
+            self.gaps.append(el)
+            em.raw(self.gap_mark)
         unit = (el.get("unit") or "character").strip().rstrip(">")
         self.counts["gaps"] += 1
         if unit == "line":
@@ -555,11 +570,32 @@ def _parse(path: Path) -> etree._Element:
         raise SourceError(path, line, f"malformed XML: {e.msg}", "repair the markup at that line") from None
 
 
-def _lang_of(el: etree._Element, default: str | None) -> str | None:
-    for a in el.iterancestors():
+def unit_language(unit: etree._Element, default: str | None) -> str | None:
+    """The language of a text part or edition: its own ``xml:lang``, else the nearest
+    ancestor's (below ``<TEI>``), else ``default`` (the header's ``<textLang mainLang>``)."""
+    if unit.get(_XML_LANG):
+        return unit.get(_XML_LANG)
+    for a in unit.iterancestors():
         if a.get(_XML_LANG) is not None and _local(a) not in ("TEI",):
             return a.get(_XML_LANG)
     return default
+
+
+def unit_leiden(
+    unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str], *,
+    gap_mark: str | None = None,
+) -> tuple[str, list[etree._Element]]:
+    """The Leiden text (NFC) of one text part or edition, as :func:`read_epidoc` writes it.
+
+    ``lang``: the unit's language (:func:`unit_language`); ``counts``: the reader's counts
+    are added there. With ``gap_mark`` (a character that cannot occur in the text, such as a
+    private-use one), that mark is written just before the lacuna of each ``<gap>`` element and
+    the elements are returned in order (:mod:`stoicheia.inference.epidoc_restore` uses this to
+    tell them from lacunae made of other markup); without it the list is empty."""
+    walker = _Walker(opts, counts, gap_mark)
+    em = _Emitter(opts, counts)
+    walker._children(unit, em, None, lang, False)
+    return unicodedata.normalize("NFC", em.leiden()), walker.gaps
 
 
 def read_epidoc(
@@ -600,7 +636,6 @@ def read_epidoc(
             'wrap the text of <body> in <div type="edition" xml:lang="grc"> (EpiDoc), or give the '
             "text as .txt/.jsonl",
         )
-    walker = _Walker(opts, counts)
     seen: Counter[str] = Counter()
     for ed in editions:
         sub = ed.get("subtype")
@@ -610,13 +645,11 @@ def read_epidoc(
         parts = [d for d in ed.iter(_T + "div") if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None]
         units = parts or [ed]
         for k, unit in enumerate(units, 1):
-            lang = unit.get(_XML_LANG) or _lang_of(unit, default_lang)
-            if not _is_greek_lang(lang):
+            lang = unit_language(unit, default_lang)
+            if not is_greek_lang(lang):
                 counts[f"lang:{lang}"] += 1
                 continue
-            em = _Emitter(opts, counts)
-            walker._children(unit, em, None, lang, False)
-            text = unicodedata.normalize("NFC", em.leiden())
+            text, _ = unit_leiden(unit, lang, opts, counts)
             if not text:
                 counts["empty_division"] += 1
                 continue

@@ -92,21 +92,18 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import (
-    _BR,
-    _BREATHABLE,
-    _CLUSTER_RE,
-    _INTERN,
-    _K_APOS,
-    _K_LETTER,
-    _K_PUNCT,
-    _K_YPO,
-    _LETTER,
-    _LETTER_IS_BREATHABLE,
-    _MARK,
-    _SMOOTH_ONLY,
-    _VOWELS,
+    BREATHABLE,
+    BREATHING,
+    CLUSTER_RE,
+    INTERN,
+    K_APOS,
+    K_LETTER,
+    K_PUNCT,
+    K_YPO,
     KAI_LIGATURES,
     LACUNA_CHARS,
+    LETTER_OF,
+    MARK_OF,
     OMISSION_CHAR,
 )
 from stoicheia.text.leiden import (
@@ -130,6 +127,10 @@ KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
 #: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
 PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
+_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
+_LETTER_IS_BREATHABLE[list(BREATHABLE)] = True
+_SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)  # the dia id of a smooth breathing alone
 _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
 _HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
 _MARKS = "\u0300-\u036f"
@@ -144,7 +145,7 @@ LATIN_LOOKALIKES = {
     "A": "Α", "B": "Β", "E": "Ε", "H": "Η", "I": "Ι", "K": "Κ", "M": "Μ", "N": "Ν",
     "O": "Ο", "P": "Ρ", "T": "Τ", "X": "Χ", "Y": "Υ", "Z": "Ζ", "o": "ο", "v": "ν",
 }
-_GREEK_BASE = frozenset(c for c in _LETTER if c not in LACUNA_CHARS)
+_GREEK_BASE = frozenset(c for c in LETTER_OF if c not in LACUNA_CHARS)
 
 # Coptic letters are Greek letters in another script (Unicode names them ALFA, VIDA, ...):
 # their Greek letter, read from the Unicode names rather than listed by hand.
@@ -181,7 +182,7 @@ SCRIPT_LOOKALIKES = {
 }
 _SCRIPT_RUN = re.compile("[" + "".join(SCRIPT_LOOKALIKES) + "]+")
 _HAS_SCRIPT = re.compile("[\u0400-\u04ff\u2c80-\u2cff]")
-_LETTER_CLASS = "".join(sorted(_LETTER))  # inside [...] of a regex: no sign to escape
+_LETTER_CLASS = "".join(sorted(LETTER_OF))  # inside [...] of a regex: no sign to escape
 #: Signs typed inside a word that never end it (letters directly on both sides): line
 #: division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»`` (``ἐ«π»ί``),
 #: the double hyphen ``=`` ``⸗``; hyphens inside such a run too (``πο-|τῷ``).
@@ -320,10 +321,10 @@ def _text_to_planes(
     not a ``str``.
     """
     kn = _check_known(known)
-    clusters = _CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
+    clusters = CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
     if not clusters:
         return _fill_unknown(Planes.empty(), kn), dropped
-    intern = _INTERN
+    intern = INTERN
     ids = np.fromiter(map(intern.__getitem__, clusters), np.int32, len(clusters))
     t_kind, t_value, t_sep, t_drops = intern.tables()
 
@@ -337,7 +338,7 @@ def _text_to_planes(
     kind = t_kind[ids]
     value = t_value[ids]
     sep = t_sep[ids]
-    is_letter = kind == _K_LETTER
+    is_letter = kind == K_LETTER
     m = ids.shape[0]
 
     lval = value[is_letter]
@@ -348,15 +349,15 @@ def _text_to_planes(
     n = int(lval.shape[0])
     kmax = int(kind.max())
     # index of the last letter at or before each cluster (-1 before the first letter)
-    letter_no = np.cumsum(is_letter) - 1 if kmax >= _K_PUNCT else None
+    letter_no = np.cumsum(is_letter) - 1 if kmax >= K_PUNCT else None
 
-    if kmax >= _K_APOS:  # rare context-dependent clusters: small Python loop
+    if kmax >= K_APOS:  # rare context-dependent clusters: small Python loop
         _resolve_context(kind, value, sep, is_letter, letter_no, chars, dia, dropped)
 
     # Punctuation: onto the last letter before the mark; keep the strongest.
     punct = np.zeros(n, np.uint8)
     if letter_no is not None:
-        pmask = kind == _K_PUNCT
+        pmask = kind == K_PUNCT
         pidx = letter_no[pmask]
         if pidx.size:
             pval = value[pmask].astype(np.uint8)
@@ -433,10 +434,10 @@ def _resolve_context(
       elision (psili/koronis alone) or unknown.
     """
     m = kind.shape[0]
-    for j in np.flatnonzero(kind >= _K_APOS).tolist():
+    for j in np.flatnonzero(kind >= K_APOS).tolist():
         k = int(kind[j])
         after_letter = j > 0 and bool(is_letter[j - 1])
-        if k == _K_APOS:
+        if k == K_APOS:
             before_letter = j + 1 < m and bool(is_letter[j + 1])
             if after_letter and before_letter:
                 # Crasis with the coronis typed as an apostrophe ("κα’γώ" = κἀγώ): a vowel
@@ -454,7 +455,7 @@ def _resolve_context(
                     sep[j] = False
                     continue
             dropped["elision" if after_letter else "punctuation_other"] += 1
-        elif k == _K_YPO:
+        elif k == K_YPO:
             if after_letter:
                 li = letter_no[j]
                 acc, br, io, di = A.dia_fields(int(dia[li]))
@@ -465,7 +466,7 @@ def _resolve_context(
             else:
                 dropped["unknown_mark"] += 1
                 sep[j] = True
-        else:  # _K_SPACING
+        else:  # K_SPACING
             payload = int(value[j])
             before_letter = j + 1 < m and bool(is_letter[j + 1])
             if after_letter and before_letter and payload == _SMOOTH_ONLY:
@@ -613,13 +614,13 @@ def _stacked_mark(text: str) -> tuple[int, str] | None:
     for i, ch in enumerate(text):
         for c in unicodedata.normalize("NFD", ch):
             if not unicodedata.combining(c):
-                letter, seen = _LETTER.get(c), {}
+                letter, seen = LETTER_OF.get(c), {}
                 continue
-            fv = _MARK.get(c)
+            fv = MARK_OF.get(c)
             if letter is None or fv is None:
                 continue
             field, value = fv
-            if field == _BR and value == 1 and letter[0] not in _BREATHABLE:
+            if field == BREATHING and value == 1 and letter[0] not in BREATHABLE:
                 continue  # a smooth breathing on a consonant is the elision mark
             name = unicodedata.name(c, f"U+{ord(c):04X}").lower()
             if field in seen:
