@@ -29,7 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-from stoicheia.cli_args import OneLineParser, device_name, float_in, int_in, out_dir_problem
+from stoicheia.cli_args import (
+    OneLineParser,
+    device_name,
+    float_in,
+    fusion_weights,
+    int_in,
+    out_dir_problem,
+)
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 
@@ -302,7 +309,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             result = benchmark(
                 model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
                 max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
-                progress=progress,
+                progress=progress, fusion_weights=args.fusion_weights,
             )
         except BenchmarkError as err:
             return _fail("benchmark", str(err))
@@ -312,6 +319,17 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     print("\n".join(format_table(result)))
     paths = write_outputs(result, args.out)
     print(f"wrote {', '.join(map(str, paths))}")
+    if args.save_ngram:
+        from stoicheia.inference.ngram import save_ngram
+        from stoicheia.inference.restore.fusion_file import beside
+
+        target = beside(str(model.source))
+        fusion = result.get("fusion") or {}
+        if ngram is None or target is None:
+            return _fail("benchmark", "--save-ngram needs the n-gram (--ngram-order 1..6) and a local checkpoint")
+        save_ngram(ngram, target, weight=float(fusion.get("chosen", 0.0)), chosen_on=fusion.get("chosen_on", "no fusion weights tried"),
+                   trained_on=ngram_info, checkpoint=str(model.source), step=model.step)
+        print(f"wrote {target}: restore fuses this n-gram at weight {float(fusion.get('chosen', 0.0)):g} (0: the model alone)")
     return 0
 
 
@@ -443,10 +461,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
     model = _load(args, "restore")
     progress, stop = _restore_progress()
     try:
+        from stoicheia.inference.restore.fusion_file import find_fusion
+
         result = restore(
             model, text, top_k=args.top_k, beam=args.beam, respace=args.respace, supplements=supplements,
             unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
             alternatives=args.alternatives, score_supplements=args.score_supplements, progress=progress,
+            fusion=find_fusion(model, args.ngram, args.ngram_weight),
         )
     except RestoreError as err:
         return _fail("restore", str(err))
@@ -468,7 +489,8 @@ def _restore_epidoc(args: argparse.Namespace) -> int:
         return _fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
     if args.out is None:
         return _fail("restore", "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)")
-    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json)):
+    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json),
+                        ("--ngram", args.ngram), ("--ngram-weight", args.ngram_weight is not None)):
         if given:
             return _fail("restore", f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only")
     problem = out_dir_problem(args.out)
@@ -579,6 +601,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
     p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
     p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.add_argument("--fusion-weights", type=fusion_weights, default=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0],
+                   help="n-gram weights at which the model's search is fused with the n-gram (comma-separated, in [0, 1]; "
+                        "the best on these gaps is reported as 'fused'; default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)")
+    p.add_argument("--save-ngram", action="store_true",
+                   help="write the n-gram and the chosen fusion weight to ngram.npz beside the checkpoint: restore then fuses it in")
     p.set_defaults(func=cmd_benchmark)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     p.__class__ = _IntermixedParser  # add_parser makes the parent's class
@@ -587,7 +614,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
     p.add_argument("--out", help="with --epidoc: folder the restored files are written to (files already there are skipped)")
     p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
-    p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
+    p.add_argument("--beam", type=int_in(1, 256, meaning=" candidates per gap"), help="candidates kept per gap, combined into the whole-text restorations (default max(top-k, 4))")
+    p.add_argument("--ngram", metavar="PATH", help="letter n-gram file to fuse into the search (default: ngram.npz beside the checkpoint, if any; "
+                                                  "written by `stoicheia benchmark --save-ngram`)")
+    p.add_argument("--ngram-weight", type=float_in(0, 1, meaning=" (0: the model alone)"),
+                   help="weight of the n-gram in the search (default: the weight chosen on the dev set, stored in the file; 0: the model alone)")
     p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
     p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
     p.add_argument("--unknown-width", type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")

@@ -91,3 +91,20 @@ def out_dir_problem(path: str | Path) -> str | None:
 
 
 __all__ = ["OneLineParser", "device_name", "float_in", "int_in", "out_dir_problem"]
+
+
+def fusion_weights(value: str) -> list[float]:
+    """``--fusion-weights``: comma-separated weights in [0, 1] (``""``: none), in the order given.
+    Raises ``argparse.ArgumentTypeError`` naming the bad item."""
+    out: list[float] = []
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        try:
+            w = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a number; give weights in [0, 1] separated by commas, e.g. 0,0.5,1") from None
+        if not 0.0 <= w <= 1.0:
+            raise argparse.ArgumentTypeError(f"{item} is outside [0, 1] (0: the model alone, 1: the n-gram's letters)")
+        out.append(w)
+    return list(dict.fromkeys(out))

@@ -116,7 +116,7 @@ from stoicheia.text.leiden import (
 )
 from stoicheia.text.planes import Planes
 
-__all__ = ["text_to_planes", "encode_text", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
+__all__ = ["text_to_planes", "encode_text", "fold_lookalikes", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
 
 #: The planes a source may declare unrecorded (``known``); the lacuna plane is always known.
 KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
@@ -225,6 +225,35 @@ def _prepass(s: str, dropped: collections.Counter) -> str:
     if _HAS_SCRIPT.search(s):
         s = _SCRIPT_RUN.sub(lambda m: _script_in_word(m, s, dropped), s)
     return s
+
+
+def fold_lookalikes(text: str) -> str:
+    """``text`` with each look-alike that the encoder reads as a Greek letter replaced by that
+    letter, one character for one (same length, so offsets into ``text`` stay valid): a run of
+    Latin look-alikes (:data:`LATIN_LOOKALIKES`) or of Cyrillic/Coptic ones
+    (:data:`SCRIPT_LOOKALIKES`) touching a Greek letter, as :func:`encode_text` decides it (a
+    heta ``h`` before a vowel at the start of a word stays: it is a breathing). For code that
+    counts the letters of a text character by character (a lone ``o`` is Latin, the ``o`` of
+    ``ἐνπέραμo`` a Greek omicron)."""
+    bases = "".join((unicodedata.normalize("NFD", c) or c)[0] for c in text)
+    work = list(bases)
+    for m in _HETA.finditer(bases):
+        work[m.end() - 2] = "\u0314"  # not part of a Latin run; not a letter
+    work_s = "".join(work)
+    out = list(text)
+
+    def greek(i: int, step: int) -> bool:
+        while 0 <= i < len(work_s) and unicodedata.combining(work_s[i]):
+            i += step
+        return 0 <= i < len(work_s) and work_s[i] in _GREEK_BASE
+
+    for rx, table in ((_LATIN_RUN, LATIN_LOOKALIKES), (_SCRIPT_RUN, SCRIPT_LOOKALIKES)):
+        for m in rx.finditer(work_s):
+            run = m.group()
+            after = work_s[m.end() : m.end() + 1] in _GREEK_BASE  # as the encoder: the very next character
+            if (greek(m.start() - 1, -1) or after) and all(c in table for c in run):
+                out[m.start() : m.end()] = [table[c] for c in run]
+    return "".join(out)
 
 
 def _script_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:

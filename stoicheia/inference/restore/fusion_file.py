@@ -10,6 +10,7 @@ alone).
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,13 @@ def beside(source: str) -> Path | None:
     return (p if p.is_dir() else p.parent) / NGRAM_FILE
 
 
+@functools.lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int) -> tuple[Any, dict]:
+    """:func:`load_ngram`, read once per file version (a page or a corpus run restores many texts)."""
+    del mtime_ns  # part of the cache key only
+    return load_ngram(path)
+
+
 def find_fusion(loaded: Any, path: str | Path | None = None, weight: float | None = None) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
@@ -49,7 +57,7 @@ def find_fusion(loaded: Any, path: str | Path | None = None, weight: float | Non
             raise RestoreError(f"{path}: no such n-gram file; write one with `stoicheia benchmark CHECKPOINT --save-ngram`")
         return None
     try:
-        ngram, meta = load_ngram(chosen)
+        ngram, meta = _load(str(chosen.resolve()), chosen.stat().st_mtime_ns)
     except ValueError as err:
         raise RestoreError(str(err)) from None
     w = float(meta.get("weight", 0.0)) if weight is None else weight

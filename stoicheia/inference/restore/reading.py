@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from stoicheia.text import alphabet as A
-from stoicheia.text.encode import encode_text, text_to_planes
+from stoicheia.text.encode import encode_text, fold_lookalikes, text_to_planes
 from stoicheia.text.leiden import (
     DOT_BELOW,
     MAX_LACUNA_WIDTH,
@@ -344,12 +344,20 @@ def parse_input(
     letters = np.flatnonzero(p.lacuna == 0)
     if letters.size == 0:
         raise RestoreError(f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) with its lacunae")
-    uncertain, supplied, group = _letter_flags(segments)
+    # the letters are counted character by character: a look-alike the encoder reads as Greek
+    # in its word (the Latin o of ἐνπέραμo) is counted as that Greek letter
+    folded = fold_lookalikes(text)
+    if folded != text:
+        segments_f = parse_leiden(folded)
+        uncertain, supplied, group = _letter_flags(segments_f)
+    else:
+        segments_f = segments
+        uncertain, supplied, group = _letter_flags(segments)
     if len(uncertain) != letters.size:
         raise RestoreError(
             f"internal: {letters.size} letters encoded but {len(uncertain)} read from the Leiden segments of {text!r}"
         )
-    spans = _letter_spans(text, segments)
+    spans = _letter_spans(folded, segments_f)
     if len(spans) != letters.size:
         raise RestoreError(
             f"internal: {letters.size} letters encoded but {len(spans)} found in the characters of {text!r}"

@@ -48,8 +48,8 @@ def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tupl
 class RestorationExample(Callback):
     """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
     the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
-    (:func:`stoicheia.inference.restore.restore_planes`: iterative unmasking, most confident
-    letter first).
+    (:func:`stoicheia.inference.restore.restore_planes`: one forward pass and the search over the gap's
+    slots).
 
     Args:
         eval_records: the held-out records of the first evaluation set (injected).
