@@ -282,7 +282,9 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
     table = paths[1].read_text()
     assert "editors' supplements, width given: 12 gaps" in table and "n-gram" in table and "Ithaca" in table
     assert table.splitlines() == format_table(res)
-    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = paths[2].read_text().splitlines()
+    assert "editors' supplements [....], 12 gaps" in summary and any(line.startswith("  n-gram") for line in summary)
+    assert paths[3].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, capsys, monkeypatch):
@@ -305,7 +307,13 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     assert "editors' supplements, width given: 3 gaps" in printed and "hidden spans, unknown width [---]: 2 gaps" in printed
     res = json.loads((out / "benchmark.json").read_text())
     assert res["corpus"]["inscriptions"] == 1 and res["ngram"]["order"] == 3
-    assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram"}
+    assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram", "fused"}
+    # the fusion weight swept at the default weights, the best mean top-1 chosen
+    fu = res["fusion"]
+    assert [float(w) for w in fu["weights"]] == [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0]
+    mean_top1 = {float(w): sum(p["top1"] for p in per.values()) / 3 for w, per in fu["weights"].items()}
+    assert mean_top1[fu["chosen"]] == max(mean_top1.values())
+    assert res["protocols"]["hidden"]["decoders"]["fused"]["top1"] == fu["weights"][str(fu["chosen"])]["hidden"]["top1"]
     assert (out / "reliability.png").stat().st_size > 1000
     assert cli.main(["benchmark", "stub.pt", "--shards", str(shards), "--out", str(out), "--protocols", "lost"]) == 2
     assert "invalid choice: 'lost'" in capsys.readouterr().err
@@ -328,3 +336,36 @@ def test_hidden_and_unknown_figures_by_hand_through_the_decoder():
     assert (unknown["gaps"], unknown["cer"], unknown["top1"], unknown["length_right"]) == (2, 1.0, 0.0, 1.0)
     assert all(e["model"]["top1"] == "ρ" for e in res["unknown"]["examples"])
     assert unknown["ece"] == pytest.approx(p * q)
+
+
+def test_ngram_file_round_trip_and_the_fusion_restore_finds_beside_the_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    from stoicheia.cli_args import fusion_weights
+    from stoicheia.inference.ngram import load_ngram, save_ngram
+    from stoicheia.inference.restore import RestoreError
+    from stoicheia.inference.restore.fusion_file import find_fusion
+
+    ngram = LetterNgram(3).fit([np.array([A.LETTERS.index(c) for c in "καιτονδημονκαιτηνβουλην" * 5], dtype=np.uint8)])
+    run = tmp_path / "run"
+    run.mkdir()
+    save_ngram(ngram, run / "ngram.npz", weight=0.7, chosen_on="12 gaps")
+    back, meta = load_ngram(run / "ngram.npz")
+    hist = np.array([[0, 1], [24, 24], [5, 9]])
+    assert np.array_equal(back.log_probs(hist), ngram.log_probs(hist)) and meta == {"weight": 0.7, "chosen_on": "12 gaps"}
+    loaded = SimpleNamespace(source=str(run / "best.pt"))
+    fusion = find_fusion(loaded)
+    assert fusion.weight == 0.7 and fusion.ngram.order == 3 and "chosen on 12 gaps" in fusion.source
+    assert find_fusion(loaded, weight=0.3).weight == 0.3 and find_fusion(loaded, weight=0.0) is None
+    assert find_fusion(SimpleNamespace(source=str(tmp_path / "other" / "best.pt"))) is None, "no file beside: the model alone"
+    with pytest.raises(RestoreError, match="no such n-gram file"):
+        find_fusion(loaded, tmp_path / "missing.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(RestoreError, match="bad.npz: not an n-gram file"):
+        find_fusion(loaded, tmp_path / "bad.npz")
+    assert fusion_weights("0, 0.5,1,0.5") == [0.0, 0.5, 1.0] and fusion_weights("") == []
+    import argparse
+
+    for bad, why in (("0.5,x", "'x' is not a number"), ("1.5", "outside")):
+        with pytest.raises(argparse.ArgumentTypeError, match=why):
+            fusion_weights(bad)

@@ -86,6 +86,30 @@ def format_table(result: dict) -> list[str]:
     return lines
 
 
+def summary_lines(result: dict) -> list[str]:
+    """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
+    ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
+    for the unknown width, the share of right lengths; then the published anchors."""
+    c = result["corpus"]
+    fu = result.get("fusion") or {}
+    names = {**NAMES, "fused": f"fused (w={fu['chosen']:g})" if fu else "fused"}
+    lines = [
+        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters",
+    ]
+    for protocol, res in result["protocols"].items():
+        label = {"hidden": "hidden spans [....]", "supplements": "editors' supplements [....]",
+                 "unknown": "hidden spans, width unknown [---]"}.get(protocol, protocol)
+        lines.append(f"{label}, {res['gaps']:,} gaps")
+        for name, f in res["decoders"].items():
+            row = f"  {names.get(name, name):<13} CER {_pct(f.get('cer'))}  top-1 {_pct(f.get('top1'))}  top-20 {_pct(f.get('top20'))}"
+            lines.append(row + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else ""))
+    lines.append("published, other corpora and far larger models (not comparable figure for figure):")
+    for p in result.get("published", []):
+        figs = ", ".join(f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%" for k in ("cer", "top1", "top20") if k in p)
+        lines.append(f"  {p['system']}, {p['task']}: {figs}")
+    return lines
+
+
 def reliability_plot(result: dict, path: Path) -> None:
     """A reliability diagram per protocol (accuracy of the top-1 against its probability, 10
     bins, the diagonal is perfect calibration; the point size grows with the bin's gaps),
@@ -119,15 +143,17 @@ def reliability_plot(result: dict, path: Path) -> None:
 
 
 def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
-    """Write ``benchmark.json``, ``benchmark.txt`` (the table) and ``reliability.png`` into
+    """Write ``benchmark.json``, ``benchmark.txt`` (the table), ``summary.txt`` (the short
+    table) and ``reliability.png`` into
     ``out_dir`` (made if missing); returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "benchmark.json", out / "benchmark.txt", out / "reliability.png"]
+    paths = [out / "benchmark.json", out / "benchmark.txt", out / "summary.txt", out / "reliability.png"]
     paths[0].write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
     paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
-    reliability_plot(result, paths[2])
+    paths[2].write_text("\n".join(summary_lines(result)) + "\n", encoding="utf-8")
+    reliability_plot(result, paths[3])
     return paths
 
 
-__all__ = ["format_table", "reliability_plot", "write_outputs"]
+__all__ = ["format_table", "reliability_plot", "summary_lines", "write_outputs"]

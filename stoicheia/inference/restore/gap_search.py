@@ -157,6 +157,14 @@ def search_gap(
     done: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # letters, score, path, steps
 
     def close(idx: np.ndarray, extra: np.ndarray) -> None:
+        # the n-gram's term is <= 0: a hypothesis that cannot beat the pool's worst kept so far is
+        # not scored (the pool's contents are the same)
+        if len(done) >= pool:
+            floor = sorted((d[1] for d in done), reverse=True)[pool - 1]
+            keep = scores[idx] + extra > floor
+            idx, extra = idx[keep], extra[keep]
+        if not len(idx):
+            return
         tail = fusion.tail_logp(hist[idx], right[:n1]) * w if n1 else np.zeros(len(idx))
         for i, e, t in zip(idx, extra, tail, strict=True):
             done.append((seqs[i].copy(), float(scores[i] + e + t), float(scores[i] + e), steps[i].copy()))
