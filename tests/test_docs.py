@@ -195,7 +195,9 @@ def check_command(words: list[str], where: str) -> None:
     if prog == "python":
         # any Python with transformers and no stoicheia: tests/test_inference.py runs the script
         script = args[0] if args else ""
-        assert script.endswith(".py") and (REPO / script).is_file(), f"{where}: {script} does not exist"
+        assert script.endswith(".py") and (REPO / script).is_file(), (
+            f"{where}: {script} does not exist"
+        )
         return
     if prog == ".venv/bin/tensorboard":
         return  # Composer's TensorboardLogger's viewer; its --logdir is the run folder

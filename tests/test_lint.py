@@ -19,11 +19,17 @@ def _ruff() -> str:
     beside = Path(sys.executable).with_name("ruff")
     found = str(beside) if beside.exists() else shutil.which("ruff")
     if found is None:
-        pytest.fail("ruff is not installed: it is a dev dependency (pip install -e '.[dev]', or bash scripts/setup.sh)")
+        pytest.fail(
+            "ruff is not installed: it is a dev dependency (pip install -e '.[dev]', or bash scripts/setup.sh)"
+        )
     return found
 
 
-@pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]], ids=["check", "format"])
+@pytest.mark.parametrize(
+    "args", [["check", "."], ["format", "--check", "."]], ids=["check", "format"]
+)
 def test_ruff(args):
     res = subprocess.run([_ruff(), *args], cwd=ROOT, capture_output=True, text=True)
-    assert res.returncode == 0, f"ruff {' '.join(args)} failed; fix with `ruff check --fix . && ruff format .`:\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
+    assert res.returncode == 0, (
+        f"ruff {' '.join(args)} failed; fix with `ruff check --fix . && ruff format .`:\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
+    )

@@ -48,14 +48,34 @@ Decoder = Callable[[Task], tuple[list[str], float]]
 
 #: Published figures on the same task, other corpora and far larger models (see the docs).
 PUBLISHED = [
-    {"system": "Ithaca (Assael et al., Nature 2022)", "corpus": "PHI Greek inscriptions, held out by the last digit of their number",
-     "task": "hidden spans 1-10, known width", "cer": 0.263, "top1": 0.618, "top20": 0.783},
-    {"system": "instruction-tuned 8B language model", "corpus": "Ithaca's test set",
-     "task": "hidden spans 1-10, known width", "cer": 0.205, "top1": 0.637, "top20": 0.830},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
-     "task": "hidden spans, known width", "top20": 0.73},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
-     "task": "hidden spans, unknown width", "top20": 0.58},
+    {
+        "system": "Ithaca (Assael et al., Nature 2022)",
+        "corpus": "PHI Greek inscriptions, held out by the last digit of their number",
+        "task": "hidden spans 1-10, known width",
+        "cer": 0.263,
+        "top1": 0.618,
+        "top20": 0.783,
+    },
+    {
+        "system": "instruction-tuned 8B language model",
+        "corpus": "Ithaca's test set",
+        "task": "hidden spans 1-10, known width",
+        "cer": 0.205,
+        "top1": 0.637,
+        "top20": 0.830,
+    },
+    {
+        "system": "Aeneas (Assael et al., Nature 2025)",
+        "corpus": "Latin inscriptions",
+        "task": "hidden spans, known width",
+        "top20": 0.73,
+    },
+    {
+        "system": "Aeneas (Assael et al., Nature 2025)",
+        "corpus": "Latin inscriptions",
+        "task": "hidden spans, unknown width",
+        "top20": 0.58,
+    },
 ]
 
 
@@ -82,7 +102,9 @@ class ModelDecoder:
         """The same decoder and cache with another fusion."""
         return ModelDecoder(self.model, self.k, self.unknown_width, self.window, fusion, self.cache)
 
-    def prepared(self, task: Task) -> tuple[np.ndarray, GapShape, Any, Any, list[Item], list[Gap], float]:
+    def prepared(
+        self, task: Task
+    ) -> tuple[np.ndarray, GapShape, Any, Any, list[Item], list[Gap], float]:
         """The target's forward pass, shape, items and gaps (cached), and the seconds it took."""
         key = (task.protocol, task.text_id, task.start, task.input)
         if key not in self.cache:
@@ -93,12 +115,18 @@ class ModelDecoder:
             trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
             # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
             # only the window around the target is seen, and the target holds at most 22 slots
-            items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
+            items, gaps = parse_input(
+                task.input, supplements="keep", unknown_width=self.unknown_width
+            )
             lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
             g = lacunae[task.target]
-            at = [i for i in lacunae if getattr(gaps[i], "start", None) == task.start]  # gaps that know their offsets
+            at = [
+                i for i in lacunae if getattr(gaps[i], "start", None) == task.start
+            ]  # gaps that know their offsets
             if at and at[0] != g:
-                raise AssertionError(f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}")
+                raise AssertionError(
+                    f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+                )
             lo, hi = window_around(items, gaps, g, self.window or trained)
             logp = gap_logp(self.model, items, gaps, {}, g, lo, hi, False)
             shape = GapShape(gaps[g].min_letters, gaps[g].max_letters, gaps[g].fixed_width)
@@ -143,7 +171,9 @@ class NgramDecoder:
     def __call__(self, task: Task) -> tuple[list[str], float]:
         left, right = _context(task.input[: task.start]), _context(task.input[task.end :])
         # the width from the notation ([....]: one dot per letter), never from the truth
-        widths = [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
+        widths = (
+            [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
+        )
         cands: dict[str, float] = {}
         for w in widths:
             for fill, lp in self.ngram.topk_fill(left, w, right, k=self.pool, beam=self.pool):
@@ -154,7 +184,11 @@ class NgramDecoder:
         return [f for f, _ in best[: self.k]], prob
 
 
-def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progress: Callable[[str, int, int], None] | None = None) -> dict:
+def run_tasks(
+    decoders: dict[str, Decoder],
+    tasks: dict[str, list[Task]],
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Every decoder on every task of every protocol. Returns ``{protocol: {"gaps": n,
     "decoders": {name: figures of :func:`~.benchmark_scoring.summarise` plus "seconds" and
     "restorations_per_second", "failed"}, "examples": [per gap: text id, offsets, truth, and per
@@ -178,12 +212,30 @@ def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progre
                 except ValueError as err:
                     cands, prob, error = [], 0.0, str(err)
                     failed += 1
-                    log.warning("[benchmark] %s: %s could not restore the gap at %d of %s: %s", protocol, name, t.start, t.text_id, err)
-                seconds += time.perf_counter() - t0 + (dec.cached_seconds(t) if hasattr(dec, "cached_seconds") else 0.0)
-                letters = list(dict.fromkeys(base_letters(c) for c in cands))  # distinct, order kept
+                    log.warning(
+                        "[benchmark] %s: %s could not restore the gap at %d of %s: %s",
+                        protocol,
+                        name,
+                        t.start,
+                        t.text_id,
+                        err,
+                    )
+                seconds += (
+                    time.perf_counter()
+                    - t0
+                    + (dec.cached_seconds(t) if hasattr(dec, "cached_seconds") else 0.0)
+                )
+                letters = list(
+                    dict.fromkeys(base_letters(c) for c in cands)
+                )  # distinct, order kept
                 s = GapScore(t.truth, tuple(letters), min(1.0, max(0.0, prob)), t.known_width)
                 scores.append(s)
-                rows[i][name] = {"top1": s.top1, "rank": s.rank, "prob": s.prob, "best5": list(s.candidates[:5])}
+                rows[i][name] = {
+                    "top1": s.top1,
+                    "rank": s.rank,
+                    "prob": s.prob,
+                    "best5": list(s.candidates[:5]),
+                }
                 if error is not None:
                     rows[i][name]["error"] = error
                 if progress is not None:
@@ -231,7 +283,9 @@ def benchmark(
     texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts, epidoc_root=epidoc_root)
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
-        raise BenchmarkError(f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}")
+        raise BenchmarkError(
+            f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}"
+        )
     model_decoder = ModelDecoder(model, unknown_width=unknown_width)
     decoders: dict[str, Decoder] = {"model": model_decoder}
     if ngram is not None:
@@ -241,16 +295,30 @@ def benchmark(
     if ngram is not None and fusion_weights:
         runs = {}
         for w in fusion_weights:
-            runs[w] = run_tasks({f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, progress)
-        table = {w: {p: {k: r[p]["decoders"][f"fused {w:g}"][k] for k in ("top1", "cer")} for p in r} for w, r in runs.items()}
-        chosen = max(fusion_weights, key=lambda w: (
-            round(float(np.mean([f["top1"] for f in table[w].values()])), 9),
-            -round(float(np.mean([f["cer"] for f in table[w].values()])), 9), -w))
+            runs[w] = run_tasks(
+                {f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, progress
+            )
+        table = {
+            w: {p: {k: r[p]["decoders"][f"fused {w:g}"][k] for k in ("top1", "cer")} for p in r}
+            for w, r in runs.items()
+        }
+        chosen = max(
+            fusion_weights,
+            key=lambda w: (
+                round(float(np.mean([f["top1"] for f in table[w].values()])), 9),
+                -round(float(np.mean([f["cer"] for f in table[w].values()])), 9),
+                -w,
+            ),
+        )
         for p, res in results.items():
             res["decoders"]["fused"] = runs[chosen][p]["decoders"][f"fused {chosen:g}"]
             for row, other in zip(res["examples"], runs[chosen][p]["examples"], strict=True):
                 row["fused"] = other[f"fused {chosen:g}"]
-        fusion = {"weights": table, "chosen": chosen, "chosen_on": f"{sum(len(t) for t in tasks.values()):,} gaps of the inscription dev set"}
+        fusion = {
+            "weights": table,
+            "chosen": chosen,
+            "chosen_on": f"{sum(len(t) for t in tasks.values()):,} gaps of the inscription dev set",
+        }
     dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     corpus = {
         "shards": str(shard_root),
@@ -258,14 +326,23 @@ def benchmark(
         "digits": dev.get("digits", []),
         "inscriptions": len({t.work for t in texts}),
         "texts": len(texts),
-        "letters": sum(int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts),  # supplements included
+        "letters": sum(
+            int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts
+        ),  # supplements included
         "left_out": dict(counts.most_common()),
     }
     return {
         "corpus": corpus,
-        "settings": {"protocols": protocols, "spans_per_text": spans_per_text, "seed": seed, "max_texts": max_texts,
-                     "unknown_width": unknown_width, "candidates": max(TOP_KS), "top_k": list(TOP_KS),
-                     "fusion_weights": list(fusion_weights or [])},
+        "settings": {
+            "protocols": protocols,
+            "spans_per_text": spans_per_text,
+            "seed": seed,
+            "max_texts": max_texts,
+            "unknown_width": unknown_width,
+            "candidates": max(TOP_KS),
+            "top_k": list(TOP_KS),
+            "fusion_weights": list(fusion_weights or []),
+        },
         "protocols": results,
         "published": PUBLISHED,
         **({"fusion": fusion} if fusion else {}),

@@ -110,9 +110,15 @@ class LetterNgram:
             grams, counts = self._grams[m]
             codes = h[:, None] * _BASE + letters[None, :]
             g = np.searchsorted(grams, codes).clip(max=max(0, grams.size - 1))
-            c_hw = np.where(grams[g] == codes, counts[g], 0).astype(np.float64) if grams.size else np.zeros_like(p)
+            c_hw = (
+                np.where(grams[g] == codes, counts[g], 0).astype(np.float64)
+                if grams.size
+                else np.zeros_like(p)
+            )
             denom = c_h + n_h
-            p = np.where(seen[:, None], (c_hw + n_h[:, None] * p) / np.where(denom > 0, denom, 1)[:, None], p)
+            p = np.where(
+                seen[:, None], (c_hw + n_h[:, None] * p) / np.where(denom > 0, denom, 1)[:, None], p
+            )
         return np.log(p)
 
     def topk_fill(
@@ -131,7 +137,9 @@ class LetterNgram:
         left = np.asarray(left, dtype=np.int64)
         right = np.asarray(right, dtype=np.int64)
         gaps = np.flatnonzero(left >= NUM_LETTERS)
-        if gaps.size:  # known text starts after the last non-letter (a lacuna): as at a record start
+        if (
+            gaps.size
+        ):  # known text starts after the last non-letter (a lacuna): as at a record start
             left = left[gaps[-1] + 1 :]
         gaps = np.flatnonzero(right >= NUM_LETTERS)
         if gaps.size:
@@ -168,7 +176,11 @@ def save_ngram(model: LetterNgram, path: str | Path, **meta: object) -> None:
     fusion weight, what it was trained on) for :func:`load_ngram`. Written to a temporary file
     then renamed, so a killed run leaves no half file."""
     path = Path(path)
-    arrays: dict[str, np.ndarray] = {"order": np.array(model.order), "letters": np.array(model.letters), "unigram": model.unigram}
+    arrays: dict[str, np.ndarray] = {
+        "order": np.array(model.order),
+        "letters": np.array(model.letters),
+        "unigram": model.unigram,
+    }
     for m, (grams, counts) in model._grams.items():
         arrays[f"grams{m}"], arrays[f"counts{m}"] = grams, counts
         h, ch, n1 = model._hist[m]
@@ -194,6 +206,8 @@ def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
                 model._hist[m] = (z[f"hist{m}"], z[f"ch{m}"], z[f"n1{m}"])
             meta = json.loads(str(z["meta"]))
     except (OSError, KeyError, ValueError) as err:
-        raise ValueError(f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` ({err}); "
-                         "write it again, or leave it out (restore then uses the model alone)") from None
+        raise ValueError(
+            f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` ({err}); "
+            "write it again, or leave it out (restore then uses the model alone)"
+        ) from None
     return model, meta

@@ -75,7 +75,13 @@ def flex_block_mask(seg_id: Tensor, half_window: int | None) -> BlockMask:
     # On GPU the mask is built by a compiled kernel: eager construction materialises
     # (B, T, T) intermediates, which at T = 8192 costs more than the attention itself.
     return create_block_mask(
-        make_mask_mod(seg_id, half_window), B, None, T, T, device=seg_id.device, _compile=seg_id.is_cuda
+        make_mask_mod(seg_id, half_window),
+        B,
+        None,
+        T,
+        T,
+        device=seg_id.device,
+        _compile=seg_id.is_cuda,
     )
 
 

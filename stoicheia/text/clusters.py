@@ -18,10 +18,28 @@ import numpy as np
 from stoicheia.text import alphabet as A
 
 __all__ = [
-    "LETTER_OF", "MARK_OF", "BREATHABLE", "ACCENT", "BREATHING", "IOTA_SUBSCRIPT", "DIAERESIS",
-    "LACUNA_CHARS", "OMISSION_CHAR", "NUMERAL_SIGNS", "KAI_LIGATURES", "CLUSTER_RE", "INTERN",
-    "K_LETTER", "K_SEP", "K_FORMAT", "K_PUNCT", "K_APOS", "K_SPACING", "K_YPO",
-    "classify", "compat_letter",
+    "LETTER_OF",
+    "MARK_OF",
+    "BREATHABLE",
+    "ACCENT",
+    "BREATHING",
+    "IOTA_SUBSCRIPT",
+    "DIAERESIS",
+    "LACUNA_CHARS",
+    "OMISSION_CHAR",
+    "NUMERAL_SIGNS",
+    "KAI_LIGATURES",
+    "CLUSTER_RE",
+    "INTERN",
+    "K_LETTER",
+    "K_SEP",
+    "K_FORMAT",
+    "K_PUNCT",
+    "K_APOS",
+    "K_SPACING",
+    "K_YPO",
+    "classify",
+    "compat_letter",
 ]
 
 #: base code point -> (letter id, is capital)
@@ -170,7 +188,11 @@ def compat_letter(base: str) -> str | None:
     if not dec.startswith("<"):
         return None
     k = unicodedata.normalize("NFKD", base)
-    if k[0] in LETTER_OF and k[0] not in LACUNA_CHARS and all(unicodedata.combining(c) for c in k[1:]):
+    if (
+        k[0] in LETTER_OF
+        and k[0] not in LACUNA_CHARS
+        and all(unicodedata.combining(c) for c in k[1:])
+    ):
         return k
     return None
 
@@ -345,4 +367,3 @@ class _Intern(dict):
 #: NFD cluster -> id, with the answer of :func:`classify` for each id (see :class:`_Intern`);
 #: shared by every encoder call of the process.
 INTERN = _Intern()
-

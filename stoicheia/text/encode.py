@@ -116,7 +116,14 @@ from stoicheia.text.leiden import (
 )
 from stoicheia.text.planes import Planes
 
-__all__ = ["text_to_planes", "encode_text", "fold_lookalikes", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
+__all__ = [
+    "text_to_planes",
+    "encode_text",
+    "fold_lookalikes",
+    "Encoded",
+    "KNOWN_PLANES",
+    "PUNCT_STRENGTH",
+]
 
 #: The planes a source may declare unrecorded (``known``); the lacuna plane is always known.
 KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
@@ -135,25 +142,61 @@ _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
 _HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
 _MARKS = "\u0300-\u036f"
 _RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
-_MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
+_MARKS_BEFORE_CAPITAL = re.compile(
+    "(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])"
+)
 _LATIN_RUN = re.compile("[A-Za-z\u210e]+")
 #: the heta (archaic aspirate) that epigraphers transcribe as Latin h (or U+210E) before a
 #: vowel or ρ at the start of a word: the rough breathing of that letter ("hο" = ὁ)
 _HETA = re.compile("(^|[^\\w\u0300-\u036f])[hH\u210e]([αεηιουωρΑΕΗΙΟΥΩΡ])")
 #: Latin letters that look like a Greek letter (read as that letter inside a Greek word)
 LATIN_LOOKALIKES = {
-    "A": "Α", "B": "Β", "E": "Ε", "H": "Η", "I": "Ι", "K": "Κ", "M": "Μ", "N": "Ν",
-    "O": "Ο", "P": "Ρ", "T": "Τ", "X": "Χ", "Y": "Υ", "Z": "Ζ", "o": "ο", "v": "ν",
+    "A": "Α",
+    "B": "Β",
+    "E": "Ε",
+    "H": "Η",
+    "I": "Ι",
+    "K": "Κ",
+    "M": "Μ",
+    "N": "Ν",
+    "O": "Ο",
+    "P": "Ρ",
+    "T": "Τ",
+    "X": "Χ",
+    "Y": "Υ",
+    "Z": "Ζ",
+    "o": "ο",
+    "v": "ν",
 }
 _GREEK_BASE = frozenset(c for c in LETTER_OF if c not in LACUNA_CHARS)
 
 # Coptic letters are Greek letters in another script (Unicode names them ALFA, VIDA, ...):
 # their Greek letter, read from the Unicode names rather than listed by hand.
 _COPTIC_NAMES = {
-    "ALFA": "α", "VIDA": "β", "GAMMA": "γ", "DALDA": "δ", "EIE": "ε", "ZATA": "ζ", "HATE": "η",
-    "THETHE": "θ", "IAUDA": "ι", "KAPA": "κ", "LAULA": "λ", "MI": "μ", "NI": "ν", "KSI": "ξ",
-    "O": "ο", "PI": "π", "RO": "ρ", "SIMA": "ϲ", "TAU": "τ", "UA": "υ", "FI": "φ", "KHI": "χ",
-    "PSI": "ψ", "OOU": "ω",
+    "ALFA": "α",
+    "VIDA": "β",
+    "GAMMA": "γ",
+    "DALDA": "δ",
+    "EIE": "ε",
+    "ZATA": "ζ",
+    "HATE": "η",
+    "THETHE": "θ",
+    "IAUDA": "ι",
+    "KAPA": "κ",
+    "LAULA": "λ",
+    "MI": "μ",
+    "NI": "ν",
+    "KSI": "ξ",
+    "O": "ο",
+    "PI": "π",
+    "RO": "ρ",
+    "SIMA": "ϲ",
+    "TAU": "τ",
+    "UA": "υ",
+    "FI": "φ",
+    "KHI": "χ",
+    "PSI": "ψ",
+    "OOU": "ω",
 }
 
 
@@ -163,9 +206,13 @@ def _coptic_lookalikes() -> dict[str, str]:
         name = unicodedata.name(chr(cp), "")
         for case in ("SMALL", "CAPITAL"):
             prefix = f"COPTIC {case} LETTER "
-            if name.startswith(prefix) and name[len(prefix):] in _COPTIC_NAMES:
-                g = _COPTIC_NAMES[name[len(prefix):]]
-                out[chr(cp)] = g.upper() if case == "CAPITAL" and g != "ϲ" else ("Ϲ" if case == "CAPITAL" else g)
+            if name.startswith(prefix) and name[len(prefix) :] in _COPTIC_NAMES:
+                g = _COPTIC_NAMES[name[len(prefix) :]]
+                out[chr(cp)] = (
+                    g.upper()
+                    if case == "CAPITAL" and g != "ϲ"
+                    else ("Ϲ" if case == "CAPITAL" else g)
+                )
     return out
 
 
@@ -174,10 +221,38 @@ def _coptic_lookalikes() -> dict[str, str]:
 #: Greek word (touching a Greek letter), counted ``script_lookalike``. A word wholly in
 #: Cyrillic or Coptic stays what it is (``other``): a Coptic text is not Greek.
 SCRIPT_LOOKALIKES = {
-    "А": "Α", "В": "Β", "Г": "Γ", "Е": "Ε", "Н": "Η", "І": "Ι", "К": "Κ", "М": "Μ", "О": "Ο",
-    "П": "Π", "Р": "Ρ", "С": "Ϲ", "Т": "Τ", "У": "Υ", "Ф": "Φ", "Х": "Χ",
-    "о": "ο", "р": "ρ", "с": "ϲ", "х": "χ", "к": "κ", "п": "π", "т": "τ", "ф": "φ",
-    "Ѳ": "Θ", "ѳ": "θ", "Ѵ": "Υ", "ѵ": "υ", "Ѯ": "Ξ", "ѯ": "ξ", "Ѱ": "Ψ", "ѱ": "ψ",
+    "А": "Α",
+    "В": "Β",
+    "Г": "Γ",
+    "Е": "Ε",
+    "Н": "Η",
+    "І": "Ι",
+    "К": "Κ",
+    "М": "Μ",
+    "О": "Ο",
+    "П": "Π",
+    "Р": "Ρ",
+    "С": "Ϲ",
+    "Т": "Τ",
+    "У": "Υ",
+    "Ф": "Φ",
+    "Х": "Χ",
+    "о": "ο",
+    "р": "ρ",
+    "с": "ϲ",
+    "х": "χ",
+    "к": "κ",
+    "п": "π",
+    "т": "τ",
+    "ф": "φ",
+    "Ѳ": "Θ",
+    "ѳ": "θ",
+    "Ѵ": "Υ",
+    "ѵ": "υ",
+    "Ѯ": "Ξ",
+    "ѯ": "ξ",
+    "Ѱ": "Ψ",
+    "ѱ": "ψ",
     **_coptic_lookalikes(),
 }
 _SCRIPT_RUN = re.compile("[" + "".join(SCRIPT_LOOKALIKES) + "]+")
@@ -218,7 +293,14 @@ def _prepass(s: str, dropped: collections.Counter) -> str:
             dropped["mark_before_capital"] += k
     if ("h" in s or "H" in s or "\u210e" in s) and _HETA.search(s):
         # a capital H makes its vowel the capital ("Hερμῆς" = Ἑρμῆς)
-        s, k = _HETA.subn(lambda m: m.group(1) + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2)) + "\u0314", s)
+        s, k = _HETA.subn(
+            lambda m: (
+                m.group(1)
+                + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2))
+                + "\u0314"
+            ),
+            s,
+        )
         dropped["heta"] += k
     if _LATIN_RUN.search(s):
         s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
@@ -250,7 +332,9 @@ def fold_lookalikes(text: str) -> str:
     for rx, table in ((_LATIN_RUN, LATIN_LOOKALIKES), (_SCRIPT_RUN, SCRIPT_LOOKALIKES)):
         for m in rx.finditer(work_s):
             run = m.group()
-            after = work_s[m.end() : m.end() + 1] in _GREEK_BASE  # as the encoder: the very next character
+            after = (
+                work_s[m.end() : m.end() + 1] in _GREEK_BASE
+            )  # as the encoder: the very next character
             if (greek(m.start() - 1, -1) or after) and all(c in table for c in run):
                 out[m.start() : m.end()] = [table[c] for c in run]
     return "".join(out)
@@ -429,7 +513,6 @@ def _text_to_planes(
     return planes, dropped
 
 
-
 def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
     """The diacritic id ``dia`` with the fields of ``marks`` (a diacritic id) added where it has
     none; a field it already has keeps its first mark and counts ``extra_mark``."""
@@ -441,6 +524,7 @@ def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
             else:
                 cur[f] = v
     return A.dia_id(*cur)
+
 
 def _resolve_context(
     kind: np.ndarray,
@@ -474,8 +558,14 @@ def _resolve_context(
                 # mark ("δ’", "ἀλλ’") or is followed by a vowel ("δι’ἐκείνων"), so it never
                 # matches this pattern.
                 li = int(letter_no[j])
-                acc, br, io, di = A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
-                if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and chars[li + 1] < A.NUM_LETTERS:
+                acc, br, io, di = (
+                    A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
+                )
+                if (
+                    chars[li] in _VOWELS
+                    and chars[li + 1] not in _VOWELS
+                    and chars[li + 1] < A.NUM_LETTERS
+                ):
                     if br == 0:
                         dia[li] = A.dia_id(acc, 1, io, di)
                     else:
@@ -593,7 +683,8 @@ def encode_text(
         stacked = _stacked_mark(text)
         if stacked is not None:
             raise LeidenError(
-                text, stacked[0],
+                text,
+                stacked[0],
                 f"a letter with two {stacked[1]}; keep the one meant (the converter keeps the first "
                 "and counts extra_mark)",
             )
@@ -603,7 +694,9 @@ def encode_text(
         if isinstance(seg, Text):
             out.append(seg.text)
             if any(seg.uncertain):
-                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+                leiden["uncertain_letters"] += _count_letters(
+                    "".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u)
+                )
         elif isinstance(seg, Lacuna):
             leiden["lacunae"] += 1
             if seg.max_width is None:
@@ -618,7 +711,9 @@ def encode_text(
         elif isinstance(seg, Editorial):
             n = _count_letters(seg.text)
             if any(seg.uncertain):
-                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+                leiden["uncertain_letters"] += _count_letters(
+                    "".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u)
+                )
             if seg.reason == "surplus":
                 leiden["surplus_letters"] += n
                 continue
@@ -683,7 +778,9 @@ def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
                 raise
             leiden["leiden_repaired"] += 1
             p = err.position
-            if 0 <= p < len(text) and (_BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])):
+            if 0 <= p < len(text) and (
+                _BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])
+            ):
                 # the bracket sign at fault, or a combining mark that has no letter to sit on
                 text = text[:p] + text[p + 1 :]
             else:

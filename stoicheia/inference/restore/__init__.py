@@ -62,7 +62,12 @@ class RestoreResult:
             "input": self.input,
             "gaps": [g.to_json() for g in self.gaps],
             "restorations": [
-                {"text": r.text, "logprob": round(r.logprob, 6), "fills": list(r.printed), "letters": list(r.fills)}
+                {
+                    "text": r.text,
+                    "logprob": round(r.logprob, 6),
+                    "fills": list(r.printed),
+                    "letters": list(r.fills),
+                }
                 for r in self.restorations
             ],
             "notes": list(self.notes),
@@ -132,7 +137,9 @@ def restore(
         raise RestoreError(f"top_k={top_k}: ask for at least 1 restoration")
     if alternatives is not None and alternatives < 0:
         raise RestoreError(f"alternatives={alternatives}: ask for 0 or more alternatives per gap")
-    loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    loaded = (
+        model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    )
     beam = max(top_k, 4) if beam is None else beam
     if beam < top_k:
         raise RestoreError(f"beam={beam} is smaller than top_k={top_k}")
@@ -140,13 +147,19 @@ def restore(
     trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
     win = trained if window is None else window
     why = (
-        f"the window: the {trained}-slot rows the model was trained on" if window is None
-        else f"--window {window}; the model was trained on {trained}-slot rows" if window
+        f"the window: the {trained}-slot rows the model was trained on"
+        if window is None
+        else f"--window {window}; the model was trained on {trained}-slot rows"
+        if window
         else f"--window 0: one row of at most the {trained} slots the model was trained on"
     )
     items, gaps = parse_input(
-        text, supplements="repredict" if score_supplements else supplements, unknown_width=unknown_width,
-        about_margin=about_margin, max_slots=win or trained, limit_why=why,
+        text,
+        supplements="repredict" if score_supplements else supplements,
+        unknown_width=unknown_width,
+        about_margin=about_margin,
+        max_slots=win or trained,
+        limit_why=why,
     )
     if not gaps and not respace:
         raise RestoreError(
@@ -165,7 +178,9 @@ def restore(
     style = input_style(text)
     result = RestoreResult(text, gaps, [])
     if not gaps:
-        result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], text=text, style=style)
+        result.restorations = finish(
+            loaded, items, gaps, [{}], respace, [0.0], text=text, style=style
+        )
         return result
     k_alt = top_k if alternatives is None else alternatives
     plan = plan_windows(items, gaps, win)  # refuses a lacuna wider than the window
@@ -176,25 +191,54 @@ def restore(
         fusion = find_fusion(loaded) if fusion == "auto" else find_fusion(loaded, fusion)
     ticker = _Ticker(progress, len(gaps) + 2)
     pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1)
-    cands, logps = decode_gaps(loaded, items, gaps, window=win, k=pool, respace=respace, fusion=fusion, on_step=ticker.step)
+    cands, logps = decode_gaps(
+        loaded, items, gaps, window=win, k=pool, respace=respace, fusion=fusion, on_step=ticker.step
+    )
     chosen = combine(gaps, cands, top_k)
-    result.restorations = finish(loaded, items, gaps, [h.fill for h in chosen], respace, [h.score for h in chosen], text=text, style=style)
+    result.restorations = finish(
+        loaded,
+        items,
+        gaps,
+        [h.fill for h in chosen],
+        respace,
+        [h.score for h in chosen],
+        text=text,
+        style=style,
+    )
     ticker.step()
     for g, f in zip(gaps, result.restorations[0].printed, strict=True):
         g.fill = f
-    gap_beliefs(loaded, items, gaps, cands, logps, chosen[0], k=k_alt, respace=respace, style=style,
-                score_supplements=score_supplements, fusion=fusion, window=win)
+    gap_beliefs(
+        loaded,
+        items,
+        gaps,
+        cands,
+        logps,
+        chosen[0],
+        k=k_alt,
+        respace=respace,
+        style=style,
+        score_supplements=score_supplements,
+        fusion=fusion,
+        window=win,
+    )
     ticker.end()
     if fusion is not None and fusion.ngram is not None:
-        result.notes.append(f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} ({fusion.source})")
+        result.notes.append(
+            f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} ({fusion.source})"
+        )
     if len(plan) > 1:
         result.notes.append(f"each gap decoded in a window of at most {win} slots around it")
     if score_supplements and any(g.kind == "supplement" for g in gaps):
-        result.notes.append("editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)")
+        result.notes.append(
+            "editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)"
+        )
     return result
 
 
-def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], beam: int = 1) -> list[str]:
+def restore_planes(
+    model: Any, planes: Planes, spans: list[tuple[int, int]], beam: int = 1
+) -> list[str]:
     """Fill known-width lacunae at letters ``[a, b)`` of ``planes`` (the letters there are
     hidden, every aux channel of the record hidden, as in the reference evaluation) by the
     decoding of :func:`restore`; returns the best filling of each span.
@@ -216,7 +260,9 @@ def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], bea
             i = starts[i]
             continue
         c = int(planes.chars[i])
-        items.append(Item(None, (c, A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.CAP_UNKNOWN, A.PUNCT_UNKNOWN)))
+        items.append(
+            Item(None, (c, A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.CAP_UNKNOWN, A.PUNCT_UNKNOWN))
+        )
         i += 1
     total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
     cands, _ = decode_gaps(model, items, gaps, window=max(total, 1), k=max(beam, 1), respace=False)
@@ -224,6 +270,19 @@ def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], bea
 
 
 __all__ = [
-    "Alternative", "EditorScore", "Fusion", "Gap", "GapTooWideError", "InputStyle", "Restoration", "RestoreError", "RestoreResult", "check_options",
-    "format_result", "input_style", "parse_input", "restore", "restore_planes",
+    "Alternative",
+    "EditorScore",
+    "Fusion",
+    "Gap",
+    "GapTooWideError",
+    "InputStyle",
+    "Restoration",
+    "RestoreError",
+    "RestoreResult",
+    "check_options",
+    "format_result",
+    "input_style",
+    "parse_input",
+    "restore",
+    "restore_planes",
 ]

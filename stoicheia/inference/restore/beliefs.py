@@ -38,9 +38,19 @@ EDITOR_RANK_POOL = 20
 
 
 def gap_beliefs(
-    model: Any, items: list[Item], gaps: list[Gap], cands: dict[int, list[Candidate]], logps: dict[int, np.ndarray],
-    best: Hyp, *, k: int, respace: bool, style: InputStyle | None, score_supplements: bool = False,
-    fusion: Fusion | None = None, window: int = 0,
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    cands: dict[int, list[Candidate]],
+    logps: dict[int, np.ndarray],
+    best: Hyp,
+    *,
+    k: int,
+    respace: bool,
+    style: InputStyle | None,
+    score_supplements: bool = False,
+    fusion: Fusion | None = None,
+    window: int = 0,
 ) -> None:
     """Fill ``letter_probs``, ``alternatives`` (``k`` per gap; none when ``k`` is 0),
     ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
@@ -56,10 +66,19 @@ def gap_beliefs(
         shown = cands[g.index][:k]
         if shown:
             base = {i: v for i, v in best.fill.items() if i != g.index}
-            printed = finish(model, items, gaps, [{**base, g.index: symbols(g, c.letters)} for c in shown], respace,
-                             [c.score for c in shown], style=style)
+            printed = finish(
+                model,
+                items,
+                gaps,
+                [{**base, g.index: symbols(g, c.letters)} for c in shown],
+                respace,
+                [c.score for c in shown],
+                style=style,
+            )
             g.alternatives = [
-                Alternative(r.printed[g.index], float(c.prob), math.log(max(c.prob, 1e-300)), c.text())
+                Alternative(
+                    r.printed[g.index], float(c.prob), math.log(max(c.prob, 1e-300)), c.text()
+                )
                 for c, r in zip(shown, printed, strict=True)
             ]
         if not g.fixed_width:
@@ -69,7 +88,13 @@ def gap_beliefs(
 
 
 def _editor_score(
-    items: list[Item], gaps: list[Gap], best: Hyp, g: Gap, cands: list[Candidate], logp: np.ndarray, fusion: Fusion | None,
+    items: list[Item],
+    gaps: list[Gap],
+    best: Hyp,
+    g: Gap,
+    cands: list[Candidate],
+    logp: np.ndarray,
+    fusion: Fusion | None,
 ) -> EditorScore:
     """The editor's reading of supplement ``g`` scored by the search and ranked among the
     candidates of the same width ``cands`` (best first)."""
@@ -82,7 +107,11 @@ def _editor_score(
     reading = "".join(A.LETTERS[int(i)] for i in letters)
     ours = [c.text() for c in cands]
     same = [c.text() for c in cands if len(c.letters) == len(letters)]
-    rank = same.index(reading) + 1 if reading in same else 1 + sum(1 for c in cands if len(c.letters) == len(letters) and c.score > lp)
+    rank = (
+        same.index(reading) + 1
+        if reading in same
+        else 1 + sum(1 for c in cands if len(c.letters) == len(letters) and c.score > lp)
+    )
     if reading in ours:
         prob = cands[ours.index(reading)].prob
     else:  # the candidates' reweighting: prob = exp(score + shift), the same shift for all

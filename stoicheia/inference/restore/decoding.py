@@ -39,7 +39,9 @@ class Hyp:
     lp: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], respace: bool) -> tuple[dict[str, np.ndarray], list[tuple[int, int]]]:
+def model_inputs(
+    items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], respace: bool
+) -> tuple[dict[str, np.ndarray], list[tuple[int, int]]]:
     """Model inputs ``(1, T)`` arrays for the working sequence and, per slot, ``(gap, j)`` or
     ``(-1, -1)`` for a known letter."""
     chars, bnd, dia, punct, where = [], [], [], [], []
@@ -66,7 +68,11 @@ def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]
             sym = -1 if a is None else int(a[j])
             if g.kind == "uncertain":
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else it.values[0])  # type: ignore[index]
-                b, d, pu = (A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN) if respace else (it.values[1], it.values[2], it.values[4])  # type: ignore[index]
+                b, d, pu = (
+                    (A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN)
+                    if respace
+                    else (it.values[1], it.values[2], it.values[4])
+                )  # type: ignore[index]
             else:
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else A.MASK)
                 b, d, pu = A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN
@@ -78,7 +84,9 @@ def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]
     return {k: np.asarray(v, dtype=np.int64)[None, :] for k, v in arrays.items()}, where
 
 
-def forward(model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+def forward(
+    model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...] | None = None
+) -> dict[str, np.ndarray]:
     """Float32 ``(B, T, V)`` log-softmax outputs of the ``heads`` asked for (default all) for
     equal-length rows (one per hypothesis), as numpy. The log-softmax is taken in numpy: on a
     busy CPU, torch's small per-head ops cost more in thread hand-offs than the arithmetic."""
@@ -95,14 +103,25 @@ def forward(model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...
     return res
 
 
-def gap_logp(model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], g: int, lo: int, hi: int, respace: bool) -> np.ndarray:
+def gap_logp(
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    base: dict[int, np.ndarray],
+    g: int,
+    lo: int,
+    hi: int,
+    respace: bool,
+) -> np.ndarray:
     """Float ``(slots, SYMBOLS)``: the model's log-probabilities at each slot of gap ``g`` with
     all of its slots MASK, the other gaps at ``base``, the model seeing slots ``[lo, hi)``
     (one forward pass)."""
     fill = dict(base)
     fill[g] = np.full(gaps[g].slots, -1, dtype=np.int64)
     seq, where = model_inputs(items, gaps, fill, respace)
-    logp = forward(model, [{k: v[:, lo:hi] for k, v in seq.items()}], ("char",))["char"][0, :, :SYMBOLS]
+    logp = forward(model, [{k: v[:, lo:hi] for k, v in seq.items()}], ("char",))["char"][
+        0, :, :SYMBOLS
+    ]
     rows = [s for s, (gg, _) in enumerate(where[lo:hi]) if gg == g]
     return logp[rows]
 
@@ -150,7 +169,9 @@ def window_around(items: list[Item], gaps: list[Gap], g: int, window: int) -> tu
     return max(0, hi - window), hi
 
 
-def plan_windows(items: list[Item], gaps: list[Gap], window: int) -> list[tuple[list[int], int, int]]:
+def plan_windows(
+    items: list[Item], gaps: list[Gap], window: int
+) -> list[tuple[list[int], int, int]]:
     """``[(gap indices, lo, hi), ...]``: runs of gaps that fit in ``window`` slots with context."""
     spans = []  # (gap, first slot, end slot)
     pos = 0
@@ -184,7 +205,9 @@ def plan_windows(items: list[Item], gaps: list[Gap], window: int) -> list[tuple[
     return out
 
 
-def gap_context(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], g: int, n1: int) -> tuple[np.ndarray, np.ndarray]:
+def gap_context(
+    items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], g: int, n1: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The letters beside gap ``g`` for the n-gram (:func:`~.gap_search.context`): int64 ``(n1,)``
     before it and at most ``n1`` after it. Known letters and the letters of the gaps in ``fill``
     count (BLANK slots do not); an open gap cuts the context (as a lacuna)."""
@@ -203,9 +226,15 @@ def gap_context(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray],
             side.append(int(it.values[0]))  # type: ignore[index]
         else:
             side.append(A.MASK)
-        if side is after and len(after) > n1 + gaps[it.gap].slots if it.gap is not None else len(after) > n1 + 20:
+        if (
+            side is after and len(after) > n1 + gaps[it.gap].slots
+            if it.gap is not None
+            else len(after) > n1 + 20
+        ):
             break
-    return context(np.asarray(before, dtype=np.int64), n1, "left"), context(np.asarray(after, dtype=np.int64), n1, "right")
+    return context(np.asarray(before, dtype=np.int64), n1, "left"), context(
+        np.asarray(after, dtype=np.int64), n1, "right"
+    )
 
 
 def symbols(gap: Gap, letters: np.ndarray) -> np.ndarray:
@@ -216,8 +245,16 @@ def symbols(gap: Gap, letters: np.ndarray) -> np.ndarray:
 
 
 def decode_gaps(
-    model: Any, items: list[Item], gaps: list[Gap], *, window: int, k: int, respace: bool,
-    fusion: Fusion | None = None, only: list[int] | None = None, on_step: Callable[[], None] | None = None,
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    *,
+    window: int,
+    k: int,
+    respace: bool,
+    fusion: Fusion | None = None,
+    only: list[int] | None = None,
+    on_step: Callable[[], None] | None = None,
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
     """Each gap's ``k`` best candidates (module docstring), in input order: ``only`` limits the
     search to those gap indices (the others stay MASK). Returns ``(candidates, logps)``: gap
@@ -233,8 +270,17 @@ def decode_gaps(
         logp = gap_logp(model, items, gaps, best, g, lo, hi, respace)
         if on_step is not None:
             on_step()
-        left, right = gap_context(items, gaps, best, g, fusion.history) if fusion.history else (None, None)
-        found = search_gap(logp, GapShape(gap.min_letters, gap.max_letters, gap.fixed_width), k, fusion, left, right)
+        left, right = (
+            gap_context(items, gaps, best, g, fusion.history) if fusion.history else (None, None)
+        )
+        found = search_gap(
+            logp,
+            GapShape(gap.min_letters, gap.max_letters, gap.fixed_width),
+            k,
+            fusion,
+            left,
+            right,
+        )
         cands[g], logps[g] = found, logp
         best[g] = symbols(gap, found[0].letters)
     return cands, logps
@@ -246,7 +292,9 @@ def as_hyp(gaps: list[Gap], chosen: dict[int, Candidate]) -> Hyp:
     for g, c in chosen.items():
         fill[g] = symbols(gaps[g], c.letters)
         lp[g] = np.full(gaps[g].slots, np.nan)
-        lp[g][: len(c.letters)] = np.log(np.maximum(c.steps, 1e-300)) if c.steps is not None else np.nan
+        lp[g][: len(c.letters)] = (
+            np.log(np.maximum(c.steps, 1e-300)) if c.steps is not None else np.nan
+        )
         score += c.score
     return Hyp(fill, score, lp)
 
@@ -295,6 +343,20 @@ def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]
 
 
 __all__ = [
-    "BLANK", "SYMBOLS", "Hyp", "as_hyp", "combine", "decode_gaps", "forward", "gap_context", "gap_logp", "kbest_independent",
-    "model_inputs", "plan_windows", "slot_range", "symbols", "width_chain", "window_around",
+    "BLANK",
+    "SYMBOLS",
+    "Hyp",
+    "as_hyp",
+    "combine",
+    "decode_gaps",
+    "forward",
+    "gap_context",
+    "gap_logp",
+    "kbest_independent",
+    "model_inputs",
+    "plan_windows",
+    "slot_range",
+    "symbols",
+    "width_chain",
+    "window_around",
 ]

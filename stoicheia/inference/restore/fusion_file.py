@@ -41,7 +41,9 @@ def _load(path: str, mtime_ns: int) -> tuple[Any, dict]:
     return load_ngram(path)
 
 
-def find_fusion(loaded: Any, path: str | Path | None = None, weight: float | None = None) -> Fusion | None:
+def find_fusion(
+    loaded: Any, path: str | Path | None = None, weight: float | None = None
+) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
     fusion), at ``weight`` (default the weight stored in the file). Returns ``None`` for the
@@ -54,7 +56,9 @@ def find_fusion(loaded: Any, path: str | Path | None = None, weight: float | Non
     chosen = Path(path) if path is not None else beside(str(loaded.source))
     if chosen is None or not chosen.exists():
         if path is not None:
-            raise RestoreError(f"{path}: no such n-gram file; write one with `stoicheia benchmark CHECKPOINT --save-ngram`")
+            raise RestoreError(
+                f"{path}: no such n-gram file; write one with `stoicheia benchmark CHECKPOINT --save-ngram`"
+            )
         return None
     try:
         ngram, meta = _load(str(chosen.resolve()), chosen.stat().st_mtime_ns)

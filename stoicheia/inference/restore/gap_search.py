@@ -132,8 +132,13 @@ def context(letters: np.ndarray, n1: int, side: str) -> np.ndarray:
 
 
 def search_gap(
-    logp: np.ndarray, shape: GapShape, k: int, fusion: Fusion | None = None,
-    left: np.ndarray | None = None, right: np.ndarray | None = None, pool: int = POOL,
+    logp: np.ndarray,
+    shape: GapShape,
+    k: int,
+    fusion: Fusion | None = None,
+    left: np.ndarray | None = None,
+    right: np.ndarray | None = None,
+    pool: int = POOL,
 ) -> list[Candidate]:
     """The ``k`` best fills of one gap (module docstring), best first, distinct.
 
@@ -145,7 +150,9 @@ def search_gap(
     w = fusion.weight
     n1 = fusion.history
     if logp.shape[0] < shape.max_letters:
-        raise ValueError(f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to {shape.max_letters} letters")
+        raise ValueError(
+            f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to {shape.max_letters} letters"
+        )
     pool = max(pool, k)
     left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)
     right = np.zeros(0, dtype=np.int64) if right is None else np.asarray(right, dtype=np.int64)
@@ -153,7 +160,11 @@ def search_gap(
     seqs = np.zeros((1, 0), dtype=np.int64)
     steps = np.zeros((1, 0))
     scores = np.zeros(1)
-    hist = np.broadcast_to(left[-n1:] if n1 else left[:0], (1, n1)).copy() if n1 else np.zeros((1, 0), dtype=np.int64)
+    hist = (
+        np.broadcast_to(left[-n1:] if n1 else left[:0], (1, n1)).copy()
+        if n1
+        else np.zeros((1, 0), dtype=np.int64)
+    )
     done: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # letters, score, path, steps
 
     def close(idx: np.ndarray, extra: np.ndarray) -> None:
@@ -167,7 +178,9 @@ def search_gap(
             return
         tail = fusion.tail_logp(hist[idx], right[:n1]) * w if n1 else np.zeros(len(idx))
         for i, e, t in zip(idx, extra, tail, strict=True):
-            done.append((seqs[i].copy(), float(scores[i] + e + t), float(scores[i] + e), steps[i].copy()))
+            done.append(
+                (seqs[i].copy(), float(scores[i] + e + t), float(scores[i] + e), steps[i].copy())
+            )
 
     for j in range(shape.max_letters):
         row = np.asarray(logp[j], dtype=np.float64)
@@ -195,20 +208,29 @@ def search_gap(
     done.sort(key=lambda d: -d[1])
     kept = done[:pool]
     # log of (summed path probability / summed exp(score)) of the kept: 0 when not fused
-    shift = float(np.logaddexp.reduce(np.array([p for _, _, p, _ in kept])) - np.logaddexp.reduce(np.array([s for _, s, _, _ in kept])))
+    shift = float(
+        np.logaddexp.reduce(np.array([p for _, _, p, _ in kept]))
+        - np.logaddexp.reduce(np.array([s for _, s, _, _ in kept]))
+    )
     return [Candidate(a, s, float(min(1.0, np.exp(s + shift))), st) for a, s, _, st in kept[:k]]
 
 
 def score_fill(
-    logp: np.ndarray, shape: GapShape, letters: np.ndarray, fusion: Fusion | None = None,
-    left: np.ndarray | None = None, right: np.ndarray | None = None,
+    logp: np.ndarray,
+    shape: GapShape,
+    letters: np.ndarray,
+    fusion: Fusion | None = None,
+    left: np.ndarray | None = None,
+    right: np.ndarray | None = None,
 ) -> float:
     """The search's score (module docstring) of one given fill ``letters`` (int ids), e.g. an
     editor's supplement. Raises ``ValueError`` for a fill whose length the gap cannot take."""
     letters = np.asarray(letters, dtype=np.int64)
     n = len(letters)
     if not shape.min_letters <= n <= shape.max_letters:
-        raise ValueError(f"score_fill: a fill of {n} letters in a gap of {shape.min_letters}-{shape.max_letters}")
+        raise ValueError(
+            f"score_fill: a fill of {n} letters in a gap of {shape.min_letters}-{shape.max_letters}"
+        )
     fusion = fusion or Fusion(None, 0.0)
     w, n1 = fusion.weight, fusion.history
     left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)
@@ -220,12 +242,18 @@ def score_fill(
         row = np.asarray(logp[j], dtype=np.float64) if j < len(logp) else None
         lb = -np.inf
         if row is not None and not shape.fixed and shape.min_letters <= j < shape.max_letters:
-            lb = float(row[BLANK] - np.logaddexp.reduce(np.concatenate([row[:L], row[BLANK : BLANK + 1]])))
+            lb = float(
+                row[BLANK] - np.logaddexp.reduce(np.concatenate([row[:L], row[BLANK : BLANK + 1]]))
+            )
         if j == n:
             score += lb if np.isfinite(lb) else 0.0
             break
         lm = _log_norm(row[None, :L])[0]  # type: ignore[index]
-        lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))[0] if fusion.ngram is not None else lm
+        lq = (
+            _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))[0]
+            if fusion.ngram is not None
+            else lm
+        )
         if np.isfinite(lb):
             lq = lq + np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
         score += float(lq[letters[j]])
@@ -236,4 +264,13 @@ def score_fill(
     return score
 
 
-__all__ = ["BLANK", "POOL", "Candidate", "Fusion", "GapShape", "context", "score_fill", "search_gap"]
+__all__ = [
+    "BLANK",
+    "POOL",
+    "Candidate",
+    "Fusion",
+    "GapShape",
+    "context",
+    "score_fill",
+    "search_gap",
+]
