@@ -44,12 +44,27 @@ CONFIGS: dict[str, list[str]] = {
     "d96-L4-T512-r8": ["model.d_model=96", "model.n_heads=4"],
     "d192-L4-T512-r8": ["model.d_model=192", "model.n_heads=6"],
     "d128-L6-T512-r8": ["model.n_layers=6"],
-    "d128-L4-T256-r16": ["data.seq_len=256", "train.micro_batch_rows=16", "train.global_batch_rows=16", "model.char_window=64"],
-    "d128-L4-T1024-r4": ["data.seq_len=1024", "train.micro_batch_rows=4", "train.global_batch_rows=4"],
+    "d128-L4-T256-r16": [
+        "data.seq_len=256",
+        "train.micro_batch_rows=16",
+        "train.global_batch_rows=16",
+        "model.char_window=64",
+    ],
+    "d128-L4-T1024-r4": [
+        "data.seq_len=1024",
+        "train.micro_batch_rows=4",
+        "train.global_batch_rows=4",
+    ],
     "d128-L4-T512-r8-lr3e-3": ["train.lr=3e-3"],
     "d64-L4-T512-r8": ["model.d_model=64", "model.n_heads=4"],
-    "d96-L4-T256-r16": ["model.d_model=96", "model.n_heads=4", "data.seq_len=256", "train.micro_batch_rows=16",
-                        "train.global_batch_rows=16", "model.char_window=64"],
+    "d96-L4-T256-r16": [
+        "model.d_model=96",
+        "model.n_heads=4",
+        "data.seq_len=256",
+        "train.micro_batch_rows=16",
+        "train.global_batch_rows=16",
+        "model.char_window=64",
+    ],
 }
 
 
@@ -69,8 +84,14 @@ def calibrate(name: str, base: list[str], steps: int, out: Path) -> tuple[float,
     calib = f"sweep-{name}-calib"
     shutil.rmtree(out / calib, ignore_errors=True)
     rc, _ = run(
-        [*base, f"run_name={calib}", f"train.nominal_steps={steps}", f"train.max_steps={steps}",
-         f"train.save_interval={max(1, steps // 3)}", "callbacks.auto_anneal=false"],
+        [
+            *base,
+            f"run_name={calib}",
+            f"train.nominal_steps={steps}",
+            f"train.max_steps={steps}",
+            f"train.save_interval={max(1, steps // 3)}",
+            "callbacks.auto_anneal=false",
+        ],
         out / f"{calib}.log",
     )
     if rc != 0:
@@ -79,7 +100,9 @@ def calibrate(name: str, base: list[str], steps: int, out: Path) -> tuple[float,
     rows_ = [json.loads(x) for x in (out / calib / "metrics.jsonl").read_text().splitlines()]
     at = {r["step"]: r["time"] for r in rows_ if "loss/total" in r}  # one row per batch
     times = [at[k] for k in sorted(at)]
-    gaps = [b - a for a, b in zip(times[1:-1], times[2:], strict=True)]  # the first batch carries start-up
+    gaps = [
+        b - a for a, b in zip(times[1:-1], times[2:], strict=True)
+    ]  # the first batch carries start-up
     step = statistics.median(gaps)
     spikes = [g - step for g in gaps if g > 3 * step]
     return step, (sum(spikes) / len(spikes) if spikes else 0.0)
@@ -88,7 +111,12 @@ def calibrate(name: str, base: list[str], steps: int, out: Path) -> tuple[float,
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shards", default="data/shards")
-    p.add_argument("--budget-min", type=float, default=10.0, help="training wall time per configuration, minutes")
+    p.add_argument(
+        "--budget-min",
+        type=float,
+        default=10.0,
+        help="training wall time per configuration, minutes",
+    )
     p.add_argument("--calib-steps", type=int, default=30)
     p.add_argument("--out", default="checkpoints/sweep")
     p.add_argument("--only", nargs="+", help="run only these configurations")
@@ -101,8 +129,14 @@ def main() -> int:
     names = [n for n in CONFIGS if not args.only or n in args.only]
 
     def base(name: str) -> list[str]:
-        return [composer, "recipes/train.py", "yamls/demo.yaml", f"data.shard_root={args.shards}", *CONFIGS[name],
-                f"train.save_folder={args.out}/{{run_name}}"]
+        return [
+            composer,
+            "recipes/train.py",
+            "yamls/demo.yaml",
+            f"data.shard_root={args.shards}",
+            *CONFIGS[name],
+            f"train.save_folder={args.out}/{{run_name}}",
+        ]
 
     # All calibrations first, back to back: the step counts are fixed from them, so the long
     # runs after them give the same result even if the machine is busier by then.
@@ -111,24 +145,42 @@ def main() -> int:
         t = calibrate(name, base(name), args.calib_steps, out)
         if t is not None:
             per_step[name], per_eval[name] = t
-            print(f"{name:<26} {t[0]:6.3f} s/step, {t[1]:5.1f} s/evaluation (calibration)", flush=True)
+            print(
+                f"{name:<26} {t[0]:6.3f} s/step, {t[1]:5.1f} s/evaluation (calibration)", flush=True
+            )
     rows = []
     for name in per_step:
         # the longest run: max_steps = 1.2 x nominal batches and 24 evaluations + checkpoints
-        nominal = max(50, math.floor((args.budget_min * 60 - 24 * per_eval[name]) / (per_step[name] * 1.2)))
+        nominal = max(
+            50, math.floor((args.budget_min * 60 - 24 * per_eval[name]) / (per_step[name] * 1.2))
+        )
         interval = max(10, nominal // 20)
         run_name = f"sweep-{name}"
         shutil.rmtree(out / run_name, ignore_errors=True)
         rc, seconds = run(
-            [*base(name), f"run_name={run_name}", f"train.nominal_steps={nominal}",
-             f"train.max_steps={int(nominal * 1.2)}", f"train.save_interval={interval}"],
+            [
+                *base(name),
+                f"run_name={run_name}",
+                f"train.nominal_steps={nominal}",
+                f"train.max_steps={int(nominal * 1.2)}",
+                f"train.save_interval={interval}",
+            ],
             out / f"{run_name}.log",
         )
-        best = json.loads((out / run_name / "best.json").read_text()) if (out / run_name / "best.json").exists() else {}
+        best = (
+            json.loads((out / run_name / "best.json").read_text())
+            if (out / run_name / "best.json").exists()
+            else {}
+        )
         row = {
-            "config": name, "overrides": CONFIGS[name], "seconds_per_step": per_step[name],
-            "seconds_per_evaluation": per_eval[name], "nominal_steps": nominal,
-            "exit": rc, "train_minutes": seconds / 60, "best_step": best.get("step"),
+            "config": name,
+            "overrides": CONFIGS[name],
+            "seconds_per_step": per_step[name],
+            "seconds_per_evaluation": per_eval[name],
+            "nominal_steps": nominal,
+            "exit": rc,
+            "train_minutes": seconds / 60,
+            "best_step": best.get("step"),
             "best_dev_bits_per_char": best.get("value"),
         }
         rows.append(row)
@@ -141,7 +193,9 @@ def main() -> int:
     done = [r for r in rows if r["best_dev_bits_per_char"] is not None]
     if done:
         win = min(done, key=lambda r: r["best_dev_bits_per_char"])
-        print(f"lowest held-out bits/char: {win['config']} ({win['best_dev_bits_per_char']:.4f}); overrides {win['overrides']}")
+        print(
+            f"lowest held-out bits/char: {win['config']} ({win['best_dev_bits_per_char']:.4f}); overrides {win['overrides']}"
+        )
     return 0 if done else 1
 
 

@@ -23,7 +23,9 @@ import time
 import torch
 
 
-def synthetic_batch(rows: int, seq_len: int, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
+def synthetic_batch(
+    rows: int, seq_len: int, device: torch.device, seed: int = 0
+) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     seg = torch.zeros(rows, seq_len, dtype=torch.int32)
     pos = torch.zeros(rows, seq_len, dtype=torch.int32)
@@ -37,7 +39,11 @@ def synthetic_batch(rows: int, seq_len: int, device: torch.device, seed: int = 0
             start, doc = start + n, doc + 1
     chars = torch.randint(0, 25, (rows, seq_len), generator=g)
     chars[seg == 0] = 26
-    tgt = torch.where(torch.rand(rows, seq_len, generator=g) < 0.3, torch.randint(0, 24, (rows, seq_len), generator=g), -100)
+    tgt = torch.where(
+        torch.rand(rows, seq_len, generator=g) < 0.3,
+        torch.randint(0, 24, (rows, seq_len), generator=g),
+        -100,
+    )
     tgt[seg == 0] = -100
     batch = {
         "chars": chars,
@@ -88,13 +94,24 @@ def main() -> int:
     diff = max(float((out_s[k] - out_f[k])[real].abs().max()) for k in out_s)
     sdpa.loss(out_s, b).backward()
     flex.loss(out_f, b).backward()
-    gdiff = max(float((p1.grad - p2.grad).abs().max()) for p1, p2 in zip(sdpa.parameters(), flex.parameters(), strict=False))
+    gdiff = max(
+        float((p1.grad - p2.grad).abs().max())
+        for p1, p2 in zip(sdpa.parameters(), flex.parameters(), strict=False)
+    )
     good = diff < 2e-3 and gdiff < 2e-3
     ok &= good
-    print(f"[{'ok' if good else 'FAIL'}] flex vs sdpa fp32: max |logit diff| {diff:.2e}, max |grad diff| {gdiff:.2e}")
+    print(
+        f"[{'ok' if good else 'FAIL'}] flex vs sdpa fp32: max |logit diff| {diff:.2e}, max |grad diff| {gdiff:.2e}"
+    )
 
     # 2. full-width model, bf16 autocast, compiled, flex: loss finite, letters/s, memory
-    cfg = EncoderConfig(d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, char_window=256, attn_impl="flex")
+    cfg = EncoderConfig(
+        d_model=args.d_model,
+        n_layers=args.layers,
+        n_heads=args.heads,
+        char_window=256,
+        attn_impl="flex",
+    )
     model = StoicheiaModel(cfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     for compiled in (False, True):

@@ -58,7 +58,12 @@ def main() -> None:
     ap.add_argument("--checkpoint")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--alternatives", type=int, default=None, help="each gap's own top-k (default: restore's, top-k)")
+    ap.add_argument(
+        "--alternatives",
+        type=int,
+        default=None,
+        help="each gap's own top-k (default: restore's, top-k)",
+    )
     ap.add_argument("--top-k", type=int, nargs="+", default=[1, 5, 20])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -66,10 +71,14 @@ def main() -> None:
     from stoicheia.inference import restore as R
 
     model = _model(args.checkpoint)
-    print(f"code: {_Path(R.__file__).resolve().parent}; model: {model.source}; import + load {time.perf_counter() - t0:.2f} s")
+    print(
+        f"code: {_Path(R.__file__).resolve().parent}; model: {model.source}; import + load {time.perf_counter() - t0:.2f} s"
+    )
     from stoicheia.text.encode import text_to_planes
 
-    print(f"text: {len(text_to_planes(TEXT)[0])} letters, 3 gaps; {args.threads} threads; median of {args.repeats}")
+    print(
+        f"text: {len(text_to_planes(TEXT)[0])} letters, 3 gaps; {args.threads} threads; median of {args.repeats}"
+    )
     kwargs = {}
     if args.alternatives is not None and "alternatives" in inspect.signature(R.restore).parameters:
         kwargs["alternatives"] = args.alternatives
@@ -81,7 +90,9 @@ def main() -> None:
             res = R.restore(model, TEXT, top_k=k, **kwargs)
             times.append(time.perf_counter() - t)
         med = statistics.median(times)
-        print(f"top-{k:<3} {med:7.3f} s   {len(res.restorations) / med:7.1f} restorations/s   {1 / med:6.2f} texts/s")
+        print(
+            f"top-{k:<3} {med:7.3f} s   {len(res.restorations) / med:7.1f} restorations/s   {1 / med:6.2f} texts/s"
+        )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,9 @@ def ensure_shards(shards: Path | None) -> Path:
     return out
 
 
-def train_stream(shards: Path, seq_len: int, noise: NoiseConfig, records_per_batch: int) -> NoisedRecordStream:
+def train_stream(
+    shards: Path, seq_len: int, noise: NoiseConfig, records_per_batch: int
+) -> NoisedRecordStream:
     """The benchmarks' training stream: the gold and silver tiers of ``shards`` mixed 1:1
     (train split), noised with ``noise`` (a ``NoiseConfig``, noise seed 0), read
     ``records_per_batch`` records per worker batch."""
@@ -95,7 +97,9 @@ def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
         slots += batch["seg_id"].numel()
     seconds = time.perf_counter() - t0
     print(f"data pipeline, T={seq_len}, {rows} rows/batch, {batches} batches, 1 process:")
-    print(f"  {letters / seconds:,.0f} letters/s per worker   row fill {letters / slots:.3f}   {seconds / batches * 1e3:.1f} ms/batch")
+    print(
+        f"  {letters / seconds:,.0f} letters/s per worker   row fill {letters / slots:.3f}   {seconds / batches * 1e3:.1f} ms/batch"
+    )
 
 
 def bench_step(shards: Path, steps: int) -> None:
@@ -172,7 +176,9 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
     loader = torch.utils.data.DataLoader(_Batches(), batch_size=None, shuffle=False)
     trainer = Trainer(
         model=comp_model,
-        train_dataloader=DataSpec(loader, get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0])),
+        train_dataloader=DataSpec(
+            loader, get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0])
+        ),
         optimizers=comp_opt,
         max_duration=f"{total}ba",
         device="cpu",
@@ -182,7 +188,9 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
         log_to_console=False,
         loggers=[],
         callbacks=[],
-        algorithms=[GradientGuard(clip_norm=cfg.train.clip_norm)],  # the recipe's clipping, as in the bare loop
+        algorithms=[
+            GradientGuard(clip_norm=cfg.train.clip_norm)
+        ],  # the recipe's clipping, as in the bare loop
         save_folder=None,
         seed=0,
     )
@@ -208,8 +216,12 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
             comp_t.append((t2 - t1) / round_steps)
     trainer.close()
     b, c = statistics.median(bare_t), statistics.median(comp_t)
-    print(f"Composer trainer vs bare PyTorch loop, demo model, {rounds} interleaved rounds of {round_steps} steps:")
-    print(f"  bare loop {b * 1e3:.0f} ms/step   Composer {c * 1e3:.0f} ms/step   overhead ratio {c / b:.3f} (goal <= 1.05)")
+    print(
+        f"Composer trainer vs bare PyTorch loop, demo model, {rounds} interleaved rounds of {round_steps} steps:"
+    )
+    print(
+        f"  bare loop {b * 1e3:.0f} ms/step   Composer {c * 1e3:.0f} ms/step   overhead ratio {c / b:.3f} (goal <= 1.05)"
+    )
 
 
 def main() -> None:
@@ -219,9 +231,16 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=4)
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=6, help="interleaved rounds of the Composer-overhead measurement")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=6,
+        help="interleaved rounds of the Composer-overhead measurement",
+    )
     p.add_argument("--round-steps", type=int, default=10, help="steps per round and per path")
-    p.add_argument("--only-overhead", action="store_true", help="measure only the Composer overhead")
+    p.add_argument(
+        "--only-overhead", action="store_true", help="measure only the Composer overhead"
+    )
     args = p.parse_args()
     shards = ensure_shards(args.shards)
     if not args.only_overhead:

@@ -61,13 +61,19 @@ def build_shards(out: Path) -> Path:
     from stoicheia.data.shards import convert
 
     if not (CORPUS / "perseus").is_dir():
-        sys.exit(f"kill_resume.py: no corpus at {CORPUS}: give --shards DIR or set STOICHEIA_CORPUS")
+        sys.exit(
+            f"kill_resume.py: no corpus at {CORPUS}: give --shards DIR or set STOICHEIA_CORPUS"
+        )
     convert(
         {
             "gold": [CORPUS / "perseus" / "Hesiod", CORPUS / "perseus" / "Homeric_Hymns"],
             "silver": [CORPUS / "ud" / "grc_proiel-ud-dev.conllu"],
         },
-        out, val_fraction=0.1, max_record_letters=600, workers=1, progress=False,
+        out,
+        val_fraction=0.1,
+        max_record_letters=600,
+        workers=1,
+        progress=False,
     )
     return out
 
@@ -75,14 +81,30 @@ def build_shards(out: Path) -> Path:
 def overrides(args: argparse.Namespace, shards: Path, folder: Path, name: str) -> list[str]:
     """The demo YAML shrunk to a small model on the small shards."""
     return [
-        f"run_name={name}", f"data.shard_root={shards}", "data.seq_len=128", "data.records_per_batch=4",
-        f"data.num_workers={args.num_workers}", "data.eval_records=4", "data.eval_rows=4", "data.eval_sets=[holdout]",
-        "train.decide_on=holdout/bits_per_char", f"model.d_model={args.d_model}", "model.n_layers=2", "model.n_heads=2",
-        "model.char_window=16", "train.micro_batch_rows=2", f"train.global_batch_rows={2 * (args.nproc if args.launcher == 'composer' else 1)}",
-        "train.grad_accum=null", "train.log_every=1000", "data.tier_weights.bronze=0",
+        f"run_name={name}",
+        f"data.shard_root={shards}",
+        "data.seq_len=128",
+        "data.records_per_batch=4",
+        f"data.num_workers={args.num_workers}",
+        "data.eval_records=4",
+        "data.eval_rows=4",
+        "data.eval_sets=[holdout]",
+        "train.decide_on=holdout/bits_per_char",
+        f"model.d_model={args.d_model}",
+        "model.n_layers=2",
+        "model.n_heads=2",
+        "model.char_window=16",
+        "train.micro_batch_rows=2",
+        f"train.global_batch_rows={2 * (args.nproc if args.launcher == 'composer' else 1)}",
+        "train.grad_accum=null",
+        "train.log_every=1000",
+        "data.tier_weights.bronze=0",
         "callbacks.anneal_data.phases=[[0.5, {gold: 1.0, silver: 1.0}], [1.0, {gold: 1.0}]]",
-        "train.warmup_frac=0.1", f"train.nominal_steps={args.steps}", f"train.max_steps={args.steps}",
-        f"train.save_interval={args.save_interval}", f"train.save_folder={folder}/{{run_name}}",
+        "train.warmup_frac=0.1",
+        f"train.nominal_steps={args.steps}",
+        f"train.max_steps={args.steps}",
+        f"train.save_interval={args.save_interval}",
+        f"train.save_folder={folder}/{{run_name}}",
         "callbacks.restoration_example=false",
     ]
 
@@ -95,7 +117,11 @@ def command(args: argparse.Namespace, extra: list[str]) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env["PYTHONPATH"] = str(REPO)
     return env
 
@@ -109,7 +135,11 @@ def _ignore_sigterm() -> None:
 def start(args: argparse.Namespace, extra: list[str], log: Path) -> subprocess.Popen:
     fh = open(log, "a")
     return subprocess.Popen(
-        command(args, extra), cwd=REPO, env=_env(), stdout=fh, stderr=subprocess.STDOUT,
+        command(args, extra),
+        cwd=REPO,
+        env=_env(),
+        stdout=fh,
+        stderr=subprocess.STDOUT,
         preexec_fn=_ignore_sigterm if args.launcher == "composer" else None,
     )
 
@@ -178,17 +208,32 @@ def landed_during_save(folder: Path, before: dict[str, tuple[int, int]]) -> bool
     in ``before``) and incomplete, or not the one ``latest`` names?"""
     from stoicheia.train.checkpoints import checkpoint_is_complete, periodic_checkpoint
 
-    files = sorted((m[1], f) for f in folder.glob("ep*-ba*-rank0.pt") if (m := periodic_checkpoint(f.name)))
+    files = sorted(
+        (m[1], f) for f in folder.glob("ep*-ba*-rank0.pt") if (m := periodic_checkpoint(f.name))
+    )
     if not files:
         return False
     newest = files[-1][1]
     if checkpoints(folder).get(newest.name) == before.get(newest.name):
         return False  # left by an earlier start (the repair of this one had not run yet)
     link = folder / "latest-rank0.pt"
-    return not checkpoint_is_complete(newest) or not link.is_symlink() or os.readlink(link) != newest.name
+    return (
+        not checkpoint_is_complete(newest)
+        or not link.is_symlink()
+        or os.readlink(link) != newest.name
+    )
 
 
-def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_save: bool, expected: float, rep: Report) -> int | None:
+def kill_once(
+    args,
+    extra,
+    folder: Path,
+    log: Path,
+    rng: random.Random,
+    aim_at_save: bool,
+    expected: float,
+    rep: Report,
+) -> int | None:
     """Start the run and SIGKILL it once; returns the exit status if it ended by itself first."""
     before = checkpoints(folder)
     proc = start(args, extra, log)
@@ -223,7 +268,9 @@ def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_s
     alive = wait_gone([p for p in procs if p.pid != proc.pid])
     if alive:
         rep.leftovers += len(alive)
-        rep.notes.append(f"kill {rep.kills}: {len(alive)} process(es) outlived the trainer by 20 s: {[p.pid for p in alive]}")
+        rep.notes.append(
+            f"kill {rep.kills}: {len(alive)} process(es) outlived the trainer by 20 s: {[p.pid for p in alive]}"
+        )
         for p in alive:
             try:
                 p.kill()
@@ -234,12 +281,18 @@ def kill_once(args, extra, folder: Path, log: Path, rng: random.Random, aim_at_s
     return None
 
 
-def sigterm_once(args, extra, folder: Path, log: Path, rng: random.Random, expected: float, rep: Report) -> int | None:
+def sigterm_once(
+    args, extra, folder: Path, log: Path, rng: random.Random, expected: float, rep: Report
+) -> int | None:
     proc = start(args, extra, log)
     start_step = steps_logged(folder)
     t0 = time.monotonic()
     # a moment while training runs: after the first new step is logged
-    while proc.poll() is None and steps_logged(folder) < start_step + 2 and time.monotonic() < t0 + expected * 3 + 60:
+    while (
+        proc.poll() is None
+        and steps_logged(folder) < start_step + 2
+        and time.monotonic() < t0 + expected * 3 + 60
+    ):
         time.sleep(0.05)
     time.sleep(rng.uniform(0.0, 0.5))
     if proc.poll() is not None:
@@ -257,8 +310,16 @@ def sigterm_once(args, extra, folder: Path, log: Path, rng: random.Random, expec
     alive = wait_gone([p for p in procs if p.pid != proc.pid])
     link = folder / "latest-rank0.pt"
     saved = int(os.readlink(link).split("-ba")[1].split("-")[0]) if link.is_symlink() else -1
-    rep.sigterms.append({"rc": rc, "exit_s": round(took, 2), "logged_at_signal": seen, "saved_batch": saved,
-                         "lost_batches": max(0, seen - saved), "leftovers": len(alive)})
+    rep.sigterms.append(
+        {
+            "rc": rc,
+            "exit_s": round(took, 2),
+            "logged_at_signal": seen,
+            "saved_batch": saved,
+            "lost_batches": max(0, seen - saved),
+            "leftovers": len(alive),
+        }
+    )
     return None
 
 
@@ -285,17 +346,35 @@ def losses(folder: Path) -> dict[int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shards", type=Path, help="shard root (default: convert small shards into WORK/shards)")
-    ap.add_argument("--work", type=Path, default=Path("runs/kill_resume"), help="folder for shards and runs (default runs/kill_resume)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--shards", type=Path, help="shard root (default: convert small shards into WORK/shards)"
+    )
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path("runs/kill_resume"),
+        help="folder for shards and runs (default runs/kill_resume)",
+    )
     ap.add_argument("--kills", type=int, default=10, help="SIGKILLs (default 10)")
     ap.add_argument("--sigterms", type=int, default=2, help="SIGTERMs after the kills (default 2)")
     ap.add_argument("--steps", type=int, default=60, help="batches of the run (default 60)")
-    ap.add_argument("--save-interval", type=int, default=5, help="batches between checkpoints (default 5)")
+    ap.add_argument(
+        "--save-interval", type=int, default=5, help="batches between checkpoints (default 5)"
+    )
     ap.add_argument("--num-workers", type=int, default=2, help="DataLoader workers (default 2)")
     ap.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
-    ap.add_argument("--launcher", choices=["python", "composer"], default="python", help="python recipes/train.py, or composer -n P")
-    ap.add_argument("--nproc", type=int, default=1, help="processes with --launcher composer (default 1)")
+    ap.add_argument(
+        "--launcher",
+        choices=["python", "composer"],
+        default="python",
+        help="python recipes/train.py, or composer -n P",
+    )
+    ap.add_argument(
+        "--nproc", type=int, default=1, help="processes with --launcher composer (default 1)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the kill moments (default 0)")
     args = ap.parse_args(argv)
     if args.launcher == "python" and args.nproc != 1:
@@ -304,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = work / "runs"
     for name in ("reference", "killed"):
         if (runs / name).exists():
-            sys.exit(f"kill_resume.py: {runs / name} exists: remove it (or give another --work) first")
+            sys.exit(
+                f"kill_resume.py: {runs / name} exists: remove it (or give another --work) first"
+            )
     runs.mkdir(parents=True, exist_ok=True)
     shards = args.shards.resolve() if args.shards else build_shards(work / "shards")
     rng = random.Random(args.seed)
@@ -319,10 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     # a random kill comes within start-up plus a 1/(K+1) share of the batches, so that the K
     # kills spread over the run instead of the run completing after the first few
     times = [r["time"] for r in losses_rows(runs / "reference")]
-    per_batch = (times[-1] - times[0]) / max(1, len(times) - 1) if len(times) > 1 else t_ref / args.steps
+    per_batch = (
+        (times[-1] - times[0]) / max(1, len(times) - 1) if len(times) > 1 else t_ref / args.steps
+    )
     startup = max(0.0, t_ref - per_batch * args.steps)
     window = startup + per_batch * args.steps / (args.kills + 1)
-    print(f"reference: {len(times)} batches (the run's own end) in {t_ref:.1f} s ({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)", flush=True)
+    print(
+        f"reference: {len(times)} batches (the run's own end) in {t_ref:.1f} s ({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)",
+        flush=True,
+    )
 
     extra = overrides(args, shards, runs, "killed")
     folder = runs / "killed"
@@ -337,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         if sigterm_once(args, extra, folder, log, term_rng, t_ref, rep) is not None:
             failed = f"the run ended before its SIGTERM (see {log})"
             break
-    for aim in ([] if failed else plan):
+    for aim in [] if failed else plan:
         rc = kill_once(args, extra, folder, log, rng, aim, window, rep)
         if rc is not None:  # it ended before the kill: completed, or failed
             if rc != 0:
@@ -371,21 +457,44 @@ def main(argv: list[str] | None = None) -> int:
         print(n)
     if rep.kills < args.kills:
         print(f"the run completed after {rep.kills} of the {args.kills} kills planned")
-    print(f"kills survived {rep.survived}/{rep.kills}, weights identical {'yes' if identical else 'no'}")
-    print(f"kills during a save: {rep.during_save}/{rep.kills}; processes left behind: {rep.leftovers}")
+    print(
+        f"kills survived {rep.survived}/{rep.kills}, weights identical {'yes' if identical else 'no'}"
+    )
+    print(
+        f"kills during a save: {rep.during_save}/{rep.kills}; processes left behind: {rep.leftovers}"
+    )
     print(f"per-step losses equal: {'yes' if same_losses else 'no'} ({detail})")
     for i, s in enumerate(rep.sigterms, 1):
         print(
             f"sigterm {i}: exit status {s['rc']} after {s['exit_s']} s, checkpoint at batch {s['saved_batch']} "
             f"(>= {s['logged_at_signal']} logged at the signal), batches lost {s['lost_batches']}, processes left {s['leftovers']}"
         )
-    print(f"wall time: reference {t_ref:.1f} s, killed run {t_killed:.1f} s, total {time.monotonic() - t_all:.1f} s")
-    summary = {"kills": rep.kills, "survived": rep.survived, "during_save": rep.during_save, "leftovers": rep.leftovers,
-               "identical": identical, "same_losses": same_losses, "sigterms": rep.sigterms, "failed": failed,
-               "wall_reference_s": round(t_ref, 1), "wall_killed_s": round(t_killed, 1)}
+    print(
+        f"wall time: reference {t_ref:.1f} s, killed run {t_killed:.1f} s, total {time.monotonic() - t_all:.1f} s"
+    )
+    summary = {
+        "kills": rep.kills,
+        "survived": rep.survived,
+        "during_save": rep.during_save,
+        "leftovers": rep.leftovers,
+        "identical": identical,
+        "same_losses": same_losses,
+        "sigterms": rep.sigterms,
+        "failed": failed,
+        "wall_reference_s": round(t_ref, 1),
+        "wall_killed_s": round(t_killed, 1),
+    }
     (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    ok = (not failed and identical and same_losses and rep.survived == rep.kills and rep.leftovers == 0
-          and all(s["rc"] == 143 and s["lost_batches"] == 0 and s["leftovers"] == 0 for s in rep.sigterms))
+    ok = (
+        not failed
+        and identical
+        and same_losses
+        and rep.survived == rep.kills
+        and rep.leftovers == 0
+        and all(
+            s["rc"] == 143 and s["lost_batches"] == 0 and s["leftovers"] == 0 for s in rep.sigterms
+        )
+    )
     return 0 if ok else 1
 
 

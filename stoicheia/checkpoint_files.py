@@ -45,9 +45,22 @@ class _Anything:
 #: Bytes per element of torch's storage classes (torch/storage.py), so that checking a
 #: checkpoint needs no torch import; other names ask torch.
 _ITEMSIZE = {
-    "UntypedStorage": 1, "ByteStorage": 1, "CharStorage": 1, "BoolStorage": 1, "QUInt8Storage": 1, "QInt8Storage": 1,
-    "ShortStorage": 2, "HalfStorage": 2, "BFloat16Storage": 2, "IntStorage": 4, "FloatStorage": 4, "QInt32Storage": 4,
-    "LongStorage": 8, "DoubleStorage": 8, "ComplexFloatStorage": 8, "ComplexDoubleStorage": 16,
+    "UntypedStorage": 1,
+    "ByteStorage": 1,
+    "CharStorage": 1,
+    "BoolStorage": 1,
+    "QUInt8Storage": 1,
+    "QInt8Storage": 1,
+    "ShortStorage": 2,
+    "HalfStorage": 2,
+    "BFloat16Storage": 2,
+    "IntStorage": 4,
+    "FloatStorage": 4,
+    "QInt32Storage": 4,
+    "LongStorage": 8,
+    "DoubleStorage": 8,
+    "ComplexFloatStorage": 8,
+    "ComplexDoubleStorage": 16,
 }
 
 
@@ -58,7 +71,9 @@ class _StorageType:
     @property
     def itemsize(self) -> int:
         """Bytes per element of ``torch.<name>`` (1 for ``UntypedStorage`` and unknown types)."""
-        if self.name in _ITEMSIZE:  # without importing torch (seconds): `stoicheia status` checks files
+        if (
+            self.name in _ITEMSIZE
+        ):  # without importing torch (seconds): `stoicheia status` checks files
             return _ITEMSIZE[self.name]
         import warnings
 
@@ -134,7 +149,17 @@ def missing_records(path: Path | str) -> list[str] | None:
             with zf.open(pkls[0]) as fh:
                 scanner = _StorageScanner(fh)
                 scanner.load()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, pickle.UnpicklingError, IndexError, KeyError, TypeError, AttributeError):
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        pickle.UnpicklingError,
+        IndexError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ):
         return None
     missing = []
     for key, nbytes in scanner.storages:
@@ -176,7 +201,17 @@ def model_shapes(path: Path | str) -> dict[str, tuple[int, ...]] | None:
                 return None
             with zf.open(pkls[0]) as fh:
                 obj = _StorageScanner(fh).load()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, pickle.UnpicklingError, IndexError, KeyError, TypeError, AttributeError):
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        pickle.UnpicklingError,
+        IndexError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ):
         return None
     state = obj.get("state", obj) if isinstance(obj, dict) else None
     model = state.get("model") if isinstance(state, dict) else None
@@ -187,10 +222,12 @@ def model_shapes(path: Path | str) -> dict[str, tuple[int, ...]] | None:
 
 def strip_ddp(name: str) -> str:
     """A parameter name without the ``module.`` prefix that ``DistributedDataParallel`` adds."""
-    return name[len("module."):] if name.startswith("module.") else name
+    return name[len("module.") :] if name.startswith("module.") else name
 
 
-def shape_mismatches(saved: dict[str, tuple[int, ...]], model: dict[str, tuple[int, ...]]) -> list[str]:
+def shape_mismatches(
+    saved: dict[str, tuple[int, ...]], model: dict[str, tuple[int, ...]]
+) -> list[str]:
     """What differs between the parameter shapes of a checkpoint (``saved``) and of the model
     it is to be loaded into (``model``), one description per parameter, e.g.
     ``"model.embed.weight: [96, 64] in the checkpoint, [96, 32] in this model"``, missing
@@ -202,5 +239,7 @@ def shape_mismatches(saved: dict[str, tuple[int, ...]], model: dict[str, tuple[i
         elif name not in model:
             out.append(f"{name}: in the checkpoint, not in this model")
         elif tuple(saved[name]) != tuple(model[name]):
-            out.append(f"{name}: {list(saved[name])} in the checkpoint, {list(model[name])} in this model")
+            out.append(
+                f"{name}: {list(saved[name])} in the checkpoint, {list(model[name])} in this model"
+            )
     return out

@@ -29,7 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-from stoicheia.cli_args import OneLineParser, device_name, float_in, int_in, out_dir_problem
+from stoicheia.cli_args import (
+    OneLineParser,
+    device_name,
+    float_in,
+    fusion_weights,
+    int_in,
+    out_dir_problem,
+)
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 
@@ -44,7 +51,10 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
     for item in items:
         tier, sep, path = item.partition("=")
         if not sep or not tier or not path:
-            print(f"stoicheia convert: error: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus", file=sys.stderr)
+            print(
+                f"stoicheia convert: error: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
         inputs.setdefault(tier, []).append(Path(path))
     given = [(tier, p, p.resolve()) for tier, paths in inputs.items() for p in paths]
@@ -81,7 +91,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
             workers=args.workers,
             overwrite=args.overwrite,
             progress=True if sys.stderr.isatty() else "lines",
-            epidoc=EpiDocOptions(supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice),
+            epidoc=EpiDocOptions(
+                supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice
+            ),
             inscription_dev_digits=args.inscription_dev_digit or (),
         )
     except ConvertError as err:
@@ -114,13 +126,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
         for path in without[:10]:
             print(f"  no record kept from {path}")
         if len(without) > 10:
-            print(f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)")
+            print(
+                f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)"
+            )
         dangling = [p for p in st["files_not_read"] if os.path.islink(p) and not os.path.exists(p)]
         for path in dangling:
-            print(f"  dangling link {path} -> {os.readlink(path)} (its target does not exist): not read")
+            print(
+                f"  dangling link {path} -> {os.readlink(path)} (its target does not exist): not read"
+            )
         others = len(st["files_not_read"]) - len(dangling)
         if others:
-            print(f"  {others} files in the directories are not sources and were not read (listed in stats.json)")
+            print(
+                f"  {others} files in the directories are not sources and were not read (listed in stats.json)"
+            )
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):
         print(
@@ -145,9 +163,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 2
     except (TypeError, AttributeError, KeyError, OverflowError) as err:
         # valid JSON with values of the wrong type: a damaged marker file (or a hand edit)
-        print(f"stoicheia status: error: a file in {args.run_folder} holds a value of the wrong type ({type(err).__name__}: "
-              f"{err}); check complete.json, anneal.json, best.json, diverged.json and the last lines of evals.jsonl "
-              "(restore them from the checkpoints, or delete the damaged one)", file=sys.stderr)
+        print(
+            f"stoicheia status: error: a file in {args.run_folder} holds a value of the wrong type ({type(err).__name__}: "
+            f"{err}); check complete.json, anneal.json, best.json, diverged.json and the last lines of evals.jsonl "
+            "(restore them from the checkpoints, or delete the damaged one)",
+            file=sys.stderr,
+        )
         return 2
     for line in lines:
         print(line)
@@ -178,22 +199,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else None
     if out is not None and out.is_dir():
-        return _fail("evaluate", f"--out {out} is a folder; give a file name for the JSON, e.g. {out / 'eval.json'}")
+        return _fail(
+            "evaluate",
+            f"--out {out} is a folder; give a file name for the JSON, e.g. {out / 'eval.json'}",
+        )
     problem = out_dir_problem(out.parent) if out is not None else None
     if problem:
         return _fail("evaluate", f"--out {out}: {problem}")
     if out is not None:
         if out.suffix == ".txt":
-            return _fail("evaluate", f"--out {out}: the JSON goes to --out and the table beside it as .txt; give a .json name, e.g. {out.with_suffix('.json')}")
+            return _fail(
+                "evaluate",
+                f"--out {out}: the JSON goes to --out and the table beside it as .txt; give a .json name, e.g. {out.with_suffix('.json')}",
+            )
         # never write over an input (or a file inside an input folder) with the results
         written = {out.resolve(), out.with_suffix(".txt").resolve()}
         for given in args.shards:
             src = Path(given).resolve()
             hit = [w for w in written if w == src or src in w.parents]
             if hit:
-                return _fail("evaluate", f"--out {out} would write {hit[0].name} over the input {given}; give an --out outside the inputs")
+                return _fail(
+                    "evaluate",
+                    f"--out {out} would write {hit[0].name} over the input {given}; give an --out outside the inputs",
+                )
     if args.train_shards and not Path(args.train_shards).is_dir():
-        return _fail("evaluate", f"--train-shards {args.train_shards!r}: no such folder; give the output folder of `stoicheia convert`")
+        return _fail(
+            "evaluate",
+            f"--train-shards {args.train_shards!r}: no such folder; give the output folder of `stoicheia convert`",
+        )
     try:  # the inputs first: a wrong path fails before the model is loaded
         records, described = load_records(args.shards, args.split, args.tiers, args.max_records)
     except (FileNotFoundError, ValueError, SourceError) as err:
@@ -205,8 +238,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"rejected records (not Greek enough or empty): {described['rejected']}")
     not_read = described.get("not_read") or []
     if not_read:
-        shown = ", ".join(not_read[:5]) + (f" and {len(not_read) - 5} more" if len(not_read) > 5 else "")
-        print(f"{len(not_read)} files in the folders given are not sources (.txt/.jsonl/.xml/.conllu) and were not read: {shown}")
+        shown = ", ".join(not_read[:5]) + (
+            f" and {len(not_read) - 5} more" if len(not_read) > 5 else ""
+        )
+        print(
+            f"{len(not_read)} files in the folders given are not sources (.txt/.jsonl/.xml/.conllu) and were not read: {shown}"
+        )
     opt = EvalOptions(
         seq_len=args.seq_len or int(data.get("seq_len", 512)),
         rows=args.rows or int(data.get("eval_rows", 8)),
@@ -215,19 +252,32 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         word_rate=args.word_rate,
     )
     ngram = ngram_info = None
-    train_root = args.train_shards or (args.shards[0] if "shards" in described else data.get("shard_root"))
+    train_root = args.train_shards or (
+        args.shards[0] if "shards" in described else data.get("shard_root")
+    )
     if args.ngram_order == 0:
         print("n-gram baseline left out (--ngram-order 0)")
     elif train_root and Path(train_root).is_dir():
         try:
-            ngram, ngram_info = train_ngram(train_root, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
-            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} letters of {train_root}")
+            ngram, ngram_info = train_ngram(
+                train_root, data.get("tier_weights"), args.ngram_order, args.ngram_letters
+            )
+            print(
+                f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} letters of {train_root}"
+            )
         except FileNotFoundError as err:
             print(f"n-gram baseline left out: {err}")
     else:
-        print(f"n-gram baseline left out: the run's shards ({train_root or 'data.shard_root unset'}) are not here; give --train-shards DIR")
+        print(
+            f"n-gram baseline left out: the run's shards ({train_root or 'data.shard_root unset'}) are not here; give --train-shards DIR"
+        )
     result = evaluate(model, records, opt, ngram, progress=lambda m: print(m, flush=True))
-    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": cfg.get("run_name")}
+    result["model"] = {
+        "source": model.source,
+        "kind": model.kind,
+        "step": model.step,
+        "run_name": cfg.get("run_name"),
+    }
     result["input"] = described
     if ngram_info:
         result["ngram"] = ngram_info
@@ -236,7 +286,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+        out.write_text(
+            json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
+        )
         out.with_suffix(".txt").write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
         print(f"wrote {out} and {out.with_suffix('.txt')}")
     return 0
@@ -250,7 +302,9 @@ def _add_run_sets(result: dict, model, shard_root: str | None) -> None:
     from stoicheia.train.console import eval_lines
 
     if not shard_root or not is_shard_folder(shard_root):
-        print("the run's evaluation sets left out: its shards are not here; give --train-shards DIR")
+        print(
+            "the run's evaluation sets left out: its shards are not here; give --train-shards DIR"
+        )
         return
     result["unigram_entropy_bits"] = run_unigram_bits(model.config, shard_root)
     try:
@@ -273,19 +327,31 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     if problem:
         return _fail("benchmark", f"--out {problem}")
     if args.shards and not Path(args.shards).is_dir():
-        return _fail("benchmark", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
+        return _fail(
+            "benchmark",
+            f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`",
+        )
     model = _load(args, "benchmark")
     data = model.config.get("data", {})
     shards = args.shards or data.get("shard_root")
     if not shards or not Path(shards).is_dir():
-        return _fail("benchmark", f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR")
+        return _fail(
+            "benchmark",
+            f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR",
+        )
     ngram = ngram_info = None
     if args.ngram_order:
         try:
-            ngram, ngram_info = train_ngram(shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters)
-            print(f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}")
+            ngram, ngram_info = train_ngram(
+                shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters
+            )
+            print(
+                f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}"
+            )
         except FileNotFoundError as err:
-            return _fail("benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out")
+            return _fail(
+                "benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out"
+            )
     from rich.progress import Progress
 
     with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
@@ -295,23 +361,61 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
             if label not in tasks:
                 tasks[label] = bar.add_task(label, total=total)
             bar.update(tasks[label], completed=done)
-            if done == total:  # a line per protocol and decoder, also where no bar is drawn (a log file)
+            if (
+                done == total
+            ):  # a line per protocol and decoder, also where no bar is drawn (a log file)
                 bar.console.print(f"{label}: {total:,} gaps restored")
 
         try:
             result = benchmark(
-                model, shards, protocols=args.protocols, spans_per_text=args.spans_per_text, seed=args.seed,
-                max_texts=args.max_texts, ngram=ngram, unknown_width=args.unknown_width, epidoc_root=args.epidoc_root,
+                model,
+                shards,
+                protocols=args.protocols,
+                spans_per_text=args.spans_per_text,
+                seed=args.seed,
+                max_texts=args.max_texts,
+                ngram=ngram,
+                unknown_width=args.unknown_width,
+                epidoc_root=args.epidoc_root,
                 progress=progress,
+                fusion_weights=args.fusion_weights,
             )
         except BenchmarkError as err:
             return _fail("benchmark", str(err))
-    result["model"] = {"source": model.source, "kind": model.kind, "step": model.step, "run_name": model.config.get("run_name")}
+    result["model"] = {
+        "source": model.source,
+        "kind": model.kind,
+        "step": model.step,
+        "run_name": model.config.get("run_name"),
+    }
     if ngram_info:
         result["ngram"] = ngram_info
     print("\n".join(format_table(result)))
     paths = write_outputs(result, args.out)
     print(f"wrote {', '.join(map(str, paths))}")
+    if args.save_ngram:
+        from stoicheia.inference.ngram import save_ngram
+        from stoicheia.inference.restore.fusion_file import beside
+
+        target = beside(str(model.source))
+        fusion = result.get("fusion") or {}
+        if ngram is None or target is None:
+            return _fail(
+                "benchmark",
+                "--save-ngram needs the n-gram (--ngram-order 1..6) and a local checkpoint",
+            )
+        save_ngram(
+            ngram,
+            target,
+            weight=float(fusion.get("chosen", 0.0)),
+            chosen_on=fusion.get("chosen_on", "no fusion weights tried"),
+            trained_on=ngram_info,
+            checkpoint=str(model.source),
+            step=model.step,
+        )
+        print(
+            f"wrote {target}: restore fuses this n-gram at weight {float(fusion.get('chosen', 0.0)):g} (0: the model alone)"
+        )
     return 0
 
 
@@ -323,7 +427,9 @@ def _held_out(model, checkpoint: str) -> dict:
     folder = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
     if "://" in checkpoint or model.step is None:
         return {}
-    sets = {row["set"]: row["metrics"] for row in read_history(folder) if int(row["step"]) == model.step}
+    sets = {
+        row["set"]: row["metrics"] for row in read_history(folder) if int(row["step"]) == model.step
+    }
     if not sets:
         return {}
     out: dict = {"step": model.step, "sets": sets, "source": str(folder / "evals.jsonl")}
@@ -346,32 +452,64 @@ def cmd_export(args: argparse.Namespace) -> int:
     if problem:
         return _fail("export", f"OUT_DIR {problem}")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not args.overwrite:
-        return _fail("export", f"OUT_DIR {out_dir} exists and is not empty; choose another folder or pass --overwrite")
-    foreign = sorted(e.name for e in out_dir.iterdir() if e.name not in export_file_names()) if out_dir.is_dir() else []
+        return _fail(
+            "export",
+            f"OUT_DIR {out_dir} exists and is not empty; choose another folder or pass --overwrite",
+        )
+    foreign = (
+        sorted(e.name for e in out_dir.iterdir() if e.name not in export_file_names())
+        if out_dir.is_dir()
+        else []
+    )
     if foreign:
-        return _fail("export", f"OUT_DIR {out_dir} holds files an export does not write ({', '.join(foreign[:6])}"
-                     f"{' ...' if len(foreign) > 6 else ''}): --overwrite would delete them (is it a run folder?); "
-                     "choose another OUT_DIR")
+        return _fail(
+            "export",
+            f"OUT_DIR {out_dir} holds files an export does not write ({', '.join(foreign[:6])}"
+            f"{' ...' if len(foreign) > 6 else ''}): --overwrite would delete them (is it a run folder?); "
+            "choose another OUT_DIR",
+        )
     if args.shards and not Path(args.shards).is_dir():
-        return _fail("export", f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`")
+        return _fail(
+            "export",
+            f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`",
+        )
     model = _load(args, "export")
     if model.kind == "export":
-        print(f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint", file=sys.stderr)
+        print(
+            f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint",
+            file=sys.stderr,
+        )
         return 2
     held = _held_out(model, args.checkpoint)
     root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
     if root is None:
-        print("note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)")
+        print(
+            "note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)"
+        )
     data = describe_training_data(model.config, root)
     try:
-        out = export_model(model, out_dir, held_out=held, training_data=data, overwrite=args.overwrite)
+        out = export_model(
+            model, out_dir, held_out=held, training_data=data, overwrite=args.overwrite
+        )
     except FileExistsError as err:
         return _fail("export", str(err))
     except OSError as err:  # disk full, permissions changed meanwhile
-        return _fail("export", f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose another OUT_DIR")
-    print(f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
-          + (f", held-out figures of step {held['step']}" if held else ", no held-out figures found beside the checkpoint") + ")")
-    print(f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)")
+        return _fail(
+            "export",
+            f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose another OUT_DIR",
+        )
+    print(
+        f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
+        + (
+            f", held-out figures of step {held['step']}"
+            if held
+            else ", no held-out figures found beside the checkpoint"
+        )
+        + ")"
+    )
+    print(
+        f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)"
+    )
     return 0
 
 
@@ -386,7 +524,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as err:
         return _fail("report", str(err))
     except OSError as err:
-        return _fail("report", f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); give --out FOLDER you can write to")
+        return _fail(
+            "report",
+            f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); give --out FOLDER you can write to",
+        )
     print(f"wrote {png} and {page}")
     return 0
 
@@ -399,8 +540,14 @@ def _restore_progress():
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(TextColumn("restoring"), BarColumn(), TextColumn("{task.completed}/{task.total} passes"), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
+    bar = Progress(
+        TextColumn("restoring"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} passes"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     task = bar.add_task("restore", total=1)
     bar.start()
 
@@ -424,18 +571,32 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if args.epidoc:
         return _restore_epidoc(args)
     if args.out is not None:
-        return _fail("restore", "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out")
+        return _fail(
+            "restore",
+            "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out",
+        )
     if args.text is None:
-        return _fail("restore", "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
-                     "or --epidoc PATH... --out DIR for EpiDoc files")
+        return _fail(
+            "restore",
+            "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+            "or --epidoc PATH... --out DIR for EpiDoc files",
+        )
     text = args.text
     if text == "-":
         text = sys.stdin.read().strip()
     if args.beam is not None and args.beam < args.top_k:
-        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+        return _fail(
+            "restore",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+        )
     supplements = "repredict" if args.repredict_supplements or args.score_supplements else "keep"
     try:  # the notation first: a typo fails before the model is loaded
-        parse_input(text, supplements=supplements, unknown_width=args.unknown_width, about_margin=args.about_margin)
+        parse_input(
+            text,
+            supplements=supplements,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+        )
     except GapTooWideError:
         pass  # said by restore() below, with the limit of the loaded model
     except RestoreError as err:
@@ -443,10 +604,22 @@ def cmd_restore(args: argparse.Namespace) -> int:
     model = _load(args, "restore")
     progress, stop = _restore_progress()
     try:
+        from stoicheia.inference.restore.fusion_file import find_fusion
+
         result = restore(
-            model, text, top_k=args.top_k, beam=args.beam, respace=args.respace, supplements=supplements,
-            unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window,
-            alternatives=args.alternatives, score_supplements=args.score_supplements, progress=progress,
+            model,
+            text,
+            top_k=args.top_k,
+            beam=args.beam,
+            respace=args.respace,
+            supplements=supplements,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+            window=args.window,
+            alternatives=args.alternatives,
+            score_supplements=args.score_supplements,
+            progress=progress,
+            fusion=find_fusion(model, args.ngram, args.ngram_weight),
         )
     except RestoreError as err:
         return _fail("restore", str(err))
@@ -467,28 +640,54 @@ def _restore_epidoc(args: argparse.Namespace) -> int:
     if args.text is not None:
         return _fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
     if args.out is None:
-        return _fail("restore", "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)")
-    for flag, given in (("--respace", args.respace), ("--repredict-supplements", args.repredict_supplements), ("--json", args.json)):
+        return _fail(
+            "restore",
+            "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)",
+        )
+    for flag, given in (
+        ("--respace", args.respace),
+        ("--repredict-supplements", args.repredict_supplements),
+        ("--json", args.json),
+        ("--ngram", args.ngram),
+        ("--ngram-weight", args.ngram_weight is not None),
+    ):
         if given:
-            return _fail("restore", f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only")
+            return _fail(
+                "restore",
+                f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only",
+            )
     problem = out_dir_problem(args.out)
     if problem:
         return _fail("restore", f"--out {problem}")
     if args.beam is not None and args.beam < args.top_k:
-        return _fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more")
+        return _fail(
+            "restore",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+        )
     try:  # the paths first: a typo fails before the model is loaded
         epidoc_inputs(args.epidoc, args.out)
     except ValueError as err:
         return _fail("restore", str(err))
     model = _load(args, "restore")
     try:
-        summary = restore_corpus(model, args.epidoc, args.out, top_k=args.top_k, beam=args.beam,
-                                 unknown_width=args.unknown_width, about_margin=args.about_margin, window=args.window)
+        summary = restore_corpus(
+            model,
+            args.epidoc,
+            args.out,
+            top_k=args.top_k,
+            beam=args.beam,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+            window=args.window,
+        )
     except ValueError as err:
         return _fail("restore", str(err))
     except OSError as err:
-        return _fail("restore", f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
-                     "(the files written so far stay; a rerun goes on from there)")
+        return _fail(
+            "restore",
+            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
+            "(the files written so far stay; a rerun goes on from there)",
+        )
     print(summary.line())
     return 0
 
@@ -511,111 +710,377 @@ class _IntermixedParser(OneLineParser):
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", metavar="CHECKPOINT", help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder")
-    p.add_argument("--config", help="YAML the model was trained with (only for checkpoints that do not record it)")
-    p.add_argument("--device", default="auto", type=device_name, help="auto (GPU if any), cpu, cuda, cuda:1 ...")
+    p.add_argument(
+        "checkpoint",
+        metavar="CHECKPOINT",
+        help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder",
+    )
+    p.add_argument(
+        "--config",
+        help="YAML the model was trained with (only for checkpoints that do not record it)",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        type=device_name,
+        help="auto (GPU if any), cpu, cuda, cuda:1 ...",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command."""
     parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("convert", help="source files (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) to MDS shards")
-    p.add_argument("inputs", nargs="+", metavar="TIER=PATH", help="a tier name and a file or directory; repeatable")
-    p.add_argument("--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)")
-    p.add_argument("--val-fraction", type=float_in(0, 1, hi_open=True, meaning=" (share of records held out)"), default=0.005, help="share of records held out by id hash (default 0.005)")
-    p.add_argument("--val-work", action="append", metavar="WORK", help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable")
-    p.add_argument("--inscription-dev-digit", action="append", type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"), metavar="DIGIT",
-                   help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) as the inscription dev set, "
-                        "never trained on (TIER/inscription_dev); repeatable")
-    p.add_argument("--max-record-letters", type=int_in(16, meaning=" letters"), default=2048, help="longer records are stored in word-aligned parts")
-    p.add_argument("--min-greek", type=float_in(0, 1, meaning=" (share of Greek letters)"), default=0.95, help="reject records with a smaller share of Greek letters")
-    p.add_argument("--skip-bad", action="store_true", help="skip unreadable files (counted in stats.json) instead of stopping")
-    p.add_argument("--workers", type=int_in(1, meaning=" reader processes"), default=min(4, os.cpu_count() or 1), help="parallel reader processes")
+    p = sub.add_parser(
+        "convert", help="source files (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) to MDS shards"
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="TIER=PATH",
+        help="a tier name and a file or directory; repeatable",
+    )
+    p.add_argument(
+        "--out", required=True, help="output directory (gold/train, gold/val, ..., stats.json)"
+    )
+    p.add_argument(
+        "--val-fraction",
+        type=float_in(0, 1, hi_open=True, meaning=" (share of records held out)"),
+        default=0.005,
+        help="share of records held out by id hash (default 0.005)",
+    )
+    p.add_argument(
+        "--val-work",
+        action="append",
+        metavar="WORK",
+        help="send a whole work to val, e.g. Homer/hom.od_gk.xml; repeatable",
+    )
+    p.add_argument(
+        "--inscription-dev-digit",
+        action="append",
+        type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"),
+        metavar="DIGIT",
+        help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) as the inscription dev set, "
+        "never trained on (TIER/inscription_dev); repeatable",
+    )
+    p.add_argument(
+        "--max-record-letters",
+        type=int_in(16, meaning=" letters"),
+        default=2048,
+        help="longer records are stored in word-aligned parts",
+    )
+    p.add_argument(
+        "--min-greek",
+        type=float_in(0, 1, meaning=" (share of Greek letters)"),
+        default=0.95,
+        help="reject records with a smaller share of Greek letters",
+    )
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip unreadable files (counted in stats.json) instead of stopping",
+    )
+    p.add_argument(
+        "--workers",
+        type=int_in(1, meaning=" reader processes"),
+        default=min(4, os.cpu_count() or 1),
+        help="parallel reader processes",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
-    p.add_argument("--supplied-lost", choices=("text", "lacuna"), default="text",
-                   help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) or make them a real lacuna of their length")
-    p.add_argument("--expansions", choices=("expanded", "abbreviated"), default="expanded",
-                   help="EpiDoc <expan>: the expanded word or the abbreviation as written")
-    p.add_argument("--choice", choices=("regularised", "original"), default="regularised",
-                   help="EpiDoc <choice>: <reg>/<corr> or <orig>/<sic>")
+    p.add_argument(
+        "--supplied-lost",
+        choices=("text", "lacuna"),
+        default="text",
+        help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) or make them a real lacuna of their length",
+    )
+    p.add_argument(
+        "--expansions",
+        choices=("expanded", "abbreviated"),
+        default="expanded",
+        help="EpiDoc <expan>: the expanded word or the abbreviation as written",
+    )
+    p.add_argument(
+        "--choice",
+        choices=("regularised", "original"),
+        default="regularised",
+        help="EpiDoc <choice>: <reg>/<corr> or <orig>/<sic>",
+    )
     p.set_defaults(func=cmd_convert)
-    p = sub.add_parser("status", help="where a training run stands, from the files in its run folder")
-    p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
+    p = sub.add_parser(
+        "status", help="where a training run stands, from the files in its run folder"
+    )
+    p.add_argument(
+        "run_folder",
+        metavar="RUN_FOLDER",
+        help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo",
+    )
     p.set_defaults(func=cmd_status)
-    p = sub.add_parser("evaluate", help="held-out figures of a trained model, per tier and per work")
+    p = sub.add_parser(
+        "evaluate", help="held-out figures of a trained model, per tier and per work"
+    )
     _model_args(p)
-    p.add_argument("--shards", nargs="+", required=True, metavar="DIR_OR_FILE",
-                   help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders")
-    p.add_argument("--split", choices=("val", "train", "inscription_dev"), help="split of the shards (default val)")
+    p.add_argument(
+        "--shards",
+        nargs="+",
+        required=True,
+        metavar="DIR_OR_FILE",
+        help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders",
+    )
+    p.add_argument(
+        "--split",
+        choices=("val", "train", "inscription_dev"),
+        help="split of the shards (default val)",
+    )
     p.add_argument("--tiers", nargs="+", help="tiers of the shards to evaluate (default all)")
-    p.add_argument("--max-records", type=int_in(1, meaning=" records per tier"), help="at most this many records per tier")
-    p.add_argument("--train-shards", help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)")
-    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
-    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
-    p.add_argument("--seq-len", type=int_in(32, 65_536, meaning=" slots, like data.seq_len (the attention mask of one row takes T x T bytes)"), help="row length in slots (default: the run's data.seq_len)")
-    p.add_argument("--rows", type=int_in(1, meaning=" rows"), help="rows per forward pass (default: the run's data.eval_rows)")
-    p.add_argument("--t", type=float_in(0, 1, lo_open=True, meaning=" (the share of letters masked, default 0.30)"),
-                   help="reference masking rate (default: the run's data.eval_t, 0.30)")
-    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a noise seed)"), help="noise seed (default: the run's data.eval_seed)")
-    p.add_argument("--word-rate", type=float_in(0, 1, lo_open=True, meaning=" (share of words masked, default 0.15)"), default=0.15, help="share of words masked in the word pass (default 0.15)")
-    p.add_argument("--max-works", type=int_in(0, meaning=" works"), default=20, help="works shown in the table (all are in the JSON)")
+    p.add_argument(
+        "--max-records",
+        type=int_in(1, meaning=" records per tier"),
+        help="at most this many records per tier",
+    )
+    p.add_argument(
+        "--train-shards",
+        help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)",
+    )
+    p.add_argument(
+        "--ngram-order",
+        type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"),
+        default=5,
+        help="order of the letter n-gram baseline (0: none; default 5)",
+    )
+    p.add_argument(
+        "--ngram-letters",
+        type=int_in(1, meaning=" letters"),
+        default=20_000_000,
+        help="letters the n-gram is trained on at most",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int_in(
+            32,
+            65_536,
+            meaning=" slots, like data.seq_len (the attention mask of one row takes T x T bytes)",
+        ),
+        help="row length in slots (default: the run's data.seq_len)",
+    )
+    p.add_argument(
+        "--rows",
+        type=int_in(1, meaning=" rows"),
+        help="rows per forward pass (default: the run's data.eval_rows)",
+    )
+    p.add_argument(
+        "--t",
+        type=float_in(0, 1, lo_open=True, meaning=" (the share of letters masked, default 0.30)"),
+        help="reference masking rate (default: the run's data.eval_t, 0.30)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int_in(0, 2**63 - 1, meaning=" (a noise seed)"),
+        help="noise seed (default: the run's data.eval_seed)",
+    )
+    p.add_argument(
+        "--word-rate",
+        type=float_in(0, 1, lo_open=True, meaning=" (share of words masked, default 0.15)"),
+        default=0.15,
+        help="share of words masked in the word pass (default 0.15)",
+    )
+    p.add_argument(
+        "--max-works",
+        type=int_in(0, meaning=" works"),
+        default=20,
+        help="works shown in the table (all are in the JSON)",
+    )
     p.add_argument("--out", help="write the figures here as JSON (and the table beside it as .txt)")
     p.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("benchmark", help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
-                                         "the n-gram beside the model")
+    p = sub.add_parser(
+        "benchmark",
+        help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
+        "the n-gram beside the model",
+    )
     _model_args(p)
-    p.add_argument("--shards", help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
-                                    "its train split trains the n-gram (default: the run's data.shard_root)")
-    p.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.txt (the table) and reliability.png")
-    p.add_argument("--protocols", nargs="+", choices=("hidden", "supplements", "unknown"), default=["hidden", "supplements", "unknown"],
-                   help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]")
-    p.add_argument("--spans-per-text", type=int_in(1, 1000, meaning=" spans (default 3)"), default=3, help="hidden spans per text (default 3)")
-    p.add_argument("--seed", type=int_in(0, 2**63 - 1, meaning=" (a seed)"), default=1234, help="seed of the hidden spans (default 1234)")
-    p.add_argument("--max-texts", type=int_in(1, meaning=" texts"), help="only the first texts of the dev set (default all)")
-    p.add_argument("--epidoc-root", help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
-                                         "instead of the paths stats.json recorded at conversion")
-    p.add_argument("--unknown-width", type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20,
-                   help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)")
-    p.add_argument("--ngram-order", type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"), default=5, help="order of the letter n-gram baseline (0: none; default 5)")
-    p.add_argument("--ngram-letters", type=int_in(1, meaning=" letters"), default=20_000_000, help="letters the n-gram is trained on at most")
+    p.add_argument(
+        "--shards",
+        help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
+        "its train split trains the n-gram (default: the run's data.shard_root)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="folder for benchmark.json, benchmark.txt (the table) and reliability.png",
+    )
+    p.add_argument(
+        "--protocols",
+        nargs="+",
+        choices=("hidden", "supplements", "unknown"),
+        default=["hidden", "supplements", "unknown"],
+        help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]",
+    )
+    p.add_argument(
+        "--spans-per-text",
+        type=int_in(1, 1000, meaning=" spans (default 3)"),
+        default=3,
+        help="hidden spans per text (default 3)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int_in(0, 2**63 - 1, meaning=" (a seed)"),
+        default=1234,
+        help="seed of the hidden spans (default 1234)",
+    )
+    p.add_argument(
+        "--max-texts",
+        type=int_in(1, meaning=" texts"),
+        help="only the first texts of the dev set (default all)",
+    )
+    p.add_argument(
+        "--epidoc-root",
+        help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+        "instead of the paths stats.json recorded at conversion",
+    )
+    p.add_argument(
+        "--unknown-width",
+        type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"),
+        default=20,
+        help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)",
+    )
+    p.add_argument(
+        "--ngram-order",
+        type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"),
+        default=5,
+        help="order of the letter n-gram baseline (0: none; default 5)",
+    )
+    p.add_argument(
+        "--ngram-letters",
+        type=int_in(1, meaning=" letters"),
+        default=20_000_000,
+        help="letters the n-gram is trained on at most",
+    )
+    p.add_argument(
+        "--fusion-weights",
+        type=fusion_weights,
+        default=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0],
+        help="n-gram weights at which the model's search is fused with the n-gram (comma-separated, in [0, 1]; "
+        "the best on these gaps is reported as 'fused'; default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
+    )
+    p.add_argument(
+        "--save-ngram",
+        action="store_true",
+        help="write the n-gram and the chosen fusion weight to ngram.npz beside the checkpoint: restore then fuses it in",
+    )
     p.set_defaults(func=cmd_benchmark)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     p.__class__ = _IntermixedParser  # add_parser makes the parent's class
     _model_args(p)
-    p.add_argument("text", metavar="TEXT", nargs="?", help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)")
-    p.add_argument("--epidoc", nargs="+", metavar="PATH", help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)")
-    p.add_argument("--out", help="with --epidoc: folder the restored files are written to (files already there are skipped)")
-    p.add_argument("--top-k", type=int_in(1, 100, meaning=" restorations"), default=5, help="restorations to print, best first (default 5)")
-    p.add_argument("--beam", type=int_in(1, 256, meaning=" hypotheses (each costs a forward pass per decoding step)"), help="hypotheses kept while decoding (default max(top-k, 4))")
-    p.add_argument("--respace", action="store_true", help="word division, accents, breathings, capitals, punctuation from the model")
-    p.add_argument("--repredict-supplements", action="store_true", help="re-predict letters an editor supplied in [ ] instead of keeping them")
-    p.add_argument("--unknown-width", type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"), default=20, help="most letters a lacuna of unknown width [---] may hold (default 20)")
-    p.add_argument("--about-margin", type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"), default=0.25, help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)")
-    p.add_argument("--window", type=int_in(0, meaning=" slots (0: no windowing)"),
-                   help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)")
-    p.add_argument("--alternatives", type=int_in(0, 100, meaning=" fills per gap"),
-                   help="each gap's own best fills, with probabilities (default: --top-k; 0: none)")
-    p.add_argument("--score-supplements", action="store_true",
-                   help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading")
-    p.add_argument("--json", action="store_true", help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text")
+    p.add_argument(
+        "text",
+        metavar="TEXT",
+        nargs="?",
+        help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)",
+    )
+    p.add_argument(
+        "--epidoc",
+        nargs="+",
+        metavar="PATH",
+        help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)",
+    )
+    p.add_argument(
+        "--out",
+        help="with --epidoc: folder the restored files are written to (files already there are skipped)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=int_in(1, 100, meaning=" restorations"),
+        default=5,
+        help="restorations to print, best first (default 5)",
+    )
+    p.add_argument(
+        "--beam",
+        type=int_in(1, 256, meaning=" candidates per gap"),
+        help="candidates kept per gap, combined into the whole-text restorations (default max(top-k, 4))",
+    )
+    p.add_argument(
+        "--ngram",
+        metavar="PATH",
+        help="letter n-gram file to fuse into the search (default: ngram.npz beside the checkpoint, if any; "
+        "written by `stoicheia benchmark --save-ngram`)",
+    )
+    p.add_argument(
+        "--ngram-weight",
+        type=float_in(0, 1, meaning=" (0: the model alone)"),
+        help="weight of the n-gram in the search (default: the weight chosen on the dev set, stored in the file; 0: the model alone)",
+    )
+    p.add_argument(
+        "--respace",
+        action="store_true",
+        help="word division, accents, breathings, capitals, punctuation from the model",
+    )
+    p.add_argument(
+        "--repredict-supplements",
+        action="store_true",
+        help="re-predict letters an editor supplied in [ ] instead of keeping them",
+    )
+    p.add_argument(
+        "--unknown-width",
+        type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"),
+        default=20,
+        help="most letters a lacuna of unknown width [---] may hold (default 20)",
+    )
+    p.add_argument(
+        "--about-margin",
+        type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"),
+        default=0.25,
+        help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)",
+    )
+    p.add_argument(
+        "--window",
+        type=int_in(0, meaning=" slots (0: no windowing)"),
+        help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)",
+    )
+    p.add_argument(
+        "--alternatives",
+        type=int_in(0, 100, meaning=" fills per gap"),
+        help="each gap's own best fills, with probabilities (default: --top-k; 0: none)",
+    )
+    p.add_argument(
+        "--score-supplements",
+        action="store_true",
+        help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text",
+    )
     p.set_defaults(func=cmd_restore)
-    p = sub.add_parser("report", help="a run's curves: writes report.png and report.html into the run folder (or --out FOLDER)")
-    p.add_argument("run_folder", metavar="RUN_FOLDER", help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo")
+    p = sub.add_parser(
+        "report",
+        help="a run's curves: writes report.png and report.html into the run folder (or --out FOLDER)",
+    )
+    p.add_argument(
+        "run_folder",
+        metavar="RUN_FOLDER",
+        help="the run's train.save_folder, e.g. checkpoints/stoicheia-demo",
+    )
     p.add_argument("--out", help="folder for report.png and report.html (default: the run folder)")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("export", help="write a Hugging Face model folder (safetensors, config, code, model card)")
+    p = sub.add_parser(
+        "export", help="write a Hugging Face model folder (safetensors, config, code, model card)"
+    )
     _model_args(p)
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
-    p.add_argument("--shards", help="the shards the model was trained on (default: the run's data.shard_root), for the model card")
+    p.add_argument(
+        "--shards",
+        help="the shards the model was trained on (default: the run's data.shard_root), for the model card",
+    )
     p.set_defaults(func=cmd_export, device="cpu")
     from stoicheia.serve.command import add_serve_parser
 
     add_serve_parser(sub, _model_args)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
+    except (
+        SystemExit
+    ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
         return stop.code if isinstance(stop.code, int) else 0
     try:
         return args.func(args)

@@ -33,16 +33,22 @@ def int_in(lo: int, hi: int | None = None, meaning: str = "") -> Callable[[str],
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give one {span}{meaning}") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a whole number; give one {span}{meaning}"
+            ) from None
         if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"{text} is out of range; give a whole number {span}{meaning}")
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range; give a whole number {span}{meaning}"
+            )
         return value
 
     parse.__name__ = "whole number"
     return parse
 
 
-def float_in(lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False, meaning: str = "") -> Callable[[str], float]:
+def float_in(
+    lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False, meaning: str = ""
+) -> Callable[[str], float]:
     """A ``type=`` function: a finite number in the interval from ``lo`` to ``hi`` (``lo_open``/
     ``hi_open``: the bound itself excluded); ``nan`` and ``inf`` are refused."""
     span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
@@ -51,11 +57,19 @@ def float_in(lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = Fal
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give one in {span}{meaning}") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number; give one in {span}{meaning}"
+            ) from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text} is not a finite number; give one in {span}{meaning}")
-        if not ((value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)):
-            raise argparse.ArgumentTypeError(f"{text} is out of range; give a number in {span}{meaning}")
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a finite number; give one in {span}{meaning}"
+            )
+        if not (
+            (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+        ):
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range; give a number in {span}{meaning}"
+            )
         return value
 
     parse.__name__ = "number"
@@ -91,3 +105,24 @@ def out_dir_problem(path: str | Path) -> str | None:
 
 
 __all__ = ["OneLineParser", "device_name", "float_in", "int_in", "out_dir_problem"]
+
+
+def fusion_weights(value: str) -> list[float]:
+    """``--fusion-weights``: comma-separated weights in [0, 1] (``""``: none), in the order given.
+    Raises ``argparse.ArgumentTypeError`` naming the bad item."""
+    out: list[float] = []
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        try:
+            w = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not a number; give weights in [0, 1] separated by commas, e.g. 0,0.5,1"
+            ) from None
+        if not 0.0 <= w <= 1.0:
+            raise argparse.ArgumentTypeError(
+                f"{item} is outside [0, 1] (0: the model alone, 1: the n-gram's letters)"
+            )
+        out.append(w)
+    return list(dict.fromkeys(out))

@@ -21,7 +21,12 @@ from stoicheia.model.config import EVAL_METRIC_NAMES, EncoderConfig
 from stoicheia.noise import NoiseConfig
 
 #: Mapping-valued keys: a YAML file that sets one replaces the whole default mapping.
-MAPPING_KEYS = ("data.tier_weights", "noise.weights", "noise.half_word_anchor", "noise.channel_known")
+MAPPING_KEYS = (
+    "data.tier_weights",
+    "noise.weights",
+    "noise.half_word_anchor",
+    "noise.channel_known",
+)
 
 
 #: Logger destinations ``train.loggers`` may add beside the JSONL metric file.
@@ -32,7 +37,17 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the fix."""
 
 
-_CREDENTIAL_WORDS = ("secret", "password", "passwd", "access_key", "accesskey", "token", "credential", "api_key", "apikey")
+_CREDENTIAL_WORDS = (
+    "secret",
+    "password",
+    "passwd",
+    "access_key",
+    "accesskey",
+    "token",
+    "credential",
+    "api_key",
+    "apikey",
+)
 _CREDENTIAL_HINT = (
     "credentials are never read from the config: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
     "~/.aws/credentials; COMPOSER_SFTP_KEY_FILE for sftp) in the job's environment"
@@ -49,7 +64,9 @@ def _check_uri(key: str, value: str | None, source: str) -> None:
     p = urlparse(value)
     if p.password is not None or (p.username is not None and p.scheme != "sftp") or p.query:
         # the message must not repeat the secret
-        raise ConfigError(f"{source}: {key}: the URI {p.scheme}://... holds credentials or a query string; {_CREDENTIAL_HINT}")
+        raise ConfigError(
+            f"{source}: {key}: the URI {p.scheme}://... holds credentials or a query string; {_CREDENTIAL_HINT}"
+        )
 
 
 @dataclass
@@ -64,7 +81,9 @@ class DataConfig:
     shard_root: str = "data/shards"
     remote: str | None = None  # object-store URI with the same layout as shard_root
     local_cache: str | None = None  # local folder for shards downloaded from `remote`
-    tier_weights: dict[str, float] = field(default_factory=lambda: {"gold": 1.0, "silver": 1.0, "bronze": 0.3})
+    tier_weights: dict[str, float] = field(
+        default_factory=lambda: {"gold": 1.0, "silver": 1.0, "bronze": 0.3}
+    )
     seq_len: int = 8192
     records_per_batch: int = 16
     num_workers: int = 2
@@ -111,7 +130,9 @@ class TrainConfig:
     log_every: int = 10  # batches between console lines
     metrics_file: str = "{save_folder}/metrics.jsonl"
     loggers: list[str] = field(default_factory=list)  # extra logger destinations: tensorboard
-    decide_on: str | None = None  # SET/METRIC the plugins decide from; None = first set's bits_per_char
+    decide_on: str | None = (
+        None  # SET/METRIC the plugins decide from; None = first set's bits_per_char
+    )
 
 
 @dataclass
@@ -138,11 +159,19 @@ def _check_keys(user: Any, schema: type, where: str, source: str) -> None:
         return
     fields = {f.name: f for f in dataclasses.fields(schema)}
     for key in user.keys():
-        if key not in fields and any(w in str(key).lower().replace("-", "_") for w in _CREDENTIAL_WORDS):
-            raise ConfigError(f"{source}: '{where}{key}' looks like a credential; {_CREDENTIAL_HINT}")
+        if key not in fields and any(
+            w in str(key).lower().replace("-", "_") for w in _CREDENTIAL_WORDS
+        ):
+            raise ConfigError(
+                f"{source}: '{where}{key}' looks like a credential; {_CREDENTIAL_HINT}"
+            )
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.5)
-            hint = f"; did you mean '{where}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
+            hint = (
+                f"; did you mean '{where}{close[0]}'?"
+                if close
+                else f"; valid keys: {', '.join(fields)}"
+            )
             raise ConfigError(f"{source}: unknown key '{where}{key}'{hint}")
         ftype = fields[key].type
         sub = _dataclass_type(ftype)
@@ -227,11 +256,23 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
     if t.micro_batch_rows < 1 or (t.grad_accum is not None and t.grad_accum < 1):
         raise bad("train.micro_batch_rows / train.grad_accum", "must be >= 1")
     if t.global_batch_rows is not None and t.global_batch_rows < t.micro_batch_rows:
-        raise bad("train.global_batch_rows", f"({t.global_batch_rows}) must be >= train.micro_batch_rows ({t.micro_batch_rows})")
-    if not 0.0 <= t.warmup_frac < 1.0 or not 0.0 < t.decay_frac <= 1.0 or t.warmup_frac + t.decay_frac > 1.0:
-        raise bad("train.warmup_frac / train.decay_frac", "need 0 <= warmup, 0 < decay, warmup + decay <= 1")
+        raise bad(
+            "train.global_batch_rows",
+            f"({t.global_batch_rows}) must be >= train.micro_batch_rows ({t.micro_batch_rows})",
+        )
+    if (
+        not 0.0 <= t.warmup_frac < 1.0
+        or not 0.0 < t.decay_frac <= 1.0
+        or t.warmup_frac + t.decay_frac > 1.0
+    ):
+        raise bad(
+            "train.warmup_frac / train.decay_frac",
+            "need 0 <= warmup, 0 < decay, warmup + decay <= 1",
+        )
     if t.max_steps < t.nominal_steps:
-        raise bad("train.max_steps", f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps})")
+        raise bad(
+            "train.max_steps", f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps})"
+        )
     if t.precision not in ("auto", "fp32", "amp_bf16"):
         raise bad("train.precision", f"must be auto, fp32 or amp_bf16, got {t.precision!r}")
     if t.device not in ("auto", "cpu", "gpu"):
@@ -239,23 +280,44 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
     for name in t.loggers:
         if name not in LOGGERS:
             close = difflib.get_close_matches(str(name), list(LOGGERS), n=1, cutoff=0.4)
-            raise bad("train.loggers", f"unknown logger {name!r}" + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(LOGGERS)}"))
+            raise bad(
+                "train.loggers",
+                f"unknown logger {name!r}"
+                + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(LOGGERS)}"),
+            )
     if t.save_interval < 1 or t.log_every < 1:
         raise bad("train.save_interval / train.log_every", "must be >= 1 batch")
     if not (t.upload_retry_seconds > 0 and math.isfinite(t.upload_retry_seconds)):
-        raise bad("train.upload_retry_seconds", f"must be a number of seconds > 0, got {t.upload_retry_seconds}")
-    for key, value in (("train.save_folder", t.save_folder), ("train.load_path", t.load_path), ("data.remote", d.remote)):
+        raise bad(
+            "train.upload_retry_seconds",
+            f"must be a number of seconds > 0, got {t.upload_retry_seconds}",
+        )
+    for key, value in (
+        ("train.save_folder", t.save_folder),
+        ("train.load_path", t.load_path),
+        ("data.remote", d.remote),
+    ):
         _check_uri(key, value, source)
     if d.remote is not None and "://" not in d.remote:
-        raise bad("data.remote", f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; for local shards set data.shard_root")
+        raise bad(
+            "data.remote",
+            f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; for local shards set data.shard_root",
+        )
     if d.remote is not None and not d.local_cache:
-        raise bad("data.local_cache", "data.remote needs a local folder for the downloaded shards (a node-local disk), e.g. data.local_cache=/scratch/shards")
+        raise bad(
+            "data.local_cache",
+            "data.remote needs a local folder for the downloaded shards (a node-local disk), e.g. data.local_cache=/scratch/shards",
+        )
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
     if not all(math.isfinite(w) and w >= 0 for w in d.tier_weights.values()):
-        raise bad("data.tier_weights", f"weights must be finite numbers >= 0, got {dict(d.tier_weights)}")
+        raise bad(
+            "data.tier_weights", f"weights must be finite numbers >= 0, got {dict(d.tier_weights)}"
+        )
     if not d.eval_sets or len(set(d.eval_sets)) != len(d.eval_sets):
-        raise bad("data.eval_sets", f"must list distinct sets (holdout, dev, all), got {d.eval_sets}")
+        raise bad(
+            "data.eval_sets", f"must list distinct sets (holdout, dev, all), got {d.eval_sets}"
+        )
     for name in d.eval_sets:
         if name not in ("holdout", "dev", "all"):
             raise bad("data.eval_sets", f"unknown set {name!r}; the sets are holdout, dev, all")

@@ -63,7 +63,9 @@ class _QuietDeliberate(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not any(message.endswith((f"exit code {c}.", f"exited with code {c}")) for c in DELIBERATE)
+        return not any(
+            message.endswith((f"exit code {c}.", f"exited with code {c}")) for c in DELIBERATE
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,9 @@ CORPUS = Path(os.environ.get("STOICHEIA_CORPUS", REPO.parent / "shared" / "corpu
 @pytest.fixture(scope="session")
 def corpus_root() -> Path:
     if not (CORPUS / "perseus").is_dir():
-        pytest.fail(f"real corpus not found at {CORPUS}: tests read ../shared/corpus (or set STOICHEIA_CORPUS)")
+        pytest.fail(
+            f"real corpus not found at {CORPUS}: tests read ../shared/corpus (or set STOICHEIA_CORPUS)"
+        )
     return CORPUS
 
 

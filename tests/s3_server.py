@@ -37,7 +37,9 @@ class S3Server:
     environment only).
     """
 
-    def __init__(self, log_dir: Path, port: int | None = None, *, check_credentials: bool = False) -> None:
+    def __init__(
+        self, log_dir: Path, port: int | None = None, *, check_credentials: bool = False
+    ) -> None:
         self.check_credentials = check_credentials
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -61,7 +63,10 @@ class S3Server:
             # the user, its access key, its policy and the bucket
             env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"
         self.proc = subprocess.Popen(
-            [str(moto), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=env,
+            [str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         deadline = time.time() + 30
         while True:
@@ -70,18 +75,30 @@ class S3Server:
                     break
             except OSError:
                 if self.proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"moto_server did not start on port {self.port}: see {log.name}") from None
+                    raise RuntimeError(
+                        f"moto_server did not start on port {self.port}: see {log.name}"
+                    ) from None
                 time.sleep(0.1)
         self.starts.append(time.time())
         if self.check_credentials:
-            iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="AKIAANY", aws_secret_access_key="any")
+            iam = boto3.client(
+                "iam",
+                endpoint_url=self.endpoint,
+                region_name="us-east-1",
+                aws_access_key_id="AKIAANY",
+                aws_secret_access_key="any",
+            )
             iam.create_user(UserName="stoicheia")
             key = iam.create_access_key(UserName="stoicheia")["AccessKey"]
             iam.put_user_policy(
-                UserName="stoicheia", PolicyName="all",
+                UserName="stoicheia",
+                PolicyName="all",
                 PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}',
             )
-            self.env["AWS_ACCESS_KEY_ID"], self.env["AWS_SECRET_ACCESS_KEY"] = key["AccessKeyId"], key["SecretAccessKey"]
+            self.env["AWS_ACCESS_KEY_ID"], self.env["AWS_SECRET_ACCESS_KEY"] = (
+                key["AccessKeyId"],
+                key["SecretAccessKey"],
+            )
         if bucket:
             self.client().create_bucket(Bucket=bucket)
 
@@ -98,15 +115,20 @@ class S3Server:
 
     def client(self):
         return boto3.client(
-            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
-            region_name="us-east-1", config=Config(retries={"max_attempts": 1}),
+            region_name="us-east-1",
+            config=Config(retries={"max_attempts": 1}),
         )
 
     def keys(self, prefix: str = "", bucket: str = BUCKET) -> dict[str, int]:
         """``{key: size}`` of every object under ``prefix``."""
         out = {}
-        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for page in (
+            self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        ):
             for obj in page.get("Contents", []):
                 out[obj["Key"]] = obj["Size"]
         return out
@@ -122,6 +144,8 @@ class S3Server:
         n = 0
         for f in sorted(Path(folder).rglob("*")):
             if f.is_file():
-                self.client().upload_file(str(f), bucket, f"{prefix.rstrip('/')}/{f.relative_to(folder).as_posix()}")
+                self.client().upload_file(
+                    str(f), bucket, f"{prefix.rstrip('/')}/{f.relative_to(folder).as_posix()}"
+                )
                 n += 1
         return n

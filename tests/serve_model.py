@@ -28,5 +28,9 @@ def serve_model(folder: Path) -> Any:
     cfg = tiny_run("unused", folder, "serve")
     torch.manual_seed(0)
     encoder = CharBertEncoder(cfg.model).eval()
-    config = {"run_name": "serve-test", "data": {"seq_len": cfg.data.seq_len}, "model": asdict(cfg.model)}
+    config = {
+        "run_name": "serve-test",
+        "data": {"seq_len": cfg.data.seq_len},
+        "model": asdict(cfg.model),
+    }
     return LoadedModel(encoder, config, "tiny random-weight model (tests)", "checkpoint", step=0)

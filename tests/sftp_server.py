@@ -23,7 +23,11 @@ USER = "stoicheia"
 class _Handle(paramiko.SFTPHandle):
     def stat(self):
         try:
-            return paramiko.SFTPAttributes.from_stat(os.fstat(self.readfile.fileno() if hasattr(self, "readfile") else self.writefile.fileno()))
+            return paramiko.SFTPAttributes.from_stat(
+                os.fstat(
+                    self.readfile.fileno() if hasattr(self, "readfile") else self.writefile.fileno()
+                )
+            )
         except OSError as err:
             return paramiko.SFTPServer.convert_errno(err.errno)
 
@@ -120,7 +124,11 @@ class _Login(paramiko.ServerInterface):
         return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
 
     def check_channel_request(self, kind, chanid):
-        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        return (
+            paramiko.OPEN_SUCCEEDED
+            if kind == "session"
+            else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        )
 
     def check_channel_exec_request(self, channel, command):
         args = shlex.split(command.decode())
@@ -151,8 +159,13 @@ class SFTPServer:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
-        (keys / "known_hosts").write_text(f"[127.0.0.1]:{self.port} ssh-rsa {self.host_key.get_base64()}\n")
-        self.env = {"COMPOSER_SFTP_KEY_FILE": str(keys / "id_rsa"), "COMPOSER_SFTP_KNOWN_HOSTS_FILE": str(keys / "known_hosts")}
+        (keys / "known_hosts").write_text(
+            f"[127.0.0.1]:{self.port} ssh-rsa {self.host_key.get_base64()}\n"
+        )
+        self.env = {
+            "COMPOSER_SFTP_KEY_FILE": str(keys / "id_rsa"),
+            "COMPOSER_SFTP_KNOWN_HOSTS_FILE": str(keys / "known_hosts"),
+        }
         self._stop = False
         self._transports: list[paramiko.Transport] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)

@@ -38,7 +38,10 @@ def main(local: str, count: int, mode: str, sync: str) -> int:
             kept.append(StreamingDataset(local=local, batch_size=1))
     samples = [ds.num_samples for ds in kept]
     tdist.barrier()
-    print(f"rank {os.environ.get('RANK')}: built {len(kept)} datasets of {samples[0]} samples", flush=True)
+    print(
+        f"rank {os.environ.get('RANK')}: built {len(kept)} datasets of {samples[0]} samples",
+        flush=True,
+    )
     tdist.destroy_process_group()
     return 0
 

@@ -43,7 +43,9 @@ def test_supplements_protocol_by_hand():
     assert [t.truth for t in tasks] == ["τον", "ν"]
     first, second = tasks
     assert first.input == "καὶ [...] δῆμον [---] ἔδωκε[ν] [καὶ ---] [ἀνέθηκε τὸν ἀνδριάντα]"
-    assert first.target == 0 and first.input[first.start : first.end] == "[...]" and first.known_width
+    assert (
+        first.target == 0 and first.input[first.start : first.end] == "[...]" and first.known_width
+    )
     # the other supplements stay as printed, the real gap stays a lacuna (lacuna 0), the target is lacuna 1
     assert second.input == "καὶ [τὸν] δῆμον [---] ἔδωκε[.] [καὶ ---] [ἀνέθηκε τὸν ἀνδριάντα]"
     assert second.target == 1 and second.input[second.start : second.end] == "[.]"
@@ -56,10 +58,18 @@ def test_hidden_spans_only_intact_letters_by_hand():
     assert sorted((dev.text[a:b], t) for a, b, t in spans) == [("β", "β"), ("γ", "γ")]
     hidden = span_tasks(dev, 5, 7, "hidden")
     unknown = span_tasks(dev, 5, 7, "unknown")
-    assert sorted(t.input for t in hidden) == ["[καὶ] α̣[.] [τὸν] γ, [---]", "[καὶ] α̣β [τὸν] [.], [---]"]
-    assert sorted(t.input for t in unknown) == ["[καὶ] α̣[---] [τὸν] γ, [---]", "[καὶ] α̣β [τὸν] [---], [---]"]
+    assert sorted(t.input for t in hidden) == [
+        "[καὶ] α̣[.] [τὸν] γ, [---]",
+        "[καὶ] α̣β [τὸν] [.], [---]",
+    ]
+    assert sorted(t.input for t in unknown) == [
+        "[καὶ] α̣[---] [τὸν] γ, [---]",
+        "[καὶ] α̣β [τὸν] [---], [---]",
+    ]
     assert all(t.target == 0 and not t.known_width for t in unknown)
-    assert [(t.start, t.truth) for t in hidden] == [(t.start, t.truth) for t in unknown], "the same spans"
+    assert [(t.start, t.truth) for t in hidden] == [(t.start, t.truth) for t in unknown], (
+        "the same spans"
+    )
 
 
 def test_hidden_spans_are_seeded_and_span_spaces_not_signs():
@@ -80,7 +90,9 @@ def test_hidden_spans_are_seeded_and_span_spaces_not_signs():
         build_tasks([dev], ["hidden", "lost"], 1, 0)
     # nothing left to read the gap from: left out, counted
     counts = Counter()
-    assert span_tasks(_dev("[---] ὁ [---]"), 3, 1, counts=counts) == [] and counts == {"no_letter_left": 1}
+    assert span_tasks(_dev("[---] ὁ [---]"), 3, 1, counts=counts) == [] and counts == {
+        "no_letter_left": 1
+    }
     assert supplement_tasks(_dev("[καὶ] [---]"), counts) == [] and counts["no_letter_left"] == 2
 
 
@@ -93,7 +105,11 @@ def test_base_letters_fold_marks_case_and_final_sigma():
 
 
 def test_edit_distance_by_hand():
-    assert edit_distance("", "") == 0 and edit_distance("αβγ", "") == 3 and edit_distance("", "αβ") == 2
+    assert (
+        edit_distance("", "") == 0
+        and edit_distance("αβγ", "") == 3
+        and edit_distance("", "αβ") == 2
+    )
     assert edit_distance("καιτον", "καιτων") == 1
     assert edit_distance("δημος", "δημοσιοσ") == 4  # ς -> σ substituted, ιοσ inserted
     assert edit_distance("αβγδ", "βγδε") == 2  # delete α, insert ε
@@ -103,7 +119,9 @@ def test_cer_and_top_k_against_a_hand_computation():
     scores = [
         GapScore("τον", ("τον", "των"), 0.95, True),  # exact: distance 0, rank 1
         GapScore("ν", ("σ", "ν"), 0.55, True),  # distance 1, rank 2
-        GapScore("δημοσ", ("δημου",) + tuple(f"x{i}" for i in range(5)) + ("δημοσ",), 0.35, True),  # d 1, rank 7
+        GapScore(
+            "δημοσ", ("δημου",) + tuple(f"x{i}" for i in range(5)) + ("δημοσ",), 0.35, True
+        ),  # d 1, rank 7
         GapScore("ανεθηκεν", ("ανεθηκε",), 0.15, True),  # distance 1, absent
     ]
     f = summarise(scores)
@@ -111,10 +129,21 @@ def test_cer_and_top_k_against_a_hand_computation():
     assert f["cer"] == pytest.approx((0 + 1 + 1 + 1) / 17)
     assert (f["top1"], f["top5"], f["top20"]) == (0.25, 0.5, 0.75)
     assert "length_right" not in f
-    assert f["by_length"]["1-3"] == {"gaps": 2, "truth_letters": 4, "cer": 0.25, "top1": 0.5, "top5": 1.0, "top20": 1.0}
-    assert f["by_length"]["4-6"]["gaps"] == 1 and f["by_length"]["4-6"]["cer"] == pytest.approx(1 / 5)
+    assert f["by_length"]["1-3"] == {
+        "gaps": 2,
+        "truth_letters": 4,
+        "cer": 0.25,
+        "top1": 0.5,
+        "top5": 1.0,
+        "top20": 1.0,
+    }
+    assert f["by_length"]["4-6"]["gaps"] == 1 and f["by_length"]["4-6"]["cer"] == pytest.approx(
+        1 / 5
+    )
     assert f["by_length"]["7-10"]["top20"] == 0.0
-    unknown = summarise([GapScore("τον", ("το",), 0.5, False), GapScore("και", ("και",), 0.5, False)])
+    unknown = summarise(
+        [GapScore("τον", ("το",), 0.5, False), GapScore("και", ("και",), 0.5, False)]
+    )
     assert unknown["length_right"] == 0.5 and unknown["cer"] == pytest.approx(1 / 6)
     assert summarise([])["gaps"] == 0
 
@@ -137,7 +166,13 @@ def test_run_tasks_figures_by_hand():
     dev = _dev("καὶ [τὸν] δῆμον ἔδωκε[ν]")
     tasks = {"supplements": supplement_tasks(dev)}
     answers = {"τον": (["Τὸν", "ταν"], 0.9), "ν": (["α", "ς", "ν"], 0.5)}
-    res = run_tasks({"model": lambda t: answers[t.truth], "ngram": lambda t: (["ν", "α"] if t.truth == "ν" else ["ταν"], 0.25)}, tasks)
+    res = run_tasks(
+        {
+            "model": lambda t: answers[t.truth],
+            "ngram": lambda t: (["ν", "α"] if t.truth == "ν" else ["ταν"], 0.25),
+        },
+        tasks,
+    )
     sup = res["supplements"]
     assert sup["gaps"] == 2
     m, n = sup["decoders"]["model"], sup["decoders"]["ngram"]
@@ -146,7 +181,12 @@ def test_run_tasks_figures_by_hand():
     assert n["cer"] == pytest.approx(1 / 4) and (n["top1"], n["top5"]) == (0.5, 0.5)
     assert n["ece"] == pytest.approx(abs(0.5 - 0.25))  # both in the bin [0.2, 0.3): accuracy 1/2
     assert m["restorations_per_second"] > 0
-    assert sup["examples"][0]["model"] == {"top1": "τον", "rank": 1, "prob": 0.9, "best5": ["τον", "ταν"]}
+    assert sup["examples"][0]["model"] == {
+        "top1": "τον",
+        "rank": 1,
+        "prob": 0.9,
+        "best5": ["τον", "ταν"],
+    }
     assert sup["examples"][1]["model"]["rank"] == 3, "marks and final sigma folded before ranking"
 
     def refuses(task):
@@ -154,7 +194,9 @@ def test_run_tasks_figures_by_hand():
 
     res = run_tasks({"model": refuses}, tasks)["supplements"]
     f = res["decoders"]["model"]
-    assert f["failed"] == 2 and f["cer"] == 1.0 and f["top20"] == 0.0, "a failure is a wrong answer, counted"
+    assert f["failed"] == 2 and f["cer"] == 1.0 and f["top20"] == 0.0, (
+        "a failure is a wrong answer, counted"
+    )
     assert res["examples"][0]["model"]["error"] == "no Greek letter"
 
 
@@ -171,7 +213,10 @@ class _Stub(LoadedModel):
     def __call__(self, batch):
         chars = batch["chars"]
         B, T = chars.shape
-        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
         rho = A.LETTERS.index("ρ")
         gap = (chars == A.MASK) | (chars == rho)
         idx = torch.arange(T).expand(B, T)
@@ -187,30 +232,59 @@ def test_model_decoder_decodes_only_the_target_with_the_products_decoder():
     from stoicheia.inference.benchmark_protocols import Task
 
     known = Task("hidden", dev.id, text, 15, 20, 1, "ρρρ", True)
-    fills, prob = ModelDecoder(_Stub(3), beam=4)(known)
-    assert fills[0] == "ρρρ" and len(fills) == 4 and len(set(fills)) == 4 and all(len(f) == 3 for f in fills)
+    fills, prob = ModelDecoder(_Stub(3), k=4)(known)
+    assert (
+        fills[0] == "ρρρ"
+        and len(fills) == 4
+        and len(set(fills)) == 4
+        and all(len(f) == 3 for f in fills)
+    )
     p = math.exp(8) / (math.exp(8) + 23)  # ρ against the 23 other letters at each slot
     assert prob == pytest.approx(p**3)
     # another lacuna of the edition wider than the 128-slot window: only the target's window is seen
     wide = Task("supplements", dev.id, "καὶ [.300.] δῆμος [...] ἔδωκε", 18, 23, 1, "ρρρ", True)
-    fills, prob = ModelDecoder(_Stub(3), beam=4)(wide)
+    fills, prob = ModelDecoder(_Stub(3), k=4)(wide)
     assert fills[0] == "ρρρ" and prob == pytest.approx(p**3)
     unknown = Task("unknown", dev.id, "καὶ δῆμος [---] ἔδωκε", 10, 15, 0, "ρρρ", False)
-    fills, prob = ModelDecoder(_Stub(3), beam=4, unknown_width=10)(unknown)
+    fills, prob = ModelDecoder(_Stub(3), unknown_width=10)(unknown)
     assert fills[0] == "ρρρ", "BLANK ends the unknown width after 3 letters"
-    # slot 0: 24 letters allowed; slots 1, 2 and the BLANK at slot 3: letters and BLANK (25 symbols)
-    q = math.exp(8) / (math.exp(8) + 24)
-    assert prob == pytest.approx(p * q**3)
+    # slot 0: letters only; slots 1, 2: BLANK (logit 0) may end the gap, a letter takes the rest;
+    # slot 3: BLANK (logit 8) ends it, against 24 letters
+    b = 1 / (math.exp(8) + 24)
+    end = math.exp(8) / (math.exp(8) + 24)
+    assert prob == pytest.approx(p * ((1 - b) * p) ** 2 * end)
+
+
+def test_fused_decoder_shares_the_forward_pass_and_leans_on_the_ngram():
+    text = "καὶ τὸν δῆμον καὶ τ[..] δῆμον"
+    dev = _dev(text)
+    from stoicheia.inference.benchmark_protocols import Task
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    ngram = LetterNgram(3).fit(
+        [np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 30], dtype=np.uint8)]
+    )
+    task = Task("hidden", dev.id, text, 19, 23, 0, "ον", True)
+    alone = ModelDecoder(_Stub(3), k=5)
+    assert alone(task)[0][0] == "ρρ"  # the stub wants ρ everywhere in a gap
+    fused = alone.with_fusion(Fusion(ngram, 1.0))
+    assert fused.cache is alone.cache and len(alone.cache) == 1
+    assert fused(task)[0][0] == "ον", "at weight 1 the letters are the n-gram's"
+    assert fused.cached_seconds(task) > 0 and alone.cached_seconds(task) == 0
 
 
 def test_ngram_decoder_on_the_same_gaps():
-    ngram = LetterNgram(3).fit([np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 30], dtype=np.uint8)])
+    ngram = LetterNgram(3).fit(
+        [np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 30], dtype=np.uint8)]
+    )
     from stoicheia.inference.benchmark_protocols import Task
 
     text = "καὶ τὸν δῆμον καὶ τ[..] δῆμον"
     task = Task("hidden", "x", text, 19, 23, 0, "ον", True)
     fills, prob = NgramDecoder(ngram, k=5)(task)
-    assert fills[0] == "ον" and len(fills) == 5 and all(len(f) == 2 for f in fills) and 0.5 < prob <= 1
+    assert (
+        fills[0] == "ον" and len(fills) == 5 and all(len(f) == 2 for f in fills) and 0.5 < prob <= 1
+    )
     task = Task("unknown", "x", "καὶ τὸν δῆμον καὶ τ[---] δῆμον", 19, 24, 0, "ον", False)
     fills, prob = NgramDecoder(ngram, k=20, unknown_width=10)(task)
     assert fills[0] == "ον" and len({len(f) for f in fills}) > 1 and 0 < prob <= 1
@@ -226,25 +300,41 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
     isic = corpus_root / "isicily" / "inscriptions"
     files = [isic / f"ISic000{n}.xml" for n in (824, 864, 635, 636, 640, 641, 795)]
     shards = tmp_path / "shards"
-    convert({"bronze": files}, shards, val_fraction=0.0, inscription_dev_digits=[4], workers=1, progress=False)
+    convert(
+        {"bronze": files},
+        shards,
+        val_fraction=0.0,
+        inscription_dev_digits=[4],
+        workers=1,
+        progress=False,
+    )
 
     from stoicheia.inference.benchmark import benchmark
     from stoicheia.inference.evaluate import load_records
 
     # evaluate --split inscription_dev reads the same inscriptions from the shards
     records, described = load_records([str(shards)], "inscription_dev")
-    assert {r.work for r in records} == {"ISic000824.xml", "ISic000864.xml"} and described["split"] == "inscription_dev"
+    assert {r.work for r in records} == {"ISic000824.xml", "ISic000864.xml"} and described[
+        "split"
+    ] == "inscription_dev"
     with pytest.raises(BenchmarkError, match="--inscription-dev-digit"):
         plain = tmp_path / "plain"
         convert({"bronze": files}, plain, val_fraction=0.0, workers=1, progress=False)
         benchmark(_Stub(2), plain, protocols=["hidden"])
     # shards converted elsewhere: the EpiDoc files are looked up under --epidoc-root by work id
-    with pytest.raises(BenchmarkError, match=r"nowhere/ISic000824.xml: the EpiDoc file .* is missing"):
+    with pytest.raises(
+        BenchmarkError, match=r"nowhere/ISic000824.xml: the EpiDoc file .* is missing"
+    ):
         benchmark(_Stub(2), shards, protocols=["hidden"], epidoc_root=tmp_path / "nowhere")
     moved = benchmark(_Stub(2), shards, protocols=["supplements"], epidoc_root=isic, max_texts=1)
     assert moved["protocols"]["supplements"]["gaps"] == 9
-    res = benchmark(_Stub(2), shards, protocols=["hidden", "supplements"], spans_per_text=2,
-                    ngram=LetterNgram(3).fit([np.arange(24, dtype=np.uint8)] * 3))
+    res = benchmark(
+        _Stub(2),
+        shards,
+        protocols=["hidden", "supplements"],
+        spans_per_text=2,
+        ngram=LetterNgram(3).fit([np.arange(24, dtype=np.uint8)] * 3),
+    )
     assert res["corpus"]["inscriptions"] == 2 and res["corpus"]["texts"] == 2
     hidden, sup = (res["protocols"][p] for p in ("hidden", "supplements"))
     assert hidden["gaps"] == 4, "2 spans in each of the 2 texts"
@@ -255,16 +345,33 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
         for f in protocol["decoders"].values():
             assert 0 <= f["top1"] <= f["top5"] <= f["top20"] <= 1 and 0 <= f["ece"] <= 1
     with pytest.raises(SystemExit) as exc:
-        cli_main(["benchmark", str(tmp_path / "nope.pt"), "--shards", str(shards), "--out", str(tmp_path / "b")])
+        cli_main(
+            [
+                "benchmark",
+                str(tmp_path / "nope.pt"),
+                "--shards",
+                str(shards),
+                "--out",
+                str(tmp_path / "b"),
+            ]
+        )
     assert exc.value.code == 2 and "nope.pt: no such file" in capsys.readouterr().err
     from stoicheia.inference.benchmark_report import format_table, write_outputs
 
     paths = write_outputs(res, tmp_path / "out")
     assert json.loads(paths[0].read_text())["protocols"]["supplements"]["gaps"] == 12
     table = paths[1].read_text()
-    assert "editors' supplements, width given: 12 gaps" in table and "n-gram" in table and "Ithaca" in table
+    assert (
+        "editors' supplements, width given: 12 gaps" in table
+        and "n-gram" in table
+        and "Ithaca" in table
+    )
     assert table.splitlines() == format_table(res)
-    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = paths[2].read_text().splitlines()
+    assert "editors' supplements [....], 12 gaps" in summary and any(
+        line.startswith("  n-gram") for line in summary
+    )
+    assert paths[3].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, capsys, monkeypatch):
@@ -275,21 +382,70 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
 
     isic = corpus_root / "isicily" / "inscriptions"
     shards = tmp_path / "shards"
-    convert({"bronze": [isic / f"ISic000{n}.xml" for n in (864, 635, 636, 640, 641, 795)]}, shards,
-            val_fraction=0.0, inscription_dev_digits=[4], workers=1, progress=False)
+    convert(
+        {"bronze": [isic / f"ISic000{n}.xml" for n in (864, 635, 636, 640, 641, 795)]},
+        shards,
+        val_fraction=0.0,
+        inscription_dev_digits=[4],
+        workers=1,
+        progress=False,
+    )
     monkeypatch.setattr(cli, "_load", lambda args, command: _Stub(2))
     out = tmp_path / "bench"
-    args = ["benchmark", "stub.pt", "--shards", str(shards), "--out", str(out), "--spans-per-text", "2", "--unknown-width", "10",
-            "--ngram-order", "3"]
+    args = [
+        "benchmark",
+        "stub.pt",
+        "--shards",
+        str(shards),
+        "--out",
+        str(out),
+        "--spans-per-text",
+        "2",
+        "--unknown-width",
+        "10",
+        "--ngram-order",
+        "3",
+    ]
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
-    assert "n-gram baseline: order 3" in printed and "hidden spans, width given [....]: 2 gaps" in printed
-    assert "editors' supplements, width given: 3 gaps" in printed and "hidden spans, unknown width [---]: 2 gaps" in printed
+    assert (
+        "n-gram baseline: order 3" in printed
+        and "hidden spans, width given [....]: 2 gaps" in printed
+    )
+    assert (
+        "editors' supplements, width given: 3 gaps" in printed
+        and "hidden spans, unknown width [---]: 2 gaps" in printed
+    )
     res = json.loads((out / "benchmark.json").read_text())
     assert res["corpus"]["inscriptions"] == 1 and res["ngram"]["order"] == 3
-    assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram"}
+    assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram", "fused"}
+    # the fusion weight swept at the default weights, the best mean top-1 chosen
+    fu = res["fusion"]
+    assert [float(w) for w in fu["weights"]] == [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0]
+    mean_top1 = {
+        float(w): sum(p["top1"] for p in per.values()) / 3 for w, per in fu["weights"].items()
+    }
+    assert mean_top1[fu["chosen"]] == max(mean_top1.values())
+    assert (
+        res["protocols"]["hidden"]["decoders"]["fused"]["top1"]
+        == fu["weights"][str(fu["chosen"])]["hidden"]["top1"]
+    )
     assert (out / "reliability.png").stat().st_size > 1000
-    assert cli.main(["benchmark", "stub.pt", "--shards", str(shards), "--out", str(out), "--protocols", "lost"]) == 2
+    assert (
+        cli.main(
+            [
+                "benchmark",
+                "stub.pt",
+                "--shards",
+                str(shards),
+                "--out",
+                str(out),
+                "--protocols",
+                "lost",
+            ]
+        )
+        == 2
+    )
     assert "invalid choice: 'lost'" in capsys.readouterr().err
 
 
@@ -307,6 +463,51 @@ def test_hidden_and_unknown_figures_by_hand_through_the_decoder():
     assert sorted(e["model"]["rank"] for e in res["hidden"]["examples"]) == [3, 4]
     assert hidden["ece"] == pytest.approx(p), "two gaps in the last bin: confidence p, accuracy 0"
     unknown = res["unknown"]["decoders"]["model"]
-    assert (unknown["gaps"], unknown["cer"], unknown["top1"], unknown["length_right"]) == (2, 1.0, 0.0, 1.0)
+    assert (unknown["gaps"], unknown["cer"], unknown["top1"], unknown["length_right"]) == (
+        2,
+        1.0,
+        0.0,
+        1.0,
+    )
     assert all(e["model"]["top1"] == "ρ" for e in res["unknown"]["examples"])
     assert unknown["ece"] == pytest.approx(p * q)
+
+
+def test_ngram_file_round_trip_and_the_fusion_restore_finds_beside_the_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    from stoicheia.cli_args import fusion_weights
+    from stoicheia.inference.ngram import load_ngram, save_ngram
+    from stoicheia.inference.restore import RestoreError
+    from stoicheia.inference.restore.fusion_file import find_fusion
+
+    ngram = LetterNgram(3).fit(
+        [np.array([A.LETTERS.index(c) for c in "καιτονδημονκαιτηνβουλην" * 5], dtype=np.uint8)]
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    save_ngram(ngram, run / "ngram.npz", weight=0.7, chosen_on="12 gaps")
+    back, meta = load_ngram(run / "ngram.npz")
+    hist = np.array([[0, 1], [24, 24], [5, 9]])
+    assert np.array_equal(back.log_probs(hist), ngram.log_probs(hist)) and meta == {
+        "weight": 0.7,
+        "chosen_on": "12 gaps",
+    }
+    loaded = SimpleNamespace(source=str(run / "best.pt"))
+    fusion = find_fusion(loaded)
+    assert fusion.weight == 0.7 and fusion.ngram.order == 3 and "chosen on 12 gaps" in fusion.source
+    assert find_fusion(loaded, weight=0.3).weight == 0.3 and find_fusion(loaded, weight=0.0) is None
+    assert find_fusion(SimpleNamespace(source=str(tmp_path / "other" / "best.pt"))) is None, (
+        "no file beside: the model alone"
+    )
+    with pytest.raises(RestoreError, match="no such n-gram file"):
+        find_fusion(loaded, tmp_path / "missing.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(RestoreError, match="bad.npz: not an n-gram file"):
+        find_fusion(loaded, tmp_path / "bad.npz")
+    assert fusion_weights("0, 0.5,1,0.5") == [0.0, 0.5, 1.0] and fusion_weights("") == []
+    import argparse
+
+    for bad, why in (("0.5,x", "'x' is not a number"), ("1.5", "outside")):
+        with pytest.raises(argparse.ArgumentTypeError, match=why):
+            fusion_weights(bad)

@@ -56,7 +56,16 @@ def _real_checkpoint(path, seed=0):
     opt = torch.optim.AdamW(model.parameters())
     model(torch.randn(3, 8)).sum().backward()
     opt.step()
-    torch.save({"state": {"model": model.state_dict(), "optimizers": {"AdamW": opt.state_dict()}, "timestamp": {"batch": 5}}}, path)
+    torch.save(
+        {
+            "state": {
+                "model": model.state_dict(),
+                "optimizers": {"AdamW": opt.state_dict()},
+                "timestamp": {"batch": 5},
+            }
+        },
+        path,
+    )
     return path
 
 
@@ -75,7 +84,9 @@ def test_checkpoint_lacking_a_storage_record_is_incomplete(tmp_path):
     assert checkpoint_is_complete(good) and missing_records(good) == []
     bad = _without_member(good, tmp_path / "bad.pt", "/data/3")
     with zipfile.ZipFile(bad) as zf:
-        assert zf.testzip() is None and any(n.endswith("data.pkl") for n in zf.namelist())  # passes the old check
+        assert zf.testzip() is None and any(
+            n.endswith("data.pkl") for n in zf.namelist()
+        )  # passes the old check
     with pytest.raises(RuntimeError, match="data/3"):
         torch.load(bad, weights_only=False)  # what a resumed run hit
     assert missing_records(bad) == ["data/3"]
@@ -89,10 +100,13 @@ def test_truncated_and_crc_bad_checkpoints_are_incomplete(tmp_path):
     assert not checkpoint_is_complete(tmp_path / "cut.pt")
     with zipfile.ZipFile(good) as zf:  # flip one byte inside the first tensor record
         info = next(i for i in zf.infolist() if i.filename.endswith("/data/0"))
-    name_len, extra_len = int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little"), int.from_bytes(
-        data[info.header_offset + 28 : info.header_offset + 30], "little"
+    name_len, extra_len = (
+        int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little"),
+        int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little"),
     )
-    offset = info.header_offset + 30 + name_len + extra_len  # the record's first byte (local header)
+    offset = (
+        info.header_offset + 30 + name_len + extra_len
+    )  # the record's first byte (local header)
     data[offset + 2] ^= 0xFF
     (tmp_path / "crc.pt").write_bytes(bytes(data))
     assert not checkpoint_is_complete(tmp_path / "crc.pt")
@@ -130,7 +144,10 @@ def test_no_complete_checkpoint_left_is_an_error_not_a_fresh_start(tmp_path):
         (tmp_path / f"ep0-ba{b}-rank0.pt").write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="batch 20.*move .* away"):
         repair_checkpoint_folder(tmp_path, first_save=10)
-    assert sorted(p.name for p in (tmp_path / "corrupt").iterdir()) == ["ep0-ba10-rank0.pt", "ep0-ba20-rank0.pt"]
+    assert sorted(p.name for p in (tmp_path / "corrupt").iterdir()) == [
+        "ep0-ba10-rank0.pt",
+        "ep0-ba20-rank0.pt",
+    ]
     # the next start sees the quarantined files and still refuses
     with pytest.raises(CheckpointError):
         repair_checkpoint_folder(tmp_path, first_save=10)
@@ -138,7 +155,9 @@ def test_no_complete_checkpoint_left_is_an_error_not_a_fresh_start(tmp_path):
 
 def test_an_incomplete_first_checkpoint_allows_a_fresh_start(tmp_path):
     _real_checkpoint(tmp_path / "ep0-ba10-rank0.pt")
-    (tmp_path / "ep0-ba10-rank0.pt").write_bytes((tmp_path / "ep0-ba10-rank0.pt").read_bytes()[:500])
+    (tmp_path / "ep0-ba10-rank0.pt").write_bytes(
+        (tmp_path / "ep0-ba10-rank0.pt").read_bytes()[:500]
+    )
     actions = repair_checkpoint_folder(tmp_path, first_save=10)
     assert any("starts from batch 0" in a for a in actions)
     assert not (tmp_path / "latest-rank0.pt").exists()
@@ -150,11 +169,15 @@ def test_named_and_partial_checkpoints_are_checked(tmp_path):
     _without_member(tmp_path / "final.pt", tmp_path / "best.pt", "/data/1")
     (tmp_path / ".pre_anneal.partial.pt").write_bytes(b"PK\x03\x04half")
     actions = repair_checkpoint_folder(tmp_path, first_save=10)
-    assert (tmp_path / "corrupt" / "best.pt").exists() and (tmp_path / "corrupt" / ".pre_anneal.partial.pt").exists()
+    assert (tmp_path / "corrupt" / "best.pt").exists() and (
+        tmp_path / "corrupt" / ".pre_anneal.partial.pt"
+    ).exists()
     assert (tmp_path / "final.pt").exists() and len(actions) == 3, actions
 
 
-def test_run_without_a_complete_checkpoint_stops_before_training(small_shards, tmp_path, monkeypatch):
+def test_run_without_a_complete_checkpoint_stops_before_training(
+    small_shards, tmp_path, monkeypatch
+):
     import sys
     from pathlib import Path
 
@@ -172,7 +195,10 @@ def test_run_without_a_complete_checkpoint_stops_before_training(small_shards, t
         os.replace(tmp_path / "x.zip", folder / f"ep0-ba{b}-rank0.pt")
     with pytest.raises(ValueError, match=r"no complete checkpoint in .*batch 6"):
         build_trainer(tiny_run(small_shards, tmp_path, "r", "train.save_interval=3"))
-    assert sorted(p.name for p in (folder / "corrupt").iterdir()) == ["ep0-ba3-rank0.pt", "ep0-ba6-rank0.pt"]
+    assert sorted(p.name for p in (folder / "corrupt").iterdir()) == [
+        "ep0-ba3-rank0.pt",
+        "ep0-ba6-rank0.pt",
+    ]
     bad = folder / "corrupt" / "ep0-ba6-rank0.pt"
     with pytest.raises(ValueError, match="load_path=.*lacks the tensor records data/0"):
         build_trainer(tiny_run(small_shards, tmp_path, "other", f"train.load_path={bad}"))

@@ -48,30 +48,90 @@ MISSING = "/nonexistent/checkpoint.pt"  # never read: the option is refused firs
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [
-        (["restore", MISSING, "--about-margin", "nan", GAP], ["argument --about-margin", "nan is not a finite number", "[0, 1]"]),
-        (["restore", MISSING, "--about-margin", "-3", GAP], ["argument --about-margin", "-3 is out of range", "[0, 1]"]),
-        (["restore", MISSING, "--about-margin", "inf", GAP], ["argument --about-margin", "not a finite number"]),
-        (["restore", MISSING, "--window", "-4", GAP], ["argument --window", "-4 is out of range", "at least 0", "0: no windowing"]),
-        (["restore", MISSING, "--window", "x", GAP], ["argument --window", "'x' is not a whole number"]),
-        (["restore", MISSING, "--unknown-width", "0", GAP], ["argument --unknown-width", "from 1 to 10,000"]),
-        (["restore", MISSING, "--unknown-width", "3000000000", GAP], ["argument --unknown-width", "from 1 to 10,000"]),
+        (
+            ["restore", MISSING, "--about-margin", "nan", GAP],
+            ["argument --about-margin", "nan is not a finite number", "[0, 1]"],
+        ),
+        (
+            ["restore", MISSING, "--about-margin", "-3", GAP],
+            ["argument --about-margin", "-3 is out of range", "[0, 1]"],
+        ),
+        (
+            ["restore", MISSING, "--about-margin", "inf", GAP],
+            ["argument --about-margin", "not a finite number"],
+        ),
+        (
+            ["restore", MISSING, "--window", "-4", GAP],
+            ["argument --window", "-4 is out of range", "at least 0", "0: no windowing"],
+        ),
+        (
+            ["restore", MISSING, "--window", "x", GAP],
+            ["argument --window", "'x' is not a whole number"],
+        ),
+        (
+            ["restore", MISSING, "--unknown-width", "0", GAP],
+            ["argument --unknown-width", "from 1 to 10,000"],
+        ),
+        (
+            ["restore", MISSING, "--unknown-width", "3000000000", GAP],
+            ["argument --unknown-width", "from 1 to 10,000"],
+        ),
         (["restore", MISSING, "--top-k", "0", GAP], ["argument --top-k", "from 1 to 100"]),
         (["restore", MISSING, "--beam", "-1", GAP], ["argument --beam", "from 1 to 256"]),
-        (["restore", MISSING, "--top-k", "5", "--beam", "2", GAP], ["--beam 2 is smaller than --top-k 5", "--beam 5 or more"]),
-        (["evaluate", MISSING, "--shards", "x", "--word-rate", "-1"], ["argument --word-rate", "(0, 1]"]),
-        (["evaluate", MISSING, "--shards", "x", "--word-rate", "0"], ["argument --word-rate", "(0, 1]"]),
-        (["evaluate", MISSING, "--shards", "x", "--t", "1.5"], ["argument --t", "1.5 is out of range", "(0, 1]"]),
-        (["evaluate", MISSING, "--shards", "x", "--t", "nan"], ["argument --t", "not a finite number"]),
-        (["evaluate", MISSING, "--shards", "x", "--max-records", "0"], ["argument --max-records", "at least 1"]),
-        (["evaluate", MISSING, "--shards", "x", "--ngram-order", "0", "--max-records", "-5"], ["argument --max-records"]),
-        (["evaluate", MISSING, "--shards", "x", "--ngram-order", "-2"], ["argument --ngram-order", "from 0 to 6", "0: no n-gram"]),
-        (["evaluate", MISSING, "--shards", "x", "--ngram-order", "7"], ["argument --ngram-order", "from 0 to 6"]),
-        (["evaluate", MISSING, "--shards", "x", "--seq-len", "8"], ["argument --seq-len", "from 32 to 65,536"]),
+        (
+            ["restore", MISSING, "--top-k", "5", "--beam", "2", GAP],
+            ["--beam 2 is smaller than --top-k 5", "--beam 5 or more"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--word-rate", "-1"],
+            ["argument --word-rate", "(0, 1]"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--word-rate", "0"],
+            ["argument --word-rate", "(0, 1]"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--t", "1.5"],
+            ["argument --t", "1.5 is out of range", "(0, 1]"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--t", "nan"],
+            ["argument --t", "not a finite number"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--max-records", "0"],
+            ["argument --max-records", "at least 1"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--ngram-order", "0", "--max-records", "-5"],
+            ["argument --max-records"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--ngram-order", "-2"],
+            ["argument --ngram-order", "from 0 to 6", "0: no n-gram"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--ngram-order", "7"],
+            ["argument --ngram-order", "from 0 to 6"],
+        ),
+        (
+            ["evaluate", MISSING, "--shards", "x", "--seq-len", "8"],
+            ["argument --seq-len", "from 32 to 65,536"],
+        ),
         (["evaluate", MISSING, "--shards", "x", "--rows", "0"], ["argument --rows", "at least 1"]),
         (["evaluate", MISSING, "--shards", "x", "--seed", "-1"], ["argument --seed"]),
-        (["convert", "--out", "o", "gold=x", "--val-fraction", "1"], ["argument --val-fraction", "[0, 1)"]),
-        (["convert", "--out", "o", "gold=x", "--min-greek", "nan"], ["argument --min-greek", "not a finite number"]),
-        (["convert", "--out", "o", "gold=x", "--workers", "0"], ["argument --workers", "at least 1"]),
+        (
+            ["convert", "--out", "o", "gold=x", "--val-fraction", "1"],
+            ["argument --val-fraction", "[0, 1)"],
+        ),
+        (
+            ["convert", "--out", "o", "gold=x", "--min-greek", "nan"],
+            ["argument --min-greek", "not a finite number"],
+        ),
+        (
+            ["convert", "--out", "o", "gold=x", "--workers", "0"],
+            ["argument --workers", "at least 1"],
+        ),
         (["restore", MISSING], ["the following arguments are required: TEXT"]),
     ],
 )
@@ -107,7 +167,9 @@ def test_counted_widths_above_the_bound_are_refused_by_the_parser():
         parse_leiden,
     )
 
-    assert parse_leiden(f"α[{MAX_LACUNA_WIDTH}]β")[1] == Lacuna(MAX_LACUNA_WIDTH, MAX_LACUNA_WIDTH, False, 2, 7)
+    assert parse_leiden(f"α[{MAX_LACUNA_WIDTH}]β")[1] == Lacuna(
+        MAX_LACUNA_WIDTH, MAX_LACUNA_WIDTH, False, 2, 7
+    )
     for notation, widest in (
         (f"[{MAX_LACUNA_WIDTH + 1}]", MAX_LACUNA_WIDTH + 1),
         ("[3000000000]", 3000000000),  # read as text, never as 3e9 slots: no memory is asked for
@@ -128,7 +190,10 @@ def test_restore_input_names_the_model_limit():
 
     why = "the window: the 512-slot rows the model was trained on"
     for text, needle in (
-        ("καὶ [100000] τοῦ", "holds up to 100,000 letters, more than the model can fill: at most 512 letters at once"),
+        (
+            "καὶ [100000] τοῦ",
+            "holds up to 100,000 letters, more than the model can fill: at most 512 letters at once",
+        ),
         ("καὶ [99999999999999999999] τοῦ", "more than the model can fill: at most 512"),
         ("καὶ [600] τοῦ", "holds 600 letters, more than the model can fill: at most 512 letters"),
         ("καὶ [-ca.600-] τοῦ", "smaller --about-margin"),
@@ -146,26 +211,55 @@ def test_restore_input_names_the_model_limit():
 
 
 def test_missing_config_is_one_line_before_the_checkpoint(capsys):
-    one_error(["restore", MISSING, "--config", "/nonexistent.yaml", "--device", "cpu", GAP], capsys,
-              "--config /nonexistent.yaml: config file not found")
+    one_error(
+        ["restore", MISSING, "--config", "/nonexistent.yaml", "--device", "cpu", GAP],
+        capsys,
+        "--config /nonexistent.yaml: config file not found",
+    )
 
 
 def test_config_folder_is_one_line(tmp_path, capsys):
-    one_error(["restore", MISSING, "--config", str(tmp_path), "--device", "cpu", GAP], capsys, f"--config {tmp_path}")
+    one_error(
+        ["restore", MISSING, "--config", str(tmp_path), "--device", "cpu", GAP],
+        capsys,
+        f"--config {tmp_path}",
+    )
 
 
 def test_device_names_and_absent_gpus(monkeypatch, capsys):
-    one_error(["restore", MISSING, "--device", "gpu0", GAP], capsys, "argument --device", "'gpu0' is not a device name", "cpu")
-    one_error(["evaluate", MISSING, "--shards", "x", "--device", "meta"], capsys, "argument --device", "only cpu, cuda and mps")
+    one_error(
+        ["restore", MISSING, "--device", "gpu0", GAP],
+        capsys,
+        "argument --device",
+        "'gpu0' is not a device name",
+        "cpu",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", "x", "--device", "meta"],
+        capsys,
+        "argument --device",
+        "only cpu, cuda and mps",
+    )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    one_error(["restore", MISSING, "--device", "cuda", GAP], capsys, "argument --device", "no CUDA GPU is visible", "--device cpu")
+    one_error(
+        ["restore", MISSING, "--device", "cuda", GAP],
+        capsys,
+        "argument --device",
+        "no CUDA GPU is visible",
+        "--device cpu",
+    )
     one_error(["export", MISSING, "out", "--device", "cuda:0"], capsys, "no CUDA GPU is visible")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     one_error(["restore", MISSING, "--device", "cuda", GAP], capsys, "CUDA_VISIBLE_DEVICES=''")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    one_error(["restore", MISSING, "--device", "cuda:2", GAP], capsys, "2 visible CUDA GPU(s), cuda:0 to cuda:1", "cpu, cuda:0, cuda:1")
+    one_error(
+        ["restore", MISSING, "--device", "cuda:2", GAP],
+        capsys,
+        "2 visible CUDA GPU(s), cuda:0 to cuda:1",
+        "cpu, cuda:0, cuda:1",
+    )
 
 
 def test_resolve_device_auto_and_cpu():
@@ -185,12 +279,28 @@ def test_output_path_that_is_a_file(tmp_path, capsys):
     afile.write_text("keep me\n")
     # the checkpoint does not exist: the output is checked before it would be read
     one_error(["export", MISSING, str(afile)], capsys, f"OUT_DIR {afile} is a file, not a folder")
-    one_error(["export", MISSING, str(afile / "sub")], capsys, f"{afile} is a file, so no folder can be made under it")
-    one_error(["report", str(tmp_path), "--out", str(afile)], capsys, f"--out {afile} is a file, not a folder")
+    one_error(
+        ["export", MISSING, str(afile / "sub")],
+        capsys,
+        f"{afile} is a file, so no folder can be made under it",
+    )
+    one_error(
+        ["report", str(tmp_path), "--out", str(afile)],
+        capsys,
+        f"--out {afile} is a file, not a folder",
+    )
     src = tmp_path / "a.txt"
     src.write_text("μῆνιν ἄειδε θεὰ\n", encoding="utf-8")
-    one_error(["convert", "--out", str(afile), f"gold={src}"], capsys, f"--out {afile} is a file, not a folder")
-    one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path)], capsys, "is a folder; give a file name")
+    one_error(
+        ["convert", "--out", str(afile), f"gold={src}"],
+        capsys,
+        f"--out {afile} is a file, not a folder",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path)],
+        capsys,
+        "is a folder; give a file name",
+    )
     assert afile.read_text() == "keep me\n"  # nothing lost
 
 
@@ -198,7 +308,12 @@ def test_export_refuses_a_full_folder_before_loading(tmp_path, capsys):
     full = tmp_path / "full"
     full.mkdir()
     (full / "mine.txt").write_text("x")
-    one_error(["export", MISSING, str(full)], capsys, f"OUT_DIR {full} exists and is not empty", "--overwrite")
+    one_error(
+        ["export", MISSING, str(full)],
+        capsys,
+        f"OUT_DIR {full} exists and is not empty",
+        "--overwrite",
+    )
     assert (full / "mine.txt").read_text() == "x"
 
 
@@ -218,20 +333,59 @@ def test_evaluate_inputs_checked_before_the_model(small_shards, tmp_path, capsys
     txt = tmp_path / "a.txt"
     txt.write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην\n", encoding="utf-8")
     # a stray ":0" suffix: the path named exactly as given, and the fix
-    one_error(["evaluate", MISSING, "--shards", f"{txt}:0"], capsys, f"--shards '{txt}:0': no such file or folder", "drop the ':0'")
-    one_error(["evaluate", MISSING, "--shards", str(tmp_path / "nope")], capsys, f"'{tmp_path / 'nope'}': no such file or folder")
+    one_error(
+        ["evaluate", MISSING, "--shards", f"{txt}:0"],
+        capsys,
+        f"--shards '{txt}:0': no such file or folder",
+        "drop the ':0'",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(tmp_path / "nope")],
+        capsys,
+        f"'{tmp_path / 'nope'}': no such file or folder",
+    )
     # a shard folder beside raw files is refused, not silently dropped
-    one_error(["evaluate", MISSING, "--shards", str(small_shards), str(txt)], capsys, "is a shard folder", "give one shard folder alone")
-    one_error(["evaluate", MISSING, "--shards", str(txt), str(small_shards)], capsys, "is a shard folder")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(small_shards), str(txt)],
+        capsys,
+        "is a shard folder",
+        "give one shard folder alone",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(txt), str(small_shards)], capsys, "is a shard folder"
+    )
     # tiers the shards do not have: the tiers present are named
-    one_error(["evaluate", MISSING, "--shards", str(small_shards), "--tiers", "bronze"], capsys,
-              "--tiers bronze", "no val records of that tier", "tiers with val records: gold, silver")
-    one_error(["evaluate", MISSING, "--shards", str(small_shards), "--tiers", "gold", "bronze", "copper"], capsys,
-              "--tiers bronze copper", "those tiers")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(small_shards), "--tiers", "bronze"],
+        capsys,
+        "--tiers bronze",
+        "no val records of that tier",
+        "tiers with val records: gold, silver",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(small_shards), "--tiers", "gold", "bronze", "copper"],
+        capsys,
+        "--tiers bronze copper",
+        "those tiers",
+    )
     # tiers and splits are those of shards: refused for raw files rather than ignored
-    one_error(["evaluate", MISSING, "--shards", str(txt), "--tiers", "gold"], capsys, "--tiers gold", "leave --tiers out")
-    one_error(["evaluate", MISSING, "--shards", str(txt), "--split", "train"], capsys, "--split train", "leave --split out")
-    one_error(["evaluate", MISSING, "--shards", str(txt), "--train-shards", str(tmp_path / "nope")], capsys, "--train-shards")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(txt), "--tiers", "gold"],
+        capsys,
+        "--tiers gold",
+        "leave --tiers out",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(txt), "--split", "train"],
+        capsys,
+        "--split train",
+        "leave --split out",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(txt), "--train-shards", str(tmp_path / "nope")],
+        capsys,
+        "--train-shards",
+    )
 
 
 def test_evaluate_counts_files_it_does_not_read(small_shards, tmp_path):
@@ -257,15 +411,26 @@ def test_evaluate_counts_files_it_does_not_read(small_shards, tmp_path):
 
 
 def test_report_names_the_file_and_what_is_wrong(tmp_path, capsys):
-    one_error(["report", str(tmp_path / "nope")], capsys, f"{tmp_path / 'nope'}: no such folder", "give the run folder")
+    one_error(
+        ["report", str(tmp_path / "nope")],
+        capsys,
+        f"{tmp_path / 'nope'}: no such folder",
+        "give the run folder",
+    )
     afile = tmp_path / "afile"
     afile.write_text("x")
     one_error(["report", str(afile)], capsys, f"{afile} is a file, not a run folder")
     cases = {
         "empty": (b"", "metrics.jsonl is empty (0 bytes)"),
         "blank": (b"\n\n", "metrics.jsonl is empty (2 bytes)"),
-        "binary": (bytes(range(256)) * 3, "metrics.jsonl is not a JSONL log (768 bytes, no line of JSON)"),
-        "junk": (b"hello\n5\n[1, 2]\n{\"no_step\": 1}\n", "metrics.jsonl: none of its lines is a JSON record with a step"),
+        "binary": (
+            bytes(range(256)) * 3,
+            "metrics.jsonl is not a JSONL log (768 bytes, no line of JSON)",
+        ),
+        "junk": (
+            b'hello\n5\n[1, 2]\n{"no_step": 1}\n',
+            "metrics.jsonl: none of its lines is a JSON record with a step",
+        ),
     }
     for name, (content, needle) in cases.items():
         run = tmp_path / name
@@ -274,7 +439,12 @@ def test_report_names_the_file_and_what_is_wrong(tmp_path, capsys):
         line = one_error(["report", str(run)], capsys, str(run / "metrics.jsonl"), needle)
         assert not (run / "report.png").exists(), line
     (tmp_path / "junk" / "evals.jsonl").write_bytes(b"\x00\x01")
-    one_error(["report", str(tmp_path / "junk")], capsys, "evals.jsonl is not a JSONL log", "metrics.jsonl: none of its lines")
+    one_error(
+        ["report", str(tmp_path / "junk")],
+        capsys,
+        "evals.jsonl is not a JSONL log",
+        "metrics.jsonl: none of its lines",
+    )
 
 
 def test_report_leaves_out_odd_lines_and_says_so(tmp_path, caplog):
@@ -283,13 +453,21 @@ def test_report_leaves_out_odd_lines_and_says_so(tmp_path, caplog):
     run = tmp_path / "run"
     run.mkdir()
     lines = [{"step": 1, "loss/total": 3.0}, 5, {"nostep": 1}, {"step": 2, "loss/total": 2.5}]
-    (run / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{\"step\": 3, \"lo\n")
-    (run / "evals.jsonl").write_text(json.dumps({"step": 2, "set": "dev", "metrics": {"bits_per_char": 3.1}}) + "\n[]\n")
+    (run / "metrics.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in lines) + '\n{"step": 3, "lo\n'
+    )
+    (run / "evals.jsonl").write_text(
+        json.dumps({"step": 2, "set": "dev", "metrics": {"bits_per_char": 3.1}}) + "\n[]\n"
+    )
     curves = read_curves(run)
     assert curves.steps == [1, 2] and curves.series["loss/total"] == [3.0, 2.5]
     # NUL bytes or a cut character in one line (a crash) leave the other lines readable
     with open(run / "metrics.jsonl", "ab") as fh:
-        fh.write(b"\x00\x00\x00\n{\"step\": 9, \"loss/total\": \xff}\n" + json.dumps({"step": 4, "loss/total": 2.0}).encode() + b"\n")
+        fh.write(
+            b'\x00\x00\x00\n{"step": 9, "loss/total": \xff}\n'
+            + json.dumps({"step": 4, "loss/total": 2.0}).encode()
+            + b"\n"
+        )
     assert read_curves(run).series["loss/total"] == [3.0, 2.5, 2.0]
     assert curves.evals == {"dev": {"bits_per_char": [(2, 3.1)]}}
     said = caplog.text
@@ -307,9 +485,13 @@ def test_truncated_checkpoint_names_the_others(tmp_path, capsys):
     data = (run / "ep0-ba8-rank0.pt").read_bytes()
     (run / "best.pt").write_bytes(data)
     (run / "ep0-ba8-rank0.pt").write_bytes(data[: len(data) // 2])
-    line = one_error(["restore", str(run / "ep0-ba8-rank0.pt"), "--device", "cpu", GAP], capsys,
-                     "ep0-ba8-rank0.pt: incomplete or corrupt checkpoint", "use another checkpoint of the run",
-                     f"the run folder {run} also holds best.pt")
+    line = one_error(
+        ["restore", str(run / "ep0-ba8-rank0.pt"), "--device", "cpu", GAP],
+        capsys,
+        "ep0-ba8-rank0.pt: incomplete or corrupt checkpoint",
+        "use another checkpoint of the run",
+        f"the run folder {run} also holds best.pt",
+    )
     assert "download the file again" in line
 
 
@@ -338,9 +520,22 @@ def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
 def test_evaluate_never_writes_over_its_inputs(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text('{"id": "a", "text": "καὶ τὸν πατέρα"}\n', encoding="utf-8")
-    one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(src)], capsys, "over the input", str(src))
-    one_error(["evaluate", MISSING, "--shards", str(tmp_path), "--out", str(tmp_path / "eval.json")], capsys, "over the input")
-    one_error(["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path / "res.txt")], capsys, "give a .json name")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(src), "--out", str(src)],
+        capsys,
+        "over the input",
+        str(src),
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(tmp_path), "--out", str(tmp_path / "eval.json")],
+        capsys,
+        "over the input",
+    )
+    one_error(
+        ["evaluate", MISSING, "--shards", str(src), "--out", str(tmp_path / "res.txt")],
+        capsys,
+        "give a .json name",
+    )
     assert src.read_text(encoding="utf-8") == '{"id": "a", "text": "καὶ τὸν πατέρα"}\n'
 
 
@@ -349,8 +544,12 @@ def test_convert_names_a_file_name_that_is_not_utf8(tmp_path, capsys):
     folder.mkdir()
     bad = os.fsdecode(b"bad\xffname.txt")
     (folder / bad).write_text("καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρεῖναι " * 20, encoding="utf-8")
-    line = one_error(["convert", "--out", str(tmp_path / "o"), "--workers", "1", f"gold={folder}"], capsys,
-                     "not valid UTF-8", "rename")
+    line = one_error(
+        ["convert", "--out", str(tmp_path / "o"), "--workers", "1", f"gold={folder}"],
+        capsys,
+        "not valid UTF-8",
+        "rename",
+    )
     assert "bad\\udcffname.txt" in line
     assert not (tmp_path / "o").exists()
 
@@ -366,11 +565,14 @@ def test_ctrl_c_is_one_line(monkeypatch, capsys):
     assert rc == 130 and err.strip() == "stoicheia status: interrupted (Ctrl-C)"
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["restore", MISSING, "καὶ [...] ἔφη", "--top-k", "100000"], "--top-k"),
-    (["restore", MISSING, "καὶ [...] ἔφη", "--beam", "100000"], "--beam"),
-    (["evaluate", MISSING, "--shards", "/x", "--seq-len", "100000"], "--seq-len"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["restore", MISSING, "καὶ [...] ἔφη", "--top-k", "100000"], "--top-k"),
+        (["restore", MISSING, "καὶ [...] ἔφη", "--beam", "100000"], "--beam"),
+        (["evaluate", MISSING, "--shards", "/x", "--seq-len", "100000"], "--seq-len"),
+    ],
+)
 def test_costly_options_have_an_upper_bound(argv, needle, capsys):
     one_error(argv, capsys, needle, "out of range")
 
@@ -380,22 +582,34 @@ def test_evaluate_counts_nothing_twice_and_names_a_damaged_folder(small_shards, 
 
     from stoicheia.inference.evaluate import load_records
 
-    one_error(["evaluate", MISSING, "--shards", str(small_shards), str(small_shards)], capsys, "is given twice")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(small_shards), str(small_shards)],
+        capsys,
+        "is given twice",
+    )
     once, _ = load_records([str(small_shards)], tiers=["gold"])
     twice, desc = load_records([str(small_shards)], tiers=["gold", "gold"])
     assert len(twice) == len(once) and desc["tiers"] == ["gold"]
     damaged = tmp_path / "shards"
     shutil.copytree(small_shards, damaged)
     (damaged / "gold" / "val" / "index.json").unlink()
-    one_error(["evaluate", MISSING, "--shards", str(damaged)], capsys, "gold/val/index.json is missing", "convert it again")
+    one_error(
+        ["evaluate", MISSING, "--shards", str(damaged)],
+        capsys,
+        "gold/val/index.json is missing",
+        "convert it again",
+    )
 
 
-@pytest.mark.parametrize("name, text", [
-    ("complete.json", "[1, 2]"),
-    ("complete.json", '{"use": 5, "step": "x", "best": 3}'),
-    ("anneal.json", "[]"),
-    ("diverged.json", '{"step": 5, "last_good_checkpoint": 12}'),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("complete.json", "[1, 2]"),
+        ("complete.json", '{"use": 5, "step": "x", "best": 3}'),
+        ("anneal.json", "[]"),
+        ("diverged.json", '{"step": 5, "last_good_checkpoint": 12}'),
+    ],
+)
 def test_status_names_a_damaged_marker_file(tmp_path, capsys, name, text):
     run = tmp_path / "run"
     run.mkdir()
@@ -405,4 +619,8 @@ def test_status_names_a_damaged_marker_file(tmp_path, capsys, name, text):
     lines = [x for x in err.splitlines() if x.strip()]
     assert rc in (0, 2) and "Traceback" not in err, err
     if rc == 2:
-        assert len(lines) == 1 and lines[0].startswith("stoicheia status: error: ") and (name in lines[0] or str(run) in lines[0]), err
+        assert (
+            len(lines) == 1
+            and lines[0].startswith("stoicheia status: error: ")
+            and (name in lines[0] or str(run) in lines[0])
+        ), err

@@ -14,8 +14,14 @@ YAMLS = Path(__file__).resolve().parents[1] / "yamls"
 def test_shipped_configs_load():
     demo = load_config(YAMLS / "demo.yaml")
     full = load_config(YAMLS / "stoicheia.yaml")
-    assert full.model.d_model == 1024 and full.model.n_layers == 32 and full.model.char_window == 256
-    assert full.data.seq_len == 8192 and full.train.micro_batch_rows == 4 and full.train.global_batch_rows == 64
+    assert (
+        full.model.d_model == 1024 and full.model.n_layers == 32 and full.model.char_window == 256
+    )
+    assert (
+        full.data.seq_len == 8192
+        and full.train.micro_batch_rows == 4
+        and full.train.global_batch_rows == 64
+    )
     assert full.train.nominal_steps == 120_000 and full.train.max_steps == 160_000
     assert full.data.tier_weights == {"gold": 1.0, "silver": 1.0, "bronze": 0.3}
     assert full.train.save_interval == 2000 and full.data.eval_records == 256

@@ -38,7 +38,11 @@ def _check_file(args: tuple[str, str]) -> tuple[str, int, int, list[str]]:
 
 @pytest.mark.slow
 def test_whole_corpus_round_trips(corpus_root):
-    jobs = [(str(f), str(corpus_root / sub)) for sub in ("perseus", "ud", "isicily") for f in iter_source_files([corpus_root / sub])]
+    jobs = [
+        (str(f), str(corpus_root / sub))
+        for sub in ("perseus", "ud", "isicily")
+        for f in iter_source_files([corpus_root / sub])
+    ]
     assert len(jobs) >= 390 + 2564
     totals: Counter = Counter()
     failures: list[str] = []

@@ -164,8 +164,11 @@ def _tei(tmp_path: Path, body: str, name: str = "t.xml") -> Path:
 
 
 def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
-    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><div type="textpart" n="a"><ab>λόγος</ab></div>'
-                          '<div type="textpart" n="a"><ab>ἔργον</ab></div><div type="textpart" n="a"><ab>καί</ab></div></div>')
+    path = _tei(
+        tmp_path,
+        '<div type="edition" xml:lang="grc"><div type="textpart" n="a"><ab>λόγος</ab></div>'
+        '<div type="textpart" n="a"><ab>ἔργον</ab></div><div type="textpart" n="a"><ab>καί</ab></div></div>',
+    )
     counts = Counter()
     recs = list(read_epidoc(path, tmp_path, counts=counts))
     assert [r.id for r in recs] == ["t.xml#a", "t.xml#a~2", "t.xml#a~3"]
@@ -173,10 +176,13 @@ def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
 
 
 def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind(tmp_path):
-    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab>λόγος <gap reason="lost" quantity="lots" unit="character"/> '
-                          'καὶ <gap reason="lost" quantity="0" unit="character"/> ἔργον <gap reason="lost" atLeast="x" atMost="3" '
-                          'unit="character"/> τε <gap reason="lost" unit="character"/> δὲ <gap reason="lost" extent="unknwn" '
-                          'unit="character"/> μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>')
+    path = _tei(
+        tmp_path,
+        '<div type="edition" xml:lang="grc"><ab>λόγος <gap reason="lost" quantity="lots" unit="character"/> '
+        'καὶ <gap reason="lost" quantity="0" unit="character"/> ἔργον <gap reason="lost" atLeast="x" atMost="3" '
+        'unit="character"/> τε <gap reason="lost" unit="character"/> δὲ <gap reason="lost" extent="unknwn" '
+        'unit="character"/> μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>',
+    )
     counts = Counter()
     (rec,) = read_epidoc(path, tmp_path, counts=counts)
     assert rec.text == "λόγος [---] καὶ [---] ἔργον [---] τε [---] δὲ [---] μὲν [..]"
@@ -194,8 +200,11 @@ def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind
 
 
 def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
-    path = _tei(tmp_path, '<div type="edition" xml:lang="grc"><ab><date>ἔτους</date> <placeName>Συρακοσίων</placeName> '
-                          '<term>δῆμος</term> <persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>')
+    path = _tei(
+        tmp_path,
+        '<div type="edition" xml:lang="grc"><ab><date>ἔτους</date> <placeName>Συρακοσίων</placeName> '
+        "<term>δῆμος</term> <persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>",
+    )
     counts = Counter()
     (rec,) = read_epidoc(path, tmp_path, counts=counts)
     assert rec.text == "ἔτους Συρακοσίων δῆμος ἄρχων β"
@@ -206,7 +215,9 @@ def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
 def test_tei_p5_without_an_edition_div_names_what_is_missing(tmp_path):
     from stoicheia.data.shards import ConvertError
 
-    path = _tei(tmp_path, '<div type="textpart" n="1"><ab>λόγος καὶ ἔργον</ab></div>', name="noedition.xml")
+    path = _tei(
+        tmp_path, '<div type="textpart" n="1"><ab>λόγος καὶ ἔργον</ab></div>', name="noedition.xml"
+    )
     with pytest.raises(SourceError) as e:
         list(read_source(path, tmp_path))
     msg = str(e.value)
@@ -214,7 +225,13 @@ def test_tei_p5_without_an_edition_div_names_what_is_missing(tmp_path):
     assert "not Greek" not in msg and 'wrap the text of <body> in <div type="edition"' in msg
     with pytest.raises(ConvertError, match='without a <div type="edition">'):
         convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
-    stats = convert({"bronze": [path, isic("020492")]}, tmp_path / "out2", val_fraction=0.0, progress=False, skip_bad=True)
+    stats = convert(
+        {"bronze": [path, isic("020492")]},
+        tmp_path / "out2",
+        val_fraction=0.0,
+        progress=False,
+        skip_bad=True,
+    )
     st = stats["tiers"]["bronze"]
     assert list(st["files_skipped"]) == [str(path)] and "edition" in st["files_skipped"][str(path)]
     assert sum(st["records_kept"].values()) == 1

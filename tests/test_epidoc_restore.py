@@ -4,7 +4,6 @@ on real I.Sicily files and a tiny trained model."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
@@ -15,9 +14,8 @@ import pytest
 from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tiny import tiny_run  # noqa: E402
+from tiny import train_tiny  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 TEI = "{http://www.tei-c.org/ns/1.0}"
 # small real inscriptions that hold, between them, every kind of <gap>: a known width
 # (quantity), a range (atLeast/atMost), about N (precision="low"), an unknown width, lost
@@ -119,21 +117,8 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
 
 @pytest.fixture(scope="module")
 def trained(small_shards, tmp_path_factory):
-    from stoicheia.train.builder import build_trainer
-    from stoicheia.train.run import fit_run
-
-    folder = tmp_path_factory.mktemp("runs")
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        cfg = tiny_run(small_shards, folder, "epi", "train.nominal_steps=2", "train.max_steps=2", "train.save_interval=2",
-                       "train.log_every=1")
-        built = build_trainer(cfg)
-        fit_run(built)
-        built.trainer.close()
-    finally:
-        os.chdir(cwd)
-    return folder / "epi"
+    return train_tiny(small_shards, tmp_path_factory.mktemp("runs"), "epi", "train.nominal_steps=2", "train.max_steps=2",
+                      "train.save_interval=2", "train.log_every=1")
 
 
 @pytest.fixture(scope="module")

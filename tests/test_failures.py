@@ -22,9 +22,24 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _train(yaml: Path, *overrides: str, world: int = 1) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    cmd = [str(REPO / ".venv" / "bin" / "python"), "recipes/train.py"] if world == 1 else [str(REPO / ".venv" / "bin" / "composer"), "-n", str(world), "recipes/train.py"]
-    return subprocess.run([*cmd, str(yaml), *overrides], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
+    cmd = (
+        [str(REPO / ".venv" / "bin" / "python"), "recipes/train.py"]
+        if world == 1
+        else [str(REPO / ".venv" / "bin" / "composer"), "-n", str(world), "recipes/train.py"]
+    )
+    return subprocess.run(
+        [*cmd, str(yaml), *overrides],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _check(proc: subprocess.CompletedProcess, *needles: str) -> str:
@@ -54,7 +69,12 @@ def _suggested_key_exists(line: str, key: str) -> None:
 
 
 def test_shard_root_missing(yaml, tmp_path):
-    line = _check(_train(yaml, f"data.shard_root={tmp_path / 'nowhere'}"), "nowhere", "index.json", "stoicheia convert")
+    line = _check(
+        _train(yaml, f"data.shard_root={tmp_path / 'nowhere'}"),
+        "nowhere",
+        "index.json",
+        "stoicheia convert",
+    )
     _suggested_key_exists(line, "data.tier_weights")
 
 
@@ -72,25 +92,41 @@ def test_config_typo(yaml):
 
 
 def test_seq_len_too_small_for_the_model(yaml):
-    line = _check(_train(yaml, "data.seq_len=64", "model.char_window=128"), "data.seq_len", "model.char_window")
+    line = _check(
+        _train(yaml, "data.seq_len=64", "model.char_window=128"),
+        "data.seq_len",
+        "model.char_window",
+    )
     _suggested_key_exists(line, "model.char_window")
 
 
 def test_load_path_missing(yaml, tmp_path):
-    line = _check(_train(yaml, f"train.load_path={tmp_path / 'no.pt'}"), "no.pt", "train.load_path=null")
+    line = _check(
+        _train(yaml, f"train.load_path={tmp_path / 'no.pt'}"), "no.pt", "train.load_path=null"
+    )
     _suggested_key_exists(line, "train.load_path")
 
 
 def test_save_folder_not_writable(yaml, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file, not a folder")
-    line = _check(_train(yaml, f"train.save_folder={blocker}/{{run_name}}"), "train.save_folder", "not writable")
+    line = _check(
+        _train(yaml, f"train.save_folder={blocker}/{{run_name}}"),
+        "train.save_folder",
+        "not writable",
+    )
     _suggested_key_exists(line, "train.save_folder")
 
 
 def test_global_batch_that_cannot_be_split(yaml):
     # 6 rows over 2 processes of 2-row micro-batches: 3 rows each, not a whole number of micro-batches
-    proc = _train(yaml, "train.global_batch_rows=6", "train.grad_accum=null", "train.micro_batch_rows=2", world=2)
+    proc = _train(
+        yaml,
+        "train.global_batch_rows=6",
+        "train.grad_accum=null",
+        "train.micro_batch_rows=2",
+        world=2,
+    )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("train.py:")]

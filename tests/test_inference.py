@@ -21,7 +21,7 @@ from stoicheia.model.metrics import DiaMacroAccuracy, PunctMacroAccuracy
 from stoicheia.text import alphabet as A
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tiny import tiny_run  # noqa: E402
+from tiny import train_tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -104,24 +104,11 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def trained(small_shards, tmp_path_factory):
     """A 2-layer model trained for 8 steps (evaluations at 4 and 8, anneal, TensorBoard)."""
-    from stoicheia.train.builder import build_trainer
-    from stoicheia.train.run import fit_run
-
-    folder = tmp_path_factory.mktemp("runs")
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        cfg = tiny_run(
-            small_shards, folder, "inf",
-            "train.nominal_steps=8", "train.max_steps=8", "train.save_interval=4", "train.log_every=2",
-            "data.eval_records=8", "train.loggers=[tensorboard]",
-        )
-        built = build_trainer(cfg)
-        fit_run(built)
-        built.trainer.close()
-    finally:
-        os.chdir(cwd)
-    return folder / "inf"
+    return train_tiny(
+        small_shards, tmp_path_factory.mktemp("runs"), "inf",
+        "train.nominal_steps=8", "train.max_steps=8", "train.save_interval=4", "train.log_every=2",
+        "data.eval_records=8", "train.loggers=[tensorboard]",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,11 @@ from stoicheia.text.leiden import (
 
 
 def _lacunae(text: str) -> list[tuple[int, int | None, bool]]:
-    return [(s.min_width, s.max_width, s.approximate) for s in parse_leiden(text) if isinstance(s, Lacuna)]
+    return [
+        (s.min_width, s.max_width, s.approximate)
+        for s in parse_leiden(text)
+        if isinstance(s, Lacuna)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -50,12 +54,20 @@ def test_supplement_inside_a_word_keeps_the_word_together():
     assert [s.text for s in segs] == ["ἔλα", "σ", "εν"]
     assert segs[1].reason == "lost"
     # spans cover the string: brackets are between the segments
-    assert (segs[0].start, segs[0].end, segs[1].start, segs[1].end, segs[2].start) == (0, 3, 4, 5, 6)
+    assert (segs[0].start, segs[0].end, segs[1].start, segs[1].end, segs[2].start) == (
+        0,
+        3,
+        4,
+        5,
+        6,
+    )
 
 
 def test_supplement_and_lacuna_in_one_bracket():
     segs = parse_leiden("[καὶ τοῦ ---]")
-    assert isinstance(segs[0], Editorial) and segs[0].text == "καὶ τοῦ " and segs[0].reason == "lost"
+    assert (
+        isinstance(segs[0], Editorial) and segs[0].text == "καὶ τοῦ " and segs[0].reason == "lost"
+    )
     assert isinstance(segs[1], Lacuna) and segs[1].max_width is None
     segs = parse_leiden("[..]ν")
     assert (segs[0].min_width, segs[1].text) == (2, "ν")
@@ -98,7 +110,10 @@ def test_editorial_brackets(text, reason, letters):
 def test_abbreviation_expansion_and_comments():
     segs = parse_leiden("α(ὐτοῦ) (?) (!) (sic) vac. 3 vacat")
     assert isinstance(segs[0], Text) and segs[0].text == "α"
-    assert isinstance(segs[1], Editorial) and (segs[1].text, segs[1].reason) == ("ὐτοῦ", "abbreviation")
+    assert isinstance(segs[1], Editorial) and (segs[1].text, segs[1].reason) == (
+        "ὐτοῦ",
+        "abbreviation",
+    )
     comments = [s.text for s in segs if isinstance(s, Comment)]
     assert comments == ["(?)", "(!)", "(sic)", "vac. 3", "vacat"]
 
@@ -170,14 +185,18 @@ ACUTE, SMOOTH = "\u0301", "\u0313"
         (f"π[---{ACUTE}α]", "lost", "ά", 0),
     ],
 )
-def test_marks_right_after_an_opening_bracket_belong_to_the_letter_after_them(text, reason, expected, before):
+def test_marks_right_after_an_opening_bracket_belong_to_the_letter_after_them(
+    text, reason, expected, before
+):
     import unicodedata
 
     from stoicheia.text import alphabet as A
     from stoicheia.text.encode import encode_text
 
     (ed,) = [s for s in parse_leiden(text) if isinstance(s, Editorial)]
-    assert ed.reason == reason and unicodedata.normalize("NFC", ed.text) == unicodedata.normalize("NFC", expected)
+    assert ed.reason == reason and unicodedata.normalize("NFC", ed.text) == unicodedata.normalize(
+        "NFC", expected
+    )
     # on the planes: the letter before the bracket keeps no mark of the bracket's letter
     enc = encode_text(text, strict=True)
     if before is not None:

@@ -397,7 +397,14 @@ def test_padding_changes_affect_neither_loss_nor_metrics() -> None:
     loss_b, met_b = evaluate(noisy)
     assert loss_b == pytest.approx(loss_a, abs=1e-6)
     assert met_b == pytest.approx(met_a, abs=1e-6)
-    assert set(met_a) == {"bits_per_char", "boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc"}
+    assert set(met_a) == {
+        "bits_per_char",
+        "boundary_f1",
+        "dia_acc",
+        "dia_macro_acc",
+        "punct_acc",
+        "punct_macro_acc",
+    }
 
 
 def test_composer_model_api() -> None:

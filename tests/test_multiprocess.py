@@ -25,11 +25,24 @@ REPO = Path(__file__).resolve().parents[1]
 def test_two_processes_switch_phase_at_the_same_batch(small_shards, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     yaml = tmp_path / "two.yaml"
-    OmegaConf.save(OmegaConf.create(to_dict(config(small_shards, tmp_path, "two", *PHASED, "train.log_every=4"))), yaml)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    OmegaConf.save(
+        OmegaConf.create(
+            to_dict(config(small_shards, tmp_path, "two", *PHASED, "train.log_every=4"))
+        ),
+        yaml,
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     proc = subprocess.run(
         [str(REPO / ".venv" / "bin" / "composer"), "-n", "2", "recipes/train.py", str(yaml)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=400,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
@@ -40,12 +53,19 @@ def test_two_processes_switch_phase_at_the_same_batch(small_shards, tmp_path, mo
     folder = tmp_path / "two"
     # every rank's packer position, as saved in the checkpoints (gathered from both ranks)
     for name, phase, start in [("ep0-ba14-rank0.pt", 1, 12), ("final.pt", 2, 16)]:
-        ranks = torch.load(folder / name, weights_only=False)["state"]["dataset_state"]["train"]["ranks"]
+        ranks = torch.load(folder / name, weights_only=False)["state"]["dataset_state"]["train"][
+            "ranks"
+        ]
         assert len(ranks) == 2
-        assert [(r["phase"], r["phase_start"]) for r in ranks] == [(phase, start)] * 2, (name, ranks)
+        assert [(r["phase"], r["phase_start"]) for r in ranks] == [(phase, start)] * 2, (
+            name,
+            ranks,
+        )
     rows = run_files.read_jsonl(folder / "metrics.jsonl")
     train = [r for r in rows if "loss/total" in r]
-    assert len(train) == 20 and all(math.isfinite(r["loss/total"]) and math.isfinite(r["loss/char"]) for r in train)
+    assert len(train) == 20 and all(
+        math.isfinite(r["loss/total"]) and math.isfinite(r["loss/char"]) for r in train
+    )
     evals = [r for r in rows if "metrics/holdout/bits_per_char" in r]
     assert len(evals) == 10 and all(0 < r["metrics/holdout/bits_per_char"] < 10 for r in evals)
     done = json.loads((folder / "complete.json").read_text())

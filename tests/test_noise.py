@@ -637,7 +637,12 @@ def test_encoded_real_lacuna_slots():
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_real_lacuna_is_never_a_target(pattern):
     planes, real = _with_real_lacuna()
-    cfg = NoiseConfig(weights={pattern: 1.0}, t_min=0.9, t_max=0.95, channel_known={"boundary": (0.0, 1.0), "dia": (0.0, 1.0), "punct": (0.0, 1.0)})
+    cfg = NoiseConfig(
+        weights={pattern: 1.0},
+        t_min=0.9,
+        t_max=0.95,
+        channel_known={"boundary": (0.0, 1.0), "dia": (0.0, 1.0), "punct": (0.0, 1.0)},
+    )
     n_letters = int((~real).sum())
     masked_letters = []
     for seed in range(60):
@@ -654,7 +659,9 @@ def test_real_lacuna_is_never_a_target(pattern):
         assert (out.boundary[r] == BOUNDARY_UNKNOWN).all() and (out.dia[r] == DIA_UNKNOWN).all()
         assert (out.punct[r] == PUNCT_UNKNOWN).all()
         if pattern != "substitute":
-            masked_letters.append(int(((out.tgt_chars != IGNORE_INDEX) & (out.tgt_chars != BLANK)).sum()))
+            masked_letters.append(
+                int(((out.tgt_chars != IGNORE_INDEX) & (out.tgt_chars != BLANK)).sum())
+            )
     if pattern in ("iid", "span", "word"):
         # the rate applies to the letters alone: about t * n_letters, never more than n_letters
         assert max(masked_letters) <= n_letters
@@ -676,7 +683,9 @@ def _expanded_real(out, planes, real):
 def test_reference_noise_never_scores_a_real_lacuna():
     planes, real = _with_real_lacuna()
     out = reference_noise(planes, np.random.default_rng(0), t=1.0)
-    assert (out.tgt_chars[real] == IGNORE_INDEX).all() and (out.tgt_chars[~real] != IGNORE_INDEX).all()
+    assert (out.tgt_chars[real] == IGNORE_INDEX).all() and (
+        out.tgt_chars[~real] != IGNORE_INDEX
+    ).all()
     for name in ("tgt_boundary", "tgt_dia", "tgt_cap", "tgt_punct"):
         assert (getattr(out, name)[real] == IGNORE_INDEX).all()
 

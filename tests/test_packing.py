@@ -45,7 +45,10 @@ def test_split_point_is_last_word_start_that_fits():
 
 def test_rows_never_exceed_seq_len_and_every_slot_is_packed_once():
     rng = np.random.default_rng(0)
-    pieces = [make_piece(list(rng.integers(1, 9, size=rng.integers(1, 8))), tag=k % 24) for k in range(200)]
+    pieces = [
+        make_piece(list(rng.integers(1, 9, size=rng.integers(1, 8))), tag=k % 24)
+        for k in range(200)
+    ]
     seq_len = 64
     rows = [row for row, _ in pack_rows(pieces, seq_len, min_fragment=4)]
     assert all(sum(len(f) for f in row) <= seq_len for row in rows)

@@ -491,7 +491,11 @@ def test_planes_to_text_rejects_out_of_range(plane, value):
 # smooth breathing on a consonant reads back as elision: not representable (on ρ it is a
 # breathing only before another ρ, which random planes do not arrange)
 _ALLOWED_DIA = [
-    [d for d in range(A.NUM_DIA) if (c in VOWELS_RHO and c != A.LETTERS.index("ρ")) or A.dia_fields(d)[1] != 1]
+    [
+        d
+        for d in range(A.NUM_DIA)
+        if (c in VOWELS_RHO and c != A.LETTERS.index("ρ")) or A.dia_fields(d)[1] != 1
+    ]
     for c in range(A.NUM_LETTERS)
 ]
 

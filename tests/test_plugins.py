@@ -98,7 +98,10 @@ def test_stall_test_compares_the_halves_of_the_window():
 
 
 def test_phases_are_checked():
-    assert check_phases([[0.5, {"gold": 1, "silver": 1}], [1.0, {"gold": 1}]])[1] == (1.0, {"gold": 1.0})
+    assert check_phases([[0.5, {"gold": 1, "silver": 1}], [1.0, {"gold": 1}]])[1] == (
+        1.0,
+        {"gold": 1.0},
+    )
     for bad, msg in [
         ([[0.5, {"gold": 1}]], "last phase must end at 1.0"),
         ([[0.6, {"gold": 1}], [0.5, {"gold": 1}], [1.0, {"gold": 1}]], "increasing"),
@@ -113,21 +116,41 @@ def test_phases_are_checked():
 def test_registry_names_the_closest_plugin_and_option():
     base = load_config("yamls/demo.yaml")
     for overrides, msg in [
-        (["callbacks.auto_aneal.stall_window=4"], "unknown callback 'auto_aneal'; did you mean 'auto_anneal'"),
-        (["callbacks.auto_anneal.stall_windw=4"], "unknown option 'stall_windw'; did you mean 'stall_window'"),
+        (
+            ["callbacks.auto_aneal.stall_window=4"],
+            "unknown callback 'auto_aneal'; did you mean 'auto_anneal'",
+        ),
+        (
+            ["callbacks.auto_anneal.stall_windw=4"],
+            "unknown option 'stall_windw'; did you mean 'stall_window'",
+        ),
         (["callbacks.anneal_early_stop.control=1"], "is set by the run"),
         (["algorithms.gradient_gaurd.max_consec_skips=2"], "did you mean 'gradient_guard'"),
         (["callbacks.lr_monitor.window=3"], "it takes no options"),
         (["callbacks.best_checkpoint=3"], "mapping of options, true or false"),
-        (["callbacks.gradient_guard.max_consec_skips=3"], "one of the algorithms: set it under algorithms.gradient_guard"),
+        (
+            ["callbacks.gradient_guard.max_consec_skips=3"],
+            "one of the algorithms: set it under algorithms.gradient_guard",
+        ),
         (["callbacks.training_monitor.log_every=5"], "set train.log_every instead"),
-        (["callbacks.auto_anneal.stall_window=abc"], "callbacks.auto_anneal.stall_window: expected int"),
+        (
+            ["callbacks.auto_anneal.stall_window=abc"],
+            "callbacks.auto_anneal.stall_window: expected int",
+        ),
         (["callbacks.auto_anneal.stall_window=2.5"], "expected int"),
-        (["callbacks.best_checkpoint.min_delta=abc"], "callbacks.best_checkpoint.min_delta: expected float"),
+        (
+            ["callbacks.best_checkpoint.min_delta=abc"],
+            "callbacks.best_checkpoint.min_delta: expected float",
+        ),
     ]:
         with pytest.raises(ConfigError, match=msg.replace("(", r"\(")):
             registry.check_plugins(load_config("yamls/demo.yaml", overrides))
-    names = [n for n, _ in registry.resolve(load_config("yamls/demo.yaml", ["callbacks.auto_anneal=false"]).callbacks, "callbacks")]
+    names = [
+        n
+        for n, _ in registry.resolve(
+            load_config("yamls/demo.yaml", ["callbacks.auto_anneal=false"]).callbacks, "callbacks"
+        )
+    ]
     assert "auto_anneal" not in names and "anneal_data" in names
     assert dict(registry.resolve(base.callbacks, "callbacks"))["auto_anneal"]  # the demo tunes it
 
@@ -140,13 +163,23 @@ def test_decide_on_must_name_an_evaluated_set():
 
 
 # --- auto-anneal ------------------------------------------------------------------------
-def test_stalled_curve_anneals_early_but_not_before_min_anneal_frac(small_shards, tmp_path, monkeypatch, capsys):
+def test_stalled_curve_anneals_early_but_not_before_min_anneal_frac(
+    small_shards, tmp_path, monkeypatch, capsys
+):
     # nominal 40, decay 10: planned start 30; min_anneal_frac 0.35 -> not before batch 14.
-    script_curve(monkeypatch, lambda step: 3.0)  # flat from the start: stalled as soon as the window is full
+    script_curve(
+        monkeypatch, lambda step: 3.0
+    )  # flat from the start: stalled as soon as the window is full
     cfg = config(
-        small_shards, tmp_path, "stall",
-        "train.nominal_steps=40", "train.max_steps=60", "train.decay_frac=0.25", "train.save_interval=2",
-        "callbacks.auto_anneal.stall_window=4", "callbacks.auto_anneal.min_anneal_frac=0.35",
+        small_shards,
+        tmp_path,
+        "stall",
+        "train.nominal_steps=40",
+        "train.max_steps=60",
+        "train.decay_frac=0.25",
+        "train.save_interval=2",
+        "callbacks.auto_anneal.stall_window=4",
+        "callbacks.auto_anneal.min_anneal_frac=0.35",
         "callbacks.anneal_early_stop.patience=0",
     )
     built = run(cfg)
@@ -155,10 +188,14 @@ def test_stalled_curve_anneals_early_but_not_before_min_anneal_frac(small_shards
     marker = json.loads((folder / "anneal.json").read_text())
     assert marker["step"] == 14 and marker["reason"] == "stall" and marker["planned_start"] == 30
     assert [s for s, _ in marker["evaluations"]] == [8, 10, 12, 14]
-    assert int(built.trainer.state.timestamp.batch) == 24, "the run ends at anneal start + decay length"
+    assert int(built.trainer.state.timestamp.batch) == 24, (
+        "the run ends at anneal start + decay length"
+    )
     lr = lrs(folder)
     peak = max(lr.values())
-    assert all(lr[s] == pytest.approx(peak) for s in range(4, 16)), "peak LR until the anneal start (one batch late)"
+    assert all(lr[s] == pytest.approx(peak) for s in range(4, 16)), (
+        "peak LR until the anneal start (one batch late)"
+    )
     assert lr[24] < 0.1 * peak and all(lr[s] >= lr[s + 1] for s in range(15, 24))
     assert (folder / "pre_anneal.pt").exists() and (folder / "final.pt").exists()
     done = json.loads((folder / "complete.json").read_text())
@@ -167,12 +204,20 @@ def test_stalled_curve_anneals_early_but_not_before_min_anneal_frac(small_shards
     assert "[anneal] step 14: anneal starts (stall" in out
 
 
-def test_improving_curve_extends_the_stable_phase_then_hits_the_cap(small_shards, tmp_path, monkeypatch, capsys):
+def test_improving_curve_extends_the_stable_phase_then_hits_the_cap(
+    small_shards, tmp_path, monkeypatch, capsys
+):
     script_curve(monkeypatch, lambda step: 5.0 - 0.05 * step)  # never stalls
     cfg = config(
-        small_shards, tmp_path, "capped",
-        "train.nominal_steps=20", "train.max_steps=30", "train.decay_frac=0.25", "train.save_interval=2",
-        "callbacks.auto_anneal.stall_window=4", "callbacks.anneal_early_stop.patience=0",
+        small_shards,
+        tmp_path,
+        "capped",
+        "train.nominal_steps=20",
+        "train.max_steps=30",
+        "train.decay_frac=0.25",
+        "train.save_interval=2",
+        "callbacks.auto_anneal.stall_window=4",
+        "callbacks.anneal_early_stop.patience=0",
     )
     built = run(cfg)
     # planned start 15, decay 5, cap = 30 - 5 = 25
@@ -187,9 +232,15 @@ def test_improving_curve_extends_the_stable_phase_then_hits_the_cap(small_shards
 def test_auto_anneal_false_keeps_the_planned_schedule(small_shards, tmp_path, monkeypatch):
     script_curve(monkeypatch, lambda step: 3.0)
     cfg = config(
-        small_shards, tmp_path, "planned",
-        "train.nominal_steps=20", "train.max_steps=30", "train.decay_frac=0.25", "train.save_interval=2",
-        "callbacks.auto_anneal=false", "callbacks.anneal_early_stop.patience=0",
+        small_shards,
+        tmp_path,
+        "planned",
+        "train.nominal_steps=20",
+        "train.max_steps=30",
+        "train.decay_frac=0.25",
+        "train.save_interval=2",
+        "callbacks.auto_anneal=false",
+        "callbacks.anneal_early_stop.patience=0",
     )
     built = run(cfg)
     assert built.control.anneal_start == 15 and built.control.reason == "planned"
@@ -197,25 +248,40 @@ def test_auto_anneal_false_keeps_the_planned_schedule(small_shards, tmp_path, mo
 
 
 def test_changing_decide_on_restarts_the_windows(small_shards, tmp_path, capsys):
-    extra = ("data.eval_sets=[holdout,all]", "train.decide_on=holdout/bits_per_char", "train.nominal_steps=40", "train.max_steps=40", "train.save_interval=2",
-             "callbacks.auto_anneal.stall_window=4")
+    extra = (
+        "data.eval_sets=[holdout,all]",
+        "train.decide_on=holdout/bits_per_char",
+        "train.nominal_steps=40",
+        "train.max_steps=40",
+        "train.save_interval=2",
+        "callbacks.auto_anneal.stall_window=4",
+    )
     first = run(config(small_shards, tmp_path, "switch", *extra), duration="6ba")
     assert [s for s, _ in first.plugins["auto_anneal"].window] == [2, 4, 6]
     assert first.plugins["best_checkpoint"].metric == "holdout/bits_per_char"
-    again = build_trainer(config(small_shards, tmp_path, "switch", *extra, "train.decide_on=all/bits_per_char"))
+    again = build_trainer(
+        config(small_shards, tmp_path, "switch", *extra, "train.decide_on=all/bits_per_char")
+    )
     auto, best = again.plugins["auto_anneal"], again.plugins["best_checkpoint"]
     assert auto.window == [] and auto.metric == "all/bits_per_char"
     assert best.best_value is None and again.plugins["anneal_early_stop"].since_best == 0
     again.trainer.fit(duration="4ba")
     again.trainer.close()
     assert [s for s, _ in auto.window] == [8, 10]
-    assert "decision metric changed from holdout/bits_per_char to all/bits_per_char" in capsys.readouterr().out
+    assert (
+        "decision metric changed from holdout/bits_per_char to all/bits_per_char"
+        in capsys.readouterr().out
+    )
 
 
 # --- staged tier mixes -------------------------------------------------------------------
 PHASED = (
-    "train.nominal_steps=20", "train.max_steps=20", "train.decay_frac=0.4", "train.save_interval=2",
-    "callbacks.auto_anneal=false", "callbacks.anneal_early_stop.patience=0",
+    "train.nominal_steps=20",
+    "train.max_steps=20",
+    "train.decay_frac=0.4",
+    "train.save_interval=2",
+    "callbacks.auto_anneal=false",
+    "callbacks.anneal_early_stop.patience=0",
     "callbacks.anneal_data.phases=[[0.5, {silver: 1}], [1.0, {gold: 1}]]",
 )
 
@@ -229,16 +295,29 @@ def test_staged_mixes_switch_at_the_exact_batches(small_shards, tmp_path, capsys
     log = built.train_loader.record_log
     want = lambda b: 0 if b < 12 else 1 if b < 16 else 2  # noqa: E731
     assert all(p == want(b) for b, p, _, _ in log)
-    assert {t for b, p, t, _ in log if p == 1} == {"silver"} and {t for b, p, t, _ in log if p == 2} == {"gold"}
-    assert min(b for b, p, _, _ in log if p == 1) == 12 and min(b for b, p, _, _ in log if p == 2) == 16
+    assert {t for b, p, t, _ in log if p == 1} == {"silver"} and {
+        t for b, p, t, _ in log if p == 2
+    } == {"gold"}
+    assert (
+        min(b for b, p, _, _ in log if p == 1) == 12
+        and min(b for b, p, _, _ in log if p == 2) == 16
+    )
     out = capsys.readouterr().out
     assert "[data] step 12: anneal phase 1 of 2 starts, tier mix: silver 1" in out
     assert "[data] step 16: anneal phase 2 of 2 starts, tier mix: gold 1" in out
-    phases = {int(r["step"]): r["data/phase"] for r in run_files.read_jsonl(tmp_path / "phases" / "metrics.jsonl") if "data/phase" in r}
-    assert phases[12] == 0 and phases[13] == 1 and phases[17] == 2, "data/phase is logged at the end of each batch"
+    phases = {
+        int(r["step"]): r["data/phase"]
+        for r in run_files.read_jsonl(tmp_path / "phases" / "metrics.jsonl")
+        if "data/phase" in r
+    }
+    assert phases[12] == 0 and phases[13] == 1 and phases[17] == 2, (
+        "data/phase is logged at the end of each batch"
+    )
 
 
-@pytest.mark.parametrize("stop", [12, 14, 16, 18])  # at the first switch, inside phase 1, at the second switch, inside phase 2
+@pytest.mark.parametrize(
+    "stop", [12, 14, 16, 18]
+)  # at the first switch, inside phase 1, at the second switch, inside phase 2
 def test_resume_inside_a_phase_or_at_a_switch_sees_the_same_batches(small_shards, tmp_path, stop):
     straight = BatchDigests()
     a = run(config(small_shards, tmp_path, "straight", *PHASED), straight)
@@ -254,7 +333,12 @@ def test_resume_inside_a_phase_or_at_a_switch_sees_the_same_batches(small_shards
 
 # --- best, early stop, end of run -----------------------------------------------------------
 def test_best_follows_the_minimum_across_a_restart_with_the_real_evaluators(small_shards, tmp_path):
-    extra = ("train.nominal_steps=16", "train.max_steps=16", "train.save_interval=2", "callbacks.anneal_early_stop.patience=0")
+    extra = (
+        "train.nominal_steps=16",
+        "train.max_steps=16",
+        "train.save_interval=2",
+        "callbacks.anneal_early_stop.patience=0",
+    )
     run(config(small_shards, tmp_path, "best", *extra), duration="8ba")
     folder = tmp_path / "best"
     mid = json.loads((folder / "best.json").read_text())
@@ -275,16 +359,26 @@ def test_anneal_early_stop_after_the_patience(small_shards, tmp_path, monkeypatc
     # planned start 20, decay 16 -> middle 28; the curve improves until 22, then is flat
     script_curve(monkeypatch, lambda step: 4.0 - 0.1 * min(step, 22))
     cfg = config(
-        small_shards, tmp_path, "early",
-        "train.nominal_steps=36", "train.max_steps=36", "train.decay_frac=0.4444", "train.save_interval=2",
-        "callbacks.auto_anneal=false", "callbacks.anneal_early_stop.patience=3",
+        small_shards,
+        tmp_path,
+        "early",
+        "train.nominal_steps=36",
+        "train.max_steps=36",
+        "train.decay_frac=0.4444",
+        "train.save_interval=2",
+        "callbacks.auto_anneal=false",
+        "callbacks.anneal_early_stop.patience=3",
     )
     built = run(cfg)
     # new bests up to 22; 24, 26, 28 do not improve -> patience 3 reached at 28 (the middle)
-    assert built.control.end_reason == "early_stop" and int(built.trainer.state.timestamp.batch) == 28
+    assert (
+        built.control.end_reason == "early_stop" and int(built.trainer.state.timestamp.batch) == 28
+    )
     folder = tmp_path / "early"
     done = json.loads((folder / "complete.json").read_text())
-    assert done["reason"] == "early_stop" and done["use"] == "best.pt" and done["best"]["step"] == 22
+    assert (
+        done["reason"] == "early_stop" and done["use"] == "best.pt" and done["best"]["step"] == 22
+    )
     assert (folder / "final.pt").exists() and (folder / "best.pt").exists()
     assert "early stop" in capsys.readouterr().out
 
@@ -293,7 +387,14 @@ def test_a_complete_run_run_again_does_nothing(small_shards, tmp_path, capsys):
     import runpy
 
     yaml = tmp_path / "tiny.yaml"
-    cfg = config(small_shards, tmp_path, "again", "train.nominal_steps=6", "train.max_steps=6", "train.save_interval=3")
+    cfg = config(
+        small_shards,
+        tmp_path,
+        "again",
+        "train.nominal_steps=6",
+        "train.max_steps=6",
+        "train.save_interval=3",
+    )
     from omegaconf import OmegaConf
 
     from stoicheia.config import to_dict
@@ -307,7 +408,12 @@ def test_a_complete_run_run_again_does_nothing(small_shards, tmp_path, capsys):
     capsys.readouterr()
     assert main([str(yaml)]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and "is complete at step 6" in out[0] and "final" in out[0] and "best.pt" in out[0]
+    assert (
+        len(out) == 1
+        and "is complete at step 6" in out[0]
+        and "final" in out[0]
+        and "best.pt" in out[0]
+    )
     assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.rglob("*")} == before
 
 
@@ -328,7 +434,10 @@ class PoisonGradients(Callback):
         opt = state.optimizers[0].state_dict()
         return {
             "weights": {k: v.detach().clone() for k, v in state.model.state_dict().items()},
-            "opt": {k: {n: (t.clone() if torch.is_tensor(t) else t) for n, t in v.items()} for k, v in opt["state"].items()},
+            "opt": {
+                k: {n: (t.clone() if torch.is_tensor(t) else t) for n, t in v.items()}
+                for k, v in opt["state"].items()
+            },
         }
 
     def batch_start(self, state, logger) -> None:
@@ -342,7 +451,17 @@ class PoisonGradients(Callback):
 
 def test_a_non_finite_gradient_skips_the_update_bit_exactly(small_shards, tmp_path):
     poison = PoisonGradients([4])
-    built = run(config(small_shards, tmp_path, "nan", "train.nominal_steps=6", "train.max_steps=6", "train.save_interval=3"), poison)
+    built = run(
+        config(
+            small_shards,
+            tmp_path,
+            "nan",
+            "train.nominal_steps=6",
+            "train.max_steps=6",
+            "train.save_interval=3",
+        ),
+        poison,
+    )
     before, after = poison.snapshots["before"], poison.snapshots["after"]
     for k, v in before["weights"].items():
         torch.testing.assert_close(after["weights"][k], v, rtol=0, atol=0, msg=k)
@@ -350,22 +469,34 @@ def test_a_non_finite_gradient_skips_the_update_bit_exactly(small_shards, tmp_pa
     for k in before["opt"]:
         for n, t in before["opt"][k].items():
             assert torch.equal(torch.as_tensor(after["opt"][k][n]), torch.as_tensor(t)), (k, n)
-    assert built.plugins["gradient_guard"].skipped == 1 and built.plugins["gradient_guard"].consecutive == 0
+    assert (
+        built.plugins["gradient_guard"].skipped == 1
+        and built.plugins["gradient_guard"].consecutive == 0
+    )
     assert int(built.trainer.state.timestamp.batch) == 6
 
 
-def test_a_run_of_non_finite_gradients_aborts_and_keeps_the_last_good_checkpoint(small_shards, tmp_path, monkeypatch, capsys):
+def test_a_run_of_non_finite_gradients_aborts_and_keeps_the_last_good_checkpoint(
+    small_shards, tmp_path, monkeypatch, capsys
+):
     import runpy
 
     import stoicheia.train.builder as builder
 
-    cfg_overrides = ("train.nominal_steps=20", "train.max_steps=20", "train.save_interval=4", "algorithms.gradient_guard.max_consec_skips=3")
+    cfg_overrides = (
+        "train.nominal_steps=20",
+        "train.max_steps=20",
+        "train.save_interval=4",
+        "algorithms.gradient_guard.max_consec_skips=3",
+    )
     yaml = tmp_path / "diverge.yaml"
     from omegaconf import OmegaConf
 
     from stoicheia.config import to_dict
 
-    OmegaConf.save(OmegaConf.create(to_dict(config(small_shards, tmp_path, "diverge", *cfg_overrides))), yaml)
+    OmegaConf.save(
+        OmegaConf.create(to_dict(config(small_shards, tmp_path, "diverge", *cfg_overrides))), yaml
+    )
     real_build = builder.build_trainer
 
     def poisoned(cfg, **kw):
@@ -378,7 +509,9 @@ def test_a_run_of_non_finite_gradients_aborts_and_keeps_the_last_good_checkpoint
     assert main([str(yaml)]) == 3
     folder = tmp_path / "diverge"
     assert os.readlink(folder / "latest-rank0.pt") == "ep0-ba4-rank0.pt"
-    assert sorted(p.name for p in folder.glob("ep*-ba*-rank0.pt")) == ["ep0-ba4-rank0.pt"], "no checkpoint of the diverged state"
+    assert sorted(p.name for p in folder.glob("ep*-ba*-rank0.pt")) == ["ep0-ba4-rank0.pt"], (
+        "no checkpoint of the diverged state"
+    )
     marker = json.loads((folder / "diverged.json").read_text())
     assert marker["last_good_checkpoint"] == "ep0-ba4-rank0.pt" and marker["step"] == 7
     err = capsys.readouterr().err
@@ -394,8 +527,13 @@ def test_another_anneal_starts_from_pre_anneal_as_a_new_run(small_shards, tmp_pa
     assert first.control.anneal_start == 12
     pre = tmp_path / "base" / "pre_anneal.pt"
     branch = config(
-        small_shards, tmp_path, "branch", *PHASED,
-        f"train.load_path={pre}", "train.decay_frac=0.2", "train.max_steps=30",
+        small_shards,
+        tmp_path,
+        "branch",
+        *PHASED,
+        f"train.load_path={pre}",
+        "train.decay_frac=0.2",
+        "train.max_steps=30",
         "callbacks.anneal_data.phases=[[1.0, {silver: 1}]]",
     )
     built = build_trainer(branch)
@@ -405,14 +543,26 @@ def test_another_anneal_starts_from_pre_anneal_as_a_new_run(small_shards, tmp_pa
     built.trainer.close()
     assert int(built.trainer.state.timestamp.batch) == 16, "12 + 0.2 x 20 batches of decay"
     assert {t for _, _, t, _ in built.train_loader.record_log} == {"silver"}
-    assert (tmp_path / "branch" / "final.pt").exists() and json.loads((tmp_path / "base" / "complete.json").read_text())["step"] == 20
+    assert (tmp_path / "branch" / "final.pt").exists() and json.loads(
+        (tmp_path / "base" / "complete.json").read_text()
+    )["step"] == 20
     inherited = json.loads((tmp_path / "branch" / "anneal.json").read_text())
     assert inherited["inherited"] and inherited["step"] == 12 and inherited["end"] == 16
     # a branch whose decay would end after max_steps is refused before training
-    short = build_trainer(config(
-        small_shards, tmp_path, "short", *PHASED, f"train.load_path={pre}", "train.decay_frac=0.5", "train.max_steps=20",
-    ))
-    with pytest.raises(ValueError, match="ends at batch 22, after train.max_steps=20: raise train.max_steps"):
+    short = build_trainer(
+        config(
+            small_shards,
+            tmp_path,
+            "short",
+            *PHASED,
+            f"train.load_path={pre}",
+            "train.decay_frac=0.5",
+            "train.max_steps=20",
+        )
+    )
+    with pytest.raises(
+        ValueError, match="ends at batch 22, after train.max_steps=20: raise train.max_steps"
+    ):
         fit_run(short)
     short.trainer.close()
 
@@ -431,7 +581,9 @@ def _ctx():
     from stoicheia.train.schedule import WSDShape
 
     control = AnnealControl(WSDShape(100, warmup_frac=0.5, decay_frac=0.2), 120)
-    return registry.RunContext(control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0)
+    return registry.RunContext(
+        control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0
+    )
 
 
 def test_a_stall_never_starts_the_anneal_inside_the_warmup():
@@ -440,10 +592,18 @@ def test_a_stall_never_starts_the_anneal_inside_the_warmup():
     assert auto.earliest == 50 == ctx.control.shape.warmup_steps
 
 
-def test_resuming_past_the_planned_start_without_auto_anneal_anneals_from_now(small_shards, tmp_path, monkeypatch, capsys):
+def test_resuming_past_the_planned_start_without_auto_anneal_anneals_from_now(
+    small_shards, tmp_path, monkeypatch, capsys
+):
     script_curve(monkeypatch, lambda step: 5.0 - 0.05 * step)  # still improving: extended at 15
-    extra = ("train.nominal_steps=20", "train.max_steps=30", "train.decay_frac=0.25", "train.save_interval=2",
-             "callbacks.auto_anneal.stall_window=4", "callbacks.anneal_early_stop.patience=0")
+    extra = (
+        "train.nominal_steps=20",
+        "train.max_steps=30",
+        "train.decay_frac=0.25",
+        "train.save_interval=2",
+        "callbacks.auto_anneal.stall_window=4",
+        "callbacks.anneal_early_stop.patience=0",
+    )
     first = run(config(small_shards, tmp_path, "late", *extra), duration="18ba")
     assert first.plugins["auto_anneal"].extended and not first.control.decided
     built = run(config(small_shards, tmp_path, "late", *extra, "callbacks.auto_anneal=false"))

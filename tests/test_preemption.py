@@ -36,13 +36,25 @@ COMPOSER = str(REPO / ".venv" / "bin" / "composer")
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env["PYTHONPATH"] = str(REPO)
     return env
 
 
 def _yaml(shards, folder: Path, name: str, *extra: str) -> Path:
-    cfg = tiny_run(shards, folder, name, "train.nominal_steps=40", "train.max_steps=40", "train.save_interval=10", *extra)
+    cfg = tiny_run(
+        shards,
+        folder,
+        name,
+        "train.nominal_steps=40",
+        "train.max_steps=40",
+        "train.save_interval=10",
+        *extra,
+    )
     path = folder / f"{name}.yaml"
     OmegaConf.save(OmegaConf.create(to_dict(cfg)), path)
     return path
@@ -80,9 +92,18 @@ def _in_repo(monkeypatch):
     monkeypatch.chdir(REPO)
 
 
-def test_sigterm_saves_the_batch_in_progress_and_resumes_bit_identical(small_shards, tmp_path, capsys, _in_repo):
+def test_sigterm_saves_the_batch_in_progress_and_resumes_bit_identical(
+    small_shards, tmp_path, capsys, _in_repo
+):
     def cfg(name):
-        return tiny_run(small_shards, tmp_path, name, "train.nominal_steps=8", "train.max_steps=8", "train.save_interval=6")
+        return tiny_run(
+            small_shards,
+            tmp_path,
+            name,
+            "train.nominal_steps=8",
+            "train.max_steps=8",
+            "train.save_interval=6",
+        )
 
     straight = build_trainer(cfg("straight"))
     straight.trainer.fit()
@@ -100,7 +121,10 @@ def test_sigterm_saves_the_batch_in_progress_and_resumes_bit_identical(small_sha
     assert os.readlink(folder / "latest-rank0.pt") == "ep0-ba3-rank0.pt"  # not save_interval=6
     assert not (folder / "complete.json").exists()
     out = capsys.readouterr().out
-    assert out.count("[preempt] step 3: SIGTERM received; saved") == 1 and f"status {PREEMPTED_EXIT}" in out
+    assert (
+        out.count("[preempt] step 3: SIGTERM received; saved") == 1
+        and f"status {PREEMPTED_EXIT}" in out
+    )
 
     second = build_trainer(cfg("stopped"))
     assert int(second.trainer.state.timestamp.batch) == 3
@@ -115,7 +139,13 @@ def test_sigterm_saves_the_batch_in_progress_and_resumes_bit_identical(small_sha
 @pytest.mark.slow
 def test_sigkilled_trainer_leaves_no_process_behind(small_shards, tmp_path):
     yaml = _yaml(small_shards, tmp_path, "k", "data.num_workers=2")
-    proc = subprocess.Popen([PYTHON, "recipes/train.py", str(yaml)], cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [PYTHON, "recipes/train.py", str(yaml)],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     try:
         me = psutil.Process(proc.pid)
         _wait_for(lambda: _steps(tmp_path / "k") >= 2, proc, "two batches")
@@ -145,12 +175,16 @@ def test_two_processes_stop_together_on_sigterm_and_when_the_launcher_dies(small
     after saving."""
     yaml = _yaml(small_shards, tmp_path, "two")
     folder = tmp_path / "two"
-    with socket.socket() as sock:  # a free rendezvous port: other jobs on this machine may hold 29500
+    with (
+        socket.socket() as sock
+    ):  # a free rendezvous port: other jobs on this machine may hold 29500
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cmd = [COMPOSER, "-n", "2", "--master_port", str(port), "recipes/train.py", str(yaml)]
 
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     _wait_for(lambda: _steps(folder) >= 2, proc, "two batches")
     launcher = psutil.Process(proc.pid)
     ranks = launcher.children(recursive=True)
@@ -164,11 +198,20 @@ def test_two_processes_stop_together_on_sigterm_and_when_the_launcher_dies(small
     assert out.count("[preempt]") == 1  # once per job
     b1 = int(m[1])
     assert b1 >= 2 and os.readlink(folder / "latest-rank0.pt") == f"ep0-ba{b1}-rank0.pt"
-    ranks_saved = torch.load(folder / f"ep0-ba{b1}-rank0.pt", weights_only=False)["state"]["dataset_state"]["train"]["ranks"]
+    ranks_saved = torch.load(folder / f"ep0-ba{b1}-rank0.pt", weights_only=False)["state"][
+        "dataset_state"
+    ]["train"]["ranks"]
     assert [r["batch"] for r in ranks_saved] == [b1, b1]
 
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )
     _wait_for(lambda: _steps(folder) >= b1 + 2, proc, "two more batches")
     for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
         p.send_signal(signal.SIGTERM)
@@ -192,8 +235,26 @@ def test_ctrl_c_saves_the_batch_in_progress_and_exits_130(small_shards, tmp_path
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [PYTHON, "-m", "stoicheia.launch", "-n", str(world), "--master_port", str(port), "recipes/train.py", str(yaml)]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    cmd = [
+        PYTHON,
+        "-m",
+        "stoicheia.launch",
+        "-n",
+        str(world),
+        "--master_port",
+        str(port),
+        "recipes/train.py",
+        str(yaml),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _wait_for(lambda: _steps(folder) >= 2, proc, "two batches")
         everyone = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
@@ -204,7 +265,10 @@ def test_ctrl_c_saves_the_batch_in_progress_and_exits_130(small_shards, tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
-    m = re.search(r"\[preempt\] step (\d+): SIGINT received; saved \S+ep0-ba(\d+)-rank0\.pt.*exiting with status 130", out)
+    m = re.search(
+        r"\[preempt\] step (\d+): SIGINT received; saved \S+ep0-ba(\d+)-rank0\.pt.*exiting with status 130",
+        out,
+    )
     assert m and m[1] == m[2] and out.count("[preempt]") == 1, out[-3000:]
     assert os.readlink(folder / "latest-rank0.pt") == f"ep0-ba{m[1]}-rank0.pt"
     _, alive = psutil.wait_procs(everyone, timeout=60)
@@ -218,9 +282,29 @@ def test_kill_resume_script(small_shards, tmp_path):
     """Three SIGKILLs (the script aims about half at a checkpoint write) and one SIGTERM,
     then the weights and per-step losses equal those of an uninterrupted run."""
     proc = subprocess.run(
-        [PYTHON, "scripts/kill_resume.py", "--shards", str(small_shards), "--work", str(tmp_path), "--kills", "3",
-         "--sigterms", "1", "--steps", "16", "--save-interval", "4", "--seed", "1"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900,
+        [
+            PYTHON,
+            "scripts/kill_resume.py",
+            "--shards",
+            str(small_shards),
+            "--work",
+            str(tmp_path),
+            "--kills",
+            "3",
+            "--sigterms",
+            "1",
+            "--steps",
+            "16",
+            "--save-interval",
+            "4",
+            "--seed",
+            "1",
+        ],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
@@ -236,8 +320,15 @@ def test_signals_option_is_checked():
     from stoicheia.train.schedule import WSDShape
 
     control = AnnealControl(WSDShape(100, 0.1, 0.2, 0.0), 120)
-    ctx = registry.RunContext(control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0)
-    assert [s.name for s in registry.build("callbacks", "preemption", {"signals": ["sigterm", "SIGUSR1"]}, ctx).signals] == ["SIGTERM", "SIGUSR1"]
+    ctx = registry.RunContext(
+        control, None, "holdout/bits_per_char", Path("."), ".", {"gold": 1.0}, [], 10, 1.0
+    )
+    assert [
+        s.name
+        for s in registry.build(
+            "callbacks", "preemption", {"signals": ["sigterm", "SIGUSR1"]}, ctx
+        ).signals
+    ] == ["SIGTERM", "SIGUSR1"]
     with pytest.raises(ConfigError, match="unknown signal 'SIGFOO'"):
         registry.build("callbacks", "preemption", {"signals": ["SIGFOO"]}, ctx)
     with pytest.raises(ConfigError, match="SIGKILL cannot be caught"):

@@ -27,7 +27,9 @@ def test_wsd_shape_warmup_peak_decay_floor():
 def test_moved_anneal_start_shifts_the_decay():
     s = WSDShape(nominal_steps=1000)
     assert s.multiplier(500, anneal_start=500) == pytest.approx(1.0)
-    assert s.multiplier(600, anneal_start=500) == pytest.approx(0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * 0.5)))
+    assert s.multiplier(600, anneal_start=500) == pytest.approx(
+        0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * 0.5))
+    )
     assert s.multiplier(900, anneal_start=950) == 1.0
 
 

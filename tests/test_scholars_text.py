@@ -47,8 +47,17 @@ def words(text: str) -> int:
 
 @pytest.mark.parametrize(
     "typed",
-    ["Διονύ|σιος", "Διονύ/σιος", "Διονύ¦σιος", "Διονύ‖σιος", "Διο«ν»ύσιος", "Διονύ=σιος",
-     "Διονύ-|σιος", "Διο[νύ]|σιος", "Διονύ|[σιος]"],
+    [
+        "Διονύ|σιος",
+        "Διονύ/σιος",
+        "Διονύ¦σιος",
+        "Διονύ‖σιος",
+        "Διο«ν»ύσιος",
+        "Διονύ=σιος",
+        "Διονύ-|σιος",
+        "Διο[νύ]|σιος",
+        "Διονύ|[σιος]",
+    ],
 )
 def test_line_division_and_correction_signs_inside_a_word_leave_one_word(typed):
     enc = encode_text(typed)
@@ -65,7 +74,9 @@ def test_signs_between_words_still_separate_them():
 @pytest.mark.parametrize("hyphen", ["-", "\u00ad", "\u2010", "\u2011", "=", "\u2e17"])
 def test_line_end_hyphen_in_plain_text_joins_the_word(tmp_path, hyphen):
     f = tmp_path / "t.txt"
-    f.write_text(f"ἐπὶ τῷ πο{hyphen}\nτῷ καὶ [ἐπ]{hyphen}\r\n[ὶ] τοῖς\n\nἄλλο -\nμέρος\n", encoding="utf-8")
+    f.write_text(
+        f"ἐπὶ τῷ πο{hyphen}\nτῷ καὶ [ἐπ]{hyphen}\r\n[ὶ] τοῖς\n\nἄλλο -\nμέρος\n", encoding="utf-8"
+    )
     counts = Counter()
     recs = list(read_plaintext(f, counts=counts))
     assert recs[0].text == "ἐπὶ τῷ ποτῷ καὶ [ἐπ][ὶ] τοῖς"
@@ -76,7 +87,10 @@ def test_line_end_hyphen_in_plain_text_joins_the_word(tmp_path, hyphen):
 
 def test_line_end_hyphen_inside_a_jsonl_text_joins_the_word(tmp_path):
     f = tmp_path / "t.jsonl"
-    f.write_text(json.dumps({"id": "a", "text": "Διονύ-\nσιος Διονυσίου"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    f.write_text(
+        json.dumps({"id": "a", "text": "Διονύ-\nσιος Διονυσίου"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
     (rec,) = read_jsonl(f)
     assert rec.text == "Διονύσιος Διονυσίου"
 
@@ -127,7 +141,9 @@ def test_every_compatibility_spelling_of_a_greek_letter_is_that_letter():
         ch = chr(cp)
         if unicodedata.decomposition(ch).startswith("<") and compat_letter(ch) is not None:
             found.append(ch)
-            assert encode_text(ch).planes == encode_text(unicodedata.normalize("NFKD", ch)).planes, hex(cp)
+            assert (
+                encode_text(ch).planes == encode_text(unicodedata.normalize("NFKD", ch)).planes
+            ), hex(cp)
     # micro sign, the math alphabets, double-struck, modifier and subscript letters
     assert "\u00b5" in found and "\U0001d6c2" in found and "\u213c" in found and "\u1d5d" in found
     assert len(found) > 300
@@ -142,8 +158,18 @@ def test_a_single_look_alike_is_not_evidence_that_a_record_is_not_greek():
 
 @pytest.mark.parametrize(
     "typed",
-    ["τῶν", "τω\u0342ν", "τω\u0302ν", "τω\u0303ν", "τω\u0311ν", "τω\u1fc0ν", "τω\u02dcν", "τω~ν",
-     "τω^ν", "τω\u02c6ν"],
+    [
+        "τῶν",
+        "τω\u0342ν",
+        "τω\u0302ν",
+        "τω\u0303ν",
+        "τω\u0311ν",
+        "τω\u1fc0ν",
+        "τω\u02dcν",
+        "τω~ν",
+        "τω^ν",
+        "τω\u02c6ν",
+    ],
 )
 def test_circumflex_in_every_spelling_is_one_circumflex(typed):
     assert plain(typed) == "τῶν"
@@ -152,9 +178,18 @@ def test_circumflex_in_every_spelling_is_one_circumflex(typed):
 
 @pytest.mark.parametrize(
     "typed, expected",
-    [("λο\u00b4γος", "λόγος"), ("λο\u02caγος", "λόγος"), ("το`ν", "τὸν"), ("το\u02cbν", "τὸν"),
-     ("τῳ", "τῳ"), ("τω\u0328", "τῳ"), ("τω\u02db", "τῳ"), ("\u02bdο", "ὁ"), ("ο\u0312", "ὁ"),
-     ("ο\u0315", "ὀ")],
+    [
+        ("λο\u00b4γος", "λόγος"),
+        ("λο\u02caγος", "λόγος"),
+        ("το`ν", "τὸν"),
+        ("το\u02cbν", "τὸν"),
+        ("τῳ", "τῳ"),
+        ("τω\u0328", "τῳ"),
+        ("τω\u02db", "τῳ"),
+        ("\u02bdο", "ὁ"),
+        ("ο\u0312", "ὁ"),
+        ("ο\u0315", "ὀ"),
+    ],
 )
 def test_other_marks_in_their_look_alike_spellings(typed, expected):
     assert plain(typed) == expected
@@ -220,7 +255,11 @@ def test_other_projects_lacuna_notations_read_as_the_width_they_state(typed, wid
     assert not any(isinstance(s, Editorial) for s in segs)
     assert [s.text for s in segs if isinstance(s, Text)] == ["ἐπὶ ", "ος"]
     enc = encode_text(f"ἐπὶ {typed}ος", strict=True)
-    assert enc.leiden["lacunae"] == 1 and enc.dropped.get("latin", 0) == 0 and enc.dropped.get("digit", 0) == 0
+    assert (
+        enc.leiden["lacunae"] == 1
+        and enc.dropped.get("latin", 0) == 0
+        and enc.dropped.get("digit", 0) == 0
+    )
     # the lacuna is inside the word it stands in: no invented word break
     assert len(enc.planes.word_starts()) == 2
 
@@ -268,8 +307,13 @@ def test_lacuna_plane_of_an_open_ended_lacuna_is_one_stand_in():
 
 @pytest.mark.parametrize(
     "typed, expected",
-    [("Διоνύσιος", "Διονύσιος"), ("хαίρε", "χαίρε"), ("сοῦ", "σοῦ"), ("λⲟγος", "λογος"),
-     ("ΔΙⲞΝΥϹΙⲞϹ", "ΔΙΟΝΥΣΙΟΣ")],
+    [
+        ("Διоνύσιος", "Διονύσιος"),
+        ("хαίρε", "χαίρε"),
+        ("сοῦ", "σοῦ"),
+        ("λⲟγος", "λογος"),
+        ("ΔΙⲞΝΥϹΙⲞϹ", "ΔΙΟΝΥΣΙΟΣ"),
+    ],
 )
 def test_cyrillic_and_coptic_look_alikes_inside_a_greek_word_are_greek(typed, expected):
     enc = encode_text(typed)
@@ -306,7 +350,9 @@ def test_full_stop_after_an_elided_letter_inside_brackets_is_a_full_stop():
 def test_real_perseus_numeral_acute_is_not_a_line_division():
     """Dionysius: "<add>lb/</add>ou)/ toi" is the numeral λβʹ before οὔ, not one word λβοὔ."""
     counts = Counter()
-    recs = {r.id: r.text for r in read_perseus(real("perseus/Dionysius/dh.006_gk.xml"), counts=counts)}
+    recs = {
+        r.id: r.text for r in read_perseus(real("perseus/Dionysius/dh.006_gk.xml"), counts=counts)
+    }
     assert "λβʹοὔ τοι" in recs["dh.006_gk.xml#23"]
     assert "λβ οὔ τοι" in plain(recs["dh.006_gk.xml#23"])
     assert counts["numeral_sign_from_acute"] >= 3

@@ -145,8 +145,8 @@ def test_restore_shade_and_copy_in_the_browser(server, browser):
     # shading follows the probability: a more probable letter has a more opaque background
     alpha = {round(float(s.get_attribute("data-p")), 4): browser.execute_script(
         "return getComputedStyle(arguments[0]).backgroundColor", s) for s in spans}
-    if len(alpha) > 1:
-        lo, hi = min(alpha), max(alpha)
+    lo, hi = min(alpha), max(alpha)
+    if hi - lo >= 0.002:  # the page shades in steps of 0.001 (--p has 3 decimals)
         assert alpha[lo] != alpha[hi]
     assert browser.find_element("id", "restored").text.replace("\u0323", "") .startswith("καὶ τοῦ δή[")
     # the three gaps in the table, the widths of the two uncertain ones drawn
@@ -349,10 +349,10 @@ def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
     base_model = serve_model(tmp_path_factory.mktemp("serve-cancel"))
     passes = []
 
-    class Slow(LoadedModel):  # 20 forward passes a second: the long text takes minutes
+    class Slow(LoadedModel):  # 3 forward passes a second: the long text takes over 10 s
         def __call__(self, batch):
             passes.append(time.monotonic())
-            time.sleep(0.05)
+            time.sleep(0.3)
             return super().__call__(batch)
 
     app = create_app(Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0))
@@ -361,9 +361,9 @@ def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
         assert not browser.find_element("id", "cancel").is_displayed()
         box = browser.find_element("id", "text")
         box.clear()
-        box.send_keys(" ".join([THREE_GAPS] * 4))
+        box.send_keys(" ".join([THREE_GAPS] * 12))
         browser.find_element("id", "restore").click()
-        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "cancel").is_displayed() and len(passes) > 3)
+        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "cancel").is_displayed() and len(passes) > 2)
         browser.find_element("id", "cancel").click()
         WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "run-status").text == "cancelled")
         assert not browser.find_element("id", "cancel").is_displayed()

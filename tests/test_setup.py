@@ -34,22 +34,53 @@ def test_two_setups_at_once_and_each_checkout_imports_its_own_code(tmp_path):
     a, b = _checkout(tmp_path / "a", "A"), _checkout(tmp_path / "b", "B")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["STOICHEIA_VENV_CACHE"] = str(tmp_path / "cache")
-    runs = [subprocess.Popen(["bash", str(c / "scripts" / "setup.sh")], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) for c in (a, b)]
+    runs = [
+        subprocess.Popen(
+            ["bash", str(c / "scripts" / "setup.sh")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for c in (a, b)
+    ]
     outs = [r.communicate(timeout=900)[0] for r in runs]
     assert [r.returncode for r in runs] == [0, 0], outs
     assert sum("setup: creating" in o for o in outs) == 1, outs  # built once; the other waited
     assert any("setup: waiting for another setup.sh" in o for o in outs), outs
     envs = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
     assert len(envs) == 1 and (envs[0] / ".complete").exists()
-    assert not list(envs[0].glob("lib/python*/site-packages/*stoicheia*")), "the shared environment holds no checkout"
+    assert not list(envs[0].glob("lib/python*/site-packages/*stoicheia*")), (
+        "the shared environment holds no checkout"
+    )
     for c, mark in ((a, "A"), (b, "B")):
         # from another folder: no help from the current directory
-        got = subprocess.run([str(c / ".venv" / "bin" / "python"), "-c", "import stoicheia; print(stoicheia.CHECKOUT_MARK, stoicheia.__file__)"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True)
+        got = subprocess.run(
+            [
+                str(c / ".venv" / "bin" / "python"),
+                "-c",
+                "import stoicheia; print(stoicheia.CHECKOUT_MARK, stoicheia.__file__)",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert got.stdout.split() == [mark, str(c / "stoicheia" / "__init__.py")], got.stderr
-        assert subprocess.run([str(c / ".venv" / "bin" / "stoicheia"), "--help"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
+        assert (
+            subprocess.run(
+                [str(c / ".venv" / "bin" / "stoicheia"), "--help"],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+            ).returncode
+            == 0
+        )
     # a second run: nothing to build, one line, no setuptools warnings
-    again = subprocess.run(["bash", str(a / "scripts" / "setup.sh")], env=env, capture_output=True, text=True)
+    again = subprocess.run(
+        ["bash", str(a / "scripts" / "setup.sh")], env=env, capture_output=True, text=True
+    )
     assert again.returncode == 0 and again.stderr == ""
-    assert again.stdout.splitlines() == [f"setup: ready (.venv: this checkout, on the packages of {envs[0]})"]
+    assert again.stdout.splitlines() == [
+        f"setup: ready (.venv: this checkout, on the packages of {envs[0]})"
+    ]

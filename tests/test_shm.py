@@ -22,7 +22,11 @@ def test_only_unmapped_segments_are_removed(tmp_path):
         "7f02-7f03 rw-s 00000000 00:1a 13 /dev/shm/000002_barrier\n"
     )
     assert clean_stale_streaming_shm(shm, proc) == ["000001_locals"]
-    assert sorted(p.name for p in shm.iterdir()) == ["000002_barrier", "000002_locals", "other_segment"]
+    assert sorted(p.name for p in shm.iterdir()) == [
+        "000002_barrier",
+        "000002_locals",
+        "other_segment",
+    ]
 
 
 def test_without_proc_nothing_is_removed(tmp_path):
@@ -33,7 +37,9 @@ def test_without_proc_nothing_is_removed(tmp_path):
     assert (shm / "000001_locals").exists()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX shared memory in /dev/shm is Linux-only")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="POSIX shared memory in /dev/shm is Linux-only"
+)
 def test_real_segments_live_one_kept_stale_one_removed():
     live = shared_memory.SharedMemory(name="999990_stoicheia_live", create=True, size=64)
     stale = shared_memory.SharedMemory(name="999991_stoicheia_stale", create=True, size=64)
@@ -80,7 +86,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX shared memory in /dev/shm is Linux-only")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="POSIX shared memory in /dev/shm is Linux-only"
+)
 def test_two_multi_rank_jobs_started_at_once_both_start(small_shards, tmp_path):
     """Two ``composer -n 2`` jobs on one node build their streaming datasets at the same
     moment (released together after every rank has imported everything). Without the prefix
@@ -93,16 +101,39 @@ def test_two_multi_rank_jobs_started_at_once_both_start(small_shards, tmp_path):
 
     sync = tmp_path / "sync"
     sync.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env["PYTHONPATH"] = str(REPO)
-    cmd = [str(REPO / ".venv" / "bin" / "composer"), "-n", "2", str(REPO / "tests" / "shm_race_job.py"),
-           str(small_shards / "silver" / "val"), "4", "guarded", str(sync)]
-    jobs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            for _ in range(2)]
+    cmd = [
+        str(REPO / ".venv" / "bin" / "composer"),
+        "-n",
+        "2",
+        str(REPO / "tests" / "shm_race_job.py"),
+        str(small_shards / "silver" / "val"),
+        "4",
+        "guarded",
+        str(sync),
+    ]
+    jobs = [
+        subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(2)
+    ]
     try:
         deadline = time.time() + 600
         while len(list(sync.glob("ready-*"))) < 4:
-            assert all(j.poll() is None for j in jobs), "a job ended before the start: " + "".join(j.communicate()[0][-2000:] for j in jobs)
+            assert all(j.poll() is None for j in jobs), "a job ended before the start: " + "".join(
+                j.communicate()[0][-2000:] for j in jobs
+            )
             assert time.time() < deadline, "the jobs did not get ready"
             time.sleep(0.05)
         (sync / "go").touch()
@@ -126,10 +157,15 @@ def test_a_job_waits_for_the_prefix_lock_of_another(tmp_path, monkeypatch):
 
     monkeypatch.setattr(shm.tempfile, "gettempdir", lambda: str(tmp_path))
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); "
-         "print('held', flush=True); time.sleep(1.5)", str(tmp_path / shm.LOCK_NAME)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(1.5)",
+            str(tmp_path / shm.LOCK_NAME),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     t0 = time.monotonic()

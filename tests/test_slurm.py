@@ -20,21 +20,50 @@ CHAIN = ["1001", "1002", "1003", "1004"]  # this job is 1002
 
 
 def run_chain(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
 def dry(tmp_path_factory) -> dict:
     """One dry run of a 4-job chain on 2 nodes x 4 GPUs into a temporary save_folder."""
     base = tmp_path_factory.mktemp("chain")
-    args = ["--dry-run", "-n", "4", "-N", "2", "-g", "4", "-t", "2:00:00", "-p", "gpu", "-A", "proj",
-            "yamls/demo.yaml", "run_name=chain-test", f"train.save_folder={base}/{{run_name}}", "train.lr=1e-3"]
+    args = [
+        "--dry-run",
+        "-n",
+        "4",
+        "-N",
+        "2",
+        "-g",
+        "4",
+        "-t",
+        "2:00:00",
+        "-p",
+        "gpu",
+        "-A",
+        "proj",
+        "yamls/demo.yaml",
+        "run_name=chain-test",
+        f"train.save_folder={base}/{{run_name}}",
+        "train.lr=1e-3",
+    ]
     res = run_chain(*args)
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    m = re.search(r"^# --- job script \(would be written to (\S+)\) ---\n(.*)^# --- end of job script ---$", out, re.S | re.M)
+    m = re.search(
+        r"^# --- job script \(would be written to (\S+)\) ---\n(.*)^# --- end of job script ---$",
+        out,
+        re.S | re.M,
+    )
     assert m, out
-    return {"base": base, "run_folder": base / "chain-test", "out": out, "path": m[1], "script": m[2]}
+    return {
+        "base": base,
+        "run_folder": base / "chain-test",
+        "out": out,
+        "path": m[1],
+        "script": m[2],
+    }
 
 
 def test_bash_syntax() -> None:
@@ -45,14 +74,27 @@ def test_dry_run_prints_script_and_chain_and_writes_nothing(dry: dict) -> None:
     script, out, run_folder = dry["script"], dry["out"], dry["run_folder"]
     assert not dry["base"].joinpath("chain-test").exists()  # nothing written
     assert dry["path"].startswith(f"{run_folder}/slurm/chain-") and dry["path"].endswith(".sbatch")
-    for line in ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=4", "#SBATCH --time=2:00:00",
-                 "#SBATCH --signal=B:TERM@120", "#SBATCH --partition=gpu", "#SBATCH --account=proj",
-                 f"#SBATCH --output={run_folder}/slurm/job-%j.out"]:
+    for line in [
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --gpus-per-node=4",
+        "#SBATCH --time=2:00:00",
+        "#SBATCH --signal=B:TERM@120",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --account=proj",
+        f"#SBATCH --output={run_folder}/slurm/job-%j.out",
+    ]:
         assert line in script.splitlines(), line
     # the composer command, one launcher per node
     assert "srun --ntasks-per-node=1" in script
-    assert "exec .venv/bin/python -m stoicheia.launch -n \"$1\" --world_size \"$((SLURM_NNODES * $1))\" --node_rank \"$SLURM_NODEID\"" in script
-    assert "TRAIN=(recipes/train.py yamls/demo.yaml run_name=chain-test" in script and "train.lr=1e-3)" in script
+    assert (
+        'exec .venv/bin/python -m stoicheia.launch -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID"'
+        in script
+    )
+    assert (
+        "TRAIN=(recipes/train.py yamls/demo.yaml run_name=chain-test" in script
+        and "train.lr=1e-3)" in script
+    )
     # the cancel of the rest of the chain on exit status 3
     assert "if ((rc == 3)) ||" in script and 'scancel "${rest[@]}"' in script
     # the dependency chain: the first job free, each later one afterany the one before
@@ -75,9 +117,15 @@ def test_config_errors_exit_2_before_submitting(tmp_path: Path) -> None:
 
 def test_complete_run_submits_nothing(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "complete.json").write_text(json.dumps({"step": 10, "reason": "anneal_done", "use": "final.pt"}))
+    (tmp_path / "run" / "complete.json").write_text(
+        json.dumps({"step": 10, "reason": "anneal_done", "use": "final.pt"})
+    )
     res = run_chain("yamls/demo.yaml", f"train.save_folder={tmp_path}/run")
-    assert res.returncode == 0 and "already complete" in res.stdout and "nothing to submit" in res.stdout
+    assert (
+        res.returncode == 0
+        and "already complete" in res.stdout
+        and "nothing to submit" in res.stdout
+    )
 
 
 FAKE_SRUN = r"""#!/usr/bin/env bash
@@ -105,21 +153,40 @@ def job(dry: dict, tmp_path: Path):
     fakebin.mkdir()
     for name, body in {
         "srun": FAKE_SRUN,
-        "scontrol": '#!/usr/bin/env bash\necho n1\necho n2\n',
+        "scontrol": "#!/usr/bin/env bash\necho n1\necho n2\n",
         "scancel": '#!/usr/bin/env bash\necho "scancel $*" >>"$FAKE_LOG"\n',
     }.items():
         (fakebin / name).write_text(body)
         (fakebin / name).chmod(stat.S_IRWXU)
     log = tmp_path / "log"
 
-    def run(rc: int, write: str | None = None, term_after_start: bool = False) -> tuple[int, str, str]:
-        env = {**os.environ, "PATH": f"{fakebin}:{os.environ['PATH']}", "FAKE_LOG": str(log), "FAKE_RC": str(rc),
-               "FAKE_WRITE": str(run_folder / write) if write else "", "SLURM_JOB_ID": "1002", "SLURM_NNODES": "2",
-               "SLURM_JOB_NODELIST": "n[1-2]", "FAKE_SLEEP": "2" if term_after_start else ""}
-        proc = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def run(
+        rc: int, write: str | None = None, term_after_start: bool = False
+    ) -> tuple[int, str, str]:
+        env = {
+            **os.environ,
+            "PATH": f"{fakebin}:{os.environ['PATH']}",
+            "FAKE_LOG": str(log),
+            "FAKE_RC": str(rc),
+            "FAKE_WRITE": str(run_folder / write) if write else "",
+            "SLURM_JOB_ID": "1002",
+            "SLURM_NNODES": "2",
+            "SLURM_JOB_NODELIST": "n[1-2]",
+            "FAKE_SLEEP": "2" if term_after_start else "",
+        }
+        proc = subprocess.Popen(
+            ["bash", str(script)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if term_after_start:  # SLURM's warning before the time limit, while training runs
             deadline = time.monotonic() + 30
-            while "sleeping" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+            while (
+                "sleeping" not in (log.read_text() if log.exists() else "")
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
@@ -134,7 +201,9 @@ def test_job_runs_composer_per_node(job) -> None:
     rc, out, log = job(0)
     assert rc == 0
     (line,) = [ln for ln in log.splitlines() if ln.startswith("COMPOSER")]
-    assert line.startswith("COMPOSER -n 4 --world_size 8 --node_rank 1 --master_addr n1 --master_port 29500 recipes/train.py yamls/demo.yaml run_name=chain-test")
+    assert line.startswith(
+        "COMPOSER -n 4 --world_size 8 --node_rank 1 --master_addr n1 --master_port 29500 recipes/train.py yamls/demo.yaml run_name=chain-test"
+    )
     assert "scancel" not in log and "next job of the chain (if any) resumes" in out
 
 
@@ -181,7 +250,10 @@ def test_job_sigterm_warning_keeps_waiting_for_training(job) -> None:
 def test_job_preempted_status_143_lets_the_chain_go_on(job) -> None:
     rc, out, log = job(143)
     assert rc == 143 and "scancel 100" not in log
-    assert "stopped by SIGTERM and saved a checkpoint of the batch in progress (exit status 143)" in out
+    assert (
+        "stopped by SIGTERM and saved a checkpoint of the batch in progress (exit status 143)"
+        in out
+    )
 
 
 def test_launchers_ignore_sigterm_so_trainers_can_save(dry: dict) -> None:

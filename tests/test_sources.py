@@ -163,9 +163,16 @@ def test_speaker_labels_do_not_leak():
 def test_no_latin_letters_leak_on_a_sample_of_works():
     """ASCII letters in the output (conversion failures) and Latin words left in the Beta
     Code (untagged English/Latin) on works with heavy English notes and apparatus."""
-    sample = ["Homer/hom.il_gk.xml", "Aeschines/aeschin_gk.xml", "Plutarch/plut.sull_gk.xml",
-              "Hippocrates/hp.jones_gk.xml", "Athenaeus/ath12_gk.xml", "Lucian/44_gk.xml",
-              "Euclid/euc.elem_gk.xml", "Bible/nt_gk.xml"]
+    sample = [
+        "Homer/hom.il_gk.xml",
+        "Aeschines/aeschin_gk.xml",
+        "Plutarch/plut.sull_gk.xml",
+        "Hippocrates/hp.jones_gk.xml",
+        "Athenaeus/ath12_gk.xml",
+        "Lucian/44_gk.xml",
+        "Euclid/euc.elem_gk.xml",
+        "Bible/nt_gk.xml",
+    ]
     letters = ascii_letters = latin_tokens = tokens = 0
     for rel in sample:
         recs, counts = perseus(rel)
@@ -230,15 +237,20 @@ def test_every_record_is_nfc_and_has_no_control_or_private_use_characters():
 
 
 def test_lb_break_no_joins_and_plain_lb_separates(tmp_path):
-    recs = read_tei(tmp_path, '<div1 n="1"><p>a)nqrw/<lb break="no"/>pous kai\\<lb/>qeou/s</p></div1>')
+    recs = read_tei(
+        tmp_path, '<div1 n="1"><p>a)nqrw/<lb break="no"/>pous kai\\<lb/>qeou/s</p></div1>'
+    )
     assert [r.text for r in recs] == ["ἀνθρώπους καὶ θεούς"]
     assert recs[0].id == "t_gk.xml#1"
 
 
 def test_latin_span_inline_fixture(tmp_path):
     counts: Counter = Counter()
-    recs = read_tei(tmp_path, '<div1 n="1"><p>ta\\ &amp;Pyrrhi regis$ pra/gmata &amp;finis</p></div1>',
-                    counts=counts)
+    recs = read_tei(
+        tmp_path,
+        '<div1 n="1"><p>ta\\ &amp;Pyrrhi regis$ pra/gmata &amp;finis</p></div1>',
+        counts=counts,
+    )
     assert recs[0].text == "τὰ πράγματα"
     assert counts["latin_span"] == 2 and counts["latin_unterminated"] == 1
 
@@ -251,7 +263,9 @@ def test_escaped_entity_reference_is_an_entity_not_latin(tmp_path):
 
 def test_entities_expand_after_conversion(tmp_path):
     # a naive substitution before conversion would make 'a)' and 'o(' breathings
-    recs = read_tei(tmp_path, '<div1 n="1"><p>ta/xa&rpar; &lpar;o(/te&rsqb; lo/gos&rsqb;</p></div1>')
+    recs = read_tei(
+        tmp_path, '<div1 n="1"><p>ta/xa&rpar; &lpar;o(/te&rsqb; lo/gos&rsqb;</p></div1>'
+    )
     assert recs[0].text == "τάχα) (ὅτε] λόγος]"
 
 
@@ -267,7 +281,11 @@ def test_unknown_entity_is_an_error_with_its_line(tmp_path):
         list(read_perseus(p, tmp_path))
     line = next(i for i, s in enumerate(p.read_text().splitlines(), 1) if "&frobnicate;" in s)
     assert e.value.line == line and e.value.file == str(p)
-    assert "&frobnicate;" in str(e.value) and "ENTITIES" in str(e.value) and f":{line}:" in str(e.value)
+    assert (
+        "&frobnicate;" in str(e.value)
+        and "ENTITIES" in str(e.value)
+        and f":{line}:" in str(e.value)
+    )
 
 
 def test_malformed_xml_is_an_error_with_file_line_and_fix(tmp_path):
@@ -284,28 +302,42 @@ def test_excluded_elements_and_their_tails(tmp_path):
         '<div1 n="1"><head>*bi/blos</head><sp><speaker>*xoro/s</speaker>'
         '<l>lo/gos<note lang="en">English note</note> kai\\ <foreign lang="la">verbum</foreign> '
         'e)/rgon<gap/>a)/llo</l></sp><p lang="la">Latin paragraph</p>'
-        '<label>ei)s to\\n au)to/n</label><p>tri/gw<figure/>non <num>*a*b</num></p></div1>'
+        "<label>ei)s to\\n au)to/n</label><p>tri/gw<figure/>non <num>*a*b</num></p></div1>"
     )
     counts: Counter = Counter()
     recs = read_tei(tmp_path, body, counts=counts)
     assert recs[0].text == "λόγος καὶ ἔργον ἄλλο τρίγωνον ΑΒ"
-    for key in ("excluded:head", "excluded:speaker", "excluded:note", "excluded:gap",
-                "excluded:label", "excluded:figure", "lang:la"):
+    for key in (
+        "excluded:head",
+        "excluded:speaker",
+        "excluded:note",
+        "excluded:gap",
+        "excluded:label",
+        "excluded:figure",
+        "lang:la",
+    ):
         assert counts[key] >= 1, key
 
 
 def test_untagged_latin_text_node_is_dropped(tmp_path):
     counts: Counter = Counter()
-    recs = read_tei(tmp_path, '<div1 n="1"><p>lo/gos</p><p>Cur inter omnes Arbores sola Palma '
-                    'adsurgit</p><p>Ambr. e)/rgon</p></div1>', counts=counts)
+    recs = read_tei(
+        tmp_path,
+        '<div1 n="1"><p>lo/gos</p><p>Cur inter omnes Arbores sola Palma '
+        "adsurgit</p><p>Ambr. e)/rgon</p></div1>",
+        counts=counts,
+    )
     assert recs[0].text == "λόγος αμβρ. ἔργον"  # a lone siglum with Greek is only counted
     assert counts["latin_chunk"] == 1 and counts["latin_looking_token"] == 1
 
 
 def test_division_without_text_is_counted_not_yielded(tmp_path):
     counts: Counter = Counter()
-    recs = read_tei(tmp_path, '<div1 n="1"><head>only a title</head></div1><div1 n="2"><p>kai/</p></div1>',
-                    counts=counts)
+    recs = read_tei(
+        tmp_path,
+        '<div1 n="1"><head>only a title</head></div1><div1 n="2"><p>kai/</p></div1>',
+        counts=counts,
+    )
     assert [r.id for r in recs] == ["t_gk.xml#2"] and counts["empty_division"] == 1
 
 
@@ -323,7 +355,10 @@ def test_division_without_text_is_counted_not_yielded(tmp_path):
         ("ti/s;", "τίς;"),  # ';' is the question mark (U+037E -> NFC ';')
         ("a)ll' a)ei/", "ἀλλ’ ἀεί"),
         ("ta' kai\\ pa' tou=", "τα’ καὶ πα’ τοῦ"),  # not the library's breve keys ᾱ
-        ("fh\\|s tw\\| kai\\ a\\|", "φῂς τῲ καὶ ᾲ"),  # grave + iota subscript: missing in the library
+        (
+            "fh\\|s tw\\| kai\\ a\\|",
+            "φῂς τῲ καὶ ᾲ",
+        ),  # grave + iota subscript: missing in the library
         ("e)/la[s]en pa=s] qeo/s", "ἔλα[σ]εν πᾶς] θεός"),  # sigma inside brackets stays medial
         ("o(\\ s1' e)ceparei= w(/s2per", "ὃ σ’ ἐξεπαρεῖ ὥςπερ"),  # explicit medial/final sigma
         ("s3 *s3", "ϲ Ϲ"),
@@ -485,15 +520,21 @@ def test_read_source_dispatch_and_unknown_suffix(tmp_path):
 
 def test_iter_source_files_expands_directories(tmp_path):
     skipped: list[Path] = []
-    files = iter_source_files([UD, PERSEUS / "Hesiod", PERSEUS / "Hesiod" / "hes.th_gk.xml"],
-                              skipped=skipped)
+    files = iter_source_files(
+        [UD, PERSEUS / "Hesiod", PERSEUS / "Hesiod" / "hes.th_gk.xml"], skipped=skipped
+    )
     assert [f.name for f in files] == [
-        "hes.sh_gk.xml", "hes.th_gk.xml", "hes.wd_gk.xml",
-        "grc_perseus-ud-dev.conllu", "grc_proiel-ud-dev.conllu",
+        "hes.sh_gk.xml",
+        "hes.th_gk.xml",
+        "hes.wd_gk.xml",
+        "grc_perseus-ud-dev.conllu",
+        "grc_proiel-ud-dev.conllu",
     ]
     # the treebank licences end in .txt but are not Greek text
-    assert sorted(f.name for f in skipped) == ["LICENSE-perseus-treebank.txt",
-                                               "LICENSE-proiel-treebank.txt"]
+    assert sorted(f.name for f in skipped) == [
+        "LICENSE-perseus-treebank.txt",
+        "LICENSE-proiel-treebank.txt",
+    ]
     assert len(iter_source_files([PERSEUS])) == 392
     with pytest.raises(SourceError, match="no such file"):
         iter_source_files([tmp_path / "missing"])

@@ -21,7 +21,14 @@ SHAPE = WSDShape(nominal_steps=1000, warmup_frac=0.04, decay_frac=0.2)
 MAX_STEPS = 1200
 
 
-def write_metrics(folder: Path, steps: range, lr: float = 3e-4, phase: int = 0, started: bool = False, t0: float = T0) -> None:
+def write_metrics(
+    folder: Path,
+    steps: range,
+    lr: float = 3e-4,
+    phase: int = 0,
+    started: bool = False,
+    t0: float = T0,
+) -> None:
     """Lines as :class:`JSONLLogger` writes them: step, time, and the metrics of that step."""
     run_files.append_jsonl(
         folder / "metrics.jsonl",
@@ -39,14 +46,26 @@ def write_metrics(folder: Path, steps: range, lr: float = 3e-4, phase: int = 0, 
     )
 
 
-def write_evals(folder: Path, step: int, gold: float, silver: float, t: float | None = None) -> None:
+def write_evals(
+    folder: Path, step: int, gold: float, silver: float, t: float | None = None
+) -> None:
     """Lines as :class:`EvalHistory` writes them: one per set."""
     t = T0 + step if t is None else t
     run_files.append_jsonl(
         folder / run_files.EVALS,
         [
-            {"step": step, "set": "gold", "metrics": {"bits_per_char": gold, "dia_acc": 0.9}, "time": t},
-            {"step": step, "set": "silver", "metrics": {"bits_per_char": silver, "dia_acc": 0.8}, "time": t},
+            {
+                "step": step,
+                "set": "gold",
+                "metrics": {"bits_per_char": gold, "dia_acc": 0.9},
+                "time": t,
+            },
+            {
+                "step": step,
+                "set": "silver",
+                "metrics": {"bits_per_char": silver, "dia_acc": 0.8},
+                "time": t,
+            },
         ],
     )
 
@@ -55,7 +74,15 @@ def save_checkpoint(path: Path, batch: int = 0) -> None:
     """A small complete torch zip checkpoint shaped like Composer's (``state.model``)."""
     import torch
 
-    torch.save({"state": {"model": {"w": torch.full((4, 4), float(batch))}, "timestamp": {"batch": batch}}}, path)
+    torch.save(
+        {
+            "state": {
+                "model": {"w": torch.full((4, 4), float(batch))},
+                "timestamp": {"batch": batch},
+            }
+        },
+        path,
+    )
 
 
 def write_checkpoint(folder: Path, batch: int) -> str:
@@ -72,7 +99,13 @@ def write_checkpoint(folder: Path, batch: int) -> str:
 def write_best(folder: Path, step: int, value: float) -> dict:
     """``best.pt`` and ``best.json`` as :class:`BestCheckpoint` writes them."""
     save_checkpoint(folder / "best.pt", step)
-    best = {"step": step, "metric": "gold/bits_per_char", "value": value, "file": "best.pt", "time": T0 + step}
+    best = {
+        "step": step,
+        "metric": "gold/bits_per_char",
+        "value": value,
+        "file": "best.pt",
+        "time": T0 + step,
+    }
     run_files.write_json(folder, run_files.BEST, best)
     return best
 
@@ -178,7 +211,10 @@ def test_running_before_the_anneal_decision(tmp_path: Path, capsys) -> None:
     assert facts["best"]["step"] == 400
     assert facts["state"] == "running or stopped (resumable)"
     assert facts["use"] == str(folder / "best.pt")
-    assert facts["evals"]["gold"] == {"step": 400, "metrics": {"bits_per_char": 1.6, "dia_acc": 0.9}}
+    assert facts["evals"]["gold"] == {
+        "step": 400,
+        "metrics": {"bits_per_char": 1.6, "dia_acc": 0.9},
+    }
     lines = status_lines(folder, capsys)
     text = "\n".join(lines)
     assert lines[0] == f"run folder: {folder}"
@@ -197,7 +233,10 @@ def test_running_without_best_uses_the_latest_checkpoint(tmp_path: Path) -> None
     write_metrics(folder, range(1, 251))
     write_checkpoint(folder, 200)
     facts = run_status(folder)
-    assert facts["use"] == str(folder / "ep0-ba200-rank0.pt") and facts["use_why"] == "the latest checkpoint"
+    assert (
+        facts["use"] == str(folder / "ep0-ba200-rank0.pt")
+        and facts["use_why"] == "the latest checkpoint"
+    )
     assert "best: none yet" in format_status(facts)
 
 
@@ -207,7 +246,13 @@ def test_annealing_after_a_stall(tmp_path: Path, capsys) -> None:
     assert facts["step"] == 650 and facts["phase"] == 1 and facts["anneal_started"] is True
     assert facts["lr"] == pytest.approx(2.5e-4)
     anneal = facts["anneal"]
-    assert (anneal["step"], anneal["reason"], anneal["planned_start"], anneal["cap"], anneal["end"]) == (600, "stall", 800, 1000, 800)
+    assert (
+        anneal["step"],
+        anneal["reason"],
+        anneal["planned_start"],
+        anneal["cap"],
+        anneal["end"],
+    ) == (600, "stall", 800, 1000, 800)
     assert facts["state"] == "running or stopped (resumable)"
     lines = status_lines(folder, capsys)
     assert lines[1].startswith("step: 650, lr 0.00025, data: anneal phase 1")
@@ -215,11 +260,15 @@ def test_annealing_after_a_stall(tmp_path: Path, capsys) -> None:
         "anneal: started at step 600 (stall: the decision metric stalled, 200 batches before the planned start 800; "
         "cap 1000), decay ends at step 800"
     )
-    assert lines[i + 1] == "  evidence: 4 evaluations of gold/bits_per_char, steps 300-600: 1.5000 -> 1.4480 (stall_eps 0.01)"
+    assert (
+        lines[i + 1]
+        == "  evidence: 4 evaluations of gold/bits_per_char, steps 300-600: 1.5000 -> 1.4480 (stall_eps 0.01)"
+    )
 
 
 @pytest.mark.parametrize(
-    ("reason", "state"), [("anneal_done", "complete (anneal done)"), ("early_stop", "complete (early stop)")]
+    ("reason", "state"),
+    [("anneal_done", "complete (anneal done)"), ("early_stop", "complete (early stop)")],
 )
 def test_complete_runs_use_best_pt(tmp_path: Path, capsys, reason: str, state: str) -> None:
     folder = complete_run(tmp_path, reason)
@@ -244,9 +293,15 @@ def test_diverged_names_the_last_good_checkpoint(tmp_path: Path, capsys) -> None
     folder = diverged_run(tmp_path)
     facts = run_status(folder)
     assert facts["state"] == "diverged at step 230"
-    assert facts["use"] == str(folder / "ep0-ba200-rank0.pt") and facts["use_why"] == "the last good checkpoint"
+    assert (
+        facts["use"] == str(folder / "ep0-ba200-rank0.pt")
+        and facts["use_why"] == "the last good checkpoint"
+    )
     lines = status_lines(folder, capsys)
-    assert "state: diverged at step 230: 25 consecutive non-finite gradients up to batch 230: the run diverged." in lines
+    assert (
+        "state: diverged at step 230: 25 consecutive non-finite gradients up to batch 230: the run diverged."
+        in lines
+    )
     assert f"use: {folder / 'ep0-ba200-rank0.pt'} (the last good checkpoint)" in lines
 
 
@@ -257,7 +312,10 @@ def test_diverged_then_resumed_is_resumable_again(tmp_path: Path) -> None:
     facts = run_status(folder)
     assert facts["step"] == 220
     assert facts["state"] == "running or stopped (resumable); resumed after diverging at step 230"
-    assert facts["use"] == str(folder / "ep0-ba200-rank0.pt") and facts["use_why"] == "the latest checkpoint"
+    assert (
+        facts["use"] == str(folder / "ep0-ba200-rank0.pt")
+        and facts["use_why"] == "the latest checkpoint"
+    )
 
 
 def test_resumed_evaluations_later_line_wins(tmp_path: Path) -> None:
@@ -326,10 +384,16 @@ def test_missing_best_pt_is_reported_with_the_checkpoint_to_use(tmp_path: Path, 
     facts = run_status(folder)
     assert facts["problems"] == ["best.pt is missing"]
     assert facts["use"] == str(folder / "ep0-ba400-rank0.pt")
-    assert facts["use_why"] == "the newest complete checkpoint, instead of best.pt (the best evaluation so far)"
+    assert (
+        facts["use_why"]
+        == "the newest complete checkpoint, instead of best.pt (the best evaluation so far)"
+    )
     lines = status_lines(folder, capsys)
     assert "warning: best.pt is missing" in lines
-    assert f"use: {folder / 'ep0-ba400-rank0.pt'} (the newest complete checkpoint, instead of best.pt (the best evaluation so far))" in lines
+    assert (
+        f"use: {folder / 'ep0-ba400-rank0.pt'} (the newest complete checkpoint, instead of best.pt (the best evaluation so far))"
+        in lines
+    )
 
 
 def test_truncated_best_pt_is_reported(tmp_path: Path) -> None:
@@ -337,7 +401,9 @@ def test_truncated_best_pt_is_reported(tmp_path: Path) -> None:
     data = (folder / "best.pt").read_bytes()
     (folder / "best.pt").write_bytes(data[: len(data) // 2])  # a copy cut short (disk full, a kill)
     facts = run_status(folder)
-    assert len(facts["problems"]) == 1 and facts["problems"][0].startswith("best.pt is truncated or not a checkpoint")
+    assert len(facts["problems"]) == 1 and facts["problems"][0].startswith(
+        "best.pt is truncated or not a checkpoint"
+    )
     # the newest complete periodic checkpoint of the run (final.pt is the same step, named)
     assert facts["use"] == str(folder / "ep0-ba740-rank0.pt")
     assert "instead of best.pt" in facts["use_why"]
@@ -348,14 +414,24 @@ def test_dangling_latest_is_reported_and_an_older_checkpoint_used(tmp_path: Path
     write_metrics(folder, range(1, 301))
     write_checkpoint(folder, 100)
     write_checkpoint(folder, 200)
-    (folder / "ep0-ba200-rank0.pt").unlink()  # removed by hand or by a cleanup script; the link stays
+    (
+        folder / "ep0-ba200-rank0.pt"
+    ).unlink()  # removed by hand or by a cleanup script; the link stays
     facts = run_status(folder)
     assert facts["latest_checkpoint"] == "ep0-ba200-rank0.pt"
-    assert facts["problems"] == ["latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"]
+    assert facts["problems"] == [
+        "latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"
+    ]
     assert facts["use"] == str(folder / "ep0-ba100-rank0.pt")
-    assert facts["use_why"] == "the newest complete checkpoint, instead of the latest (ep0-ba200-rank0.pt)"
+    assert (
+        facts["use_why"]
+        == "the newest complete checkpoint, instead of the latest (ep0-ba200-rank0.pt)"
+    )
     lines = status_lines(folder, capsys)
-    assert "warning: latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing" in lines
+    assert (
+        "warning: latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"
+        in lines
+    )
 
 
 def test_latest_pointing_at_an_incomplete_file_and_nothing_else(tmp_path: Path) -> None:
@@ -371,8 +447,14 @@ def test_latest_pointing_at_an_incomplete_file_and_nothing_else(tmp_path: Path) 
         for name, blob in members.items():
             zf.writestr(name, blob)
     facts = run_status(folder)
-    assert facts["problems"] == ["latest-rank0.pt points at ep0-ba100-rank0.pt: ep0-ba100-rank0.pt is incomplete (lacks data/0; it cannot be loaded)"]
-    assert facts["use"] is None and facts["use_why"] == "no complete checkpoint in the folder, instead of the latest (ep0-ba100-rank0.pt)"
+    assert facts["problems"] == [
+        "latest-rank0.pt points at ep0-ba100-rank0.pt: ep0-ba100-rank0.pt is incomplete (lacks data/0; it cannot be loaded)"
+    ]
+    assert (
+        facts["use"] is None
+        and facts["use_why"]
+        == "no complete checkpoint in the folder, instead of the latest (ep0-ba100-rank0.pt)"
+    )
 
 
 def test_complete_run_whose_final_pt_is_gone(tmp_path: Path) -> None:
@@ -397,5 +479,10 @@ def test_checking_a_checkpoint_does_not_import_torch(tmp_path: Path) -> None:
         f"assert missing_records({str(tmp_path / 'best.pt')!r}) == []; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert done.returncode == 0, done.stderr[-2000:]

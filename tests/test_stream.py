@@ -54,7 +54,9 @@ def test_resume_anywhere_yields_the_same_batches(small_shards, epoch_size):
         resumed = _loader(small_shards, epoch_size=epoch_size)
         resumed.dataset.load_state_dict(state)
         rest = _take(resumed, 12 - n)
-        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), f"resume after {n} batches differs"
+        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), (
+            f"resume after {n} batches differs"
+        )
 
 
 def test_repeated_records_get_fresh_noise(small_shards, monkeypatch):
@@ -68,7 +70,9 @@ def test_repeated_records_get_fresh_noise(small_shards, monkeypatch):
         return original(self, sample, key)
 
     monkeypatch.setattr(NoisedRecordStream, "noise_sample", spy)
-    dataset = _loader(small_shards, epoch_size=600).dataset_of(0)  # more draws than either tier has parts
+    dataset = _loader(small_shards, epoch_size=600).dataset_of(
+        0
+    )  # more draws than either tier has parts
     assert len(list(dataset)) == 600
     ids = [i for i, _ in seen]
     keys = [k for _, k in seen]
@@ -90,7 +94,14 @@ def test_resume_with_workers(small_shards):
 
 def test_worker_count_does_not_change_the_data(small_shards):
     """The noise key is the record's place in the rank's sequence, not in a worker's."""
-    assert all(_same(x, y) for x, y in zip(_take(_loader(small_shards, workers=0), 4), _take(_loader(small_shards, workers=2), 4), strict=True))
+    assert all(
+        _same(x, y)
+        for x, y in zip(
+            _take(_loader(small_shards, workers=0), 4),
+            _take(_loader(small_shards, workers=2), 4),
+            strict=True,
+        )
+    )
 
 
 def test_missing_tier_names_the_index_and_the_fix(small_shards):
@@ -115,8 +126,12 @@ def test_row_fill_on_real_corpus_at_1024(small_shards):
 def test_shards_from_a_remote_are_cached_in_their_own_local_folder(small_shards, tmp_path):
     """The object-store path: ``remote`` + ``local_cache`` (a local folder stands in for the
     store); each dataset in a test gets its own local folder."""
-    streams = make_streams(None, {"gold": 1.0}, "train", remote=str(small_shards), local_cache=tmp_path / "cache")
-    ds = NoisedRecordStream(streams=streams, seq_len=128, noise=NoiseConfig(), noise_seed=5, batch_size=4)
+    streams = make_streams(
+        None, {"gold": 1.0}, "train", remote=str(small_shards), local_cache=tmp_path / "cache"
+    )
+    ds = NoisedRecordStream(
+        streams=streams, seq_len=128, noise=NoiseConfig(), noise_seed=5, batch_size=4
+    )
     first = _take(PackedLoader(ds, rows=2), 3)
     assert len(first) == 3 and (tmp_path / "cache" / "gold" / "train" / "index.json").exists()
     with pytest.raises(ValueError, match="local_cache"):
@@ -126,8 +141,15 @@ def test_shards_from_a_remote_are_cached_in_their_own_local_folder(small_shards,
 def _mixed_loader(shards, schedule):
     from stoicheia.data.stream import TierMixFactory
 
-    factory = TierMixFactory(shards, seq_len=128, noise=NoiseConfig(), noise_seed=5, records_per_batch=4, shuffle_seed=11)
-    loader = PackedLoader(factory, mixes=[{"gold": 1.0, "silver": 1.0}, {"silver": 1.0}, {"gold": 1.0}], rows=2, min_fragment=8)
+    factory = TierMixFactory(
+        shards, seq_len=128, noise=NoiseConfig(), noise_seed=5, records_per_batch=4, shuffle_seed=11
+    )
+    loader = PackedLoader(
+        factory,
+        mixes=[{"gold": 1.0, "silver": 1.0}, {"silver": 1.0}, {"gold": 1.0}],
+        rows=2,
+        min_fragment=8,
+    )
     loader.set_schedule(schedule)
     loader.record_log = []
     return loader
@@ -163,7 +185,9 @@ def test_resume_inside_a_mix_and_at_a_switch_yields_the_same_batches(small_shard
         resumed = _mixed_loader(small_shards, schedule)
         resumed.dataset.load_state_dict(state)
         rest = _take(resumed, 8 - n)
-        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), f"resume after {n} batches differs"
+        assert all(_same(x, y) for x, y in zip(full[n:], rest, strict=True)), (
+            f"resume after {n} batches differs"
+        )
 
 
 def test_schedule_set_while_iterating_takes_effect_at_the_next_batch(small_shards):

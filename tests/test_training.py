@@ -19,10 +19,17 @@ from tiny import tiny_run  # noqa: E402
 
 def tiny_config(shards, folder, name, steps=6, save_interval=3) -> RunConfig:
     return tiny_run(
-        shards, folder, name,
-        "data.eval_records=8", "train.grad_accum=2", "train.log_every=1", "train.warmup_frac=0.04",
+        shards,
+        folder,
+        name,
+        "data.eval_records=8",
+        "train.grad_accum=2",
+        "train.log_every=1",
+        "train.warmup_frac=0.04",
         "callbacks.restoration_example=true",
-        f"train.nominal_steps={steps}", f"train.max_steps={steps}", f"train.save_interval={save_interval}",
+        f"train.nominal_steps={steps}",
+        f"train.max_steps={steps}",
+        f"train.save_interval={save_interval}",
     )
 
 
@@ -47,7 +54,14 @@ def test_fit_logs_metrics_and_checkpoints(small_shards, tmp_path, capsys):
     lines = [json.loads(x) for x in (tmp_path / "fit" / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in lines if "loss/total" in r]
     assert len(train) == 6
-    for key in ("lr-AdamW/group0", "train/grad_norm", "throughput/letters_per_sec", "memory/gib", "loss/char", "loss/punct"):
+    for key in (
+        "lr-AdamW/group0",
+        "train/grad_norm",
+        "throughput/letters_per_sec",
+        "memory/gib",
+        "loss/char",
+        "loss/punct",
+    ):
         assert key in train[-1], key
     evals = [r for r in lines if "metrics/holdout/bits_per_char" in r]
     assert len(evals) == 2 and all(0 < r["metrics/holdout/bits_per_char"] < 10 for r in evals)
@@ -57,15 +71,21 @@ def test_fit_logs_metrics_and_checkpoints(small_shards, tmp_path, capsys):
 
 def test_resume_equivalence(small_shards, tmp_path):
     n = 3
-    straight = build_trainer(tiny_config(small_shards, tmp_path, "straight", steps=2 * n, save_interval=n))
+    straight = build_trainer(
+        tiny_config(small_shards, tmp_path, "straight", steps=2 * n, save_interval=n)
+    )
     straight.trainer.fit()
     straight.trainer.close()
     want = _weights(straight.model)
 
-    first = build_trainer(tiny_config(small_shards, tmp_path, "resumed", steps=2 * n, save_interval=n))
+    first = build_trainer(
+        tiny_config(small_shards, tmp_path, "resumed", steps=2 * n, save_interval=n)
+    )
     first.trainer.fit(duration=f"{n}ba")  # "preempted" after n batches (checkpoint at n)
     first.trainer.close()
-    second = build_trainer(tiny_config(small_shards, tmp_path, "resumed", steps=2 * n, save_interval=n))
+    second = build_trainer(
+        tiny_config(small_shards, tmp_path, "resumed", steps=2 * n, save_interval=n)
+    )
     assert int(second.trainer.state.timestamp.batch) == n, "autoresume must pick up the checkpoint"
     second.trainer.fit()
     second.trainer.close()

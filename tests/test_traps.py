@@ -21,7 +21,9 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 def words(planes) -> list[str]:
     """Rendered words without marks and capitals (lacuna slots as '.')."""
     out, cur = [], []
-    for c, b, lac in zip(planes.chars.tolist(), planes.boundary.tolist(), planes.lacuna.tolist(), strict=True):
+    for c, b, lac in zip(
+        planes.chars.tolist(), planes.boundary.tolist(), planes.lacuna.tolist(), strict=True
+    ):
         cur.append("." if lac else A.LETTERS[c])
         if b in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE):
             out.append("".join(cur))
@@ -53,7 +55,9 @@ def test_every_standard_entity_resolves(tmp_path):
 # --- editorial marks inside words -----------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["ἔλα[σ]εν", "ἔλα⸢σ⸣εν", "ἔλα⟨σ⟩εν", "ἔ[λασ]εν", "ἔλα[.]εν", "ἔλα⟦σ⟧εν"])
+@pytest.mark.parametrize(
+    "text", ["ἔλα[σ]εν", "ἔλα⸢σ⸣εν", "ἔλα⟨σ⟩εν", "ἔ[λασ]εν", "ἔλα[.]εν", "ἔλα⟦σ⟧εν"]
+)
 def test_editorial_signs_inside_a_word_do_not_split_it(text):
     r = normalise_record(text + " καὶ")
     assert r.planes is not None and len(words(r.planes)) == 2
@@ -114,7 +118,9 @@ def test_leiden_in_jsonl(tmp_path):
     import json
 
     path = tmp_path / "d.jsonl"
-    path.write_text(json.dumps({"id": "a", "text": LEIDEN_LINE}, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": "a", "text": LEIDEN_LINE}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (rec,) = read_jsonl(path, tmp_path)
     _check_leiden_record(normalise_record(rec.text))
 
@@ -147,7 +153,9 @@ def test_numeral_sign_in_a_real_inscription():
     (rec,) = read_epidoc(path, CORPUS / "isicily")
     assert "τὸ διʹ κ[α]ὶ" in rec.text  # NFC: U+0374 -> U+02B9
     n = normalise_record(rec.text)
-    assert n.planes is not None and n.dropped["numeral_sign"] == 1 and n.dropped.get("other", 0) == 0
+    assert (
+        n.planes is not None and n.dropped["numeral_sign"] == 1 and n.dropped.get("other", 0) == 0
+    )
 
 
 def test_look_alike_code_points_decided():
@@ -165,7 +173,9 @@ def test_look_alike_code_points_decided():
 
 
 def test_elision_after_rho_in_real_ud_text():
-    recs = {r.line: r for r in read_conllu(CORPUS / "ud" / "grc_perseus-ud-dev.conllu", CORPUS / "ud")}
+    recs = {
+        r.line: r for r in read_conllu(CORPUS / "ud" / "grc_perseus-ud-dev.conllu", CORPUS / "ud")
+    }
     text = next(r.text for r in recs.values() if "παῤ Ἀθηναίους" in r.text)
     r = normalise_record(text)
     w = words(r.planes)
@@ -222,7 +232,9 @@ def test_heta_and_overline_in_real_archaic_inscriptions():
         ("λόγος ᾶ\u0301β", 3, 7),  # circumflex then acute
     ],
 )
-def test_stacked_accents_keep_the_first_are_counted_and_refused_in_restore_input(text, accent, position):
+def test_stacked_accents_keep_the_first_are_counted_and_refused_in_restore_input(
+    text, accent, position
+):
     enc = encode_text(text)
     assert A.dia_fields(int(enc.planes.dia[5])) == (accent, 0, 0, 0)
     assert enc.dropped["extra_mark"] == 1 and len(enc.planes) == 7
@@ -236,7 +248,9 @@ def test_two_breathings_are_counted_and_a_breathing_plus_an_accent_is_no_stack()
     assert A.dia_fields(int(enc.planes.dia[0]))[1] == 1 and enc.dropped["extra_mark"] == 1
     with pytest.raises(ValueError, match="two breathings"):
         encode_text("ἀ\u0314ν", strict=True)
-    ok = encode_text("α\u0313\u0301ν ἀλλ\u0313", strict=True)  # ἄν; the elision mark on λ is no breathing
+    ok = encode_text(
+        "α\u0313\u0301ν ἀλλ\u0313", strict=True
+    )  # ἄν; the elision mark on λ is no breathing
     assert ok.dropped["extra_mark"] == 0
 
 

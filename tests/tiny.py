@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from stoicheia.config import RunConfig, load_config
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
@@ -37,3 +42,21 @@ def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
             *extra,
         ],
     )
+
+
+def train_tiny(shards, folder, name, *extra: str) -> Path:
+    """Train :func:`tiny_run` (``extra`` overrides: the steps, evaluations, loggers) to its end
+    from the repository root (the config names repository paths) and return its run folder,
+    ``folder/name``. The working directory is restored afterwards."""
+    from stoicheia.train.builder import build_trainer
+    from stoicheia.train.run import fit_run
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        built = build_trainer(tiny_run(shards, folder, name, *extra))
+        fit_run(built)
+        built.trainer.close()
+    finally:
+        os.chdir(cwd)
+    return Path(folder) / name

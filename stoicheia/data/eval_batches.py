@@ -22,7 +22,14 @@ from stoicheia.data.shards import split_at_words
 from stoicheia.noise import Noised, mask_spans, reference_noise
 from stoicheia.text.alphabet import IGNORE_INDEX
 
-__all__ = ["build_eval_batches", "pad_eval_batches", "MaskedWord", "choose_masked_words", "build_word_batches", "record_key"]
+__all__ = [
+    "build_eval_batches",
+    "pad_eval_batches",
+    "MaskedWord",
+    "choose_masked_words",
+    "build_word_batches",
+    "record_key",
+]
 
 
 def record_key(record_id: str) -> int:
@@ -69,7 +76,9 @@ def build_eval_batches(
     return batches
 
 
-def pad_eval_batches(batches: list[dict[str, torch.Tensor]], world: int) -> list[dict[str, torch.Tensor]]:
+def pad_eval_batches(
+    batches: list[dict[str, torch.Tensor]], world: int
+) -> list[dict[str, torch.Tensor]]:
     """``batches`` plus all-padding batches (``seg_id`` 0, every target IGNORE_INDEX, weight 0:
     nothing scored) until the count divides by ``world``, so that a DistributedSampler gives
     every rank the same number of evaluation batches and evaluates none twice (it would
@@ -98,7 +107,9 @@ class MaskedWord:
     end: int
 
 
-def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_len: int = 2, gap: int = 8) -> list[tuple[int, int]]:
+def choose_masked_words(
+    planes: Any, rng: np.random.Generator, rate: float, min_len: int = 2, gap: int = 8
+) -> list[tuple[int, int]]:
     """Whole words to mask in one record: each word of at least ``min_len`` letters is taken
     with probability ``rate``, in text order, unless it starts fewer than ``gap`` letters after
     the end of the last word taken (so every masked word has at least ``gap`` known letters
@@ -113,7 +124,11 @@ def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_
     out: list[tuple[int, int]] = []
     last_end = -gap
     for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=False)):
-        if lost.size and np.searchsorted(lost, a) < lost.size and lost[np.searchsorted(lost, a)] < b:
+        if (
+            lost.size
+            and np.searchsorted(lost, a) < lost.size
+            and lost[np.searchsorted(lost, a)] < b
+        ):
             continue
         if b - a >= min_len and draws[i] < rate and a - last_end >= gap:
             out.append((a, b))
@@ -122,7 +137,13 @@ def choose_masked_words(planes: Any, rng: np.random.Generator, rate: float, min_
 
 
 def build_word_batches(
-    records: list[Any], seq_len: int, rows: int, rate: float, seed: int, gap: int = 8, keys: list[int] | None = None
+    records: list[Any],
+    seq_len: int,
+    rows: int,
+    rate: float,
+    seed: int,
+    gap: int = 8,
+    keys: list[int] | None = None,
 ) -> tuple[list[dict[str, torch.Tensor]], list[MaskedWord]]:
     """Batches for the masked-word restoration evaluation: in each record (cut into parts of
     at most ``seq_len`` letters at word starts) whole words chosen by

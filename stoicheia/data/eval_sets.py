@@ -59,7 +59,11 @@ def read_split_records(
     the split (a corrupt shard raises what :func:`index_samples` raises).
     """
     root = Path(shard_root)
-    names = list(tiers) if tiers is not None else sorted(p.name for p in root.iterdir() if (p / split).is_dir())
+    names = (
+        list(tiers)
+        if tiers is not None
+        else sorted(p.name for p in root.iterdir() if (p / split).is_dir())
+    )
     out: list[EvalRecord] = []
     found = False
     for tier in names:
@@ -72,8 +76,12 @@ def read_split_records(
         n = ds.num_samples if max_records is None else min(ds.num_samples, max_records)
         for i in range(n):
             sample = ds.get_item(i)
-            rid = str(sample["id"]) + (f"#{int(sample['part'])}" if int(sample.get("part", 0)) else "")
-            out.append(EvalRecord(decode_planes(sample), str(sample["tier"]), str(sample["work"]), rid))
+            rid = str(sample["id"]) + (
+                f"#{int(sample['part'])}" if int(sample.get("part", 0)) else ""
+            )
+            out.append(
+                EvalRecord(decode_planes(sample), str(sample["tier"]), str(sample["work"]), rid)
+            )
     if not found:
         raise FileNotFoundError(
             f"no {split} shards under {root} (looked for {root}/TIER/{split}/index.json): give the output folder of "
@@ -116,7 +124,11 @@ def read_text_records(
     if not_read is not None:
         not_read.extend(skipped)
     if not out:
-        unread = f", {len(skipped)} files not read as they are no sources (e.g. {skipped[0]})" if skipped else ""
+        unread = (
+            f", {len(skipped)} files not read as they are no sources (e.g. {skipped[0]})"
+            if skipped
+            else ""
+        )
         raise ValueError(
             f"no Greek record in {', '.join(map(str, paths))} (rejected: {dict(dropped) or 'none'}{unread}); give Greek "
             ".txt/.jsonl/.xml/.conllu files or a shard folder"
@@ -138,7 +150,11 @@ def local_val_dataset(local: str):
 
 def _val_works(shard_root: str | Path | None) -> frozenset[str]:
     try:
-        return frozenset(read_stats(Path(shard_root)).get("val_works", [])) if shard_root else frozenset()
+        return (
+            frozenset(read_stats(Path(shard_root)).get("val_works", []))
+            if shard_root
+            else frozenset()
+        )
     except (FileNotFoundError, ValueError):
         return frozenset()
 
@@ -162,7 +178,9 @@ def read_eval_sets(
 
     for name in names:
         if name not in EVAL_SETS:
-            raise ValueError(f"data.eval_sets: unknown set {name!r}; the sets are {', '.join(EVAL_SETS)}")
+            raise ValueError(
+                f"data.eval_sets: unknown set {name!r}; the sets are {', '.join(EVAL_SETS)}"
+            )
     val_works = _val_works(shard_root)
     per_set: dict[str, list[list[Planes]]] = {name: [] for name in names}
     for tier, weight in tier_weights.items():
@@ -171,7 +189,9 @@ def read_eval_sets(
         if remote is None:
             local = Path(shard_root) / tier / "val"  # type: ignore[arg-type]
             if not (local / "index.json").exists() or index_samples(local) == 0:
-                log.info("[eval] tier %r has no held-out records at %s; it is not evaluated", tier, local)
+                log.info(
+                    "[eval] tier %r has no held-out records at %s; it is not evaluated", tier, local
+                )
                 continue
             ds = local_val_dataset(str(local.resolve()))
         else:
@@ -205,7 +225,9 @@ def read_eval_sets(
         if records:
             out[name] = records
         else:
-            why = "no work was sent to val with --val-work" if name == "dev" else "no held-out record"
+            why = (
+                "no work was sent to val with --val-work" if name == "dev" else "no held-out record"
+            )
             log.info("[eval] evaluation set %r is empty (%s); it is not evaluated", name, why)
     if not out:
         raise ValueError(

@@ -52,7 +52,6 @@ from stoicheia.noise import Noised
 log = logging.getLogger(__name__)
 
 
-
 def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
     return items
 
@@ -118,7 +117,9 @@ class PackedLoader(DataLoader):
             self.mixes: list[dict[str, float]] = [{}]
         else:
             if not mixes:
-                raise ValueError("PackedLoader needs mixes (a list of tier weights, mix 0 first) with a TierMixFactory")
+                raise ValueError(
+                    "PackedLoader needs mixes (a list of tier weights, mix 0 first) with a TierMixFactory"
+                )
             self.factory = source
             self.mixes = []
             self.set_mixes(mixes)
@@ -145,7 +146,9 @@ class PackedLoader(DataLoader):
         now (``FileNotFoundError``/``ValueError`` naming the tier and the fix). Mix 0 cannot
         change once its dataset exists."""
         if self.factory is None:
-            raise ValueError("this PackedLoader was built with a single dataset; build it from a TierMixFactory to use several mixes")
+            raise ValueError(
+                "this PackedLoader was built with a single dataset; build it from a TierMixFactory to use several mixes"
+            )
         mixes = [dict(m) for m in mixes]
         if getattr(self, "_datasets", None) and mixes[0] != self.mixes[0]:
             raise ValueError(f"mix 0 is fixed once built: {self.mixes[0]} (asked {mixes[0]})")
@@ -154,7 +157,9 @@ class PackedLoader(DataLoader):
         self.mixes = mixes
 
     def __len__(self) -> int:
-        raise TypeError("PackedLoader has no length: measure training in batches (e.g. max_duration: 1000ba)")
+        raise TypeError(
+            "PackedLoader has no length: measure training in batches (e.g. max_duration: 1000ba)"
+        )
 
     def set_schedule(self, schedule: list[tuple[int, int]]) -> None:
         """Set the mix schedule ``[(first_batch, phase), ...]``; takes effect at the next batch."""
@@ -248,7 +253,13 @@ class PackedLoader(DataLoader):
             "[data] elastic resume %d -> %d processes at batch %d: stream epoch %d restarts at record %d; "
             "%d records already trained on after it are skipped, of them %d in flight at the checkpoint "
             "(partly trained, their rest dropped)",
-            len(ranks), world, plan.start.batch, plan.start.epoch, plan.start.sample_base, plan.skipped, plan.in_flight,
+            len(ranks),
+            world,
+            plan.start.batch,
+            plan.start.epoch,
+            plan.start.sample_base,
+            plan.skipped,
+            plan.in_flight,
         )
         self.resume(plan.start, [plan.start], obj.get("mixes"), regions=plan.regions, taken=[])
 
@@ -262,17 +273,31 @@ class PackedLoader(DataLoader):
         """Log a warning when a resumed position no longer means what it meant when saved."""
         saved = self._saved_mixes
         phase = self.phase_at(start.batch)
-        if phase != start.phase and not any(first == start.batch and p == phase for first, p in self.schedule):
+        if phase != start.phase and not any(
+            first == start.batch and p == phase for first, p in self.schedule
+        ):
             log.warning(
                 "[data] batch %d: the checkpoint was in tier mix %d, the schedule now gives mix %d (changed anneal "
-                "settings?): mix %d starts from its first record", start.batch, start.phase, phase, phase,
+                "settings?): mix %d starts from its first record",
+                start.batch,
+                start.phase,
+                phase,
+                phase,
             )
-        elif saved is not None and self.factory is not None and start.phase < len(saved) and start.phase < len(self.mixes):
+        elif (
+            saved is not None
+            and self.factory is not None
+            and start.phase < len(saved)
+            and start.phase < len(self.mixes)
+        ):
             if dict(saved[start.phase]) != self.mixes[start.phase]:
                 log.warning(
                     "[data] batch %d: tier mix %d was %s when checkpointed and is %s now: the stream position is "
-                    "reused, so the records drawn differ from an uninterrupted run", start.batch, start.phase,
-                    saved[start.phase], self.mixes[start.phase],
+                    "reused, so the records drawn differ from an uninterrupted run",
+                    start.batch,
+                    start.phase,
+                    saved[start.phase],
+                    self.mixes[start.phase],
                 )
 
     def dataset_of(self, phase: int) -> NoisedRecordStream:
@@ -280,11 +305,15 @@ class PackedLoader(DataLoader):
         the loader does not have."""
         if phase not in self._datasets:
             if self.factory is None or not 0 <= phase < len(self.mixes):
-                raise ValueError(f"tier mix {phase} was scheduled, but the loader has {len(self.mixes)} mix(es)")
+                raise ValueError(
+                    f"tier mix {phase} was scheduled, but the loader has {len(self.mixes)} mix(es)"
+                )
             self._datasets[phase] = self.factory.build(self.mixes[phase], phase)
         return self._datasets[phase]
 
-    def _records(self, dataset: NoisedRecordStream, start: PackPosition, first_record_batch: int) -> Iterator[tuple[NoisedRecord, int, int, int]]:
+    def _records(
+        self, dataset: NoisedRecordStream, start: PackPosition, first_record_batch: int
+    ) -> Iterator[tuple[NoisedRecord, int, int, int]]:
         """``(record, epoch, record_batch, item)`` from ``start`` on, over stream epochs."""
         epoch = start.epoch
         record_batch = first_record_batch
@@ -305,7 +334,9 @@ class PackedLoader(DataLoader):
                 persistent_workers=False,
                 # workers die with this process even when it is SIGKILLed, and leave SIGTERM
                 # (preemption) to it: see stoicheia.lifetime
-                worker_init_fn=functools.partial(worker_init, os.getpid()) if self.num_workers > 0 else None,
+                worker_init_fn=functools.partial(worker_init, os.getpid())
+                if self.num_workers > 0
+                else None,
             )
             it = iter(inner)
             got_any = False
@@ -332,11 +363,17 @@ class PackedLoader(DataLoader):
             epoch += 1
             record_batch = 0
 
-    def _pieces(self, start: PackPosition, first_record_batch: int) -> Iterator[tuple[Noised, tuple[int, int, int, int], int]]:
+    def _pieces(
+        self, start: PackPosition, first_record_batch: int
+    ) -> Iterator[tuple[Noised, tuple[int, int, int, int], int]]:
         """All pieces of mix ``start.phase`` from ``start`` on, each with its position
         ``(epoch, record_batch, item, piece)`` and the slot offset it starts at."""
         dataset = self.dataset_of(start.phase)
-        if start.phase_start == start.batch and (start.epoch, start.record_batch, start.item) == (0, 0, 0):
+        if start.phase_start == start.batch and (start.epoch, start.record_batch, start.item) == (
+            0,
+            0,
+            0,
+        ):
             self.taken = []  # a new mix: records of the old one are no longer in question
         per_batch = dataset.batch_size * dataset.world_size()
         skip = [(r, set(r.keys)) for r in self.regions]
@@ -369,7 +406,9 @@ class PackedLoader(DataLoader):
                     continue
                 yield (piece[offset:] if offset else piece), (epoch, rb, i, j), offset
 
-    def _batches(self, start: PackPosition, first_record_batch: int) -> Iterator[dict[str, torch.Tensor]]:
+    def _batches(
+        self, start: PackPosition, first_record_batch: int
+    ) -> Iterator[dict[str, torch.Tensor]]:
         """Packed batches of mix ``start.phase`` until the schedule changes mix.
 
         A rank whose share of a stream epoch is used up yields all-padding rows (nothing
@@ -397,12 +436,21 @@ class PackedLoader(DataLoader):
                     if rows:
                         (epoch, rb, item, piece), offset = queue.resume_point(cursor)
                         self.position = PackPosition(
-                            self.position.batch + 1, start.phase, start.phase_start, epoch, rb, item, piece, offset,
+                            self.position.batch + 1,
+                            start.phase,
+                            start.phase_start,
+                            epoch,
+                            rb,
+                            item,
+                            piece,
+                            offset,
                             start.sample_base if epoch == start.epoch else 0,
                         )
                     else:
                         padded += 1
-                        self.position = dataclasses.replace(self.position, batch=self.position.batch + 1)
+                        self.position = dataclasses.replace(
+                            self.position, batch=self.position.batch + 1
+                        )
                     rows += [[] for _ in range(self.rows - len(rows))]
                     yield collate_rows(rows, self.seq_len)
                     if self.phase_at(self.position.batch) != start.phase:
@@ -410,7 +458,10 @@ class PackedLoader(DataLoader):
                 packer.close()
                 queue.next_epoch()
                 if padded:
-                    log.debug("[data] rank waited %d batches (padding) for the other ranks to end the epoch", padded)
+                    log.debug(
+                        "[data] rank waited %d batches (padding) for the other ranks to end the epoch",
+                        padded,
+                    )
                 padded = 0
         finally:
             queue.pieces.close()
@@ -429,7 +480,11 @@ class PackedLoader(DataLoader):
 
         if not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1:
             return done
-        device = torch.device("cuda", torch.cuda.current_device()) if tdist.get_backend() == "nccl" else torch.device("cpu")
+        device = (
+            torch.device("cuda", torch.cuda.current_device())
+            if tdist.get_backend() == "nccl"
+            else torch.device("cpu")
+        )
         flag = torch.tensor([1 if done else 0], dtype=torch.int32, device=device)
         tdist.all_reduce(flag, op=tdist.ReduceOp.MIN)
         return bool(flag.item())
@@ -440,7 +495,9 @@ class PackedLoader(DataLoader):
             self._resume = None
             # streaming resumes at the first worker batch that every rank (in this mix and
             # epoch) had started; this rank then skips to its own.
-            same = [r.record_batch for r in ranks if (r.phase, r.epoch) == (start.phase, start.epoch)]
+            same = [
+                r.record_batch for r in ranks if (r.phase, r.epoch) == (start.phase, start.epoch)
+            ]
             first_record_batch = min(same) if same else start.record_batch
             self._warn_if_changed(start)
         else:
@@ -450,10 +507,16 @@ class PackedLoader(DataLoader):
             phase = self.phase_at(self.position.batch)
             if phase != start.phase:
                 self.dataset_of(phase)
-                log.debug("batch %d: tier mix %d starts (%s)", self.position.batch, phase, self.mixes[phase] if self.factory else "")
-                start = PackPosition(batch=self.position.batch, phase=phase, phase_start=self.position.batch)
+                log.debug(
+                    "batch %d: tier mix %d starts (%s)",
+                    self.position.batch,
+                    phase,
+                    self.mixes[phase] if self.factory else "",
+                )
+                start = PackPosition(
+                    batch=self.position.batch, phase=phase, phase_start=self.position.batch
+                )
                 first_record_batch = 0
                 self.position = dataclasses.replace(start)
             yield from self._batches(start, first_record_batch)
             start = self.position
-

@@ -76,7 +76,10 @@ def pack_rows(
                 yield row, Cursor(index, offset)
                 row, fill = [], 0
             if fill == seq_len:
-                yield row, Cursor(index + (offset == len(piece)), 0 if offset == len(piece) else offset)
+                yield (
+                    row,
+                    Cursor(index + (offset == len(piece)), 0 if offset == len(piece) else offset),
+                )
                 row, fill = [], 0
     if row:
         yield row, Cursor(-1, 0)
@@ -170,4 +173,7 @@ class PieceQueue:
     def state_dict(self) -> dict[str, Any]:
         """What the loop holds (for inspection; the checkpointed position is the loader's
         :class:`~stoicheia.data.position.PackPosition`): the pieces in flight and whether one is fetched ahead."""
-        return {"positions": {k: [list(w), b, n] for k, (w, b, n) in self.positions.items()}, "ahead": len(self.ahead)}
+        return {
+            "positions": {k: [list(w), b, n] for k, (w, b, n) in self.positions.items()},
+            "ahead": len(self.ahead),
+        }

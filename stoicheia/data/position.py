@@ -88,7 +88,9 @@ class ElasticRegion:
 
     def covers(self, epoch: int, sample: int) -> bool:
         """True if global record ``sample`` of ``epoch`` lies in the region."""
-        return epoch == self.epoch and sample >= self.start and (self.end is None or sample < self.end)
+        return (
+            epoch == self.epoch and sample >= self.start and (self.end is None or sample < self.end)
+        )
 
 
 @dataclass
@@ -146,15 +148,23 @@ def plan_elastic_resume(
     """
     phases = {(p.phase, p.phase_start, p.batch) for p in ranks}
     if len(phases) != 1:
-        raise ValueError(f"the saved ranks stand in different tier mixes or batches: {sorted(phases)}")
+        raise ValueError(
+            f"the saved ranks stand in different tier mixes or batches: {sorted(phases)}"
+        )
     world = len(ranks)
     e0, q0 = frontier(ranks)
     base0 = next(p.sample_base for p in ranks if p.epoch == e0)
     start_sample = base0 + q0 * records_per_batch * world
     last = max(p.epoch for p in ranks)
     # Ranks may stand across an epoch boundary: the older epochs then run to their end.
-    by_epoch = {e: ElasticRegion(e, start_sample if e == e0 else 0, None) for e in range(e0, last + 1)}
-    by_epoch[last].end = max(global_start(p, p.record_batch + 1, records_per_batch, world) for p in ranks if p.epoch == last)
+    by_epoch = {
+        e: ElasticRegion(e, start_sample if e == e0 else 0, None) for e in range(e0, last + 1)
+    }
+    by_epoch[last].end = max(
+        global_start(p, p.record_batch + 1, records_per_batch, world)
+        for p in ranks
+        if p.epoch == last
+    )
     skipped = in_flight = 0
     for p, taken in zip(ranks, consumed, strict=True):
         for epoch, rb, item, key in taken:
@@ -174,6 +184,10 @@ def plan_elastic_resume(
         reg.keys = sorted(set(reg.keys) | set(old.keys))
         reg.end = None if reg.end is None or old.end is None else max(reg.end, old.end)
     start = PackPosition(
-        batch=ranks[0].batch, phase=ranks[0].phase, phase_start=ranks[0].phase_start, epoch=e0, sample_base=start_sample
+        batch=ranks[0].batch,
+        phase=ranks[0].phase,
+        phase_start=ranks[0].phase_start,
+        epoch=e0,
+        sample_base=start_sample,
     )
     return ElasticPlan(start, [by_epoch[e] for e in sorted(by_epoch)], skipped, in_flight)

@@ -25,7 +25,9 @@ def index_samples(split_dir: Path) -> int:
     try:
         shards = json.loads(index.read_text(encoding="utf-8"))["shards"]
     except (ValueError, KeyError) as err:
-        raise ValueError(f"{index} is not a valid MDS index ({err}); re-run `stoicheia convert`") from err
+        raise ValueError(
+            f"{index} is not a valid MDS index ({err}); re-run `stoicheia convert`"
+        ) from err
     total = 0
     for shard in shards:
         total += int(shard["samples"])
@@ -68,7 +70,9 @@ def check_local_split(shard_root: str | Path, tier: str, split: str) -> Path:
     return local
 
 
-def check_local_tiers(shard_root: str | Path, tier_weights: Mapping[str, float], split: str = "train") -> None:
+def check_local_tiers(
+    shard_root: str | Path, tier_weights: Mapping[str, float], split: str = "train"
+) -> None:
     """:func:`check_local_split` for every tier with a positive weight (raises what it raises)."""
     for tier, weight in tier_weights.items():
         if weight > 0:

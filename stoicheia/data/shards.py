@@ -73,13 +73,19 @@ class TierStats:
     letters: Counter = field(default_factory=Counter)  # split -> letters
     words: Counter = field(default_factory=Counter)  # split -> words
     records_dropped: Counter = field(default_factory=Counter)  # reason -> records
-    reader_counts: Counter = field(default_factory=Counter)  # what readers read and left out, by kind
+    reader_counts: Counter = field(
+        default_factory=Counter
+    )  # what readers read and left out, by kind
     files_without_records: list[str] = field(default_factory=list)  # read, but no record kept
-    leiden: Counter = field(default_factory=Counter)  # lacunae, supplied letters, ... (kept records and dropped)
+    leiden: Counter = field(
+        default_factory=Counter
+    )  # lacunae, supplied letters, ... (kept records and dropped)
     lacuna_slots: Counter = field(default_factory=Counter)  # split -> real-lacuna slots stored
     files_not_read: list[str] = field(default_factory=list)  # in the directories, not a source
     stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
-    letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))  # train split
+    letter_counts: np.ndarray = field(
+        default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64)
+    )  # train split
 
     def to_json(self) -> dict:
         return {
@@ -217,7 +223,9 @@ class _FileResult:
     records: list[tuple[str, str, str, list[dict[str, bytes]], int]] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)
     stripped: Counter = field(default_factory=Counter)
-    reader: Counter = field(default_factory=Counter)  # what the reader kept out of the text, by kind
+    reader: Counter = field(
+        default_factory=Counter
+    )  # what the reader kept out of the text, by kind
     leiden: Counter = field(default_factory=Counter)  # what the Leiden notation held, by kind
 
 
@@ -225,7 +233,9 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
     path, root, max_letters, min_greek, epidoc = args
     result = _FileResult(path=path)
     try:
-        for rec in read_source(Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc):
+        for rec in read_source(
+            Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc
+        ):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
             result.stripped.update(norm.dropped)
             result.leiden.update(norm.leiden)
@@ -236,7 +246,9 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
                 {name: getattr(p, name).tobytes() for name in PLANES}
                 for p in split_at_words(norm.planes, max_letters)
             ]
-            result.records.append((rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts())))
+            result.records.append(
+                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()))
+            )
     except SourceError as err:
         result.error = str(err)
         result.records.clear()
@@ -293,7 +305,9 @@ def convert(
     if out.exists() and not out.is_dir():  # before listing it: a file cannot be listed
         raise ConvertError(f"--out {out} is a file; give a directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
-        raise ConvertError(f"{out} already exists and is not empty; pass --overwrite or choose another --out")
+        raise ConvertError(
+            f"{out} already exists and is not empty; pass --overwrite or choose another --out"
+        )
     if out.exists() and any(out.iterdir()) and not (out / "stats.json").exists():
         raise ConvertError(
             f"--out {out} is not empty and holds no stats.json, so it is not a converted corpus; "
@@ -328,7 +342,9 @@ def convert(
             for given in paths:
                 given = Path(given)
                 if not given.exists():
-                    raise ConvertError(f"{given}: no such file or directory (tier {tier!r}); check the path")
+                    raise ConvertError(
+                        f"{given}: no such file or directory (tier {tier!r}); check the path"
+                    )
                 root = given if given.is_dir() else given.parent
                 not_read: list[Path] = []
                 try:
@@ -338,11 +354,20 @@ def convert(
                 for f in found:
                     jobs.append((str(f), str(root), max_record_letters, min_greek, epidoc))
                 # stats.json is UTF-8: a name that is not is listed escaped
-                st.files_not_read.extend(str(f).encode("utf-8", "backslashreplace").decode("utf-8") for f in not_read)
+                st.files_not_read.extend(
+                    str(f).encode("utf-8", "backslashreplace").decode("utf-8") for f in not_read
+                )
             if not jobs:
-                raise ConvertError(f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}")
+                raise ConvertError(
+                    f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}"
+                )
             writers = {
-                split: MDSWriter(out=str(tmp / tier / split), columns=COLUMNS, compression="zstd", size_limit=1 << 25)
+                split: MDSWriter(
+                    out=str(tmp / tier / split),
+                    columns=COLUMNS,
+                    compression="zstd",
+                    size_limit=1 << 25,
+                )
                 for split in SPLITS + ((INSCRIPTION_DEV,) if dev_digits else ())
             }
             try:
@@ -350,7 +375,9 @@ def convert(
                     st.files += 1
                     if res.error is not None:
                         if not skip_bad:
-                            raise ConvertError(f"{res.error}\n(pass --skip-bad to convert the other files and count this one as skipped)")
+                            raise ConvertError(
+                                f"{res.error}\n(pass --skip-bad to convert the other files and count this one as skipped)"
+                            )
                         st.files_skipped[res.path] = res.error
                         continue
                     st.records_dropped.update(res.dropped)
@@ -361,14 +388,31 @@ def convert(
                         st.files_without_records.append(res.path)
                     for rec_id, source, work, parts, n_words in res.records:
                         seen_works.add(work)
-                        split = choose_split(rec_id, work, val_fraction, val_works, source=source, dev_digits=dev_digits)
+                        split = choose_split(
+                            rec_id,
+                            work,
+                            val_fraction,
+                            val_works,
+                            source=source,
+                            dev_digits=dev_digits,
+                        )
                         if split == INSCRIPTION_DEV:
-                            entry = dev_works.setdefault((tier, work), {
-                                "tier": tier, "work": work, "epidoc": str(Path(res.path).resolve()), "records": 0, "letters": 0,
-                            })
+                            entry = dev_works.setdefault(
+                                (tier, work),
+                                {
+                                    "tier": tier,
+                                    "work": work,
+                                    "epidoc": str(Path(res.path).resolve()),
+                                    "records": 0,
+                                    "letters": 0,
+                                },
+                            )
                             entry["records"] += 1
-                            entry["letters"] += sum(len(p["chars"]) - int(np.count_nonzero(np.frombuffer(p["lacuna"], dtype=np.uint8)))
-                                                    for p in parts)
+                            entry["letters"] += sum(
+                                len(p["chars"])
+                                - int(np.count_nonzero(np.frombuffer(p["lacuna"], dtype=np.uint8)))
+                                for p in parts
+                            )
                         st.records_kept[split] += 1
                         st.words[split] += n_words
                         for k, planes in enumerate(parts):
@@ -381,12 +425,23 @@ def convert(
                             st.lacuna_slots[split] += n_real
                             if split == "train":
                                 st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
-                            writers[split].write({"id": rec_id, "part": k, "source": source, "tier": tier, "work": work, **planes})
+                            writers[split].write(
+                                {
+                                    "id": rec_id,
+                                    "part": k,
+                                    "source": source,
+                                    "tier": tier,
+                                    "work": work,
+                                    **planes,
+                                }
+                            )
             finally:
                 for w in writers.values():
                     w.finish()
             if dev_digits and st.records_kept[INSCRIPTION_DEV] == 0:
-                shutil.rmtree(tmp / tier / INSCRIPTION_DEV, ignore_errors=True)  # no empty split folder
+                shutil.rmtree(
+                    tmp / tier / INSCRIPTION_DEV, ignore_errors=True
+                )  # no empty split folder
             if sum(st.records_kept.values()) == 0:
                 raise ConvertError(
                     f"tier {tier!r}: no Greek record in {', '.join(map(str, paths))} "
@@ -401,7 +456,9 @@ def convert(
                     "raise --val-fraction or name a --val-work to evaluate it"
                 )
             if st.records_kept["train"] == 0:
-                raise ConvertError(f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work")
+                raise ConvertError(
+                    f"tier {tier!r}: every record went to val; lower --val-fraction or --val-work"
+                )
         unknown = sorted(val_works - seen_works)
         if unknown:
             examples = ", ".join(sorted(seen_works)[:3])
@@ -422,7 +479,7 @@ def convert(
             "inscription_dev": {
                 "digits": sorted(dev_digits),
                 "rule": "EpiDoc files named LETTERS+NUMBER.xml whose number ends in one of the digits (Ithaca's rule); "
-                        f"their records are in TIER/{INSCRIPTION_DEV}, never in train or val",
+                f"their records are in TIER/{INSCRIPTION_DEV}, never in train or val",
                 "works": [dev_works[k] for k in sorted(dev_works)],
             },
             "max_record_letters": max_record_letters,
@@ -430,7 +487,9 @@ def convert(
             "min_greek": min_greek,
             "epidoc": dataclasses.asdict(epidoc or EpiDocOptions()),
         }
-        (tmp / "stats.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "stats.json").write_text(
+            json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     except BaseException:
         # Nothing half-written survives a failure (or Ctrl-C): the output appears whole or not at all.
         shutil.rmtree(tmp, ignore_errors=True)
@@ -449,9 +508,15 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
         tiers = set(json.loads((out / "stats.json").read_text(encoding="utf-8")).get("tiers", {}))
     except (OSError, ValueError, AttributeError):
         tiers = set()
-    foreign = sorted(e.name for e in out.iterdir() if e.name != "stats.json" and not (e.is_dir() and e.name in tiers))
+    foreign = sorted(
+        e.name
+        for e in out.iterdir()
+        if e.name != "stats.json" and not (e.is_dir() and e.name in tiers)
+    )
     if foreign:
-        shown = ", ".join(foreign[:8]) + (f" and {len(foreign) - 8} more" if len(foreign) > 8 else "")
+        shown = ", ".join(foreign[:8]) + (
+            f" and {len(foreign) - 8} more" if len(foreign) > 8 else ""
+        )
         raise ConvertError(
             f"--out {out} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} that convert did not write "
             f"({shown}); --overwrite replaces the whole folder and would delete them: move them out or choose another --out"
@@ -466,7 +531,9 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
                 )
 
 
-def _map_files(jobs: list[tuple], workers: int, progress: bool | str, tier: str) -> Iterator[_FileResult]:
+def _map_files(
+    jobs: list[tuple], workers: int, progress: bool | str, tier: str
+) -> Iterator[_FileResult]:
     """The results of :func:`_convert_file` for ``jobs``, in order, with a progress display:
     ``progress=True`` (a terminal) a rich bar with files done of all, records read, time
     spent and left; ``"lines"`` one plain line on stderr every :data:`PROGRESS_EVERY` seconds
@@ -481,8 +548,14 @@ def _map_files(jobs: list[tuple], workers: int, progress: bool | str, tier: str)
     )
 
     columns = (
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-        TextColumn("{task.fields[records]:,} records"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TextColumn("{task.fields[records]:,} records"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
     )
     records = 0
     t0 = last = time.monotonic()
@@ -496,7 +569,11 @@ def _map_files(jobs: list[tuple], workers: int, progress: bool | str, tier: str)
             now = time.monotonic()
             if progress == "lines" and now - last >= PROGRESS_EVERY and done < len(jobs):
                 left = (now - t0) / done * (len(jobs) - done)
-                print(f"convert: {tier} {done}/{len(jobs)} files, {records:,} records, ETA {left / 60:.0f} min", file=sys.stderr, flush=True)
+                print(
+                    f"convert: {tier} {done}/{len(jobs)} files, {records:,} records, ETA {left / 60:.0f} min",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 last = now
 
         if workers <= 1:
@@ -525,8 +602,14 @@ def read_stats(shard_root: Path) -> dict:
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:
     """Turn the plane columns of one MDS sample back into :class:`Planes` (uint8, shape (n,))."""
     # shards written before the lacuna plane existed have no "lacuna" column: no real lacuna
-    arrays = {name: np.frombuffer(sample[name], dtype=np.uint8) for name in PLANES if name != "lacuna" or name in sample}
+    arrays = {
+        name: np.frombuffer(sample[name], dtype=np.uint8)
+        for name in PLANES
+        if name != "lacuna" or name in sample
+    }
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
-        raise ValueError(f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard is corrupt, re-run convert")
+        raise ValueError(
+            f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard is corrupt, re-run convert"
+        )
     return Planes(**arrays)

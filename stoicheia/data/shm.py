@@ -125,7 +125,9 @@ def _mapped_shm_files(proc: Path) -> set[str] | None:
     return mapped
 
 
-def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Path("/proc")) -> list[str]:
+def clean_stale_streaming_shm(
+    shm_dir: Path = Path("/dev/shm"), proc: Path = Path("/proc")
+) -> list[str]:
     """Unlink streaming segments in ``shm_dir`` that no live process maps; return their names.
 
     Does nothing (returns ``[]``) where ``/proc`` is missing (e.g. macOS): then nothing is
@@ -151,7 +153,10 @@ def clean_stale_streaming_shm(shm_dir: Path = Path("/dev/shm"), proc: Path = Pat
                 except (FileNotFoundError, PermissionError):
                     continue
     if removed:
-        log.info("[data] removed %d stale streaming shared-memory segments left by killed runs", len(removed))
+        log.info(
+            "[data] removed %d stale streaming shared-memory segments left by killed runs",
+            len(removed),
+        )
     return removed
 
 
@@ -200,7 +205,10 @@ def retry_prefix_race(make: Callable[[], T], attempts: int = 5) -> T:
             name = os.path.basename(str(err.filename or ""))
             if k == attempts - 1 or multi or not _SEGMENT.match(name):
                 raise
-            log.warning("[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one", name)
+            log.warning(
+                "[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one",
+                name,
+            )
         finally:
             _release(fd)
         time.sleep(0.05 * (k + 1) + random.random() * 0.1)

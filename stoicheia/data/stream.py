@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 stop_prefix_probe_leak()
 
+
 def make_streams(
     shard_root: str | Path,
     tier_weights: Mapping[str, float],
@@ -52,7 +53,9 @@ def make_streams(
         raise ValueError(f"tier weights must be >= 0, got {dict(tier_weights)}")
     active = {t: float(w) for t, w in tier_weights.items() if w > 0}
     if not active:
-        raise ValueError(f"every tier weight is 0: {dict(tier_weights)}; give at least one tier a positive weight")
+        raise ValueError(
+            f"every tier weight is 0: {dict(tier_weights)}; give at least one tier a positive weight"
+        )
     total = sum(active.values())
     streams = []
     for tier, w in active.items():
@@ -61,7 +64,9 @@ def make_streams(
             streams.append(Stream(local=str(local), proportion=w / total))
         else:
             if local_cache is None:
-                raise ValueError("data.remote needs data.local_cache (a local folder for downloaded shards)")
+                raise ValueError(
+                    "data.remote needs data.local_cache (a local folder for downloaded shards)"
+                )
             streams.append(
                 Stream(
                     remote=f"{remote.rstrip('/')}/{tier}/{split}",
@@ -211,7 +216,10 @@ class NoisedRecordStream(StreamingDataset):
         noise each (``max_len = seq_len``) with an rng seeded by ``key``."""
         planes = decode_planes(sample)
         rng = np.random.default_rng(key)
-        return [noise_record(p, rng, self.noise, max_len=self.seq_len) for p in split_at_words(planes, self.max_piece)]
+        return [
+            noise_record(p, rng, self.noise, max_len=self.seq_len)
+            for p in split_at_words(planes, self.max_piece)
+        ]
 
     def seek(self, epoch: int, record_batch: int, sample_base: int = 0) -> None:
         """Make the next iteration start at worker batch ``record_batch`` (of ``batch_size``
@@ -231,7 +239,9 @@ class NoisedRecordStream(StreamingDataset):
         )
 
 
-def reuse_downloaded_shards(local_cache: Path, phase: int, tiers: list[str], split: str = "train") -> int:
+def reuse_downloaded_shards(
+    local_cache: Path, phase: int, tiers: list[str], split: str = "train"
+) -> int:
     """Hard-link the shard files already downloaded for other phases of the run into the
     cache folder of anneal ``phase`` (``local_cache/_phase{phase}/TIER/SPLIT``), so that its
     dataset finds them on disk and downloads only what no phase has fetched yet.
@@ -251,7 +261,11 @@ def reuse_downloaded_shards(local_cache: Path, phase: int, tiers: list[str], spl
             if src == target or not src.is_dir():
                 continue
             for f in src.iterdir():
-                if not f.is_file() or f.name.endswith(".tmp") or not (f.name == "index.json" or ".mds" in f.name):
+                if (
+                    not f.is_file()
+                    or f.name.endswith(".tmp")
+                    or not (f.name == "index.json" or ".mds" in f.name)
+                ):
                     continue
                 if (target / f.name).exists():
                     continue
@@ -264,7 +278,12 @@ def reuse_downloaded_shards(local_cache: Path, phase: int, tiers: list[str], spl
                 except OSError:
                     continue  # no hard links here: streaming downloads it
     if linked:
-        log.info("[data] anneal phase %d: %d shard files already downloaded are reused from %s", phase, linked, local_cache)
+        log.info(
+            "[data] anneal phase %d: %d shard files already downloaded are reused from %s",
+            phase,
+            linked,
+            local_cache,
+        )
     return linked
 
 
@@ -292,7 +311,9 @@ class TierMixFactory:
             # streaming refuses two live datasets on one local folder with a remote
             cache = Path(cache) / f"_phase{phase}"
             if self.remote is not None:
-                reuse_downloaded_shards(Path(self.local_cache), phase, [t for t, w in weights.items() if w > 0])
+                reuse_downloaded_shards(
+                    Path(self.local_cache), phase, [t for t, w in weights.items() if w > 0]
+                )
         return make_streams(self.shard_root, weights, "train", self.remote, cache)
 
     def check(self, weights: Mapping[str, float]) -> None:

@@ -2,23 +2,23 @@
 
 The model restores gaps of texts it never trained on (the inscription dev set, see
 :mod:`stoicheia.inference.benchmark_protocols` for the three protocols) with the product's
-decoder (:func:`stoicheia.inference.restore.decoding.decode_window`, the beam of iterative
-unmasking that ``restore`` runs; beam of 20), and a letter
-n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards as
-``evaluate`` trains it) fills exactly the same gaps. Scores: :mod:`.benchmark_scoring`;
-table, JSON and reliability plot: :mod:`.benchmark_report`.
+decoder (the one ``restore`` runs: one forward pass with the target's slots MASK, then the
+search of :func:`stoicheia.inference.restore.gap_search.search_gap`, 20 candidates kept), a
+letter n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards
+as ``evaluate`` trains it) fills exactly the same gaps, and, with fusion weights, the model's
+search fused with that n-gram at each weight ("fused", the best weight on these gaps).
+Scores: :mod:`.benchmark_scoring`; table, JSON and reliability plot: :mod:`.benchmark_report`.
 
 Decoding a task. Only the target gap is decoded; every other lacuna of the text stays a
-lacuna (MASK slots the model sees, never filled), uncertain letters stay as read, the
-editor's other supplements stay as text. The model sees one window of the trained row
-length (``data.seq_len``) centred on the target. Its candidates are the beam's hypotheses,
-best first; the probability of the first is ``exp`` of its score, the product of the
-probabilities of its letters (and of the BLANK that ends an unknown width) as the decoder
-fixed them, each renormalised over the symbols allowed there. The n-gram's candidates come
-from :meth:`~stoicheia.inference.ngram.LetterNgram.topk_fill` (for an unknown width: every
-width from 1 to ``unknown_width``, all ranked together); its probability is the first
-candidate's share of the summed probabilities of its 64 best (the posterior over the
-candidates it found, given the letters on both sides).
+lacuna (MASK slots the model sees, never filled; it cuts the n-gram's context), uncertain
+letters stay as read, the editor's other supplements stay as text. The model sees one window
+of the trained row length (``data.seq_len``) centred on the target. Its candidates are the
+search's, best first; the probability of the first is its share of the candidates the search
+kept. The n-gram's candidates come from
+:meth:`~stoicheia.inference.ngram.LetterNgram.topk_fill` (for an unknown width: every width
+from 1 to ``unknown_width``, all ranked together); its probability is the first candidate's
+share of the summed probabilities of its 64 best (the posterior over the candidates it found,
+given the letters on both sides).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ import numpy as np
 from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
 from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
+from stoicheia.inference.restore.gap_search import Fusion, GapShape, search_gap
+from stoicheia.inference.restore.reading import Gap, Item
 
 log = logging.getLogger(__name__)
 
@@ -46,55 +48,105 @@ Decoder = Callable[[Task], tuple[list[str], float]]
 
 #: Published figures on the same task, other corpora and far larger models (see the docs).
 PUBLISHED = [
-    {"system": "Ithaca (Assael et al., Nature 2022)", "corpus": "PHI Greek inscriptions, held out by the last digit of their number",
-     "task": "hidden spans 1-10, known width", "cer": 0.263, "top1": 0.618, "top20": 0.783},
-    {"system": "instruction-tuned 8B language model", "corpus": "Ithaca's test set",
-     "task": "hidden spans 1-10, known width", "cer": 0.205, "top1": 0.637, "top20": 0.830},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
-     "task": "hidden spans, known width", "top20": 0.73},
-    {"system": "Aeneas (Assael et al., Nature 2025)", "corpus": "Latin inscriptions",
-     "task": "hidden spans, unknown width", "top20": 0.58},
+    {
+        "system": "Ithaca (Assael et al., Nature 2022)",
+        "corpus": "PHI Greek inscriptions, held out by the last digit of their number",
+        "task": "hidden spans 1-10, known width",
+        "cer": 0.263,
+        "top1": 0.618,
+        "top20": 0.783,
+    },
+    {
+        "system": "instruction-tuned 8B language model",
+        "corpus": "Ithaca's test set",
+        "task": "hidden spans 1-10, known width",
+        "cer": 0.205,
+        "top1": 0.637,
+        "top20": 0.830,
+    },
+    {
+        "system": "Aeneas (Assael et al., Nature 2025)",
+        "corpus": "Latin inscriptions",
+        "task": "hidden spans, known width",
+        "top20": 0.73,
+    },
+    {
+        "system": "Aeneas (Assael et al., Nature 2025)",
+        "corpus": "Latin inscriptions",
+        "task": "hidden spans, unknown width",
+        "top20": 0.58,
+    },
 ]
 
 
 @dataclass
 class ModelDecoder:
     """The product's decoder on one target gap (module docstring). ``model``: a
-    :class:`~stoicheia.inference.loading.LoadedModel`; ``beam``: hypotheses kept (and
-    candidates returned; default the largest k, 20); ``unknown_width``: most letters of
-    ``[---]`` (``restore``'s default 20); ``window``: slots seen (default ``data.seq_len``)."""
+    :class:`~stoicheia.inference.loading.LoadedModel`; ``k``: candidates returned (default the
+    largest k, 20); ``unknown_width``: most letters of ``[---]`` (``restore``'s default 20);
+    ``window``: slots seen (default ``data.seq_len``); ``fusion``: the n-gram fused into the
+    search (None: the model alone).
+
+    The forward pass of a task is kept (:meth:`prepared`), so that decoders made by
+    :meth:`with_fusion` share it; :meth:`cached_seconds` gives its time, which
+    :func:`run_tasks` adds to theirs."""
 
     model: Any
-    beam: int = max(TOP_KS)
+    k: int = max(TOP_KS)
     unknown_width: int = 20
     window: int | None = None
+    fusion: Fusion | None = None
+    cache: dict = field(default_factory=dict)
+
+    def with_fusion(self, fusion: Fusion | None) -> ModelDecoder:
+        """The same decoder and cache with another fusion."""
+        return ModelDecoder(self.model, self.k, self.unknown_width, self.window, fusion, self.cache)
+
+    def prepared(
+        self, task: Task
+    ) -> tuple[np.ndarray, GapShape, Any, Any, list[Item], list[Gap], float]:
+        """The target's forward pass, shape, items and gaps (cached), and the seconds it took."""
+        key = (task.protocol, task.text_id, task.start, task.input)
+        if key not in self.cache:
+            from stoicheia.inference.restore.decoding import gap_logp, window_around
+            from stoicheia.inference.restore.reading import parse_input
+
+            t0 = time.perf_counter()
+            trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
+            # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
+            # only the window around the target is seen, and the target holds at most 22 slots
+            items, gaps = parse_input(
+                task.input, supplements="keep", unknown_width=self.unknown_width
+            )
+            lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
+            g = lacunae[task.target]
+            at = [
+                i for i in lacunae if getattr(gaps[i], "start", None) == task.start
+            ]  # gaps that know their offsets
+            if at and at[0] != g:
+                raise AssertionError(
+                    f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+                )
+            lo, hi = window_around(items, gaps, g, self.window or trained)
+            logp = gap_logp(self.model, items, gaps, {}, g, lo, hi, False)
+            shape = GapShape(gaps[g].min_letters, gaps[g].max_letters, gaps[g].fixed_width)
+            self.cache[key] = (logp, shape, g, items, gaps, time.perf_counter() - t0)
+        logp, shape, g, items, gaps, seconds = self.cache[key]
+        return logp, shape, g, items, gaps, seconds
+
+    def cached_seconds(self, task: Task) -> float:
+        """The seconds of the task's forward pass, when it was made by another decoder."""
+        got = self.cache.get((task.protocol, task.text_id, task.start, task.input))
+        return got[-1] if got is not None and self.fusion is not None else 0.0
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
-        from stoicheia.inference.restore.decoding import decode_window
-        from stoicheia.inference.restore.reading import parse_input
-        from stoicheia.text import alphabet as A
+        from stoicheia.inference.restore.decoding import gap_context
 
-        trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
-        win = self.window or trained
-        # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
-        # only the window around the target is seen, and the target holds at most 22 slots
-        items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
-        lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
-        g = lacunae[task.target]
-        at = [i for i in lacunae if getattr(gaps[i], "start", None) == task.start]  # gaps that know their offsets
-        if at and at[0] != g:
-            raise AssertionError(f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}")
-        pos = a = b = 0
-        for it in items:  # slots of the target: [a, b)
-            w = gaps[it.gap].slots if it.gap is not None else 1
-            if it.gap == g:
-                a, b = pos, pos + w
-            pos += w
-        lo = max(0, min(a - (win - (b - a)) // 2, pos - win))
-        hi = min(pos, lo + win)
-        hyps = decode_window(self.model, items, gaps, {}, [g], lo, hi, self.beam, respace=False)
-        fills = ["".join(A.LETTERS[int(s)] for s in h.fill[g] if 0 <= s < A.NUM_LETTERS) for h in hyps]
-        return fills, float(math.exp(hyps[0].score)) if hyps else 0.0
+        logp, shape, g, items, gaps, _ = self.prepared(task)
+        n1 = self.fusion.history if self.fusion is not None else 0
+        left, right = gap_context(items, gaps, {}, g, n1) if n1 else (None, None)
+        cands = search_gap(logp, shape, self.k, self.fusion, left, right)
+        return [c.text() for c in cands], cands[0].prob if cands else 0.0
 
 
 def _context(text: str) -> np.ndarray:
@@ -119,7 +171,9 @@ class NgramDecoder:
     def __call__(self, task: Task) -> tuple[list[str], float]:
         left, right = _context(task.input[: task.start]), _context(task.input[task.end :])
         # the width from the notation ([....]: one dot per letter), never from the truth
-        widths = [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
+        widths = (
+            [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
+        )
         cands: dict[str, float] = {}
         for w in widths:
             for fill, lp in self.ngram.topk_fill(left, w, right, k=self.pool, beam=self.pool):
@@ -130,7 +184,11 @@ class NgramDecoder:
         return [f for f, _ in best[: self.k]], prob
 
 
-def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progress: Callable[[str, int, int], None] | None = None) -> dict:
+def run_tasks(
+    decoders: dict[str, Decoder],
+    tasks: dict[str, list[Task]],
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Every decoder on every task of every protocol. Returns ``{protocol: {"gaps": n,
     "decoders": {name: figures of :func:`~.benchmark_scoring.summarise` plus "seconds" and
     "restorations_per_second", "failed"}, "examples": [per gap: text id, offsets, truth, and per
@@ -154,12 +212,30 @@ def run_tasks(decoders: dict[str, Decoder], tasks: dict[str, list[Task]], progre
                 except ValueError as err:
                     cands, prob, error = [], 0.0, str(err)
                     failed += 1
-                    log.warning("[benchmark] %s: %s could not restore the gap at %d of %s: %s", protocol, name, t.start, t.text_id, err)
-                seconds += time.perf_counter() - t0
-                letters = list(dict.fromkeys(base_letters(c) for c in cands))  # distinct, order kept
+                    log.warning(
+                        "[benchmark] %s: %s could not restore the gap at %d of %s: %s",
+                        protocol,
+                        name,
+                        t.start,
+                        t.text_id,
+                        err,
+                    )
+                seconds += (
+                    time.perf_counter()
+                    - t0
+                    + (dec.cached_seconds(t) if hasattr(dec, "cached_seconds") else 0.0)
+                )
+                letters = list(
+                    dict.fromkeys(base_letters(c) for c in cands)
+                )  # distinct, order kept
                 s = GapScore(t.truth, tuple(letters), min(1.0, max(0.0, prob)), t.known_width)
                 scores.append(s)
-                rows[i][name] = {"top1": s.top1, "rank": s.rank, "prob": s.prob, "best5": list(s.candidates[:5])}
+                rows[i][name] = {
+                    "top1": s.top1,
+                    "rank": s.rank,
+                    "prob": s.prob,
+                    "best5": list(s.candidates[:5]),
+                }
                 if error is not None:
                     rows[i][name]["error"] = error
                 if progress is not None:
@@ -185,12 +261,18 @@ def benchmark(
     unknown_width: int = 20,
     epidoc_root: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    fusion_weights: list[float] | None = None,
 ) -> dict:
     """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
     ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
     (the tier's folder, e.g. ``../shared/corpus/isicily``) instead of the paths ``stats.json``
-    recorded at conversion (shards converted on another machine). Returns ``{"corpus": {...}, "protocols": (see
-    :func:`run_tasks`), "settings": {...}, "published": PUBLISHED}``. Raises
+    recorded at conversion (shards converted on another machine). ``fusion_weights``: with an
+    ``ngram``, the model's search fused with it (:mod:`~stoicheia.inference.restore.gap_search`)
+    at each weight; the weight with the best mean top-1 over the protocols (then the lowest mean
+    CER, then the smaller weight) is chosen and its figures are the decoder ``"fused"``.
+    Returns ``{"corpus": {...}, "protocols": (see :func:`run_tasks`), "settings": {...},
+    "published": PUBLISHED, "fusion": {"weights": {w: {protocol: {"top1", "cer"}}}, "chosen": w}
+    (with ``fusion_weights``)}``. Raises
     :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
     from stoicheia.data.shards import read_stats
@@ -201,10 +283,42 @@ def benchmark(
     texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts, epidoc_root=epidoc_root)
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
-        raise BenchmarkError(f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}")
-    decoders: dict[str, Decoder] = {"model": ModelDecoder(model, unknown_width=unknown_width)}
+        raise BenchmarkError(
+            f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}"
+        )
+    model_decoder = ModelDecoder(model, unknown_width=unknown_width)
+    decoders: dict[str, Decoder] = {"model": model_decoder}
     if ngram is not None:
         decoders["ngram"] = NgramDecoder(ngram, unknown_width=unknown_width)
+    results = run_tasks(decoders, tasks, progress)
+    fusion: dict[str, Any] = {}
+    if ngram is not None and fusion_weights:
+        runs = {}
+        for w in fusion_weights:
+            runs[w] = run_tasks(
+                {f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, progress
+            )
+        table = {
+            w: {p: {k: r[p]["decoders"][f"fused {w:g}"][k] for k in ("top1", "cer")} for p in r}
+            for w, r in runs.items()
+        }
+        chosen = max(
+            fusion_weights,
+            key=lambda w: (
+                round(float(np.mean([f["top1"] for f in table[w].values()])), 9),
+                -round(float(np.mean([f["cer"] for f in table[w].values()])), 9),
+                -w,
+            ),
+        )
+        for p, res in results.items():
+            res["decoders"]["fused"] = runs[chosen][p]["decoders"][f"fused {chosen:g}"]
+            for row, other in zip(res["examples"], runs[chosen][p]["examples"], strict=True):
+                row["fused"] = other[f"fused {chosen:g}"]
+        fusion = {
+            "weights": table,
+            "chosen": chosen,
+            "chosen_on": f"{sum(len(t) for t in tasks.values()):,} gaps of the inscription dev set",
+        }
     dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     corpus = {
         "shards": str(shard_root),
@@ -212,15 +326,26 @@ def benchmark(
         "digits": dev.get("digits", []),
         "inscriptions": len({t.work for t in texts}),
         "texts": len(texts),
-        "letters": sum(int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts),  # supplements included
+        "letters": sum(
+            int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts
+        ),  # supplements included
         "left_out": dict(counts.most_common()),
     }
     return {
         "corpus": corpus,
-        "settings": {"protocols": protocols, "spans_per_text": spans_per_text, "seed": seed, "max_texts": max_texts,
-                     "unknown_width": unknown_width, "beam": max(TOP_KS), "top_k": list(TOP_KS)},
-        "protocols": run_tasks(decoders, tasks, progress),
+        "settings": {
+            "protocols": protocols,
+            "spans_per_text": spans_per_text,
+            "seed": seed,
+            "max_texts": max_texts,
+            "unknown_width": unknown_width,
+            "candidates": max(TOP_KS),
+            "top_k": list(TOP_KS),
+            "fusion_weights": list(fusion_weights or []),
+        },
+        "protocols": results,
         "published": PUBLISHED,
+        **({"fusion": fusion} if fusion else {}),
     }
 
 

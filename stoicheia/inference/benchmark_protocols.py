@@ -91,7 +91,10 @@ def _is_letter(ch: str) -> bool:
 
 
 def read_dev_texts(
-    shard_root: str | Path, max_texts: int | None = None, counts: Counter | None = None, epidoc_root: str | Path | None = None
+    shard_root: str | Path,
+    max_texts: int | None = None,
+    counts: Counter | None = None,
+    epidoc_root: str | Path | None = None,
 ) -> list[DevText]:
     """The records of the inscription dev set of the converted corpus at ``shard_root``, read
     from their EpiDoc files with the EpiDoc options of the conversion (``stats.json``), except
@@ -120,7 +123,9 @@ def read_dev_texts(
         )
     opts = dict(stats.get("epidoc") or {})
     opts["supplied_lost"] = "text"
-    options = EpiDocOptions(**{k: v for k, v in opts.items() if k in ("supplied_lost", "expansions", "choice")})
+    options = EpiDocOptions(
+        **{k: v for k, v in opts.items() if k in ("supplied_lost", "expansions", "choice")}
+    )
     min_greek = float(stats.get("min_greek", 0.95))
     counts = counts if counts is not None else Counter()
     out: list[DevText] = []
@@ -128,9 +133,10 @@ def read_dev_texts(
         path = Path(epidoc_root) / w["work"] if epidoc_root is not None else Path(w["epidoc"])
         if not path.exists():
             fix = (
-                "give the folder the tier was converted from (e.g. ../shared/corpus/isicily)" if epidoc_root is not None
+                "give the folder the tier was converted from (e.g. ../shared/corpus/isicily)"
+                if epidoc_root is not None
                 else "give --epidoc-root, the folder the tier was converted from (e.g. ../shared/corpus/isicily), "
-                     "or convert again on this machine"
+                "or convert again on this machine"
             )
             raise BenchmarkError(
                 f"{path}: the EpiDoc file of the dev inscription {w['work']} (listed in {Path(shard_root) / 'stats.json'}) "
@@ -156,9 +162,17 @@ def _lacuna_index(text: str, start: int) -> int:
     raise AssertionError(f"no lacuna opens at {start} in {text!r}")
 
 
-
-def _gap_task(protocol: str, text_id: str, text: str, a: int, b: int, notation: str, truth: str,
-              known: bool, counts: Counter) -> Task | None:
+def _gap_task(
+    protocol: str,
+    text_id: str,
+    text: str,
+    a: int,
+    b: int,
+    notation: str,
+    truth: str,
+    known: bool,
+    counts: Counter,
+) -> Task | None:
     """The task of ``text`` with characters ``[a, b)`` replaced by the lacuna ``notation``, or
     ``None`` (counted in ``counts``) when nothing is left to read it from
     (``no_letter_left``) or the parser refuses the lacuna beside its neighbours
@@ -173,6 +187,7 @@ def _gap_task(protocol: str, text_id: str, text: str, a: int, b: int, notation: 
         counts["unreadable_with_the_gap"] += 1
         return None
     return Task(protocol, text_id, new, a, a + len(notation), target, truth, known)
+
 
 def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
     """One task per editor's supplement of ``dev`` (protocol ``supplements``), in reading
@@ -217,7 +232,10 @@ def _intact_runs(text: str) -> list[list[tuple[int, int]]]:
             j = i + 1
             while j < end and unicodedata.combining(text[j]):
                 j += 1
-            if _is_letter(unicodedata.normalize("NFC", text[i:j].replace(DOT_BELOW, ""))) and DOT_BELOW not in text[i + 1 : j]:
+            if (
+                _is_letter(unicodedata.normalize("NFC", text[i:j].replace(DOT_BELOW, "")))
+                and DOT_BELOW not in text[i + 1 : j]
+            ):
                 run.append((i, j))
             elif ch != " " or not run:
                 if run:
@@ -261,7 +279,9 @@ def hidden_spans(dev: DevText, n: int, seed: int) -> list[tuple[int, int, str]]:
     return [(a, b, t) for (a, b), t in chosen.items()]
 
 
-def span_tasks(dev: DevText, n: int, seed: int, protocol: str = "hidden", counts: Counter | None = None) -> list[Task]:
+def span_tasks(
+    dev: DevText, n: int, seed: int, protocol: str = "hidden", counts: Counter | None = None
+) -> list[Task]:
     """The tasks of protocol ``hidden`` (``[....]``, the width given) or ``unknown`` (``[---]``)
     on the same spans (:func:`hidden_spans`). A text without intact letters gives none
     (counted ``text_without_intact_letters`` in ``counts``); a span that holds every letter
@@ -275,14 +295,20 @@ def span_tasks(dev: DevText, n: int, seed: int, protocol: str = "hidden", counts
         counts["text_without_intact_letters"] += 1
     for a, b, truth in spans:
         notation = "[" + "." * len(truth) + "]" if protocol == "hidden" else "[---]"
-        task = _gap_task(protocol, dev.id, dev.text, a, b, notation, truth, protocol == "hidden", counts)
+        task = _gap_task(
+            protocol, dev.id, dev.text, a, b, notation, truth, protocol == "hidden", counts
+        )
         if task is not None:
             tasks.append(task)
     return tasks
 
 
 def build_tasks(
-    texts: Iterable[DevText], protocols: Iterable[str], spans_per_text: int, seed: int, counts: Counter | None = None
+    texts: Iterable[DevText],
+    protocols: Iterable[str],
+    spans_per_text: int,
+    seed: int,
+    counts: Counter | None = None,
 ) -> dict[str, list[Task]]:
     """The tasks of each protocol over ``texts`` (in text order). Raises :class:`BenchmarkError`
     for an unknown protocol."""
@@ -297,11 +323,26 @@ def build_tasks(
                 out[p] += supplement_tasks(dev, counts)
             else:
                 # the counts of the spans are the same for both span protocols: counted once
-                out[p] += span_tasks(dev, spans_per_text, seed, p, counts if p == "hidden" or "hidden" not in protocols else None)
+                out[p] += span_tasks(
+                    dev,
+                    spans_per_text,
+                    seed,
+                    p,
+                    counts if p == "hidden" or "hidden" not in protocols else None,
+                )
     return out
 
 
 __all__ = [
-    "PROTOCOLS", "BenchmarkError", "DevText", "Task", "base_letters", "build_tasks", "hidden_spans", "read_dev_texts",
-    "span_tasks", "supplement_tasks", "text_seed",
+    "PROTOCOLS",
+    "BenchmarkError",
+    "DevText",
+    "Task",
+    "base_letters",
+    "build_tasks",
+    "hidden_spans",
+    "read_dev_texts",
+    "span_tasks",
+    "supplement_tasks",
+    "text_seed",
 ]

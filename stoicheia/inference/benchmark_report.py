@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-NAMES = {"model": "model", "ngram": "n-gram"}
+NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
 PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
     "supplements": "editors' supplements, width given",
@@ -48,10 +48,21 @@ def format_table(result: dict) -> list[str]:
     ]
     m = result.get("model") or {}
     if m:
-        lines.append(f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's iterative unmasking, beam {result['settings']['beam']}")
+        lines.append(
+            f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's (one forward pass per gap, "
+            f"then a search keeping {result['settings'].get('candidates', 20)} candidates)"
+        )
     ng = result.get("ngram")
     if ng:
-        lines.append(f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}")
+        lines.append(
+            f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}"
+        )
+    fu = result.get("fusion")
+    if fu:
+        lines.append(
+            f"fused: the model's search fused with the n-gram at weight {fu['chosen']:g}, chosen on {fu['chosen_on']} "
+            "(best mean top-1 over the protocols; 0 is the model alone)"
+        )
     if c.get("left_out"):
         lines.append(f"left out: {', '.join(f'{k} {v}' for k, v in c['left_out'].items())}")
     head = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
@@ -62,14 +73,73 @@ def format_table(result: dict) -> list[str]:
             lines.append(_row(NAMES.get(name, name), f))
         for name, f in decs.items():
             if f.get("failed"):
-                lines.append(f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)")
+                lines.append(
+                    f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)"
+                )
         for span in next(iter(decs.values()))["by_length"]:
             for name, f in decs.items():
-                lines.append(_row(f"{span} letters {NAMES.get(name, name)}", {**f["by_length"][span], "ece": None}, speed=False))
+                lines.append(
+                    _row(
+                        f"{span} letters {NAMES.get(name, name)}",
+                        {**f["by_length"][span], "ece": None},
+                        speed=False,
+                    )
+                )
+    if fu:
+        protos = list(result["protocols"])
+        lines += [
+            "",
+            "fusion weight (0: the model alone): top-1 / CER per protocol",
+            "  " + f"{'weight':>6}  " + "  ".join(f"{p:>18}" for p in protos),
+        ]
+        for w, per in fu["weights"].items():
+            mark = " <- chosen" if float(w) == float(fu["chosen"]) else ""
+            cells = "  ".join(f"{_pct(per[p]['top1'])} / {_pct(per[p]['cer'])}" for p in protos)
+            lines.append(f"  {float(w):>6g}  {cells}{mark}")
     lines += ["", "published (other corpora, far larger models; not comparable figure for figure):"]
     for p in result.get("published", []):
-        figs = ", ".join(f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%" for k in ("cer", "top1", "top20") if k in p)
+        figs = ", ".join(
+            f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%"
+            for k in ("cer", "top1", "top20")
+            if k in p
+        )
         lines.append(f"  {p['system']}, {p['corpus']}, {p['task']}: {figs}")
+    return lines
+
+
+def summary_lines(result: dict) -> list[str]:
+    """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
+    ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
+    for the unknown width, the share of right lengths; then the published anchors."""
+    c = result["corpus"]
+    fu = result.get("fusion") or {}
+    names = {**NAMES, "fused": f"fused (w={fu['chosen']:g})" if fu else "fused"}
+    lines = [
+        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters",
+    ]
+    for protocol, res in result["protocols"].items():
+        label = {
+            "hidden": "hidden spans [....]",
+            "supplements": "editors' supplements [....]",
+            "unknown": "hidden spans, width unknown [---]",
+        }.get(protocol, protocol)
+        lines.append(f"{label}, {res['gaps']:,} gaps")
+        for name, f in res["decoders"].items():
+            row = f"  {names.get(name, name):<13} CER {_pct(f.get('cer'))}  top-1 {_pct(f.get('top1'))}  top-20 {_pct(f.get('top20'))}"
+            lines.append(
+                row
+                + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
+            )
+    lines.append(
+        "published, other corpora and far larger models (not comparable figure for figure):"
+    )
+    for p in result.get("published", []):
+        figs = ", ".join(
+            f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%"
+            for k in ("cer", "top1", "top20")
+            if k in p
+        )
+        lines.append(f"  {p['system']}, {p['task']}: {figs}")
     return lines
 
 
@@ -92,7 +162,9 @@ def reliability_plot(result: dict, path: Path) -> None:
                 continue
             xs = [b["confidence"] for b in bins]
             ys = [b["accuracy"] for b in bins]
-            ax.plot(xs, ys, marker="o", label=f"{NAMES.get(name, name)} (ECE {100 * f['ece']:.1f}%)")
+            ax.plot(
+                xs, ys, marker="o", label=f"{NAMES.get(name, name)} (ECE {100 * f['ece']:.1f}%)"
+            )
             ax.scatter(xs, ys, s=[10 + 200 * b["n"] / max(1, f["gaps"]) for b in bins], alpha=0.3)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -106,15 +178,24 @@ def reliability_plot(result: dict, path: Path) -> None:
 
 
 def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
-    """Write ``benchmark.json``, ``benchmark.txt`` (the table) and ``reliability.png`` into
+    """Write ``benchmark.json``, ``benchmark.txt`` (the table), ``summary.txt`` (the short
+    table) and ``reliability.png`` into
     ``out_dir`` (made if missing); returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "benchmark.json", out / "benchmark.txt", out / "reliability.png"]
-    paths[0].write_text(json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+    paths = [
+        out / "benchmark.json",
+        out / "benchmark.txt",
+        out / "summary.txt",
+        out / "reliability.png",
+    ]
+    paths[0].write_text(
+        json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
+    )
     paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
-    reliability_plot(result, paths[2])
+    paths[2].write_text("\n".join(summary_lines(result)) + "\n", encoding="utf-8")
+    reliability_plot(result, paths[3])
     return paths
 
 
-__all__ = ["format_table", "reliability_plot", "write_outputs"]
+__all__ = ["format_table", "reliability_plot", "summary_lines", "write_outputs"]

@@ -70,7 +70,13 @@ class GapScore:
             return None
 
     def to_json(self) -> dict:
-        return {"truth": self.truth, "top1": self.top1, "rank": self.rank, "prob": self.prob, "candidates": list(self.candidates)}
+        return {
+            "truth": self.truth,
+            "top1": self.top1,
+            "rank": self.rank,
+            "prob": self.prob,
+            "candidates": list(self.candidates),
+        }
 
 
 def calibration(probs: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS) -> dict:
@@ -96,7 +102,9 @@ def calibration(probs: Sequence[float], correct: Sequence[bool], bins: int = ECE
         acc = float(c[m].mean()) if n else None
         if n:
             ece += n / p.size * abs(acc - conf)
-        table.append({"lo": b / bins, "hi": (b + 1) / bins, "n": n, "confidence": conf, "accuracy": acc})
+        table.append(
+            {"lo": b / bins, "hi": (b + 1) / bins, "n": n, "confidence": conf, "accuracy": acc}
+        )
     return {"ece": ece if p.size else float("nan"), "bins": table}
 
 
@@ -123,9 +131,18 @@ def summarise(scores: Sequence[GapScore]) -> dict:
     out["ece"] = cal["ece"]
     out["reliability"] = cal["bins"]
     out["by_length"] = {
-        f"{lo}-{hi}": _figures([s for s in scores if lo <= len(s.truth) <= hi]) for lo, hi in LENGTH_BINS
+        f"{lo}-{hi}": _figures([s for s in scores if lo <= len(s.truth) <= hi])
+        for lo, hi in LENGTH_BINS
     }
     return out
 
 
-__all__ = ["ECE_BINS", "LENGTH_BINS", "TOP_KS", "GapScore", "calibration", "edit_distance", "summarise"]
+__all__ = [
+    "ECE_BINS",
+    "LENGTH_BINS",
+    "TOP_KS",
+    "GapScore",
+    "calibration",
+    "edit_distance",
+    "summarise",
+]

@@ -73,11 +73,10 @@ from stoicheia.inference.epidoc_restore_pieces import pieces
 from stoicheia.sources.epidoc import (
     MAX_GAP_LETTERS,
     EpiDocOptions,
-    _Emitter,
-    _is_greek_lang,
-    _lang_of,
-    _Walker,
+    is_greek_lang,
     is_tei_p5,
+    unit_language,
+    unit_leiden,
 )
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
@@ -85,7 +84,6 @@ __all__ = ["EpiDocPlan", "EpiDocRestoreError", "EpiDocResult", "GapOutcome", "Pi
 
 _T = "{http://www.tei-c.org/ns/1.0}"
 _XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
-_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 RESP_ID = "stoicheia"
 _MARK = "\ue000"  # a private-use character put before the lacuna of each <gap>
 _WS = re.compile(r"\s+")
@@ -205,19 +203,6 @@ def _locate(doc: etree._Element, data: bytes) -> dict[Any, _Span]:
 # --- reading the Greek edition ----------------------------------------------------------------
 
 
-class _GapWalker(_Walker):
-    """The reader's walker, recording each ``<gap>`` it writes as a lacuna, in order."""
-
-    def __init__(self, opts: EpiDocOptions, counts: Counter) -> None:
-        super().__init__(opts, counts)
-        self.gaps: list[etree._Element] = []
-
-    def _gap(self, el: etree._Element, em: _Emitter) -> None:
-        self.gaps.append(el)
-        em.raw(_MARK)  # tells this lacuna from one the reader makes of other markup
-        super()._gap(el, em)
-
-
 @dataclass
 class _Unit:
     """One Greek unit of the edition (a text part, or the edition): its Leiden text, its
@@ -247,14 +232,12 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
     for ed in editions:
         parts = [d for d in ed.iter(_T + "div") if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None]
         for unit in parts or [ed]:
-            lang = unit.get(_XML_LANG) or _lang_of(unit, default_lang)
-            if not _is_greek_lang(lang):
+            lang = unit_language(unit, default_lang)
+            if not is_greek_lang(lang):
                 langs.append(str(lang))
                 continue
-            walker = _GapWalker(opts, counts)
-            em = _Emitter(opts, counts)
-            walker._children(unit, em, None, lang, False)
-            marked = unicodedata.normalize("NFC", em.leiden())
+            # the mark tells the lacuna of each <gap> from one the reader makes of other markup
+            marked, gaps = unit_leiden(unit, lang, opts, counts, gap_mark=_MARK)
             text = _WS.sub(" ", marked.replace(_MARK, "")).strip()
             try:
                 lac_marked = [s for s in parse_leiden(marked) if isinstance(s, Lacuna)]
@@ -263,10 +246,10 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
                 raise EpiDocRestoreError(f"{name}:{unit.sourceline}: the edition's Leiden text cannot be read ({err}); "
                                          "check the markup of the edition there") from None
             from_gap = [_after_mark(marked, s.start - 1) for s in lac_marked]
-            if len(lacunae) != len(lac_marked) or sum(from_gap) != len(walker.gaps):
-                raise EpiDocRestoreError(f"{name}:{unit.sourceline}: {len(walker.gaps)} <gap> elements but {sum(from_gap)} "
+            if len(lacunae) != len(lac_marked) or sum(from_gap) != len(gaps):
+                raise EpiDocRestoreError(f"{name}:{unit.sourceline}: {len(gaps)} <gap> elements but {sum(from_gap)} "
                                          "of their lacunae found in the edition's Leiden text; report this file")
-            owners = iter(walker.gaps)
+            owners = iter(gaps)
             units.append(_Unit(text, lacunae, [next(owners) if f else None for f in from_gap]))
     if not units:
         raise EpiDocRestoreError(f"{name}: no Greek edition (the edition is in {', '.join(sorted(set(langs)))}): "

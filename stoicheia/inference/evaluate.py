@@ -71,7 +71,10 @@ class EvalOptions:
 
 
 def train_ngram(
-    shard_root: str | Path, tier_weights: dict[str, float] | None, order: int = 5, max_letters: int = 20_000_000
+    shard_root: str | Path,
+    tier_weights: dict[str, float] | None,
+    order: int = 5,
+    max_letters: int = 20_000_000,
 ) -> tuple[LetterNgram, dict[str, Any]]:
     """A :class:`LetterNgram` of ``order`` fitted on the ``train`` split of the shards, at most
     ``max_letters`` letters, shared among the tiers with a positive weight in proportion to
@@ -79,9 +82,15 @@ def train_ngram(
     Returns the model and what it was trained on (shards, letters per tier)."""
     root = Path(shard_root)
     present = sorted(p.name for p in root.iterdir() if (p / "train" / "index.json").exists())
-    weights = {t: w for t, w in (tier_weights or {t: 1.0 for t in present}).items() if w > 0 and t in present}
+    weights = {
+        t: w
+        for t, w in (tier_weights or {t: 1.0 for t in present}).items()
+        if w > 0 and t in present
+    }
     if not weights:
-        raise FileNotFoundError(f"{root}: no train shards of the tiers {sorted(tier_weights or {})}")
+        raise FileNotFoundError(
+            f"{root}: no train shards of the tiers {sorted(tier_weights or {})}"
+        )
     total = sum(weights.values())
     seqs: list[np.ndarray] = []
     used: dict[str, int] = {}
@@ -155,7 +164,9 @@ def evaluate(
     for ks in by_work.values():
         names = _groups(records[ks[0]])
         keys = [record_key(records[k].id) for k in ks]
-        batches = build_eval_batches([records[k].planes for k in ks], opt.seq_len, opt.rows, opt.t, opt.seed, keys=keys)
+        batches = build_eval_batches(
+            [records[k].planes for k in ks], opt.seq_len, opt.rows, opt.t, opt.seed, keys=keys
+        )
         for batch in batches:
             out = model(batch)
             out = {h: v.cpu() for h, v in out.items()}
@@ -164,16 +175,27 @@ def evaluate(
                     update_metric(m, out, batch)
                 counts[g]["masked_letters"] += int((batch["tgt_chars"] >= 0).sum())
 
-    say(f"masked words (rate {opt.word_rate}): model" + (f" and {ngram.order}-gram" if ngram else ""))
+    say(
+        f"masked words (rate {opt.word_rate}): model"
+        + (f" and {ngram.order}-gram" if ngram else "")
+    )
     hits: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     batches, words = build_word_batches(
-        [r.planes for r in records], opt.seq_len, opt.rows, opt.word_rate, opt.seed, opt.word_gap, keys=[record_key(r.id) for r in records]
+        [r.planes for r in records],
+        opt.seq_len,
+        opt.rows,
+        opt.word_rate,
+        opt.seed,
+        opt.word_gap,
+        keys=[record_key(r.id) for r in records],
     )
     by_batch: dict[int, list[Any]] = defaultdict(list)
     for w in words:
         by_batch[w.batch].append(w)
     for b, batch in enumerate(batches):
-        logp = torch.log_softmax(model(batch)["char"][..., :NUM_LETTERS].float(), dim=-1).cpu().numpy()
+        logp = (
+            torch.log_softmax(model(batch)["char"][..., :NUM_LETTERS].float(), dim=-1).cpu().numpy()
+        )
         chars = batch["tgt_chars"].numpy()
         inputs = batch["chars"].numpy()
         for w in by_batch[b]:
@@ -211,6 +233,7 @@ def evaluate(
     if ngram is not None:
         result["ngram_order"] = ngram.order
     return result
+
 
 #: Columns of the readable table: (key, heading, format).
 TABLE_COLUMNS = (
@@ -265,7 +288,9 @@ def format_table(result: dict[str, Any], max_works: int | None = None) -> list[s
     lines.append(base)
     baselines = []
     if result.get("unigram_entropy_bits") is not None:
-        baselines.append(f"letter-unigram entropy of the training mix {result['unigram_entropy_bits']:.3f} bits (bits/char must beat it)")
+        baselines.append(
+            f"letter-unigram entropy of the training mix {result['unigram_entropy_bits']:.3f} bits (bits/char must beat it)"
+        )
     if "ngram_order" in result:
         baselines.append(
             f"ngram@k: a {result['ngram_order']}-gram letter model (Witten-Bell) of the "
@@ -284,7 +309,9 @@ def is_shard_folder(path: str | Path) -> bool:
         return False
     if (p / "stats.json").exists():
         return True
-    return any((t / s / "index.json").exists() for t in p.iterdir() if t.is_dir() for s in ("train", "val"))
+    return any(
+        (t / s / "index.json").exists() for t in p.iterdir() if t.is_dir() for s in ("train", "val")
+    )
 
 
 def _missing_input(given: str) -> str:
@@ -302,8 +329,13 @@ def _tiers_without_index(root: Path, split: str, present: list[str]) -> list[str
         tiers = json.loads((root / "stats.json").read_text(encoding="utf-8")).get("tiers", {})
     except (OSError, ValueError, AttributeError):
         return []
-    return sorted(t for t, st in tiers.items()
-                  if isinstance(st, dict) and (st.get("records_kept") or {}).get(split, 0) > 0 and t not in present)
+    return sorted(
+        t
+        for t, st in tiers.items()
+        if isinstance(st, dict)
+        and (st.get("records_kept") or {}).get(split, 0) > 0
+        and t not in present
+    )
 
 
 def load_records(
@@ -329,7 +361,9 @@ def load_records(
     from stoicheia.data.shards import index_samples
 
     if max_records is not None and max_records < 1:
-        raise ValueError(f"--max-records {max_records}: give at least 1 record per tier (or leave it out for all)")
+        raise ValueError(
+            f"--max-records {max_records}: give at least 1 record per tier (or leave it out for all)"
+        )
     missing = [x for x in inputs if not Path(x).exists()]
     if missing:
         more = f" ({len(missing) - 1} more inputs missing)" if len(missing) > 1 else ""
@@ -337,7 +371,9 @@ def load_records(
     seen: dict[Path, str] = {}
     for x in inputs:
         if Path(x).resolve() in seen:
-            raise ValueError(f"--shards {x!r} is given twice ({seen[Path(x).resolve()]!r} too): its records would count twice; give it once")
+            raise ValueError(
+                f"--shards {x!r} is given twice ({seen[Path(x).resolve()]!r} too): its records would count twice; give it once"
+            )
         seen[Path(x).resolve()] = x
     shard_dirs = [x for x in inputs if is_shard_folder(x)]
     if shard_dirs and len(inputs) > 1:
@@ -351,12 +387,25 @@ def load_records(
         root = Path(shard_dirs[0])
         split = split or "val"
         dirs = sorted(p for p in root.iterdir() if p.is_dir())
-        present = [p.name for p in dirs if (p / split / "index.json").exists() and index_samples(p / split) > 0]
+        present = [
+            p.name
+            for p in dirs
+            if (p / split / "index.json").exists() and index_samples(p / split) > 0
+        ]
         if not present:
-            have = sorted(f"{p.name}/{s}" for p in dirs for s in ("train", "val") if (p / s / "index.json").exists())
+            have = sorted(
+                f"{p.name}/{s}"
+                for p in dirs
+                for s in ("train", "val")
+                if (p / s / "index.json").exists()
+            )
             raise FileNotFoundError(
                 f"{root}: no tier has {split} records (the shards hold {', '.join(have) or 'no split'}); "
-                + ("give --split train, or convert with --val-fraction > 0" if split == "val" else "give another shard folder")
+                + (
+                    "give --split train, or convert with --val-fraction > 0"
+                    if split == "val"
+                    else "give another shard folder"
+                )
             )
         damaged = _tiers_without_index(root, split, present)
         if damaged:
@@ -380,12 +429,26 @@ def load_records(
             "(read as one tier, 'input'): leave --tiers out"
         )
     if split is not None:
-        raise ValueError(f"--split {split}: splits are those of a shard folder, and {', '.join(inputs)} are raw source files: leave --split out")
+        raise ValueError(
+            f"--split {split}: splits are those of a shard folder, and {', '.join(inputs)} are raw source files: leave --split out"
+        )
     not_read: list[Path] = []
     recs, rejected = read_text_records(inputs, not_read=not_read)
     if max_records is not None:
         recs = recs[:max_records]
-    return recs, {"files": list(inputs), "rejected": dict(rejected), "not_read": [str(p) for p in not_read]}
+    return recs, {
+        "files": list(inputs),
+        "rejected": dict(rejected),
+        "not_read": [str(p) for p in not_read],
+    }
 
 
-__all__ = ["EVAL_METRICS", "EvalOptions", "evaluate", "format_table", "is_shard_folder", "load_records", "train_ngram"]
+__all__ = [
+    "EVAL_METRICS",
+    "EvalOptions",
+    "evaluate",
+    "format_table",
+    "is_shard_folder",
+    "load_records",
+    "train_ngram",
+]

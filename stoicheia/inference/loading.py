@@ -122,9 +122,13 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
             )
     elif dev.type == "mps":
         if "mps" not in available_devices():
-            raise ModelLoadError(f"device {str(device)!r}: Metal (mps) is not available here; give one of {have}")
+            raise ModelLoadError(
+                f"device {str(device)!r}: Metal (mps) is not available here; give one of {have}"
+            )
     elif dev.type != "cpu":
-        raise ModelLoadError(f"device {str(device)!r}: only cpu, cuda and mps are supported; give one of auto, {have}")
+        raise ModelLoadError(
+            f"device {str(device)!r}: only cpu, cuda and mps are supported; give one of auto, {have}"
+        )
     return dev
 
 
@@ -137,9 +141,13 @@ def _config_from_yaml(config: str | Path | dict[str, Any]) -> dict[str, Any]:
         return to_dict(load_config(config))
     except ConfigError as err:
         text = str(err)
-        raise ModelLoadError(f"--config {text}" if text.startswith(str(config)) else f"--config {config}: {text}") from None
+        raise ModelLoadError(
+            f"--config {text}" if text.startswith(str(config)) else f"--config {config}: {text}"
+        ) from None
     except OSError as err:  # a folder, no permission...
-        raise ModelLoadError(f"--config {config}: cannot read it ({err.strerror}); give the run's YAML file") from None
+        raise ModelLoadError(
+            f"--config {config}: cannot read it ({err.strerror}); give the run's YAML file"
+        ) from None
 
 
 def _encoder_config(config: dict[str, Any], where: str) -> EncoderConfig:
@@ -162,7 +170,9 @@ def _strip_prefix(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def _build(cfg: EncoderConfig, weights: dict[str, torch.Tensor], where: str, device: torch.device) -> CharBertEncoder:
+def _build(
+    cfg: EncoderConfig, weights: dict[str, torch.Tensor], where: str, device: torch.device
+) -> CharBertEncoder:
     encoder = CharBertEncoder(cfg)
     try:
         encoder.load_state_dict(weights, strict=True)
@@ -190,7 +200,9 @@ def _checkpoint_file(path: str) -> tuple[Path, str]:
         try:
             get_file(path, str(dest), progress_bar=False)
         except Exception as err:  # object-store clients raise many types
-            raise ModelLoadError(f"{path}: cannot fetch the checkpoint ({err}); check the URI and the credentials") from err
+            raise ModelLoadError(
+                f"{path}: cannot fetch the checkpoint ({err}); check the URI and the credentials"
+            ) from err
         return dest, ""
     p = Path(path)
     if p.is_dir():
@@ -202,7 +214,9 @@ def _checkpoint_file(path: str) -> tuple[Path, str]:
             "model.safetensors); give a checkpoint file or an export folder"
         )
     if not p.exists():
-        raise ModelLoadError(f"{p}: no such file or folder; give a training checkpoint (.pt), a run folder or an export folder")
+        raise ModelLoadError(
+            f"{p}: no such file or folder; give a training checkpoint (.pt), a run folder or an export folder"
+        )
     return p, str(p.parent)
 
 
@@ -210,13 +224,20 @@ def _other_checkpoints_hint(file: Path) -> str:
     """The fix for an unreadable checkpoint: the other checkpoints of its folder, newest first."""
     try:
         others = sorted(
-            (p for p in file.parent.glob("*.pt") if p.resolve() != file.resolve() and not p.name.startswith(".")),
-            key=lambda p: p.stat().st_mtime, reverse=True,
+            (
+                p
+                for p in file.parent.glob("*.pt")
+                if p.resolve() != file.resolve() and not p.name.startswith(".")
+            ),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
         )
     except OSError:
         others = []
     if others:
-        shown = ", ".join(p.name for p in others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        shown = ", ".join(p.name for p in others[:4]) + (
+            f" and {len(others) - 4} more" if len(others) > 4 else ""
+        )
         where = f"the run folder {file.parent} also holds {shown}"
     else:
         where = f"{file.parent} holds no other checkpoint"
@@ -242,7 +263,9 @@ def load_model(
     """
     dev = resolve_device(device)
     source = str(path)
-    given_config = _config_from_yaml(config) if config is not None else None  # a wrong --config fails first
+    given_config = (
+        _config_from_yaml(config) if config is not None else None
+    )  # a wrong --config fails first
     if "://" not in source and is_export_dir(source):
         return _load_export(Path(source), dev, config)
     file, folder = _checkpoint_file(source)
@@ -257,10 +280,14 @@ def load_model(
         ckpt = torch.load(file, map_location="cpu", weights_only=False)
     except Exception as err:  # a truncated zip, a non-torch file...
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ModelLoadError(f"{file}: not a readable torch checkpoint ({first}); {_other_checkpoints_hint(Path(file))}") from err
+        raise ModelLoadError(
+            f"{file}: not a readable torch checkpoint ({first}); {_other_checkpoints_hint(Path(file))}"
+        ) from err
     state = ckpt.get("state", ckpt) if isinstance(ckpt, dict) else None
     if not isinstance(state, dict) or "model" not in state:
-        raise ModelLoadError(f"{file}: not a Composer training checkpoint (no state.model); give best.pt, final.pt or ep*-ba*-rank0.pt")
+        raise ModelLoadError(
+            f"{file}: not a Composer training checkpoint (no state.model); give best.pt, final.pt or ep*-ba*-rank0.pt"
+        )
     if given_config is not None:
         run_config = given_config
     else:
@@ -293,13 +320,17 @@ def _load_export(folder: Path, dev: torch.device, config: Any) -> LoadedModel:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not valid JSON ({err}); {again}") from err
     if not isinstance(meta, dict):
-        raise ModelLoadError(f"{folder / EXPORT_CONFIG}: not an export's config (a JSON object); {again}")
+        raise ModelLoadError(
+            f"{folder / EXPORT_CONFIG}: not an export's config (a JSON object); {again}"
+        )
     run_config = meta.get("stoicheia", {}).get("run_config") or {"model": meta.get("encoder", {})}
     cfg = _encoder_config({"model": meta.get("encoder", {})}, str(folder / EXPORT_CONFIG))
     try:
         weights = load_file(str(folder / EXPORT_WEIGHTS))
     except Exception as err:  # safetensors raises its own error types for a cut or foreign file
-        raise ModelLoadError(f"{folder / EXPORT_WEIGHTS}: unreadable weights ({str(err).splitlines()[0]}); {again}") from err
+        raise ModelLoadError(
+            f"{folder / EXPORT_WEIGHTS}: unreadable weights ({str(err).splitlines()[0]}); {again}"
+        ) from err
     encoder = _build(cfg, _strip_prefix(weights), str(folder), dev)
     info = dict(meta.get("stoicheia", {}))
     return LoadedModel(encoder, run_config, str(folder), "export", info.get("step"), info)

@@ -17,7 +17,9 @@ with ``np.searchsorted``, so the model trains on tens of millions of letters in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -108,9 +110,15 @@ class LetterNgram:
             grams, counts = self._grams[m]
             codes = h[:, None] * _BASE + letters[None, :]
             g = np.searchsorted(grams, codes).clip(max=max(0, grams.size - 1))
-            c_hw = np.where(grams[g] == codes, counts[g], 0).astype(np.float64) if grams.size else np.zeros_like(p)
+            c_hw = (
+                np.where(grams[g] == codes, counts[g], 0).astype(np.float64)
+                if grams.size
+                else np.zeros_like(p)
+            )
             denom = c_h + n_h
-            p = np.where(seen[:, None], (c_hw + n_h[:, None] * p) / np.where(denom > 0, denom, 1)[:, None], p)
+            p = np.where(
+                seen[:, None], (c_hw + n_h[:, None] * p) / np.where(denom > 0, denom, 1)[:, None], p
+            )
         return np.log(p)
 
     def topk_fill(
@@ -129,7 +137,9 @@ class LetterNgram:
         left = np.asarray(left, dtype=np.int64)
         right = np.asarray(right, dtype=np.int64)
         gaps = np.flatnonzero(left >= NUM_LETTERS)
-        if gaps.size:  # known text starts after the last non-letter (a lacuna): as at a record start
+        if (
+            gaps.size
+        ):  # known text starts after the last non-letter (a lacuna): as at a record start
             left = left[gaps[-1] + 1 :]
         gaps = np.flatnonzero(right >= NUM_LETTERS)
         if gaps.size:
@@ -159,3 +169,45 @@ class LetterNgram:
 def ids_to_letters(ids: np.ndarray) -> str:
     """Letter ids 0..23 as a string of lower-case letters."""
     return "".join(LETTERS[int(i)] for i in ids)
+
+
+def save_ngram(model: LetterNgram, path: str | Path, **meta: object) -> None:
+    """Write ``model``'s counts to ``path`` (numpy ``.npz``) with ``meta`` (JSON-able facts: its
+    fusion weight, what it was trained on) for :func:`load_ngram`. Written to a temporary file
+    then renamed, so a killed run leaves no half file."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {
+        "order": np.array(model.order),
+        "letters": np.array(model.letters),
+        "unigram": model.unigram,
+    }
+    for m, (grams, counts) in model._grams.items():
+        arrays[f"grams{m}"], arrays[f"counts{m}"] = grams, counts
+        h, ch, n1 = model._hist[m]
+        arrays[f"hist{m}"], arrays[f"ch{m}"], arrays[f"n1{m}"] = h, ch, n1
+    arrays["meta"] = np.array(json.dumps(meta))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    tmp.replace(path)
+
+
+def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
+    """The n-gram and the facts :func:`save_ngram` wrote to ``path``. Raises ``ValueError``
+    naming the file when it is not such a file (unreadable, a key missing)."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            model = LetterNgram(int(z["order"]))
+            model.letters = int(z["letters"])
+            model.unigram = z["unigram"].astype(np.int64)
+            for m in range(2, model.order + 1):
+                model._grams[m] = (z[f"grams{m}"], z[f"counts{m}"])
+                model._hist[m] = (z[f"hist{m}"], z[f"ch{m}"], z[f"n1{m}"])
+            meta = json.loads(str(z["meta"]))
+    except (OSError, KeyError, ValueError) as err:
+        raise ValueError(
+            f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` ({err}); "
+            "write it again, or leave it out (restore then uses the model alone)"
+        ) from None
+    return model, meta

@@ -35,16 +35,24 @@ def run_eval_sets(model: LoadedModel, shard_root: str | Path) -> dict[str, dict[
     """
     data = (model.config or {}).get("data")
     if not isinstance(data, dict) or "tier_weights" not in data:
-        raise ValueError(f"{model.source}: the run config has no data section; its evaluation sets are unknown")
+        raise ValueError(
+            f"{model.source}: the run config has no data section; its evaluation sets are unknown"
+        )
     sets = read_eval_sets(
-        shard_root, data["tier_weights"], list(data.get("eval_sets", ["holdout"])), int(data.get("eval_records", 256))
+        shard_root,
+        data["tier_weights"],
+        list(data.get("eval_sets", ["holdout"])),
+        int(data.get("eval_records", 256)),
     )
     out: dict[str, dict[str, float]] = {}
     with torch.no_grad():
         for label, records in sets.items():
             metrics = eval_metrics()
             batches = build_eval_batches(
-                records, int(data.get("seq_len", 512)), int(data.get("eval_rows", 8)), float(data.get("eval_t", 0.30)),
+                records,
+                int(data.get("seq_len", 512)),
+                int(data.get("eval_rows", 8)),
+                float(data.get("eval_t", 0.30)),
                 int(data.get("eval_seed", 1234)),
             )
             for batch in batches:

@@ -22,14 +22,18 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-Mask = Tensor | BlockMask
+if TYPE_CHECKING:
+    from torch.nn.attention.flex_attention import BlockMask
+
+# FlexAttention is imported where it is used: importing it loads torch._dynamo (about 2 s on a
+# CPU core), which the SDPA path of inference (restore, serve) never needs.
+Mask = Tensor | Any
 
 
 def dense_mask(seg_id: Tensor, half_window: int | None) -> Tensor:
@@ -71,11 +75,19 @@ def make_mask_mod(
 
 def flex_block_mask(seg_id: Tensor, half_window: int | None) -> BlockMask:
     """:class:`BlockMask` of the attention rule for a ``(B, T)`` ``seg_id`` (one per forward)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
     B, T = seg_id.shape
     # On GPU the mask is built by a compiled kernel: eager construction materialises
     # (B, T, T) intermediates, which at T = 8192 costs more than the attention itself.
     return create_block_mask(
-        make_mask_mod(seg_id, half_window), B, None, T, T, device=seg_id.device, _compile=seg_id.is_cuda
+        make_mask_mod(seg_id, half_window),
+        B,
+        None,
+        T,
+        T,
+        device=seg_id.device,
+        _compile=seg_id.is_cuda,
     )
 
 
@@ -117,6 +129,8 @@ def _flex(q: Tensor, k: Tensor, v: Tensor, block_mask: BlockMask) -> Tensor:
     ``torch.set_num_threads(1)``, taking ~15 s). Eager flex_attention runs an unfused reference
     implementation with the same semantics, which is what the CPU tests need.
     """
+    from torch.nn.attention.flex_attention import flex_attention
+
     global _compiled_flex
     if q.is_cuda:
         if _compiled_flex is None:
@@ -138,6 +152,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Mask, impl: str) -> Tensor:
     if impl == "sdpa":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     if impl == "flex":
+        from torch.nn.attention.flex_attention import BlockMask
+
         assert isinstance(mask, BlockMask), "attn_impl='flex' needs a BlockMask from build_masks"
         return _flex(q, k, v, mask)
     raise ValueError(f"attn_impl={impl!r}: must be 'sdpa' or 'flex'")

@@ -104,4 +104,11 @@ class EncoderConfig:
 #: Names of the held-out metrics in the order they are reported (the classes are
 #: :data:`stoicheia.model.metrics.EVAL_METRICS`); here so that a configuration is checked
 #: without importing torch. Lower is better only for ``bits_per_char``.
-EVAL_METRIC_NAMES = ("bits_per_char", "boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc")
+EVAL_METRIC_NAMES = (
+    "bits_per_char",
+    "boundary_f1",
+    "dia_acc",
+    "dia_macro_acc",
+    "punct_acc",
+    "punct_macro_acc",
+)

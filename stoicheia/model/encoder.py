@@ -212,7 +212,9 @@ class CharBertEncoder(nn.Module):
             boundary, dia, punct = batch.get("boundary"), batch.get("dia"), batch.get("punct")
             seg_id, pos = batch.get("seg_id"), batch.get("pos")
         if not isinstance(chars, Tensor):
-            raise TypeError(f"chars must be a torch.Tensor of letter ids, shape (B, T), got {type(chars).__name__}")
+            raise TypeError(
+                f"chars must be a torch.Tensor of letter ids, shape (B, T), got {type(chars).__name__}"
+            )
         if chars.dim() != 2:  # before the defaults below are shaped like it
             raise ValueError(
                 f"chars has shape {tuple(chars.shape)}: expected 2 dimensions (B, T), rows of letter ids; "

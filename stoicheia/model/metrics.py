@@ -201,7 +201,9 @@ EVAL_METRICS: dict[str, type[Metric]] = {
     "punct_acc": PunctAccuracy,
     "punct_macro_acc": PunctMacroAccuracy,
 }
-assert tuple(EVAL_METRICS) == EVAL_METRIC_NAMES, "stoicheia.model.config.EVAL_METRIC_NAMES lists these names"
+assert tuple(EVAL_METRICS) == EVAL_METRIC_NAMES, (
+    "stoicheia.model.config.EVAL_METRIC_NAMES lists these names"
+)
 
 
 def eval_metrics() -> dict[str, Metric]:
@@ -216,5 +218,7 @@ def update_metric(metric: Metric, outputs: dict[str, Tensor], batch: dict[str, T
     that names no head."""
     head, key = getattr(metric, "head", None), getattr(metric, "target_key", None)
     if not head or not key:
-        raise TypeError(f"{type(metric).__name__} is not a stoicheia metric (it names no head / target_key)")
+        raise TypeError(
+            f"{type(metric).__name__} is not a stoicheia metric (it names no head / target_key)"
+        )
     metric.update(outputs[head], batch[key])

@@ -216,7 +216,9 @@ def letters_boundary(boundary: np.ndarray, real: np.ndarray, letter_idx: np.ndar
     """The boundary plane of the letters alone: a letter followed by a lacuna that ends a
     word (``λόγο[.] καὶ``) ends its word too, so words do not glue across a removed gap."""
     b = boundary[letter_idx].copy()
-    gap_ends = np.flatnonzero(real & ((boundary == BOUNDARY_WORD) | (boundary == BOUNDARY_SENTENCE)))
+    gap_ends = np.flatnonzero(
+        real & ((boundary == BOUNDARY_WORD) | (boundary == BOUNDARY_SENTENCE))
+    )
     if gap_ends.size:
         prev = letter_idx.searchsorted(gap_ends) - 1
         prev = prev[prev >= 0]
@@ -234,7 +236,9 @@ def put_back(mask: np.ndarray, letter_idx: np.ndarray | None, n_full: int) -> np
     return out
 
 
-def put_back_chars(in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray) -> np.ndarray:
+def put_back_chars(
+    in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray
+) -> np.ndarray:
     """The char inputs of the whole record: ``full_chars`` (uint8 ``(n,)``) with the noised
     letters ``in_chars`` written back at ``letter_idx`` (``None``: ``in_chars`` is already whole)."""
     if letter_idx is None:
@@ -242,5 +246,3 @@ def put_back_chars(in_chars: np.ndarray, letter_idx: np.ndarray | None, full_cha
     out = full_chars.copy()
     out[letter_idx] = in_chars
     return out
-
-

@@ -62,7 +62,9 @@ def _mixture_weights(name: str, weights: Any, known: tuple[str, ...], what: str)
         raise ValueError(f"NoiseConfig.{name} = {weights!r} must be a mapping name -> weight")
     for k in weights:
         if k not in known:
-            raise ValueError(f"NoiseConfig.{name} has unknown {what} {k!r}; known: {', '.join(known)}")
+            raise ValueError(
+                f"NoiseConfig.{name} has unknown {what} {k!r}; known: {', '.join(known)}"
+            )
     values = [_finite_nonneg(f"{name}[{k!r}]", weights.get(k, 0.0)) for k in known]
     if sum(values) <= 0:
         raise ValueError(f"NoiseConfig.{name} weights are all zero; give at least one a weight > 0")
@@ -184,7 +186,9 @@ class NoiseConfig:
             raise ValueError(f"NoiseConfig.span_max = {sm!r} must be an integer >= 1")
         pm = self.elastic_pad_max
         if isinstance(pm, bool) or not isinstance(pm, (int, np.integer)) or pm < 0:
-            raise ValueError(f"NoiseConfig.elastic_pad_max = {pm!r} must be an integer >= 0 (letters)")
+            raise ValueError(
+                f"NoiseConfig.elastic_pad_max = {pm!r} must be an integer >= 0 (letters)"
+            )
         # channels
         ck = self.channel_known
         if not isinstance(ck, Mapping):

@@ -59,18 +59,24 @@ class Choice(NamedTuple):
     substitution: bool = False
 
 
-def span(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def span(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """Geometric-length runs (mean ``span_mean``, capped at ``span_max``) that ignore word edges."""
     return Choice(_span_mask(letters.n, t, prep, rng))
 
 
-def word(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def word(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """Whole words, about ``t * n`` letters (stochastic count, see the package docstring)."""
     mask, _, _ = _words(letters, t, rng)
     return Choice(mask)
 
 
-def elastic(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def elastic(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """Whole words whose width is hidden too: ``L + 2 + u`` slots for a word of ``L`` letters,
     ``u`` uniform in ``0..elastic_pad_max``, independent of ``L`` (see
     :class:`~stoicheia.noise.config.NoiseConfig`); within ``max_len`` slots."""
@@ -85,18 +91,24 @@ def elastic(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Gene
     return Choice(mask, extra_at=word_starts[chosen] + L - 1, extra=extra)
 
 
-def iid(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def iid(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """Each letter masked independently with probability ``t``."""
     return Choice(rng.random(letters.n) < t)
 
 
-def half_word(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def half_word(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """A strict part of each of several words, anchored at the end, start or middle."""
     word_starts, word_len = word_spans(letters.ws)
     return Choice(_half_word_mask(word_starts, word_len, t, letters.n, prep, rng))
 
 
-def substitute(letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None) -> Choice:
+def substitute(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
     """Each letter replaced, with probability ``t``, by a uniformly drawn different letter."""
     n = letters.n
     chars = letters.stack[0]
@@ -179,7 +191,6 @@ def _half_word_mask(
     offset = np.where(anchor == 0, L - length, np.where(middle, mid_offset, 0))
     take = stochastic_count(length, k, rng)
     return runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
-
 
 
 #: Pattern name -> function; the order is the order in which patterns are drawn.

@@ -77,20 +77,35 @@ def noise_record(
     if n == 0:  # a part of a record that holds only lacuna slots: nothing to learn
         hidden = hidden_channels(n_full, prep, rng)
         zero = np.zeros(n_full, dtype=bool)
-        return assemble_record(full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real)
+        return assemble_record(
+            full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real
+        )
     ws_l = ws if letter_idx is None else word_starts(stack[1], rng)
     choice = PATTERN_FUNCTIONS[pattern](Letters(stack, ws_l, n, n_full), t, prep, rng, max_len)
     corrupt = put_back(choice.corrupt, letter_idx, n_full)
     hidden = hidden_channels(n_full, prep, rng)
     if choice.substitution:
         in_chars = put_back_chars(choice.in_chars, letter_idx, full[0])
-        return assemble_record(full, ws, t, pattern, in_chars, None, corrupt, hidden, 1.0, real=real)
+        return assemble_record(
+            full, ws, t, pattern, in_chars, None, corrupt, hidden, 1.0, real=real
+        )
     extra_at = choice.extra_at
     if extra_at is not None and letter_idx is not None:
         extra_at = letter_idx[extra_at]
     in_chars = np.where(corrupt, np.uint8(MASK), full[0])
     return assemble_record(
-        full, ws, t, pattern, in_chars, corrupt, corrupt, hidden, 1.0 / t, extra_at, choice.extra, real=real
+        full,
+        ws,
+        t,
+        pattern,
+        in_chars,
+        corrupt,
+        corrupt,
+        hidden,
+        1.0 / t,
+        extra_at,
+        choice.extra,
+        real=real,
     )
 
 

@@ -92,4 +92,3 @@ def target_count(t: float, n: int, rng: np.random.Generator) -> int:
     """How many of ``n`` letters to corrupt at rate ``t``: ``floor(t * n + u)``, ``u ~ U[0, 1)``
     (stochastic rounding, so ``E[K] = t * n`` exactly, also for short records), at most ``n``."""
     return min(n, int(t * n + rng.random()))
-

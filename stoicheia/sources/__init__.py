@@ -77,7 +77,9 @@ def read_source(
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise SourceError(
-            path, 0, f"unknown source file type {path.suffix or '(no suffix)'!r}",
+            path,
+            0,
+            f"unknown source file type {path.suffix or '(no suffix)'!r}",
             f"give a file ending in one of {', '.join(sorted(READERS))}",
         )
     if reader is read_tei:
@@ -108,8 +110,11 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
                         skipped.append(f)  # a dangling link: listed, never silently passed over
                     continue
                 rel_parts = f.relative_to(p).parts
-                if (f.suffix.lower() in READERS and not _NOT_SOURCE.match(f.name)
-                        and not any(x.startswith(".") for x in rel_parts)):
+                if (
+                    f.suffix.lower() in READERS
+                    and not _NOT_SOURCE.match(f.name)
+                    and not any(x.startswith(".") for x in rel_parts)
+                ):
                     found.add(f)
                 elif skipped is not None:
                     skipped.append(f)
@@ -119,6 +124,10 @@ def iter_source_files(paths: list[Path], *, skipped: list[Path] | None = None) -
         try:
             f.as_posix().encode("utf-8")
         except UnicodeEncodeError:
-            raise SourceError(Path(ascii(f.as_posix())[1:-1]), 0, "the file name is not valid UTF-8",
-                              "rename the file (record ids are made from file names)") from None
+            raise SourceError(
+                Path(ascii(f.as_posix())[1:-1]),
+                0,
+                "the file name is not valid UTF-8",
+                "rename the file (record ids are made from file names)",
+            ) from None
     return sorted(found, key=lambda f: f.as_posix())

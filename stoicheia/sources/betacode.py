@@ -78,8 +78,16 @@ _RPAR = "\ue0f3"  # a closing parenthesis that the library would read as a breat
 _MARKERS = {ord(_MEDIAL): "σ", ord(_FINAL): "ς", ord(_APOS): ELISION, ord(_RPAR): ")"}
 
 _NUMERAL_CODES = {"": "\u0374", "1": "\u03df", "2": "\u03db", "3": "\u03d9", "5": "\u03e1"}
-_BRACKET_CODES = {"[1": "(", "]1": ")", "[2": "\u27e8", "]2": "\u27e9", "[3": "{", "]3": "}",
-                  "[4": "\u27e6", "]4": "\u27e7"}
+_BRACKET_CODES = {
+    "[1": "(",
+    "]1": ")",
+    "[2": "\u27e8",
+    "]2": "\u27e9",
+    "[3": "{",
+    "]3": "}",
+    "[4": "\u27e6",
+    "]4": "\u27e7",
+}
 _STRAY = "\ufffd\u0384\u0385\u1fbd-\u1fbf\u1fc1\u1fcd-\u1fcf\u1fdd-\u1fdf\u1fed-\u1fef\u1ffd\u1ffe"
 
 # One pass over the raw Beta Code for everything the library must not see. Alternatives are
@@ -186,15 +194,17 @@ def _repair(tok: str) -> tuple[str, tuple[str, ...]]:
     m = _DIA_BEFORE_STAR.match(tok)
     # accents before '*' are always misplaced; a lone breathing only when the capital is a
     # vowel without its own breathing ('(*filokth/ths' is a parenthesis, ')*indoi\' is not)
-    if m and (any(ch in m.group(2) for ch in "/\\=+")
-              or (_VOWEL.match(tok, m.end()) and not _OWN_BREATHING.match(tok, m.end()))):
-        tok = m.group(1) + "*" + m.group(2) + tok[m.end():]
+    if m and (
+        any(ch in m.group(2) for ch in "/\\=+")
+        or (_VOWEL.match(tok, m.end()) and not _OWN_BREATHING.match(tok, m.end()))
+    ):
+        tok = m.group(1) + "*" + m.group(2) + tok[m.end() :]
         fixes.append("repaired_mark_before_star")
     m = _LEAD.match(tok)
     if m:
         dia = m.group(2)
         if any(ch in dia for ch in "/\\=") or not _OWN_BREATHING.match(tok, m.start(3)):
-            tok = m.group(1) + "*" + tok[m.start(2):]
+            tok = m.group(1) + "*" + tok[m.start(2) :]
             fixes.append("repaired_capital")
     m = _TRAIL.match(tok)
     if m:

@@ -81,15 +81,21 @@ def read_conllu(
         try:
             sentence = conllu_lib.parse("".join(block))
         except Exception as e:  # conllu raises ParseException and plain ValueErrors
-            raise SourceError(file, start, f"CoNLL-U block cannot be parsed ({e})",
-                              "make every token line 10 tab-separated columns") from None
+            raise SourceError(
+                file,
+                start,
+                f"CoNLL-U block cannot be parsed ({e})",
+                "make every token line 10 tab-separated columns",
+            ) from None
         if not sentence:
             continue
         meta = sentence[0].metadata
         text = meta.get("text")
         if text is None:
             raise SourceError(
-                file, start, "sentence has no '# text =' comment",
+                file,
+                start,
+                "sentence has no '# text =' comment",
                 "add '# text = <sentence>' (UD requires it); the reader does not rebuild "
                 "text from tokens",
             )
@@ -120,8 +126,13 @@ def read_conllu(
         counts["records"] += 1
         counts["chars"] += len(text)
         yield SourceRecord(
-            id=f"{rel}#{key}", text=text, source=f"ud:{treebank}",
-            work=f"{rel}#{_slug(work)}", file=file, line=line, known=known,
+            id=f"{rel}#{key}",
+            text=text,
+            source=f"ud:{treebank}",
+            work=f"{rel}#{_slug(work)}",
+            file=file,
+            line=line,
+            known=known,
         )
 
 
@@ -135,7 +146,9 @@ def _check_columns(file: str, start: int, block: list[str]) -> None:
         n = len(line.rstrip("\r\n").split("\t"))
         if n != 10:
             raise SourceError(
-                file, start + k, f"token line has {n} tab-separated column{'s' if n != 1 else ''}, CoNLL-U has 10",
+                file,
+                start + k,
+                f"token line has {n} tab-separated column{'s' if n != 1 else ''}, CoNLL-U has 10",
                 "give a CoNLL-U file (10 columns per token line, see universaldependencies.org/format.html), "
                 "or the text as .txt",
             )

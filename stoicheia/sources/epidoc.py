@@ -100,7 +100,15 @@ from lxml import etree
 
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
-__all__ = ["TEI_NS", "EpiDocOptions", "read_epidoc", "is_tei_p5"]
+__all__ = [
+    "TEI_NS",
+    "EpiDocOptions",
+    "read_epidoc",
+    "is_tei_p5",
+    "is_greek_lang",
+    "unit_language",
+    "unit_leiden",
+]
 
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 _T = "{" + TEI_NS + "}"
@@ -120,15 +128,42 @@ _BRACKETS = {
     "abbreviation": ("(", ")"),
 }
 #: elements left out with their content (their tail is read)
-_EXCLUDED = frozenset({"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"})
+_EXCLUDED = frozenset(
+    {"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"}
+)
 #: elements that break words where they stand
 _BREAKS = frozenset({"milestone", "cb", "pb", "ab", "l", "lg", "p", "div"})
 #: elements whose content is text of the edition, read as it stands (the other elements the
 #: walker does not handle by name are read the same way but counted ``unknown_element:<name>``)
-_TEXT_ELEMENTS = frozenset({
-    "w", "name", "persName", "placeName", "roleName", "orgName", "geogName", "rs", "num", "measure",
-    "hi", "seg", "add", "c", "l", "lg", "ab", "p", "div", "foreign", "abbr", "ex", "reg", "corr", "sic",
-})
+_TEXT_ELEMENTS = frozenset(
+    {
+        "w",
+        "name",
+        "persName",
+        "placeName",
+        "roleName",
+        "orgName",
+        "geogName",
+        "rs",
+        "num",
+        "measure",
+        "hi",
+        "seg",
+        "add",
+        "c",
+        "l",
+        "lg",
+        "ab",
+        "p",
+        "div",
+        "foreign",
+        "abbr",
+        "ex",
+        "reg",
+        "corr",
+        "sic",
+    }
+)
 _WHOLE = re.compile(r"[0-9]+")
 _SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
 #: dashes typed inside <supplied reason="lost"> ("— —", a legacy I.Sicily encoding of a
@@ -165,7 +200,9 @@ class EpiDocOptions:
             ("choice", ("regularised", "original")),
         ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"EpiDocOptions.{name} = {getattr(self, name)!r}; choose one of {allowed}")
+                raise ValueError(
+                    f"EpiDocOptions.{name} = {getattr(self, name)!r}; choose one of {allowed}"
+                )
 
 
 def is_tei_p5(root: etree._Element) -> bool:
@@ -180,7 +217,9 @@ def _local(el: etree._Element) -> str:
     return tag[len(_T) :] if tag.startswith(_T) else tag
 
 
-def _is_greek_lang(lang: str | None) -> bool:
+def is_greek_lang(lang: str | None) -> bool:
+    """Whether an ``xml:lang`` value is Greek in Greek script (``grc``, ``grc-Grek``, ``el``,
+    ``gr``, any case); ``None`` (no language) is not."""
     if lang is None:
         return False
     lang = lang.strip().lower()
@@ -231,7 +270,9 @@ class _Emitter:
         t = s.rstrip()
         if not t or t[-1] not in _HYPHENS:
             return False
-        before = t[:-1] or (self.pieces[k - 1][0] if k > 0 and self.pieces[k - 1][1] != _GAP else "")
+        before = t[:-1] or (
+            self.pieces[k - 1][0] if k > 0 and self.pieces[k - 1][1] != _GAP else ""
+        )
         if not before or not (before[-1].isalpha() or unicodedata.combining(before[-1])):
             return False
         del self.pieces[k + 1 :]
@@ -277,7 +318,11 @@ class _Emitter:
                     # '.' and digits inside [ ] are Leiden widths: punctuation that the
                     # editor supplied goes outside the brackets ("[. ὅσον]" -> ". [ὅσον]")
                     for part in _SPECIAL_IN_SQUARE.split(piece):
-                        out.append(self._bracket(part, kind) if part and not _SPECIAL_IN_SQUARE.fullmatch(part) else part)
+                        out.append(
+                            self._bracket(part, kind)
+                            if part and not _SPECIAL_IN_SQUARE.fullmatch(part)
+                            else part
+                        )
             else:
                 out.append(self._bracket(body, kind))
             i = j
@@ -313,18 +358,34 @@ class _Emitter:
 
 
 class _Walker:
-    def __init__(self, opts: EpiDocOptions, counts: Counter) -> None:
+    """Writes the elements of an edition as Leiden pieces into an :class:`_Emitter`.
+
+    ``gap_mark``: when set, each ``<gap>`` element is recorded in ``gaps`` (in order) and the
+    mark is written just before its lacuna, so a caller can tell the lacunae of ``<gap>`` from
+    those the reader makes of other markup (:func:`unit_leiden`)."""
+
+    def __init__(self, opts: EpiDocOptions, counts: Counter, gap_mark: str | None = None) -> None:
         self.opts = opts
         self.counts = counts
+        self.gap_mark = gap_mark
+        self.gaps: list[etree._Element] = []
 
-    def visit(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool, tail: bool = True) -> None:
+    def visit(
+        self,
+        el: etree._Element,
+        em: _Emitter,
+        kind: str | None,
+        lang: str | None,
+        in_w: bool,
+        tail: bool = True,
+    ) -> None:
         name = _local(el)
         if not name:  # comment / processing instruction
             if tail:
                 em.text(el.tail, kind, in_w)
             return
         el_lang = el.get(_XML_LANG)
-        if el_lang is not None and not _is_greek_lang(el_lang) and _is_greek_lang(lang):
+        if el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
             self.counts[f"lang:{el_lang}"] += 1
             em.text(" ", None, in_w)
         elif name in _EXCLUDED:
@@ -418,12 +479,17 @@ class _Walker:
         if tail:
             em.text(el.tail, kind, in_w)
 
-    def _children(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+    def _children(
+        self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
         em.text(el.text, kind, in_w)
         for child in el:
             self.visit(child, em, kind, lang, in_w)
 
     def _gap(self, el: etree._Element, em: _Emitter) -> None:
+        if self.gap_mark is not None:
+            self.gaps.append(el)
+            em.raw(self.gap_mark)
         unit = (el.get("unit") or "character").strip().rstrip(">")
         self.counts["gaps"] += 1
         if unit == "line":
@@ -462,7 +528,9 @@ class _Walker:
             self.counts["gap_width_unstated" if extent is None else f"gap_extent:{extent}"] += 1
         em.raw("[---]")
 
-    def _choice(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+    def _choice(
+        self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
         kids = {_local(c): c for c in el if _local(c)}
         prefer = (
             ("reg", "corr", "expan", "orig", "sic", "abbr")
@@ -482,7 +550,9 @@ class _Walker:
         else:
             self.visit(pick, em, kind, lang, in_w, tail=False)
 
-    def _app(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+    def _app(
+        self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
         """``<app>``: the lemma is the text (else the first reading); the other readings are
         left out, counted ``reading_left_out:<tag>``, never glued to the lemma."""
         kids = [c for c in el if _local(c)]
@@ -496,7 +566,9 @@ class _Walker:
         if pick is not None:
             self._children(pick, em, kind, lang, in_w)
 
-    def _expan(self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool) -> None:
+    def _expan(
+        self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
         self.counts["expansions"] += 1
         # <expan> holds elements: whitespace between them is layout, not a word break
         em.text(_content(el.text), kind, in_w)
@@ -515,7 +587,9 @@ class _Walker:
 
 def _is_apostrophe(el: etree._Element) -> bool:
     """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
-    return (el.get("type") or "").strip().lower() == "apostrophe" or (el.get("ref") or "").strip().lower().lstrip("#") == "apostrophe"
+    return (el.get("type") or "").strip().lower() == "apostrophe" or (
+        el.get("ref") or ""
+    ).strip().lower().lstrip("#") == "apostrophe"
 
 
 def _content(s: str | None) -> str | None:
@@ -531,7 +605,9 @@ def _whole(s: str | None) -> int | None:
 
 
 def _letters(s: str) -> int:
-    return sum(1 for c in unicodedata.normalize("NFD", s) if "\u0370" <= c <= "\u03ff" and c.isalpha())
+    return sum(
+        1 for c in unicodedata.normalize("NFD", s) if "\u0370" <= c <= "\u03ff" and c.isalpha()
+    )
 
 
 def _dot_below(s: str) -> str:
@@ -544,7 +620,9 @@ def _dot_below(s: str) -> str:
 
 def _parse(path: Path) -> etree._Element:
     raw = read_utf8(path)
-    parser = etree.XMLParser(recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True)
+    parser = etree.XMLParser(
+        recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True
+    )
     data = raw.encode("utf-8")
     if raw.startswith("<?xml"):
         data = re.sub(rb"^<\?xml[^>]*\?>", b'<?xml version="1.0" encoding="UTF-8"?>', data)
@@ -552,14 +630,41 @@ def _parse(path: Path) -> etree._Element:
         return etree.fromstring(data, parser)
     except etree.XMLSyntaxError as e:
         line = e.lineno or (e.position[0] if e.position else 0)
-        raise SourceError(path, line, f"malformed XML: {e.msg}", "repair the markup at that line") from None
+        raise SourceError(
+            path, line, f"malformed XML: {e.msg}", "repair the markup at that line"
+        ) from None
 
 
-def _lang_of(el: etree._Element, default: str | None) -> str | None:
-    for a in el.iterancestors():
+def unit_language(unit: etree._Element, default: str | None) -> str | None:
+    """The language of a text part or edition: its own ``xml:lang``, else the nearest
+    ancestor's (below ``<TEI>``), else ``default`` (the header's ``<textLang mainLang>``)."""
+    if unit.get(_XML_LANG):
+        return unit.get(_XML_LANG)
+    for a in unit.iterancestors():
         if a.get(_XML_LANG) is not None and _local(a) not in ("TEI",):
             return a.get(_XML_LANG)
     return default
+
+
+def unit_leiden(
+    unit: etree._Element,
+    lang: str | None,
+    opts: EpiDocOptions,
+    counts: Counter[str],
+    *,
+    gap_mark: str | None = None,
+) -> tuple[str, list[etree._Element]]:
+    """The Leiden text (NFC) of one text part or edition, as :func:`read_epidoc` writes it.
+
+    ``lang``: the unit's language (:func:`unit_language`); ``counts``: the reader's counts
+    are added there. With ``gap_mark`` (a character that cannot occur in the text, such as a
+    private-use one), that mark is written just before the lacuna of each ``<gap>`` element and
+    the elements are returned in order (:mod:`stoicheia.inference.epidoc_restore` uses this to
+    tell them from lacunae made of other markup); without it the list is empty."""
+    walker = _Walker(opts, counts, gap_mark)
+    em = _Emitter(opts, counts)
+    walker._children(unit, em, None, lang, False)
+    return unicodedata.normalize("NFC", em.leiden()), walker.gaps
 
 
 def read_epidoc(
@@ -584,8 +689,12 @@ def read_epidoc(
     rel = relative_name(path, root)
     doc = tree if tree is not None else _parse(path)
     if not is_tei_p5(doc):
-        raise SourceError(path, doc.sourceline or 0, f"root element is <{doc.tag}>, not a TEI P5 <TEI>",
-                          "give an EpiDoc / TEI P5 file (namespace http://www.tei-c.org/ns/1.0)")
+        raise SourceError(
+            path,
+            doc.sourceline or 0,
+            f"root element is <{doc.tag}>, not a TEI P5 <TEI>",
+            "give an EpiDoc / TEI P5 file (namespace http://www.tei-c.org/ns/1.0)",
+        )
     main = doc.find(f".//{_T}textLang")
     default_lang = main.get("mainLang") if main is not None else None
     editions = [d for d in doc.iter(_T + "div") if d.get("type") == "edition"]
@@ -594,40 +703,52 @@ def read_epidoc(
         # another kind of TEI (or an EpiDoc file that lost it), not a file without Greek
         body = doc.find(f"{_T}text/{_T}body")
         raise SourceError(
-            path, (body if body is not None else doc).sourceline or 0,
+            path,
+            (body if body is not None else doc).sourceline or 0,
             'TEI P5 file without a <div type="edition">: the EpiDoc reader reads the text of the '
             "edition division only, and this file has none",
             'wrap the text of <body> in <div type="edition" xml:lang="grc"> (EpiDoc), or give the '
             "text as .txt/.jsonl",
         )
-    walker = _Walker(opts, counts)
     seen: Counter[str] = Counter()
     for ed in editions:
         sub = ed.get("subtype")
         if sub not in (None, "primary"):
             counts[f"edition_skipped:{sub}"] += 1
             continue
-        parts = [d for d in ed.iter(_T + "div") if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None]
+        parts = [
+            d
+            for d in ed.iter(_T + "div")
+            if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None
+        ]
         units = parts or [ed]
         for k, unit in enumerate(units, 1):
-            lang = unit.get(_XML_LANG) or _lang_of(unit, default_lang)
-            if not _is_greek_lang(lang):
+            lang = unit_language(unit, default_lang)
+            if not is_greek_lang(lang):
                 counts[f"lang:{lang}"] += 1
                 continue
-            em = _Emitter(opts, counts)
-            walker._children(unit, em, None, lang, False)
-            text = unicodedata.normalize("NFC", em.leiden())
+            text, _ = unit_leiden(unit, lang, opts, counts)
             if not text:
                 counts["empty_division"] += 1
                 continue
             if unit is ed:
                 cite = "1"
             else:
-                ns = [d.get("n") or str(k) for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
-                      if d.get("type") == "textpart"]
+                ns = [
+                    d.get("n") or str(k)
+                    for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
+                    if d.get("type") == "textpart"
+                ]
                 cite = ".".join(ns)
             cite = unique_citation(cite, seen, counts)
             counts["records"] += 1
             counts["chars"] += len(text)
-            yield SourceRecord(id=f"{rel}#{cite}", text=text, source="epidoc", work=rel, file=str(path),
-                               line=unit.sourceline or 0, known=MappingProxyType({}))
+            yield SourceRecord(
+                id=f"{rel}#{cite}",
+                text=text,
+                source="epidoc",
+                work=rel,
+                file=str(path),
+                line=unit.sourceline or 0,
+                known=MappingProxyType({}),
+            )

@@ -87,27 +87,62 @@ _HEADER = ""  # header-only entities expand to nothing
 #: the files themselves declare empty (``nt_gk.xml``, ``hist_gk.xml``).
 ENTITIES: dict[str, str] = {
     # punctuation and editorial signs (ISOnum / ISOpub / ISOtech)
-    "mdash": "\u2014", "dash": "\u2010", "ldquo": "\u201c", "rdquo": "\u201d",
-    "lsquo": "\u2018", "rsquo": "\u2019", "lsqb": "[", "rsqb": "]", "lpar": "(", "rpar": ")",
-    "ldsqb": "\u27e6", "rdsqb": "\u27e7", "lang": "\u27e8", "rang": "\u27e9",
-    "dagger": "\u2020", "Dagger": "\u2021", "ast": "*", "verbar": "|",
+    "mdash": "\u2014",
+    "dash": "\u2010",
+    "ldquo": "\u201c",
+    "rdquo": "\u201d",
+    "lsquo": "\u2018",
+    "rsquo": "\u2019",
+    "lsqb": "[",
+    "rsqb": "]",
+    "lpar": "(",
+    "rpar": ")",
+    "ldsqb": "\u27e6",
+    "rdsqb": "\u27e7",
+    "lang": "\u27e8",
+    "rang": "\u27e9",
+    "dagger": "\u2020",
+    "Dagger": "\u2021",
+    "ast": "*",
+    "verbar": "|",
     "colon": ":",  # a real colon, written as an entity because Beta Code ':' is the raised dot
     "quest": "?",  # the Latin/editorial question mark (used in Latin quotations and as 'dubious')
     "num": "\u0374",  # '#' in a Beta Code context: the Greek numeral sign (d&num; = δʹ)
-    "stigma": "\u03db", "x1000": "\u0375",  # ϛ; lower numeral sign (thousands)
-    "macr": "\u00af", "breve": "\u02d8",  # metrical signs in lacunae (Aeschylus)
+    "stigma": "\u03db",
+    "x1000": "\u0375",  # ϛ; lower numeral sign (thousands)
+    "macr": "\u00af",
+    "breve": "\u02d8",  # metrical signs in lacunae (Aeschylus)
     "dot": "",  # line-end hyphenation mark (joins the word, see _JOINERS)
     # print marks the files declare empty in their internal DTD subset
-    "ulcrop": "", "urcrop": "", "top": "", "lpress": "", "rpress": "", "open": "", "close": "",
+    "ulcrop": "",
+    "urcrop": "",
+    "top": "",
+    "lpress": "",
+    "rpress": "",
+    "open": "",
+    "close": "",
     # Latin letters with diacritics (only inside English/Latin notes, which are excluded)
-    "euml": "\u00eb", "uuml": "\u00fc", "ouml": "\u00f6", "eacute": "\u00e9", "iuml": "\u00ef",
+    "euml": "\u00eb",
+    "uuml": "\u00fc",
+    "ouml": "\u00f6",
+    "eacute": "\u00e9",
+    "iuml": "\u00ef",
     "acirc": "\u00e2",
     # long vowels named as letters in Greek text (Athenaeus: "τὸ ῑ", "εἰς ῡξ")
-    "imacr": "\u1fd1", "umacr": "\u1fe1", "omacr": "\u03bf\u0304",
+    "imacr": "\u1fd1",
+    "umacr": "\u1fe1",
+    "omacr": "\u03bf\u0304",
     # header boilerplate
-    "Perseus.publish": _HEADER, "responsibility": _HEADER, "fund.NEH": _HEADER,
-    "fund.Google": _HEADER, "fund.AnnCPB": _HEADER, "fund.Tufts": _HEADER, "fund.NSF": _HEADER,
-    "prose.grk.encode": _HEADER, "TLG.canon": _HEADER, "Perseus.class": _HEADER,
+    "Perseus.publish": _HEADER,
+    "responsibility": _HEADER,
+    "fund.NEH": _HEADER,
+    "fund.Google": _HEADER,
+    "fund.AnnCPB": _HEADER,
+    "fund.Tufts": _HEADER,
+    "fund.NSF": _HEADER,
+    "prose.grk.encode": _HEADER,
+    "TLG.canon": _HEADER,
+    "Perseus.class": _HEADER,
     "Perseus.DE": _HEADER,
 }
 
@@ -128,23 +163,77 @@ _ACCENT = re.compile(r"[/\\=]")
 _EDITION = re.compile(r"_(loeb|teubner)(_gk\.xml)$")
 
 #: Elements dropped with their content (tails kept); see the module docstring.
-EXCLUDED = frozenset({
-    "teiHeader", "note", "NOTE", "bibl", "listBibl", "speaker", "stage", "head", "label",
-    "figure", "gloss", "docAuthor", "castList", "gap", "milestone", "pb", "lb",
-})
+EXCLUDED = frozenset(
+    {
+        "teiHeader",
+        "note",
+        "NOTE",
+        "bibl",
+        "listBibl",
+        "speaker",
+        "stage",
+        "head",
+        "label",
+        "figure",
+        "gloss",
+        "docAuthor",
+        "castList",
+        "gap",
+        "milestone",
+        "pb",
+        "lb",
+    }
+)
 #: Elements that are word boundaries (a space before and after). Measured on the corpus:
 #: where one of these touches letters on both sides, the words are separate (``xw/rhn<note>
 #: me/xri``, ``*)odusseu\\s<quote>o(/ntina``, Pausanias' ``ou)k<pb/>e)ti/ma``); inline ones
 #: (``add``, ``del``, ``supplied``, ``term``, ``num``, ``figure`` and comments) touch the
 #: middle of a word (``tri/gw<figure/>non``, ``trihrar<supplied>xw=n</supplied>``).
-BLOCK = frozenset({
-    "p", "l", "lg", "sp", "item", "list", "row", "cell", "table", "argument", "opener",
-    "closer", "salute", "signed", "ab", "front", "back", "body", "group", "text", "trailer",
-    "byline", "dateline", "epigraph", "quote", "q", "cit", "title",
-    # excluded elements that still separate what is around them
-    "note", "NOTE", "speaker", "stage", "head", "label", "docAuthor", "castList", "bibl",
-    "listBibl", "gap", "pb",
-})
+BLOCK = frozenset(
+    {
+        "p",
+        "l",
+        "lg",
+        "sp",
+        "item",
+        "list",
+        "row",
+        "cell",
+        "table",
+        "argument",
+        "opener",
+        "closer",
+        "salute",
+        "signed",
+        "ab",
+        "front",
+        "back",
+        "body",
+        "group",
+        "text",
+        "trailer",
+        "byline",
+        "dateline",
+        "epigraph",
+        "quote",
+        "q",
+        "cit",
+        "title",
+        # excluded elements that still separate what is around them
+        "note",
+        "NOTE",
+        "speaker",
+        "stage",
+        "head",
+        "label",
+        "docAuthor",
+        "castList",
+        "bibl",
+        "listBibl",
+        "gap",
+        "pb",
+    }
+)
 #: ``milestone`` units that are word boundaries (paragraphs; Bekker lines in the Eudemian
 #: Ethics and Pausanias' pages sit between words without spaces). Other units (section,
 #: Stephanus page...) are not: they sometimes fall inside a word (``prosoi<milestone/>
@@ -174,6 +263,8 @@ def _reading(el: etree._Element) -> etree._Element | None:
             if c.tag == name:
                 return c
     return kids[0] if kids else None
+
+
 _LANG_ATTRS = ("lang", "{http://www.w3.org/XML/1998/namespace}lang")
 
 
@@ -217,8 +308,10 @@ def _declared_entities(raw: str) -> dict[str, str]:
         return {}
     end = _DOCTYPE_END.search(raw, start)
     subset = raw[start : end.end() if end else start]
-    return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
-            for m in _ENTITY_DECL.finditer(subset)}
+    return {
+        m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
+        for m in _ENTITY_DECL.finditer(subset)
+    }
 
 
 def _replace_entities(raw: str, table: _Table, file: str) -> str:
@@ -228,8 +321,9 @@ def _replace_entities(raw: str, table: _Table, file: str) -> str:
             return m.group(0)
         if name not in table.char and not table.add_standard(name):
             raise SourceError(
-                file, _line_of(raw, m.start()), f"unknown SGML entity &{name}; (not in the "
-                "ISO/HTML entity sets either)",
+                file,
+                _line_of(raw, m.start()),
+                f"unknown SGML entity &{name}; (not in the ISO/HTML entity sets either)",
                 "add it with its Unicode expansion ('' if it is header boilerplate) to "
                 "ENTITIES in stoicheia/sources/perseus.py, or declare it in the file's "
                 "DOCTYPE internal subset",
@@ -280,7 +374,8 @@ class _Walker:
         self.contexts: list[_Context] = []
         # literal entity references left by '&amp;name;' escapes, known names only
         self.literal_entity = re.compile(
-            r"&(" + "|".join(re.escape(n) for n in sorted(table.char, key=len, reverse=True))
+            r"&("
+            + "|".join(re.escape(n) for n in sorted(table.char, key=len, reverse=True))
             + r");"
         )
 
@@ -387,8 +482,12 @@ class _Walker:
 
 def _parse(raw: str, file: str) -> etree._Element:
     parser = etree.XMLParser(
-        recover=False, resolve_entities=False, load_dtd=False, no_network=True,
-        huge_tree=True, remove_comments=False,
+        recover=False,
+        resolve_entities=False,
+        load_dtd=False,
+        no_network=True,
+        huge_tree=True,
+        remove_comments=False,
     )
     data = raw.encode("utf-8")
     if raw.startswith("<?xml"):  # the declaration may name another encoding: we re-encoded
@@ -398,7 +497,9 @@ def _parse(raw: str, file: str) -> etree._Element:
     except etree.XMLSyntaxError as e:
         line = e.lineno or (e.position[0] if e.position else 0)
         raise SourceError(
-            file, line, f"malformed XML: {e.msg}",
+            file,
+            line,
+            f"malformed XML: {e.msg}",
             "repair the markup at that line (unclosed or misnested tag, stray '<' or '&'); "
             "the reader does not guess, because lxml's recover mode silently deletes text",
         ) from None
@@ -425,7 +526,9 @@ def read_perseus(
     if root_el.tag != "TEI.2":
         # A TEI P5 file (namespaced <TEI>) is Unicode, not Beta Code: never read it here.
         raise SourceError(
-            file, root_el.sourceline or 1, f"root element is {root_el.tag}, not the TEI P4 <TEI.2> of Perseus",
+            file,
+            root_el.sourceline or 1,
+            f"root element is {root_el.tag}, not the TEI P4 <TEI.2> of Perseus",
             "read .xml files with stoicheia.sources.read_tei (or `stoicheia convert`), which "
             "sends TEI P5 / EpiDoc files to read_epidoc",
         )
@@ -436,7 +539,9 @@ def read_perseus(
     walker.visit(root_el, top)
     contexts = [top, *walker.contexts]
 
-    segments = [(ctx, *seg) for ctx in sorted(contexts, key=lambda c: c.order) for seg in _segments(ctx)]
+    segments = [
+        (ctx, *seg) for ctx in sorted(contexts, key=lambda c: c.order) for seg in _segments(ctx)
+    ]
     _check_beta_code([beta for *_, beta in segments], segments[0][2] if segments else 1, file)
     seen: Counter[str] = Counter()
     work = _work_id(rel)
@@ -459,8 +564,13 @@ def read_perseus(
         counts["records"] += 1
         counts["chars"] += len(text)
         yield SourceRecord(
-            id=f"{rel}#{cite}", text=text, source="perseus", work=work, file=file,
-            line=line, known=MappingProxyType({}),
+            id=f"{rel}#{cite}",
+            text=text,
+            source="perseus",
+            work=work,
+            file=file,
+            line=line,
+            known=MappingProxyType({}),
         )
 
 
@@ -485,10 +595,11 @@ def _check_beta_code(betas: list[str], line: int, file: str) -> None:
             accented += bool(_ACCENTED.search(w))
     if words >= MIN_WORDS_CHECKED and accented < MIN_ACCENTED_WORDS * words:
         raise SourceError(
-            file, line,
+            file,
+            line,
             f"the text is not Beta Code Greek: {accented} of {words} words carry a Greek accent "
             f"(Greek texts: most of them; this reads as English or Latin without a lang attribute)",
-            "give the Greek (_gk) file, or mark the language (<text lang=\"en\">) so that it is left out",
+            'give the Greek (_gk) file, or mark the language (<text lang="en">) so that it is left out',
         )
 
 

@@ -98,8 +98,15 @@ def read_plaintext(
             number += 1
             counts["records"] += 1
             counts["chars"] += len(text)
-            yield SourceRecord(id=f"{rel}#{number}", text=text, source="plain", work=rel,
-                               file=str(path), line=start, known=MappingProxyType({}))
+            yield SourceRecord(
+                id=f"{rel}#{number}",
+                text=text,
+                source="plain",
+                work=rel,
+                file=str(path),
+                line=start,
+                known=MappingProxyType({}),
+            )
 
     for i, line in enumerate(read_utf8_lines(path), 1):
         if line.strip():
@@ -137,26 +144,46 @@ def read_jsonl(
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise SourceError(file, i, f"invalid JSON ({e.msg} at column {e.colno})",
-                              f"write one JSON object per line, e.g. {example}") from None
+            raise SourceError(
+                file,
+                i,
+                f"invalid JSON ({e.msg} at column {e.colno})",
+                f"write one JSON object per line, e.g. {example}",
+            ) from None
         if not isinstance(obj, dict):
-            raise SourceError(file, i, f"line is a JSON {type(obj).__name__}, not an object",
-                              f"write one JSON object per line, e.g. {example}")
+            raise SourceError(
+                file,
+                i,
+                f"line is a JSON {type(obj).__name__}, not an object",
+                f"write one JSON object per line, e.g. {example}",
+            )
         for key in ("id", "text"):
             value = obj.get(key)
             if not isinstance(value, str) or not value.strip():
                 what = "missing" if key not in obj else "not a non-empty string"
-                raise SourceError(file, i, f'"{key}" is {what}',
-                                  f'give "{key}" as a non-empty string, e.g. {example}')
+                raise SourceError(
+                    file,
+                    i,
+                    f'"{key}" is {what}',
+                    f'give "{key}" as a non-empty string, e.g. {example}',
+                )
         rid = obj["id"].strip()
         if rid in first_line:
-            raise SourceError(file, i, f'duplicate id "{rid}" (first on line {first_line[rid]})',
-                              "make every id unique within the file")
+            raise SourceError(
+                file,
+                i,
+                f'duplicate id "{rid}" (first on line {first_line[rid]})',
+                "make every id unique within the file",
+            )
         first_line[rid] = i
         work = obj.get("work", None)
         if work is not None and (not isinstance(work, str) or not work.strip()):
-            raise SourceError(file, i, '"work" is not a non-empty string',
-                              'drop "work" or give the id of the whole work as a string')
+            raise SourceError(
+                file,
+                i,
+                '"work" is not a non-empty string',
+                'drop "work" or give the id of the whole work as a string',
+            )
         known = _known(obj.get("known", {}), file, i)
         text = normalise_text(obj["text"], counts)
         if not text:
@@ -164,8 +191,13 @@ def read_jsonl(
         counts["records"] += 1
         counts["chars"] += len(text)
         yield SourceRecord(
-            id=f"{rel}#{rid}", text=text, source="jsonl",
-            work=f"{rel}#{work.strip()}" if work else rel, file=file, line=i, known=known,
+            id=f"{rel}#{rid}",
+            text=text,
+            source="jsonl",
+            work=f"{rel}#{work.strip()}" if work else rel,
+            file=file,
+            line=i,
+            known=known,
         )
 
 
@@ -175,9 +207,17 @@ def _known(value: object, file: str, line: int) -> Mapping[str, bool]:
         raise SourceError(file, line, '"known" is not an object', fix)
     for k, v in value.items():
         if k not in _PLANES or not isinstance(v, bool):
-            raise SourceError(file, line, f'"known" has {k!r}: {v!r}; planes are '
-                              f"{sorted(_PLANES)} with boolean values", fix)
+            raise SourceError(
+                file,
+                line,
+                f'"known" has {k!r}: {v!r}; planes are {sorted(_PLANES)} with boolean values',
+                fix,
+            )
     if value.get("chars") is False:
-        raise SourceError(file, line, '"known" says the letters are not recorded',
-                          'drop "chars" from "known": every record has its letters')
+        raise SourceError(
+            file,
+            line,
+            '"known" says the letters are not recorded',
+            'drop "chars" from "known": every record has its letters',
+        )
     return MappingProxyType(dict(value))

@@ -66,7 +66,9 @@ def relative_name(path: Path, root: Path | None) -> str:
         return path.resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
         raise SourceError(
-            path, 0, f"file is not inside the corpus root {root}",
+            path,
+            0,
+            f"file is not inside the corpus root {root}",
             "pass the directory that contains the file as root (ids are relative to it)",
         ) from None
 
@@ -81,7 +83,9 @@ def read_utf8(path: Path, encoding: str = "utf-8") -> str:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise SourceError(str(path), line, f"bytes are not UTF-8 ({e.reason})", "re-save the file as UTF-8") from None
+        raise SourceError(
+            str(path), line, f"bytes are not UTF-8 ({e.reason})", "re-save the file as UTF-8"
+        ) from None
 
 
 def unique_citation(cite: str, seen: Counter[str], counts: Counter[str] | None) -> str:

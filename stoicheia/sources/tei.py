@@ -59,7 +59,9 @@ def read_tei(
     if name == "TEI" and ns == "http://www.tei-c.org/ns/1.0":
         return read_epidoc(path, root, counts=counts, options=epidoc)
     raise SourceError(
-        path, 1, f"root element <{name}>{' in namespace ' + ns if ns else ''} is neither TEI P4 "
-        "<TEI.2> (Perseus) nor TEI P5 <TEI xmlns=\"http://www.tei-c.org/ns/1.0\"> (EpiDoc)",
+        path,
+        1,
+        f"root element <{name}>{' in namespace ' + ns if ns else ''} is neither TEI P4 "
+        '<TEI.2> (Perseus) nor TEI P5 <TEI xmlns="http://www.tei-c.org/ns/1.0"> (EpiDoc)',
         "give a Perseus TEI P4 or an EpiDoc / TEI P5 file, or convert the text to .txt/.jsonl",
     )

@@ -60,7 +60,12 @@ NUM_LACUNA = 4
 
 PLANES = ("chars", "boundary", "dia", "cap", "punct", "lacuna")
 #: The id that marks a plane value as not recorded, per plane (chars has none).
-UNKNOWN = {"boundary": BOUNDARY_UNKNOWN, "dia": DIA_UNKNOWN, "cap": CAP_UNKNOWN, "punct": PUNCT_UNKNOWN}
+UNKNOWN = {
+    "boundary": BOUNDARY_UNKNOWN,
+    "dia": DIA_UNKNOWN,
+    "cap": CAP_UNKNOWN,
+    "punct": PUNCT_UNKNOWN,
+}
 
 IGNORE_INDEX = -100  #: target value that the losses and metrics skip
 

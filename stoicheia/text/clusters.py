@@ -1,10 +1,10 @@
 """What each Unicode character is to the encoder: letter tables and cluster classes.
 
 Used by :mod:`stoicheia.text.encode`. A text is cut into clusters of one base character
-plus its combining marks (after NFD); :func:`classify` decides each distinct cluster once
-(:data:`INTERN` caches the answer module-wide). The tables name every code point that
-real Greek files hold and that the encoder reads as something other than "drop and
-separate words" (see the encode module docstring for the kinds).
+plus its combining marks (after NFD, :data:`CLUSTER_RE`); :func:`classify` decides each
+distinct cluster once (:data:`INTERN` caches the answer module-wide). The tables name every
+code point that real Greek files hold and that the encoder reads as something other than
+"drop and separate words" (see the encode module docstring for the kinds).
 """
 
 from __future__ import annotations
@@ -17,13 +17,38 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 
+__all__ = [
+    "LETTER_OF",
+    "MARK_OF",
+    "BREATHABLE",
+    "ACCENT",
+    "BREATHING",
+    "IOTA_SUBSCRIPT",
+    "DIAERESIS",
+    "LACUNA_CHARS",
+    "OMISSION_CHAR",
+    "NUMERAL_SIGNS",
+    "KAI_LIGATURES",
+    "CLUSTER_RE",
+    "INTERN",
+    "K_LETTER",
+    "K_SEP",
+    "K_FORMAT",
+    "K_PUNCT",
+    "K_APOS",
+    "K_SPACING",
+    "K_YPO",
+    "classify",
+    "compat_letter",
+]
+
 #: base code point -> (letter id, is capital)
-_LETTER: dict[str, tuple[int, int]] = {}
+LETTER_OF: dict[str, tuple[int, int]] = {}
 for _i, _ch in enumerate(A.LETTERS):
-    _LETTER[_ch] = (_i, 0)
-    _LETTER[chr(0x391 + _i + (1 if _i >= 17 else 0))] = (_i, 1)  # U+03A2 is unassigned
+    LETTER_OF[_ch] = (_i, 0)
+    LETTER_OF[chr(0x391 + _i + (1 if _i >= 17 else 0))] = (_i, 1)  # U+03A2 is unassigned
 _SIGMA = A.LETTERS.index("σ")
-_LETTER.update(
+LETTER_OF.update(
     {
         "ς": (_SIGMA, 0),
         "ϲ": (_SIGMA, 0),  # U+03F2 lunate sigma
@@ -48,14 +73,14 @@ assert A.CAPITALS[_SIGMA] == "Σ" and A.CAPITALS[-1] == "Ω"
 #: it into ``MASK`` plus the lacuna plane value.
 LACUNA_CHARS = {"\ue000": A.LACUNA_LOST, "\ue001": A.LACUNA_ABOUT, "\ue002": A.LACUNA_UNKNOWN}
 for _c, _v in LACUNA_CHARS.items():
-    _LETTER[_c] = (A.NUM_LETTERS + _v - 1, 0)
+    LETTER_OF[_c] = (A.NUM_LETTERS + _v - 1, 0)
 
 #: Private-use stand-in for an omission (a run of dots, an ellipsis), written only by the
 #: encoder's pre-pass: a word boundary that is neither punctuation nor a counted space.
 OMISSION_CHAR = "\ue003"
 
-#: letters that can carry a breathing: the seven vowels and ρ
-_BREATHABLE = frozenset(A.LETTERS.index(c) for c in "αεηιουωρ")
+#: letter ids that can carry a breathing: the seven vowels and ρ
+BREATHABLE = frozenset(A.LETTERS.index(c) for c in "αεηιουωρ")
 
 _ARCHAIC = frozenset("ϝϜϙϘϟϞϛϚϡϠϻϺϸϷͱͰͳͲͷͶϳͿ")
 
@@ -66,27 +91,30 @@ _ARCHAIC = frozenset("ϝϜϙϘϟϞϛϚϡϠϻϺϸϷͱͰͳͲͷͶϳͿ")
 _OVERLINES = frozenset("\u00af\u02c9\u203e")
 NUMERAL_SIGNS = frozenset("\u0374\u02b9\u2032\u0375")
 
-# combining mark -> (field, value); field 0 accent, 1 breathing, 2 iota subscript, 3 diaeresis
-_ACC, _BR, _IOTA, _DIAER = 0, 1, 2, 3
-_MARK: dict[str, tuple[int, int]] = {
-    "\u0301": (_ACC, 1),  # acute (oxia and tonos both decompose to it)
-    "\u0341": (_ACC, 1),  # acute tone mark (NFD maps it to U+0301 anyway)
-    "\u0300": (_ACC, 2),  # grave (varia)
-    "\u0340": (_ACC, 2),
-    "\u0342": (_ACC, 3),  # perispomeni
-    "\u0302": (_ACC, 3),  # circumflex as Latin-style hat
-    "\u0303": (_ACC, 3),  # circumflex as tilde
-    "\u0313": (_BR, 1),  # psili / smooth
-    "\u0343": (_BR, 1),  # koronis (NFD maps it to U+0313 anyway)
-    "\u0314": (_BR, 2),  # dasia / rough
-    "\u0345": (_IOTA, 1),  # ypogegrammeni
-    "\u0308": (_DIAER, 1),
+#: The four mark fields of a letter (the order of :func:`stoicheia.text.alphabet.dia_id`'s
+#: arguments): accent, breathing, iota subscript, diaeresis.
+ACCENT, BREATHING, IOTA_SUBSCRIPT, DIAERESIS = 0, 1, 2, 3
+#: combining mark -> (field, value): the field above, the value as in ``dia_id`` (accent 1
+#: acute, 2 grave, 3 circumflex; breathing 1 smooth, 2 rough; iota and diaeresis 1)
+MARK_OF: dict[str, tuple[int, int]] = {
+    "\u0301": (ACCENT, 1),  # acute (oxia and tonos both decompose to it)
+    "\u0341": (ACCENT, 1),  # acute tone mark (NFD maps it to U+0301 anyway)
+    "\u0300": (ACCENT, 2),  # grave (varia)
+    "\u0340": (ACCENT, 2),
+    "\u0342": (ACCENT, 3),  # perispomeni
+    "\u0302": (ACCENT, 3),  # circumflex as Latin-style hat
+    "\u0303": (ACCENT, 3),  # circumflex as tilde
+    "\u0313": (BREATHING, 1),  # psili / smooth
+    "\u0343": (BREATHING, 1),  # koronis (NFD maps it to U+0313 anyway)
+    "\u0314": (BREATHING, 2),  # dasia / rough
+    "\u0345": (IOTA_SUBSCRIPT, 1),  # ypogegrammeni
+    "\u0308": (DIAERESIS, 1),
     # look-alikes that fonts and keyboards put in the place of a Greek mark (the encoder reads
     # them as that mark; they have no Unicode decomposition to it):
-    "\u0311": (_ACC, 3),  # inverted breve: the round circumflex of most Greek fonts
-    "\u0315": (_BR, 1),  # comma above right: a smooth breathing set beside the letter
-    "\u0312": (_BR, 2),  # turned comma above (the shape of the rough breathing, like ‘)
-    "\u0328": (_IOTA, 1),  # ogonek: the hook of an iota subscript (OCR and Latin keyboards)
+    "\u0311": (ACCENT, 3),  # inverted breve: the round circumflex of most Greek fonts
+    "\u0315": (BREATHING, 1),  # comma above right: a smooth breathing set beside the letter
+    "\u0312": (BREATHING, 2),  # turned comma above (the shape of the rough breathing, like ‘)
+    "\u0328": (IOTA_SUBSCRIPT, 1),  # ogonek: an iota subscript's hook (OCR, Latin keyboards)
 }
 
 #: modelled punctuation, after NFD (U+0387 -> U+00B7 and U+037E -> ';' under NFD)
@@ -101,12 +129,6 @@ _PUNCT: dict[str, int] = {
     "?": A.PUNCT_QUESTION,
     "!": A.PUNCT_QUESTION,
 }
-
-#: Rank used when several marks follow one letter: the highest rank survives.
-#: Sentence-ending marks outrank pauses (a "." must not be lost to a following ","), and
-#: the question mark outranks the full stop (it carries more information: ";." keeps ";").
-#: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
-PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
 #: apostrophes: elision directly after a letter, otherwise a quote (punctuation_other)
 _APOSTROPHE = frozenset("'\u2019\u02bc")
@@ -133,15 +155,18 @@ _SPACING: dict[str, tuple[int, int, int, int]] = {
     "\u02c6": (3, 0, 0, 0),  # modifier letter circumflex accent
     "\u007e": (3, 0, 0, 0),  # circumflex typed as ASCII ~
 }
-_SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)
 
-# cluster kinds; the order matters: kinds >= _K_PUNCT need the letter index of each cluster,
-# kinds >= _K_APOS need their neighbours (see text_to_planes)
-_K_LETTER, _K_SEP, _K_FORMAT, _K_PUNCT, _K_APOS, _K_SPACING, _K_YPO = range(7)
+#: Cluster kinds (the first item of :func:`classify`'s answer): a letter, a separator, an
+#: invisible format character, modelled punctuation, an apostrophe, a spacing diacritic, a
+#: spacing iota subscript (U+037A). The order matters: kinds >= ``K_PUNCT`` need the letter
+#: index of each cluster, kinds >= ``K_APOS`` need their neighbours (see
+#: :func:`stoicheia.text.encode.text_to_planes`).
+K_LETTER, K_SEP, K_FORMAT, K_PUNCT, K_APOS, K_SPACING, K_YPO = range(7)
 
 _COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-#: one base character plus its combining marks (or a run of marks at the text start)
-_CLUSTER_RE = re.compile(f"[^{_COMBINING}][{_COMBINING}]*|[{_COMBINING}]+", re.S)
+#: One cluster: one base character plus its combining marks (or a run of marks at the
+#: text start); ``CLUSTER_RE.findall(nfd_text)`` cuts a text.
+CLUSTER_RE = re.compile(f"[^{_COMBINING}][{_COMBINING}]*|[{_COMBINING}]+", re.S)
 
 
 #: The kai ligature (U+03D7, capital U+03CF) stands for a whole word: expanded by the encoder.
@@ -163,7 +188,11 @@ def compat_letter(base: str) -> str | None:
     if not dec.startswith("<"):
         return None
     k = unicodedata.normalize("NFKD", base)
-    if k[0] in _LETTER and k[0] not in LACUNA_CHARS and all(unicodedata.combining(c) for c in k[1:]):
+    if (
+        k[0] in LETTER_OF
+        and k[0] not in LACUNA_CHARS
+        and all(unicodedata.combining(c) for c in k[1:])
+    ):
         return k
     return None
 
@@ -181,7 +210,7 @@ def _spacing_fields(base: str) -> tuple[int, int, int, int] | None:
         return None
     fields = [0, 0, 0, 0]
     for m in unicodedata.normalize("NFKD", base)[1:]:
-        fv = _MARK.get(m)
+        fv = MARK_OF.get(m)
         if fv is None or fields[fv[0]]:
             return None
         fields[fv[0]] = fv[1]
@@ -227,23 +256,23 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
     drops: collections.Counter = collections.Counter()
     if base == OMISSION_CHAR:
         _mark_drops(marks, drops)
-        return _K_SEP, 0, 1, tuple(drops.items())
-    if base not in _LETTER and base not in _PUNCT and base not in _APOSTROPHE:
+        return K_SEP, 0, 1, tuple(drops.items())
+    if base not in LETTER_OF and base not in _PUNCT and base not in _APOSTROPHE:
         alt = compat_letter(base)
         if alt is not None:  # a compatibility spelling of a letter: that letter
             kind, value, sep, alt_drops = classify(alt + marks)
             return kind, value, sep, (*alt_drops, ("compat_letter", 1))
-    if base in _LETTER:
-        letter, cap = _LETTER[base]
+    if base in LETTER_OF:
+        letter, cap = LETTER_OF[base]
         fields = [0, 0, 0, 0]
         elided = 0
         for m in marks:
-            fv = _MARK.get(m)
+            fv = MARK_OF.get(m)
             if fv is None:
                 drops["unknown_mark"] += 1
                 continue
             field, v = fv
-            if field == _BR and v == 1 and letter not in _BREATHABLE:
+            if field == BREATHING and v == 1 and letter not in BREATHABLE:
                 # A smooth breathing cannot sit on a consonant other than ρ: it is the
                 # elision mark written as a combining comma above ("ἀλλ̓").
                 elided = 1
@@ -254,45 +283,45 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
                 drops["extra_mark"] += 1
         dia = A.dia_id(*fields)
         value = ((letter * A.NUM_DIA + dia) * 2 + cap) * 2 + elided
-        return _K_LETTER, value, 0, tuple(drops.items())
+        return K_LETTER, value, 0, tuple(drops.items())
     if base in _PUNCT:
         _mark_drops(marks, drops)
-        return _K_PUNCT, _PUNCT[base], 1, tuple(drops.items())
+        return K_PUNCT, _PUNCT[base], 1, tuple(drops.items())
     if base in _APOSTROPHE:
         _mark_drops(marks, drops)
-        return _K_APOS, 0, 1, tuple(drops.items())
+        return K_APOS, 0, 1, tuple(drops.items())
     spacing = _spacing_fields(base)
     if spacing is not None:
         fields = list(spacing)
         for m in marks:
-            fv = _MARK.get(m)
+            fv = MARK_OF.get(m)
             if fv is None:
                 drops["unknown_mark"] += 1
             elif fields[fv[0]] == 0:
                 fields[fv[0]] = fv[1]
             else:
                 drops["extra_mark"] += 1
-        return _K_SPACING, A.dia_id(*fields), 1, tuple(drops.items())
+        return K_SPACING, A.dia_id(*fields), 1, tuple(drops.items())
     if base == "\u037a":  # spacing ypogegrammeni: the iota subscript of the letter before
         _mark_drops(marks, drops)
-        return _K_YPO, 0, 0, tuple(drops.items())
+        return K_YPO, 0, 0, tuple(drops.items())
     kind = _char_kind(base)
     if base in _OVERLINES:  # a numeral/abbreviation stroke: no letter, no word break
         drops["unknown_mark"] += 1
         _mark_drops(marks, drops)
-        return _K_FORMAT, 0, 0, tuple(drops.items())
+        return K_FORMAT, 0, 0, tuple(drops.items())
     if base == "\u0375":  # lower numeral sign: part of the number after it
         drops[kind] += 1
         _mark_drops(marks, drops)
-        return _K_FORMAT, 0, 0, tuple(drops.items())
+        return K_FORMAT, 0, 0, tuple(drops.items())
     if kind == "unknown_mark":  # a run of marks at the very start of the text
         _mark_drops(cl, drops)
-        return _K_SEP, 0, 1, tuple(drops.items())
+        return K_SEP, 0, 1, tuple(drops.items())
     drops[kind] += 1
     _mark_drops(marks, drops)
     if kind == "format":
-        return _K_FORMAT, 0, 0, tuple(drops.items())
-    return _K_SEP, 0, 1, tuple(drops.items())
+        return K_FORMAT, 0, 0, tuple(drops.items())
+    return K_SEP, 0, 1, tuple(drops.items())
 
 
 class _Intern(dict):
@@ -335,9 +364,6 @@ class _Intern(dict):
         return t
 
 
-_INTERN = _Intern()
-
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
-_LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
-_LETTER_IS_BREATHABLE[list(_BREATHABLE)] = True
-
+#: NFD cluster -> id, with the answer of :func:`classify` for each id (see :class:`_Intern`);
+#: shared by every encoder call of the process.
+INTERN = _Intern()

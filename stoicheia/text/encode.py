@@ -92,21 +92,18 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import (
-    _BR,
-    _BREATHABLE,
-    _CLUSTER_RE,
-    _INTERN,
-    _K_APOS,
-    _K_LETTER,
-    _K_PUNCT,
-    _K_YPO,
-    _LETTER,
-    _LETTER_IS_BREATHABLE,
-    _MARK,
-    _SMOOTH_ONLY,
-    _VOWELS,
+    BREATHABLE,
+    BREATHING,
+    CLUSTER_RE,
+    INTERN,
+    K_APOS,
+    K_LETTER,
+    K_PUNCT,
+    K_YPO,
     KAI_LIGATURES,
     LACUNA_CHARS,
+    LETTER_OF,
+    MARK_OF,
     OMISSION_CHAR,
 )
 from stoicheia.text.leiden import (
@@ -119,7 +116,14 @@ from stoicheia.text.leiden import (
 )
 from stoicheia.text.planes import Planes
 
-__all__ = ["text_to_planes", "encode_text", "Encoded", "KNOWN_PLANES", "PUNCT_STRENGTH"]
+__all__ = [
+    "text_to_planes",
+    "encode_text",
+    "fold_lookalikes",
+    "Encoded",
+    "KNOWN_PLANES",
+    "PUNCT_STRENGTH",
+]
 
 #: The planes a source may declare unrecorded (``known``); the lacuna plane is always known.
 KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
@@ -130,29 +134,69 @@ KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
 #: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
 PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
+_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
+_LETTER_IS_BREATHABLE[list(BREATHABLE)] = True
+_SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)  # the dia id of a smooth breathing alone
 _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
 _HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
 _MARKS = "\u0300-\u036f"
 _RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
-_MARKS_BEFORE_CAPITAL = re.compile("(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])")
+_MARKS_BEFORE_CAPITAL = re.compile(
+    "(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])"
+)
 _LATIN_RUN = re.compile("[A-Za-z\u210e]+")
 #: the heta (archaic aspirate) that epigraphers transcribe as Latin h (or U+210E) before a
 #: vowel or ρ at the start of a word: the rough breathing of that letter ("hο" = ὁ)
 _HETA = re.compile("(^|[^\\w\u0300-\u036f])[hH\u210e]([αεηιουωρΑΕΗΙΟΥΩΡ])")
 #: Latin letters that look like a Greek letter (read as that letter inside a Greek word)
 LATIN_LOOKALIKES = {
-    "A": "Α", "B": "Β", "E": "Ε", "H": "Η", "I": "Ι", "K": "Κ", "M": "Μ", "N": "Ν",
-    "O": "Ο", "P": "Ρ", "T": "Τ", "X": "Χ", "Y": "Υ", "Z": "Ζ", "o": "ο", "v": "ν",
+    "A": "Α",
+    "B": "Β",
+    "E": "Ε",
+    "H": "Η",
+    "I": "Ι",
+    "K": "Κ",
+    "M": "Μ",
+    "N": "Ν",
+    "O": "Ο",
+    "P": "Ρ",
+    "T": "Τ",
+    "X": "Χ",
+    "Y": "Υ",
+    "Z": "Ζ",
+    "o": "ο",
+    "v": "ν",
 }
-_GREEK_BASE = frozenset(c for c in _LETTER if c not in LACUNA_CHARS)
+_GREEK_BASE = frozenset(c for c in LETTER_OF if c not in LACUNA_CHARS)
 
 # Coptic letters are Greek letters in another script (Unicode names them ALFA, VIDA, ...):
 # their Greek letter, read from the Unicode names rather than listed by hand.
 _COPTIC_NAMES = {
-    "ALFA": "α", "VIDA": "β", "GAMMA": "γ", "DALDA": "δ", "EIE": "ε", "ZATA": "ζ", "HATE": "η",
-    "THETHE": "θ", "IAUDA": "ι", "KAPA": "κ", "LAULA": "λ", "MI": "μ", "NI": "ν", "KSI": "ξ",
-    "O": "ο", "PI": "π", "RO": "ρ", "SIMA": "ϲ", "TAU": "τ", "UA": "υ", "FI": "φ", "KHI": "χ",
-    "PSI": "ψ", "OOU": "ω",
+    "ALFA": "α",
+    "VIDA": "β",
+    "GAMMA": "γ",
+    "DALDA": "δ",
+    "EIE": "ε",
+    "ZATA": "ζ",
+    "HATE": "η",
+    "THETHE": "θ",
+    "IAUDA": "ι",
+    "KAPA": "κ",
+    "LAULA": "λ",
+    "MI": "μ",
+    "NI": "ν",
+    "KSI": "ξ",
+    "O": "ο",
+    "PI": "π",
+    "RO": "ρ",
+    "SIMA": "ϲ",
+    "TAU": "τ",
+    "UA": "υ",
+    "FI": "φ",
+    "KHI": "χ",
+    "PSI": "ψ",
+    "OOU": "ω",
 }
 
 
@@ -162,9 +206,13 @@ def _coptic_lookalikes() -> dict[str, str]:
         name = unicodedata.name(chr(cp), "")
         for case in ("SMALL", "CAPITAL"):
             prefix = f"COPTIC {case} LETTER "
-            if name.startswith(prefix) and name[len(prefix):] in _COPTIC_NAMES:
-                g = _COPTIC_NAMES[name[len(prefix):]]
-                out[chr(cp)] = g.upper() if case == "CAPITAL" and g != "ϲ" else ("Ϲ" if case == "CAPITAL" else g)
+            if name.startswith(prefix) and name[len(prefix) :] in _COPTIC_NAMES:
+                g = _COPTIC_NAMES[name[len(prefix) :]]
+                out[chr(cp)] = (
+                    g.upper()
+                    if case == "CAPITAL" and g != "ϲ"
+                    else ("Ϲ" if case == "CAPITAL" else g)
+                )
     return out
 
 
@@ -173,15 +221,43 @@ def _coptic_lookalikes() -> dict[str, str]:
 #: Greek word (touching a Greek letter), counted ``script_lookalike``. A word wholly in
 #: Cyrillic or Coptic stays what it is (``other``): a Coptic text is not Greek.
 SCRIPT_LOOKALIKES = {
-    "А": "Α", "В": "Β", "Г": "Γ", "Е": "Ε", "Н": "Η", "І": "Ι", "К": "Κ", "М": "Μ", "О": "Ο",
-    "П": "Π", "Р": "Ρ", "С": "Ϲ", "Т": "Τ", "У": "Υ", "Ф": "Φ", "Х": "Χ",
-    "о": "ο", "р": "ρ", "с": "ϲ", "х": "χ", "к": "κ", "п": "π", "т": "τ", "ф": "φ",
-    "Ѳ": "Θ", "ѳ": "θ", "Ѵ": "Υ", "ѵ": "υ", "Ѯ": "Ξ", "ѯ": "ξ", "Ѱ": "Ψ", "ѱ": "ψ",
+    "А": "Α",
+    "В": "Β",
+    "Г": "Γ",
+    "Е": "Ε",
+    "Н": "Η",
+    "І": "Ι",
+    "К": "Κ",
+    "М": "Μ",
+    "О": "Ο",
+    "П": "Π",
+    "Р": "Ρ",
+    "С": "Ϲ",
+    "Т": "Τ",
+    "У": "Υ",
+    "Ф": "Φ",
+    "Х": "Χ",
+    "о": "ο",
+    "р": "ρ",
+    "с": "ϲ",
+    "х": "χ",
+    "к": "κ",
+    "п": "π",
+    "т": "τ",
+    "ф": "φ",
+    "Ѳ": "Θ",
+    "ѳ": "θ",
+    "Ѵ": "Υ",
+    "ѵ": "υ",
+    "Ѯ": "Ξ",
+    "ѯ": "ξ",
+    "Ѱ": "Ψ",
+    "ѱ": "ψ",
     **_coptic_lookalikes(),
 }
 _SCRIPT_RUN = re.compile("[" + "".join(SCRIPT_LOOKALIKES) + "]+")
 _HAS_SCRIPT = re.compile("[\u0400-\u04ff\u2c80-\u2cff]")
-_LETTER_CLASS = "".join(sorted(_LETTER))  # inside [...] of a regex: no sign to escape
+_LETTER_CLASS = "".join(sorted(LETTER_OF))  # inside [...] of a regex: no sign to escape
 #: Signs typed inside a word that never end it (letters directly on both sides): line
 #: division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»`` (``ἐ«π»ί``),
 #: the double hyphen ``=`` ``⸗``; hyphens inside such a run too (``πο-|τῷ``).
@@ -217,13 +293,51 @@ def _prepass(s: str, dropped: collections.Counter) -> str:
             dropped["mark_before_capital"] += k
     if ("h" in s or "H" in s or "\u210e" in s) and _HETA.search(s):
         # a capital H makes its vowel the capital ("Hερμῆς" = Ἑρμῆς)
-        s, k = _HETA.subn(lambda m: m.group(1) + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2)) + "\u0314", s)
+        s, k = _HETA.subn(
+            lambda m: (
+                m.group(1)
+                + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2))
+                + "\u0314"
+            ),
+            s,
+        )
         dropped["heta"] += k
     if _LATIN_RUN.search(s):
         s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
     if _HAS_SCRIPT.search(s):
         s = _SCRIPT_RUN.sub(lambda m: _script_in_word(m, s, dropped), s)
     return s
+
+
+def fold_lookalikes(text: str) -> str:
+    """``text`` with each look-alike that the encoder reads as a Greek letter replaced by that
+    letter, one character for one (same length, so offsets into ``text`` stay valid): a run of
+    Latin look-alikes (:data:`LATIN_LOOKALIKES`) or of Cyrillic/Coptic ones
+    (:data:`SCRIPT_LOOKALIKES`) touching a Greek letter, as :func:`encode_text` decides it (a
+    heta ``h`` before a vowel at the start of a word stays: it is a breathing). For code that
+    counts the letters of a text character by character (a lone ``o`` is Latin, the ``o`` of
+    ``ἐνπέραμo`` a Greek omicron)."""
+    bases = "".join((unicodedata.normalize("NFD", c) or c)[0] for c in text)
+    work = list(bases)
+    for m in _HETA.finditer(bases):
+        work[m.end() - 2] = "\u0314"  # not part of a Latin run; not a letter
+    work_s = "".join(work)
+    out = list(text)
+
+    def greek(i: int, step: int) -> bool:
+        while 0 <= i < len(work_s) and unicodedata.combining(work_s[i]):
+            i += step
+        return 0 <= i < len(work_s) and work_s[i] in _GREEK_BASE
+
+    for rx, table in ((_LATIN_RUN, LATIN_LOOKALIKES), (_SCRIPT_RUN, SCRIPT_LOOKALIKES)):
+        for m in rx.finditer(work_s):
+            run = m.group()
+            after = (
+                work_s[m.end() : m.end() + 1] in _GREEK_BASE
+            )  # as the encoder: the very next character
+            if (greek(m.start() - 1, -1) or after) and all(c in table for c in run):
+                out[m.start() : m.end()] = [table[c] for c in run]
+    return "".join(out)
 
 
 def _script_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
@@ -320,10 +434,10 @@ def _text_to_planes(
     not a ``str``.
     """
     kn = _check_known(known)
-    clusters = _CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
+    clusters = CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
     if not clusters:
         return _fill_unknown(Planes.empty(), kn), dropped
-    intern = _INTERN
+    intern = INTERN
     ids = np.fromiter(map(intern.__getitem__, clusters), np.int32, len(clusters))
     t_kind, t_value, t_sep, t_drops = intern.tables()
 
@@ -337,7 +451,7 @@ def _text_to_planes(
     kind = t_kind[ids]
     value = t_value[ids]
     sep = t_sep[ids]
-    is_letter = kind == _K_LETTER
+    is_letter = kind == K_LETTER
     m = ids.shape[0]
 
     lval = value[is_letter]
@@ -348,15 +462,15 @@ def _text_to_planes(
     n = int(lval.shape[0])
     kmax = int(kind.max())
     # index of the last letter at or before each cluster (-1 before the first letter)
-    letter_no = np.cumsum(is_letter) - 1 if kmax >= _K_PUNCT else None
+    letter_no = np.cumsum(is_letter) - 1 if kmax >= K_PUNCT else None
 
-    if kmax >= _K_APOS:  # rare context-dependent clusters: small Python loop
+    if kmax >= K_APOS:  # rare context-dependent clusters: small Python loop
         _resolve_context(kind, value, sep, is_letter, letter_no, chars, dia, dropped)
 
     # Punctuation: onto the last letter before the mark; keep the strongest.
     punct = np.zeros(n, np.uint8)
     if letter_no is not None:
-        pmask = kind == _K_PUNCT
+        pmask = kind == K_PUNCT
         pidx = letter_no[pmask]
         if pidx.size:
             pval = value[pmask].astype(np.uint8)
@@ -399,7 +513,6 @@ def _text_to_planes(
     return planes, dropped
 
 
-
 def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
     """The diacritic id ``dia`` with the fields of ``marks`` (a diacritic id) added where it has
     none; a field it already has keeps its first mark and counts ``extra_mark``."""
@@ -411,6 +524,7 @@ def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
             else:
                 cur[f] = v
     return A.dia_id(*cur)
+
 
 def _resolve_context(
     kind: np.ndarray,
@@ -433,10 +547,10 @@ def _resolve_context(
       elision (psili/koronis alone) or unknown.
     """
     m = kind.shape[0]
-    for j in np.flatnonzero(kind >= _K_APOS).tolist():
+    for j in np.flatnonzero(kind >= K_APOS).tolist():
         k = int(kind[j])
         after_letter = j > 0 and bool(is_letter[j - 1])
-        if k == _K_APOS:
+        if k == K_APOS:
             before_letter = j + 1 < m and bool(is_letter[j + 1])
             if after_letter and before_letter:
                 # Crasis with the coronis typed as an apostrophe ("κα’γώ" = κἀγώ): a vowel
@@ -444,8 +558,14 @@ def _resolve_context(
                 # mark ("δ’", "ἀλλ’") or is followed by a vowel ("δι’ἐκείνων"), so it never
                 # matches this pattern.
                 li = int(letter_no[j])
-                acc, br, io, di = A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
-                if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and chars[li + 1] < A.NUM_LETTERS:
+                acc, br, io, di = (
+                    A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
+                )
+                if (
+                    chars[li] in _VOWELS
+                    and chars[li + 1] not in _VOWELS
+                    and chars[li + 1] < A.NUM_LETTERS
+                ):
                     if br == 0:
                         dia[li] = A.dia_id(acc, 1, io, di)
                     else:
@@ -454,7 +574,7 @@ def _resolve_context(
                     sep[j] = False
                     continue
             dropped["elision" if after_letter else "punctuation_other"] += 1
-        elif k == _K_YPO:
+        elif k == K_YPO:
             if after_letter:
                 li = letter_no[j]
                 acc, br, io, di = A.dia_fields(int(dia[li]))
@@ -465,7 +585,7 @@ def _resolve_context(
             else:
                 dropped["unknown_mark"] += 1
                 sep[j] = True
-        else:  # _K_SPACING
+        else:  # K_SPACING
             payload = int(value[j])
             before_letter = j + 1 < m and bool(is_letter[j + 1])
             if after_letter and before_letter and payload == _SMOOTH_ONLY:
@@ -563,7 +683,8 @@ def encode_text(
         stacked = _stacked_mark(text)
         if stacked is not None:
             raise LeidenError(
-                text, stacked[0],
+                text,
+                stacked[0],
                 f"a letter with two {stacked[1]}; keep the one meant (the converter keeps the first "
                 "and counts extra_mark)",
             )
@@ -573,7 +694,9 @@ def encode_text(
         if isinstance(seg, Text):
             out.append(seg.text)
             if any(seg.uncertain):
-                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+                leiden["uncertain_letters"] += _count_letters(
+                    "".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u)
+                )
         elif isinstance(seg, Lacuna):
             leiden["lacunae"] += 1
             if seg.max_width is None:
@@ -588,7 +711,9 @@ def encode_text(
         elif isinstance(seg, Editorial):
             n = _count_letters(seg.text)
             if any(seg.uncertain):
-                leiden["uncertain_letters"] += _count_letters("".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u))
+                leiden["uncertain_letters"] += _count_letters(
+                    "".join(c for c, u in zip(seg.text, seg.uncertain, strict=True) if u)
+                )
             if seg.reason == "surplus":
                 leiden["surplus_letters"] += n
                 continue
@@ -613,13 +738,13 @@ def _stacked_mark(text: str) -> tuple[int, str] | None:
     for i, ch in enumerate(text):
         for c in unicodedata.normalize("NFD", ch):
             if not unicodedata.combining(c):
-                letter, seen = _LETTER.get(c), {}
+                letter, seen = LETTER_OF.get(c), {}
                 continue
-            fv = _MARK.get(c)
+            fv = MARK_OF.get(c)
             if letter is None or fv is None:
                 continue
             field, value = fv
-            if field == _BR and value == 1 and letter[0] not in _BREATHABLE:
+            if field == BREATHING and value == 1 and letter[0] not in BREATHABLE:
                 continue  # a smooth breathing on a consonant is the elision mark
             name = unicodedata.name(c, f"U+{ord(c):04X}").lower()
             if field in seen:
@@ -653,7 +778,9 @@ def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
                 raise
             leiden["leiden_repaired"] += 1
             p = err.position
-            if 0 <= p < len(text) and (_BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])):
+            if 0 <= p < len(text) and (
+                _BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])
+            ):
                 # the bracket sign at fault, or a combining mark that has no letter to sit on
                 text = text[:p] + text[p + 1 :]
             else:

@@ -129,9 +129,7 @@ class LeidenError(ValueError):
         self.message = message
         lo = max(0, position - 15)
         context = text[lo : position + 15]
-        super().__init__(
-            f"Leiden notation at character {position}: {message} (near {context!r})"
-        )
+        super().__init__(f"Leiden notation at character {position}: {message} (near {context!r})")
 
 
 class LacunaTooWideError(LeidenError):
@@ -244,7 +242,9 @@ _DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
 _DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width in [ ]
 # Lacuna notations of other epigraphic and papyrological projects (see the module docstring):
 # "[ .. ? .. ]", "[.?]", "[ca.?]", "[-?-]" (IAph, DDbDP Leiden+): lost letters, number unknown
-_FOREIGN_UNKNOWN = re.compile(rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}")
+_FOREIGN_UNKNOWN = re.compile(
+    rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}"
+)
 # "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters
 _FOREIGN_MINMAX = re.compile(rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+){_DECOR}")
 # "[+3+]" (N letters), "[+++]" (one lost letter per '+'), as EDH-style projects print them
@@ -269,7 +269,9 @@ def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
     out: list[str] = []
     flags: list[bool] = []
     orphans = 0
-    for cl in re.findall(r"[^\u0300-\u036f][\u0300-\u036f]*|[\u0300-\u036f]+", unicodedata.normalize("NFD", s)):
+    for cl in re.findall(
+        r"[^\u0300-\u036f][\u0300-\u036f]*|[\u0300-\u036f]+", unicodedata.normalize("NFD", s)
+    ):
         dotted = DOT_BELOW in cl
         body = cl.replace(DOT_BELOW, "")
         if dotted and (not body or not body[0].isalpha()):
@@ -318,10 +320,17 @@ def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
                 segs.append(Text(s, flags, run_start, i))
             j = i
             n = 0
-            while j < end and (text[j] == DOT_BELOW or (text[j] == " " and DOT_BELOW in text[j + 1 : j + 2])):
+            while j < end and (
+                text[j] == DOT_BELOW or (text[j] == " " and DOT_BELOW in text[j + 1 : j + 2])
+            ):
                 n += text[j] == DOT_BELOW
                 j += 1
-            if segs and isinstance(segs[-1], Text) and segs[-1].text.endswith(" ") and segs[-1].end == i:
+            if (
+                segs
+                and isinstance(segs[-1], Text)
+                and segs[-1].text.endswith(" ")
+                and segs[-1].end == i
+            ):
                 # the space that carried the first dot is part of the traces
                 last = segs.pop()
                 if last.text[:-1]:
@@ -360,7 +369,11 @@ def _square(text: str, start: int, end: int) -> list[Segment]:
         doubtful = "?" in raw
         s, flags, orphans = _strip_dots(raw.replace("?", ""))
         if orphans:
-            raise LeidenError(text, sup_start, "a dot below on no letter inside [ ]; write the lost letters as dots: [...]")
+            raise LeidenError(
+                text,
+                sup_start,
+                "a dot below on no letter inside [ ]; write the lost letters as dots: [...]",
+            )
         if s.strip():
             if doubtful:
                 flags = tuple(not c.isspace() for c in s)
@@ -440,10 +453,16 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
     if m is not None:
         n = int(m.group("n"))
         if n == 0:
-            raise LeidenError(text, i, "a lacuna of at least/at most 0 letters; give a number above 0")
+            raise LeidenError(
+                text, i, "a lacuna of at least/at most 0 letters; give a number above 0"
+            )
         if n > MAX_LACUNA_WIDTH:
-            raise LeidenError(text, i, f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
-                              "lacuna may hold; write [---] for a loss that long")
+            raise LeidenError(
+                text,
+                i,
+                f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
+                "lacuna may hold; write [---] for a loss that long",
+            )
         if m.group("mm") == "min":  # at least n: the width is open-ended
             return Lacuna(n, None, False, i, m.end())
         return Lacuna(1, n, False, i, m.end())
@@ -451,32 +470,46 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
     if m is not None:
         n = int(m.group("n")) if m.group("n") else m.group().count("+")
         if n == 0 or n > MAX_LACUNA_WIDTH:
-            raise LeidenError(text, i, f"{m.group()!r}: a lacuna of {n} letters; give a number from 1 to "
-                              f"{MAX_LACUNA_WIDTH:,}, or write [---] for an unknown width")
+            raise LeidenError(
+                text,
+                i,
+                f"{m.group()!r}: a lacuna of {n} letters; give a number from 1 to "
+                f"{MAX_LACUNA_WIDTH:,}, or write [---] for an unknown width",
+            )
         return Lacuna(n, n, False, i, m.end())
     m = _CA_NO_NUMBER.match(text, i, end)
     if m is not None and "c" in m.group() and (m.end() == end or text[m.end()] in "." + _DASHES):
         raise LeidenError(
-            text, i,
+            text,
+            i,
             f"{text[i:end]!r} gives no number after 'ca.': write [-ca.N-] for about N lost letters, "
             "or [---] for a lacuna of unknown width",
         )
     m = _DECIMAL.match(text, i, end) if ch.isdigit() else None
     if m is not None:
-        raise LeidenError(text, i, f"a width of {text[i:m.end() + 8].split(']')[0]!r} letters is not a whole number; "
-                          "give the number of lost letters ([.5.]) or a range ([.4-6.])")
+        raise LeidenError(
+            text,
+            i,
+            f"a width of {text[i : m.end() + 8].split(']')[0]!r} letters is not a whole number; "
+            "give the number of lost letters ([.5.]) or a range ([.4-6.])",
+        )
     if ch in _DASHES or ch.isdigit():
         w = _WIDTH.match(text, i, end)
         if w is not None:
             body = w.group()
             lead = body[: body.index(w.group("n"))]
-            tail = text[(w.end("hi") if w.group("hi") else w.end("pm") if w.group("pm") else w.end("n")) : w.end()]
+            tail = text[
+                (
+                    w.end("hi") if w.group("hi") else w.end("pm") if w.group("pm") else w.end("n")
+                ) : w.end()
+            ]
             dash_before = any(c in _DASHES for c in lead)
             dash_after = any(c in _DASHES for c in tail)
             if dash_before != dash_after:
                 raise LeidenError(
-                    text, i,
-                    f"{text[i:w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
+                    text,
+                    i,
+                    f"{text[i : w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
                     "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
                 )
     return None
@@ -489,7 +522,8 @@ def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> No
             c = text[k]
             if unicodedata.category(c)[0] in "PS" and c not in _DASHES and c not in ".?":
                 raise LeidenError(
-                    text, a,
+                    text,
+                    a,
                     f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the punctuation "
                     f"{c!r}; put punctuation outside the bracket, and write lost letters as [...] or [.N.]",
                 )
@@ -513,7 +547,8 @@ def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
         return raw[k] + raw[:k] + raw[k + 1 :]
     names = ", ".join(unicodedata.name(c, f"U+{ord(c):04X}").lower() for c in raw[:k])
     raise LeidenError(
-        text, a,
+        text,
+        a,
         f"a combining mark ({names}) with no letter inside the bracket to sit on; "
         "type it after the letter it belongs to, or remove it",
     )
@@ -539,23 +574,33 @@ def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
         closed = text.find("]", at)
         notation = text[max(0, opened) : closed + 1 if closed >= 0 else m.end()]
         raise LacunaTooWideError(
-            text, at,
+            text,
+            at,
             f"a lacuna of up to {widest} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may "
             "hold; check the number, or write a loss that long as [---] (unknown width)",
-            widest, notation,
+            widest,
+            notation,
         )
     if m.group("pm") is not None:
         pm = int(m.group("pm"))
         if pm >= n:
-            raise LeidenError(text, at, f"[{n}±{pm}] allows a width of 0 or less; need ± less than {n}")
+            raise LeidenError(
+                text, at, f"[{n}±{pm}] allows a width of 0 or less; need ± less than {n}"
+            )
         return Lacuna(n - pm, n + pm, False, at, m.end())
     if m.group("hi") is not None:
         hi = int(m.group("hi"))
         if n == 0 or hi < n:
-            raise LeidenError(text, at, f"width range {n}-{hi} is empty or starts at 0; write [.low-high.] with 1 <= low <= high")
+            raise LeidenError(
+                text,
+                at,
+                f"width range {n}-{hi} is empty or starts at 0; write [.low-high.] with 1 <= low <= high",
+            )
         return Lacuna(n, hi, False, at, m.end())
     if n == 0:
-        raise LeidenError(text, at, "a lacuna of width 0; drop the bracket or give the number of lost letters")
+        raise LeidenError(
+            text, at, "a lacuna of width 0; drop the bracket or give the number of lost letters"
+        )
     return Lacuna(n, n, bool(m.group("ca")), at, m.end())
 
 
@@ -584,7 +629,9 @@ def parse_leiden(text: str) -> list[Segment]:
         opener = text[i : i + 2] if text[i : i + 2] in _PAIRS else ch if ch in _PAIRS else None
         if opener is None:
             if ch in _CLOSERS or (ch == "]" and text[i : i + 2] == "]]"):
-                raise LeidenError(text, i, f"{ch!r} closes no bracket; remove it or add the opening bracket")
+                raise LeidenError(
+                    text, i, f"{ch!r} closes no bracket; remove it or add the opening bracket"
+                )
             i += 1
             continue
         closer, reason = _PAIRS[opener]
@@ -598,12 +645,17 @@ def parse_leiden(text: str) -> list[Segment]:
             if c2 in _PAIRS or text[j] in _PAIRS:
                 inner = c2 if c2 in _PAIRS else text[j]
                 raise LeidenError(
-                    text, j,
+                    text,
+                    j,
                     f"{inner!r} opens a bracket inside {opener!r} (opened at character {i}); "
                     "Leiden brackets do not nest: close the first one before",
                 )
             if text[j] in _CLOSERS and not text.startswith(closer, j):
-                raise LeidenError(text, j, f"{text[j]!r} does not close {opener!r} (opened at character {i}); expected {closer!r}")
+                raise LeidenError(
+                    text,
+                    j,
+                    f"{text[j]!r} does not close {opener!r} (opened at character {i}); expected {closer!r}",
+                )
             j += 1
         if j >= n:
             raise LeidenError(text, i, f"{opener!r} is never closed; add {closer!r}")

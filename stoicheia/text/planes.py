@@ -153,5 +153,3 @@ class Planes:
         b = self.boundary[:-1]
         ends = np.flatnonzero((b == A.BOUNDARY_WORD) | (b == A.BOUNDARY_SENTENCE))
         return np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64) + 1])
-
-

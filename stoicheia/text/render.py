@@ -93,9 +93,15 @@ def planes_to_text(planes: Planes) -> str:
         bad = (lac > 0) & (planes.chars != A.MASK)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"planes_to_text: lacuna slot {i} has chars {int(planes.chars[i])}, not MASK")
+            raise ValueError(
+                f"planes_to_text: lacuna slot {i} has chars {int(planes.chars[i])}, not MASK"
+            )
     if int(chars.max()) > A.NUM_LETTERS - 1:
-        _check_range(Planes(chars, planes.boundary, planes.dia, planes.cap, planes.punct), "chars", A.NUM_LETTERS - 1)
+        _check_range(
+            Planes(chars, planes.boundary, planes.dia, planes.cap, planes.punct),
+            "chars",
+            A.NUM_LETTERS - 1,
+        )
     _check_range(planes, "boundary", A.BOUNDARY_UNKNOWN)
     _check_range(planes, "dia", A.DIA_UNKNOWN)
     _check_range(planes, "cap", A.CAP_UNKNOWN)
@@ -142,4 +148,3 @@ def _lacuna_strings(lac: np.ndarray, ends: np.ndarray, letters: list[str]) -> No
             for q in range(i + 1, j + 1):
                 letters[q] = ""
         k += width
-

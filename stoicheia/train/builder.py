@@ -86,7 +86,9 @@ def resolve_device(cfg: RunConfig) -> tuple[str, str]:
     if device == "auto":
         device = "gpu" if torch.cuda.is_available() else "cpu"
     if device == "gpu" and not torch.cuda.is_available():
-        raise RuntimeError("train.device is 'gpu' but torch sees no CUDA device; use train.device=cpu or auto")
+        raise RuntimeError(
+            "train.device is 'gpu' but torch sees no CUDA device; use train.device=cpu or auto"
+        )
     precision = cfg.train.precision
     if precision == "auto":
         precision = "amp_bf16" if device == "gpu" else "fp32"
@@ -128,11 +130,19 @@ def _check_load_path(cfg: RunConfig, run_folder: Path | None) -> None:
         return  # autoresume takes this run's own checkpoint and ignores load_path
     path = Path(load_path)
     if not path.is_file():
-        raise ValueError(f"train.load_path={load_path}: no such file; give the path of a .pt checkpoint (e.g. a run's best.pt), or set train.load_path=null to start from scratch")
+        raise ValueError(
+            f"train.load_path={load_path}: no such file; give the path of a .pt checkpoint (e.g. a run's best.pt), or set train.load_path=null to start from scratch"
+        )
     missing = missing_records(path)
     if missing != []:
-        what = f"lacks the tensor records {', '.join(missing[:3])}" if missing else "is not a complete torch checkpoint (truncated or corrupt)"
-        raise ValueError(f"train.load_path={load_path} {what}; give another checkpoint (the run's earlier ep*-ba*-rank0.pt, best.pt or pre_anneal.pt)")
+        what = (
+            f"lacks the tensor records {', '.join(missing[:3])}"
+            if missing
+            else "is not a complete torch checkpoint (truncated or corrupt)"
+        )
+        raise ValueError(
+            f"train.load_path={load_path} {what}; give another checkpoint (the run's earlier ep*-ba*-rank0.pt, best.pt or pre_anneal.pt)"
+        )
 
 
 def _checkpoint_to_load(cfg: RunConfig, run_folder: Path) -> Path | None:
@@ -148,7 +158,9 @@ def _checkpoint_to_load(cfg: RunConfig, run_folder: Path) -> Path | None:
     return None
 
 
-def _check_model_shape(model: torch.nn.Module, checkpoint: Path | None, run_folder: Path, save_folder: str) -> None:
+def _check_model_shape(
+    model: torch.nn.Module, checkpoint: Path | None, run_folder: Path, save_folder: str
+) -> None:
     """Raise :class:`CheckpointShapeError` on every rank if ``checkpoint`` holds weights of
     another shape than ``model`` (compared name by name, before Composer loads it)."""
     if checkpoint is None:
@@ -166,8 +178,12 @@ def _check_model_shape(model: torch.nn.Module, checkpoint: Path | None, run_fold
         if own
         else "give a checkpoint of this model shape as train.load_path, or restore the model.* settings it was trained with"
     )
-    shown = "; ".join(differs[:3]) + (f"; ... ({len(differs)} parameters differ)" if len(differs) > 3 else "")
-    raise CheckpointShapeError(f"the checkpoint {checkpoint} was made by a model of another shape ({shown}): {fix}")
+    shown = "; ".join(differs[:3]) + (
+        f"; ... ({len(differs)} parameters differ)" if len(differs) > 3 else ""
+    )
+    raise CheckpointShapeError(
+        f"the checkpoint {checkpoint} was made by a model of another shape ({shown}): {fix}"
+    )
 
 
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
@@ -229,10 +245,18 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     rows = cfg.train.micro_batch_rows * grad_accum
     log.info(
         "[run] batch: %d rows of %d slots per step = %d process(es) x %d rows x grad_accum %d",
-        global_rows, d.seq_len, dist.get_world_size(), cfg.train.micro_batch_rows, grad_accum,
+        global_rows,
+        d.seq_len,
+        dist.get_world_size(),
+        cfg.train.micro_batch_rows,
+        grad_accum,
     )
     loader = PackedLoader(
-        factory, mixes=[d.tier_weights], rows=rows, num_workers=d.num_workers, min_fragment=d.min_fragment
+        factory,
+        mixes=[d.tier_weights],
+        rows=rows,
+        num_workers=d.num_workers,
+        min_fragment=d.min_fragment,
     )
     train_spec = DataSpec(
         loader,
@@ -240,11 +264,20 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         get_num_tokens_in_batch=lambda b: int((b["seg_id"] != 0).sum()),
     )
 
-    shape = WSDShape(cfg.train.nominal_steps, cfg.train.warmup_frac, cfg.train.decay_frac, cfg.train.final_lr_frac)
-    control = AnnealControl(shape, cfg.train.max_steps, run_folder=run_folder, save_folder=save_folder)
+    shape = WSDShape(
+        cfg.train.nominal_steps,
+        cfg.train.warmup_frac,
+        cfg.train.decay_frac,
+        cfg.train.final_lr_frac,
+    )
+    control = AnnealControl(
+        shape, cfg.train.max_steps, run_folder=run_folder, save_folder=save_folder
+    )
     decide_on = decision_metric(cfg)
 
-    eval_sets = read_eval_sets(stats_root, d.tier_weights, d.eval_sets, d.eval_records, d.remote, d.local_cache)
+    eval_sets = read_eval_sets(
+        stats_root, d.tier_weights, d.eval_sets, d.eval_records, d.remote, d.local_cache
+    )
     if decide_on.split("/")[0] not in eval_sets:
         raise ValueError(
             f"train.decide_on={decide_on} names the evaluation set {decide_on.split('/')[0]!r}, which has no records "
@@ -260,7 +293,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
             Evaluator(
                 label=label,
                 dataloader=DataSpec(
-                    torch.utils.data.DataLoader(dataset, batch_size=None, sampler=dist.get_sampler(dataset, shuffle=False))
+                    torch.utils.data.DataLoader(
+                        dataset, batch_size=None, sampler=dist.get_sampler(dataset, shuffle=False)
+                    )
                 ),
                 metric_names=list(EVAL_METRICS),
                 device_eval_microbatch_size=d.eval_rows,
@@ -301,17 +336,34 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         # clip_grad_norm_, as the guard computes it) through Composer's algorithm
         from composer.algorithms import GradientClipping
 
-        algorithms.append(GradientClipping(clipping_type="norm", clipping_threshold=float(cfg.train.clip_norm)))
-        log.info("[run] gradient_guard is off: train.clip_norm=%g is applied by Composer's GradientClipping", cfg.train.clip_norm)
-    callbacks = [control, RunRecord(to_dict(cfg), run_folder), EvalHistory(run_folder, _unigram_bits(cfg, stats_root))] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
+        algorithms.append(
+            GradientClipping(clipping_type="norm", clipping_threshold=float(cfg.train.clip_norm))
+        )
+        log.info(
+            "[run] gradient_guard is off: train.clip_norm=%g is applied by Composer's GradientClipping",
+            cfg.train.clip_norm,
+        )
+    callbacks = [
+        control,
+        RunRecord(to_dict(cfg), run_folder),
+        EvalHistory(run_folder, _unigram_bits(cfg, stats_root)),
+    ] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"
     # with an object-store save_folder, Composer works in the local run folder and the
     # store_uploader destination mirrors it to the store
     log_ctx = registry.LoggerContext(
-        Path(metrics_file), run_folder, save_folder, cfg.train.log_every, cfg.train.upload_retry_seconds, cfg.train.save_num_checkpoints_to_keep
+        Path(metrics_file),
+        run_folder,
+        save_folder,
+        cfg.train.log_every,
+        cfg.train.upload_retry_seconds,
+        cfg.train.save_num_checkpoints_to_keep,
     )
-    loggers = {name: registry.build_logger(name, log_ctx) for name in registry.logger_names(cfg, is_remote(save_folder))}
+    loggers = {
+        name: registry.build_logger(name, log_ctx)
+        for name in registry.logger_names(cfg, is_remote(save_folder))
+    }
     uploader = loggers.get("store_uploader")
     trainer = Trainer(
         model=model,
@@ -347,7 +399,17 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     # autoresume found a checkpoint of this run (it then ignores load_path)
     autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt"))
     return Built(
-        trainer, model, loader, eval_batches, control, save_folder, run_folder, plugins, cfg.train.load_path, autoresumed, uploader
+        trainer,
+        model,
+        loader,
+        eval_batches,
+        control,
+        save_folder,
+        run_folder,
+        plugins,
+        cfg.train.load_path,
+        autoresumed,
+        uploader,
     )
 
 

@@ -117,7 +117,11 @@ def repair_checkpoint_folder(folder: Path, first_save: int | None = None) -> lis
                 newest_ok = f
                 break
             newest_bad = max(newest_bad or 0, batch)
-            why = f"incomplete checkpoint (lacks {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''})" if missing else "unreadable checkpoint"
+            why = (
+                f"incomplete checkpoint (lacks {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''})"
+                if missing
+                else "unreadable checkpoint"
+            )
             _quarantine(f, folder, why, actions)
         link = folder / f"latest-rank{rank}.pt"
         if newest_ok is None:

@@ -41,7 +41,9 @@ def configure_console(global_rank: int) -> None:
     logger.propagate = False
 
 
-def eval_lines(step: int, sets: dict[str, dict[str, float]], unigram_bits: float | None = None) -> list[str]:
+def eval_lines(
+    step: int, sets: dict[str, dict[str, float]], unigram_bits: float | None = None
+) -> list[str]:
     """The console lines of one evaluation at batch ``step``: one per set (``holdout``,
     ``dev``), ``set/metric value`` pairs, the last line followed by the letter-unigram entropy
     of the training mix (:func:`stoicheia.data.shards.mixture_unigram_entropy`, in bits: the

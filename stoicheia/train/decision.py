@@ -15,7 +15,14 @@ from typing import Any
 from composer.core import State
 
 #: Metric names where a larger value is better; every other metric is minimised.
-HIGHER_IS_BETTER = ("boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc", "example_letters_correct")
+HIGHER_IS_BETTER = (
+    "boundary_f1",
+    "dia_acc",
+    "dia_macro_acc",
+    "punct_acc",
+    "punct_macro_acc",
+    "example_letters_correct",
+)
 
 
 def metric_mode(key: str) -> str:
@@ -40,7 +47,9 @@ def read_decision_metric(state: State, key: str) -> float | None:
     metrics = state.eval_metrics.get(label)
     if metrics is None or name not in metrics:
         have = [f"{lab}/{m}" for lab, ms in state.eval_metrics.items() for m in ms]
-        raise KeyError(f"decision metric {key!r} is not evaluated; evaluated metrics: {', '.join(have)} (train.decide_on)")
+        raise KeyError(
+            f"decision metric {key!r} is not evaluated; evaluated metrics: {', '.join(have)} (train.decide_on)"
+        )
     return float(metrics[name].compute())
 
 

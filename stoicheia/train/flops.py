@@ -60,7 +60,10 @@ def flops_per_letter(model: Any, seq_len: int) -> float:
     (module docstring formula)."""
     enc = getattr(model, "encoder", model)
     cfg = enc.cfg
-    ctx = sum(seq_len if cfg.is_global(i) else min(cfg.char_window + 1, seq_len) for i in range(cfg.n_layers))
+    ctx = sum(
+        seq_len if cfg.is_global(i) else min(cfg.char_window + 1, seq_len)
+        for i in range(cfg.n_layers)
+    )
     return 6.0 * matmul_params(enc) + 12.0 * cfg.d_model * ctx
 
 

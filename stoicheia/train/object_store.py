@@ -51,7 +51,14 @@ log = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^ep(?P<epoch>\d+)-ba(?P<batch>\d+)-rank(?P<rank>\d+)\.pt$")
 LATEST_SYMLINK = "latest-rank0.pt.symlink"
 #: Small files of the run folder mirrored to the store (see :mod:`stoicheia.train.run_files`).
-MARKERS = (run_files.COMPLETE, run_files.ANNEAL, run_files.BEST, run_files.DIVERGED, run_files.EVALS, "metrics.jsonl")
+MARKERS = (
+    run_files.COMPLETE,
+    run_files.ANNEAL,
+    run_files.BEST,
+    run_files.DIVERGED,
+    run_files.EVALS,
+    "metrics.jsonl",
+)
 NAMED = ("best.pt", "pre_anneal.pt", "final.pt")
 SCHEMES = ("s3", "gs", "oci", "sftp")
 
@@ -81,13 +88,23 @@ class StoreFolder:
         """Raises :class:`StoreError` for an unsupported scheme or a URI without bucket/host."""
         p = urlparse(uri)
         if p.scheme not in SCHEMES:
-            raise StoreError(f"{uri}: unsupported object store {p.scheme!r}; use one of {', '.join(s + '://' for s in SCHEMES)} or a local path")
+            raise StoreError(
+                f"{uri}: unsupported object store {p.scheme!r}; use one of {', '.join(s + '://' for s in SCHEMES)} or a local path"
+            )
         if not p.hostname:
-            raise StoreError(f"{uri}: no bucket (or host) in the URI; write {p.scheme}://BUCKET/PREFIX")
-        return cls(p.scheme, p.netloc, p.path.strip("/") if p.scheme != "sftp" else p.path.rstrip("/"))
+            raise StoreError(
+                f"{uri}: no bucket (or host) in the URI; write {p.scheme}://BUCKET/PREFIX"
+            )
+        return cls(
+            p.scheme, p.netloc, p.path.strip("/") if p.scheme != "sftp" else p.path.rstrip("/")
+        )
 
     def key(self, name: str) -> str:
-        return f"{self.prefix}/{name}".lstrip("/") if self.scheme != "sftp" else f"{self.prefix}/{name}"
+        return (
+            f"{self.prefix}/{name}".lstrip("/")
+            if self.scheme != "sftp"
+            else f"{self.prefix}/{name}"
+        )
 
     def uri(self, name: str = "") -> str:
         path = self.key(name) if name else self.prefix
@@ -122,7 +139,9 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
         code = None
         if isinstance(err, bex.ClientError):
             code = str(err.response.get("Error", {}).get("Code", ""))
-        elif type(err).__name__ == "S3UploadFailedError":  # boto3 wraps the ClientError of an upload in text
+        elif (
+            type(err).__name__ == "S3UploadFailedError"
+        ):  # boto3 wraps the ClientError of an upload in text
             found = re.search(r"An error occurred \((\w+)\)", str(err))
             code = found.group(1) if found else None
         if code is not None:
@@ -131,7 +150,15 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
                     f"the bucket {folder.bucket!r} does not exist at {endpoint}: create it (e.g. `aws s3 mb s3://{folder.bucket}`) "
                     "or correct the bucket in the URI"
                 )
-            if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403", "ExpiredToken", "InvalidToken", "AllAccessDisabled"):
+            if code in (
+                "InvalidAccessKeyId",
+                "SignatureDoesNotMatch",
+                "AccessDenied",
+                "403",
+                "ExpiredToken",
+                "InvalidToken",
+                "AllAccessDisabled",
+            ):
                 return (
                     f"the object store refused the credentials for {where} ({code}): check AWS_ACCESS_KEY_ID, "
                     "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (or AWS_PROFILE) in the job's environment, and that this key "
@@ -191,7 +218,11 @@ def list_names(store, folder: StoreFolder) -> list[str]:
         except FileNotFoundError:
             return []
     base = folder.key("")
-    return [k[len(base):] for k in store.list_objects(base) if k.startswith(base) and "/" not in k[len(base):]]
+    return [
+        k[len(base) :]
+        for k in store.list_objects(base)
+        if k.startswith(base) and "/" not in k[len(base) :]
+    ]
 
 
 def delete_object(store, folder: StoreFolder, name: str) -> None:
@@ -206,14 +237,23 @@ def delete_object(store, folder: StoreFolder, name: str) -> None:
     if folder.scheme == "sftp":
         store.sftp_client.remove(key)
         return
-    s3 = getattr(store, "s3_object_store", None) or store  # GCS with GCS_KEY/GCS_SECRET wraps an S3 store
+    s3 = (
+        getattr(store, "s3_object_store", None) or store
+    )  # GCS with GCS_KEY/GCS_SECRET wraps an S3 store
     client = getattr(s3, "client", None)
-    if folder.scheme in ("s3", "gs") and client is not None and hasattr(client, "delete_object") and not getattr(store, "use_gcs_sdk", False):
+    if (
+        folder.scheme in ("s3", "gs")
+        and client is not None
+        and hasattr(client, "delete_object")
+        and not getattr(store, "use_gcs_sdk", False)
+    ):
         client.delete_object(Bucket=s3.bucket, Key=s3.get_key(key))
     elif folder.scheme == "gs":
         store.bucket.blob(store.get_key(key)).delete()
     elif folder.scheme == "oci":
-        store.client.delete_object(namespace_name=store.namespace, bucket_name=store.bucket, object_name=key)
+        store.client.delete_object(
+            namespace_name=store.namespace, bucket_name=store.bucket, object_name=key
+        )
     else:
         raise NotImplementedError(f"deleting objects from {folder.uri()} ({type(store).__name__})")
 
@@ -226,7 +266,9 @@ def checkpoints_to_prune(names: list[str], keep: int, latest: str | None) -> lis
     ``pre_anneal.pt``, ``final.pt``) or any other object. Oldest first."""
     if keep < 0:
         return []
-    periodic = sorted(((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n))), reverse=True)
+    periodic = sorted(
+        ((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n))), reverse=True
+    )
     kept = {n for _, n in periodic[:keep]}
     return [n for _, n in reversed(periodic) if n not in kept and n != latest and n not in NAMED]
 
@@ -243,13 +285,30 @@ def prune_checkpoints(store, folder: StoreFolder, keep: int, latest: str | None)
             delete_object(store, folder, name)
             gone.append(name)
         except Exception as err:
-            log.warning("[store] could not delete the old checkpoint %s (%s); it stays until the next checkpoint", folder.uri(name), describe_error(err, folder))
+            log.warning(
+                "[store] could not delete the old checkpoint %s (%s); it stays until the next checkpoint",
+                folder.uri(name),
+                describe_error(err, folder),
+            )
     if gone:
-        log.info("[store] removed %d old checkpoint(s) from %s (train.save_num_checkpoints_to_keep=%d): %s", len(gone), folder.uri(), keep, ", ".join(gone))
+        log.info(
+            "[store] removed %d old checkpoint(s) from %s (train.save_num_checkpoints_to_keep=%d): %s",
+            len(gone),
+            folder.uri(),
+            keep,
+            ", ".join(gone),
+        )
     return gone
 
 
-def fetch_markers(folder: StoreFolder, run_folder: Path, *, overwrite: bool, names: tuple[str, ...] = MARKERS, store=None) -> list[str]:
+def fetch_markers(
+    folder: StoreFolder,
+    run_folder: Path,
+    *,
+    overwrite: bool,
+    names: tuple[str, ...] = MARKERS,
+    store=None,
+) -> list[str]:
     """Download the marker files and logs ``names`` (default :data:`MARKERS`) of the store
     folder into ``run_folder``; an existing local file is kept unless ``overwrite``. Each file
     is replaced atomically (several processes of one node may call this). Returns the names
@@ -276,7 +335,13 @@ def _local_newest(run_folder: Path) -> int:
     best = -1
     for f in Path(run_folder).glob("ep*-ba*-rank0.pt"):
         m = CHECKPOINT.match(f.name)
-        if m and f.is_file() and not f.is_symlink() and int(m["batch"]) > best and checkpoint_is_complete(f):
+        if (
+            m
+            and f.is_file()
+            and not f.is_symlink()
+            and int(m["batch"]) > best
+            and checkpoint_is_complete(f)
+        ):
             best = int(m["batch"])
     return best
 
@@ -300,7 +365,8 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
     except Exception as err:
         raise StoreError(f"train.save_folder: {describe_error(err, folder)}") from None
     remote = sorted(
-        ((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n)) and m["rank"] == "0"), reverse=True
+        ((int(m["batch"]), n) for n in names if (m := CHECKPOINT.match(n)) and m["rank"] == "0"),
+        reverse=True,
     )
     local = _local_newest(run_folder)
     newer = [(b, n) for b, n in remote if b > local]
@@ -314,11 +380,16 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
             store.download_object(folder.key(name), str(tmp), overwrite=True)
             ok = checkpoint_is_complete(tmp)
         except Exception as err:
-            raise StoreError(f"cannot download {folder.uri(name)}: {describe_error(err, folder)}") from None
+            raise StoreError(
+                f"cannot download {folder.uri(name)}: {describe_error(err, folder)}"
+            ) from None
         if not ok:
             tmp.unlink(missing_ok=True)
             bad.append(folder.uri(name))
-            log.warning("[store] %s is incomplete or corrupt: it is not loaded (it stays in the store); trying the previous checkpoint", folder.uri(name))
+            log.warning(
+                "[store] %s is incomplete or corrupt: it is not loaded (it stays in the store); trying the previous checkpoint",
+                folder.uri(name),
+            )
             continue
         os.replace(tmp, run_folder / name)
         # atomic, also when the nodes of a job share the run folder and restore at once
@@ -326,12 +397,18 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
         tmp_link.symlink_to(name)
         os.replace(tmp_link, run_folder / "latest-rank0.pt")
         fetch_markers(folder, run_folder, overwrite=True, store=store)
-        log.info("[store] restored %s (batch %d) from %s into %s", name, batch, folder.uri(), run_folder)
+        log.info(
+            "[store] restored %s (batch %d) from %s into %s", name, batch, folder.uri(), run_folder
+        )
         return name
     if local < 0:
         raise StoreError(
             f"no complete checkpoint in {folder.uri()}: every one is incomplete or corrupt ({', '.join(bad)}); "
             "delete those objects to start the run over, or set train.load_path to a good checkpoint"
         )
-    log.warning("[store] the store's newer checkpoints are corrupt (%s); resuming from the local one at batch %d", ", ".join(bad), local)
+    log.warning(
+        "[store] the store's newer checkpoints are corrupt (%s); resuming from the local one at batch %d",
+        ", ".join(bad),
+        local,
+    )
     return None

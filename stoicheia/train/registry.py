@@ -59,7 +59,9 @@ CALLBACKS: dict[str, str] = {
 }
 
 #: name -> ``"module:Class"`` of each Algorithm.
-ALGORITHMS: dict[str, str] = {"gradient_guard": "stoicheia.train.algorithms.gradient_guard:GradientGuard"}
+ALGORITHMS: dict[str, str] = {
+    "gradient_guard": "stoicheia.train.algorithms.gradient_guard:GradientGuard"
+}
 
 #: name -> ``"module:Class"`` (or factory) of each logger destination. ``jsonl`` (the run's
 #: ``metrics.jsonl``) is always on, ``store_uploader`` whenever ``train.save_folder`` is an
@@ -81,13 +83,19 @@ class LoggerContext:
     save_folder: str
     log_every: int
     retry_seconds: float  # train.upload_retry_seconds
-    keep: int = -1  # train.save_num_checkpoints_to_keep (the store keeps as many periodic checkpoints)
+    keep: int = (
+        -1
+    )  # train.save_num_checkpoints_to_keep (the store keeps as many periodic checkpoints)
 
 
 def logger_names(cfg: RunConfig, remote: bool) -> list[str]:
     """The logger destinations of a run, in order: ``jsonl``, then ``train.loggers``, then
     ``store_uploader`` when ``remote`` (an object-store ``train.save_folder``)."""
-    return ["jsonl", *[n for n in cfg.train.loggers if n not in ("jsonl", "store_uploader")], *(["store_uploader"] if remote else [])]
+    return [
+        "jsonl",
+        *[n for n in cfg.train.loggers if n not in ("jsonl", "store_uploader")],
+        *(["store_uploader"] if remote else []),
+    ]
 
 
 def build_logger(name: str, ctx: LoggerContext) -> Any:
@@ -193,7 +201,13 @@ def _literal(node: ast.expr | None) -> Any:
 def _ast_signature(file: Path, cls: str) -> list[Param] | None:
     tree = ast.parse(file.read_text(encoding="utf-8"))
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
-    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if node else None
+    init = (
+        next(
+            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+        )
+        if node
+        else None
+    )
     if init is None:
         return None  # inherited constructor: ask the class itself
     a = init.args
@@ -201,7 +215,11 @@ def _ast_signature(file: Path, cls: str) -> list[Param] | None:
     positional = [*a.posonlyargs, *a.args]
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
     for arg, default in zip(positional, defaults, strict=True):
-        kind = inspect.Parameter.POSITIONAL_ONLY if arg in a.posonlyargs else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        kind = (
+            inspect.Parameter.POSITIONAL_ONLY
+            if arg in a.posonlyargs
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
         out.append(Param(arg.arg, kind, _literal(default)))
     if a.vararg is not None:
         out.append(Param(a.vararg.arg, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.empty))
@@ -235,12 +253,19 @@ def _check_type(where: str, value: Any, default: Any) -> None:
         ok = isinstance(value, bool)
     elif isinstance(default, (int, float)):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if isinstance(default, int) and not isinstance(default, bool) and isinstance(value, float) and not value.is_integer():
+        if (
+            isinstance(default, int)
+            and not isinstance(default, bool)
+            and isinstance(value, float)
+            and not value.is_integer()
+        ):
             ok = False
     else:
         return
     if not ok:
-        raise ConfigError(f"{where}: expected {type(default).__name__} (default {default!r}), got {value!r}")
+        raise ConfigError(
+            f"{where}: expected {type(default).__name__} (default {default!r}), got {value!r}"
+        )
 
 
 def _closest(word: str, options: list[str]) -> str:
@@ -250,8 +275,10 @@ def _closest(word: str, options: list[str]) -> str:
 
 def _user_params(kind: str, name: str) -> list[str]:
     return [
-        p.name for p in signature(kind, name)
-        if p.name not in CONTEXT_FIELDS and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        p.name
+        for p in signature(kind, name)
+        if p.name not in CONTEXT_FIELDS
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     ]
 
 
@@ -262,21 +289,31 @@ def resolve(section: Mapping[str, Any] | None, kind: str) -> list[tuple[str, dic
     Raises :class:`ConfigError` for an unknown name or kwarg (naming the closest valid one), a
     kwarg that the run injects, or a value that is neither a mapping nor true/false.
     """
-    registry, defaults = (CALLBACKS, DEFAULT_CALLBACKS) if kind == "callbacks" else (ALGORITHMS, DEFAULT_ALGORITHMS)
+    registry, defaults = (
+        (CALLBACKS, DEFAULT_CALLBACKS) if kind == "callbacks" else (ALGORITHMS, DEFAULT_ALGORITHMS)
+    )
     chosen: dict[str, dict[str, Any]] = {k: dict(v) for k, v in defaults.items()}
     for name, value in (section or {}).items():
         if name not in registry:
-            other, other_kind = (ALGORITHMS, "algorithms") if kind == "callbacks" else (CALLBACKS, "callbacks")
+            other, other_kind = (
+                (ALGORITHMS, "algorithms") if kind == "callbacks" else (CALLBACKS, "callbacks")
+            )
             if name in other:
-                raise ConfigError(f"{kind}: '{name}' is one of the {other_kind}: set it under {other_kind}.{name}")
-            raise ConfigError(f"{kind}: unknown {kind[:-1]} '{name}'; {_closest(str(name), list(registry))}")
+                raise ConfigError(
+                    f"{kind}: '{name}' is one of the {other_kind}: set it under {other_kind}.{name}"
+                )
+            raise ConfigError(
+                f"{kind}: unknown {kind[:-1]} '{name}'; {_closest(str(name), list(registry))}"
+            )
         if value is False or value is None:
             chosen.pop(name, None)
             continue
         if value is True:
             value = {}
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{kind}.{name}: give a mapping of options, true or false, not {value!r}")
+            raise ConfigError(
+                f"{kind}.{name}: give a mapping of options, true or false, not {value!r}"
+            )
         allowed = _user_params(kind, name)
         params = {p.name: p for p in signature(kind, name)}
         for key in value:

@@ -82,7 +82,11 @@ def _read_log(path: Path) -> tuple[list[Any], int, str | None]:
         except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             bad += 1
     if not values:
-        return [], 0, f"{path} is not a JSONL log ({len(data):,} bytes, no line of JSON): not a log this project writes"
+        return (
+            [],
+            0,
+            f"{path} is not a JSONL log ({len(data):,} bytes, no line of JSON): not a log this project writes",
+        )
     return values, bad, None
 
 
@@ -119,27 +123,43 @@ def read_curves(folder: str | Path) -> RunCurves:
             if whole:
                 problems.append(whole)
             elif path.exists():
-                problems.append(f"{path}: none of its lines is a JSON record with a step, not a log this project writes")
+                problems.append(
+                    f"{path}: none of its lines is a JSON record with a step, not a log this project writes"
+                )
         if problems:
             raise ValueError(f"nothing to draw: {'; '.join(problems)}; {_RUN_FOLDER_HINT}")
         raise ValueError(f"{folder} holds no metrics.jsonl nor evals.jsonl: {_RUN_FOLDER_HINT}")
     if bad or len(usable) < len(rows):
         log.warning(
             "%s: %d line(s) left out: %d not JSON (a line cut by a kill is expected), %d without a step",
-            metrics_path, bad + len(rows) - len(usable), bad, len(rows) - len(usable),
+            metrics_path,
+            bad + len(rows) - len(usable),
+            bad,
+            len(rows) - len(usable),
         )
     by_step: dict[int, dict[str, Any]] = {}
     for step, row in usable:
         by_step.setdefault(step, {}).update(row)  # a re-trained step: the later line wins
     curves = RunCurves(folder)
     curves.steps = sorted(by_step)
-    keys = sorted({k for r in by_step.values() for k, v in r.items() if isinstance(v, (int, float)) and k not in ("step", "time")})
+    keys = sorted(
+        {
+            k
+            for r in by_step.values()
+            for k, v in r.items()
+            if isinstance(v, (int, float)) and k not in ("step", "time")
+        }
+    )
     for k in keys:
         curves.series[k] = [float(by_step[s].get(k, math.nan)) for s in curves.steps]
     for row in history:
         for name, value in row["metrics"].items():
-            if isinstance(value, (int, float)):  # numbers only (NaN stays: a float); an edited line may hold text
-                curves.evals.setdefault(row["set"], {}).setdefault(name, []).append((int(row["step"]), float(value)))
+            if isinstance(
+                value, (int, float)
+            ):  # numbers only (NaN stays: a float); an edited line may hold text
+                curves.evals.setdefault(row["set"], {}).setdefault(name, []).append(
+                    (int(row["step"]), float(value))
+                )
     anneal = run_files.read_json(folder, run_files.ANNEAL)
     if anneal is not None and "step" in anneal:
         curves.anneal_start = int(anneal["step"])
@@ -166,7 +186,9 @@ def _unigram_bits(folder: Path) -> float | None:
         return None
     try:
         cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
-        value = mixture_unigram_entropy(read_stats(Path(cfg["data"]["shard_root"])), cfg["data"]["tier_weights"])
+        value = mixture_unigram_entropy(
+            read_stats(Path(cfg["data"]["shard_root"])), cfg["data"]["tier_weights"]
+        )
     except (OSError, KeyError, ValueError, TypeError):
         return None
     return value if math.isfinite(value) else None
@@ -191,7 +213,12 @@ def plot_run(curves: RunCurves, png: str | Path) -> Path:
     for k in LOSS_TERMS:
         if k in curves.series:
             # a term is exactly 0 on a batch without its labels: no point on a log axis
-            ax.plot(curves.steps, [v if v > 0 else math.nan for v in curves.series[k]], label=k.split("/", 1)[1], linewidth=1)
+            ax.plot(
+                curves.steps,
+                [v if v > 0 else math.nan for v in curves.series[k]],
+                label=k.split("/", 1)[1],
+                linewidth=1,
+            )
     ax.set_ylabel("training loss")
     ax.set_yscale("log")
     ax.legend(loc="upper right", fontsize=8, ncol=3)
@@ -209,7 +236,13 @@ def plot_run(curves: RunCurves, png: str | Path) -> Path:
         for m in ("boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc"):
             pts = metrics.get(m, [])
             if pts:
-                ax.plot(*zip(*pts, strict=False), marker=".", markersize=3, linewidth=1, label=f"{name}/{m}")
+                ax.plot(
+                    *zip(*pts, strict=False),
+                    marker=".",
+                    markersize=3,
+                    linewidth=1,
+                    label=f"{name}/{m}",
+                )
     ax.set_ylabel("held-out F1 / accuracy")
     ax.legend(loc="lower right", fontsize=7, ncol=2)
     ax = axes[3]
@@ -218,11 +251,18 @@ def plot_run(curves: RunCurves, png: str | Path) -> Path:
     ax.set_ylabel("learning rate")
     ax = axes[4]
     if "throughput/letters_per_sec" in curves.series:
-        ax.plot(curves.steps, curves.series["throughput/letters_per_sec"], color="tab:blue", linewidth=1)
+        ax.plot(
+            curves.steps, curves.series["throughput/letters_per_sec"], color="tab:blue", linewidth=1
+        )
     ax.set_ylabel("letters / s")
     if "throughput/mfu" in curves.series:
         twin = ax.twinx()
-        twin.plot(curves.steps, [100 * v for v in curves.series["throughput/mfu"]], color="tab:orange", linewidth=1)
+        twin.plot(
+            curves.steps,
+            [100 * v for v in curves.series["throughput/mfu"]],
+            color="tab:orange",
+            linewidth=1,
+        )
         twin.set_ylabel("MFU %")
     ax.set_xlabel("step (optimizer steps)")
     for ax in axes:
@@ -256,10 +296,14 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Pat
         step = max(s for s, _ in last.values())
         cells = "".join(f"<td>{v:.4f}</td>" for _, (_, v) in sorted(last.items()))
         heads = "".join(f"<th>{html.escape(m)}</th>" for m in sorted(last))
-        rows.append(f"<h3>{html.escape(name)} (step {step})</h3><table><tr>{heads}</tr><tr>{cells}</tr></table>")
+        rows.append(
+            f"<h3>{html.escape(name)} (step {step})</h3><table><tr>{heads}</tr><tr>{cells}</tr></table>"
+        )
     marks = []
     if curves.anneal_start is not None:
-        marks.append(f"<li>anneal start: step {curves.anneal_start} ({html.escape(str(curves.anneal_reason))})</li>")
+        marks.append(
+            f"<li>anneal start: step {curves.anneal_start} ({html.escape(str(curves.anneal_reason))})</li>"
+        )
     marks += [f"<li>tier-mix phase {ph} from step {s}</li>" for s, ph in curves.phase_switches]
     last_step = curves.steps[-1] if curves.steps else None
     page.write_text(

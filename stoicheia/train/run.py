@@ -99,12 +99,16 @@ def run(cfg: RunConfig) -> ExitCode:
         if done is None and cfg.data.remote is None:
             check_local_tiers(cfg.data.shard_root, cfg.data.tier_weights)
         # before the first batch: the folders can be written, the store can be used
-        object_store.check_local_folder(run_folder, "the run folder" if remote else "train.save_folder")
+        object_store.check_local_folder(
+            run_folder, "the run folder" if remote else "train.save_folder"
+        )
         if remote:
             store = object_store.StoreFolder.parse(save_folder)
             object_store.check_store(store, write=_rank0())
             if done is None:  # a fresh machine: ask the store
-                object_store.fetch_markers(store, run_folder, overwrite=False, names=(run_files.COMPLETE,))
+                object_store.fetch_markers(
+                    store, run_folder, overwrite=False, names=(run_files.COMPLETE,)
+                )
                 done = already_complete(run_folder)
     except (FileNotFoundError, ValueError) as err:  # shards, folders, store, a corrupt marker
         _error(str(err))
@@ -113,8 +117,12 @@ def run(cfg: RunConfig) -> ExitCode:
         return _report_complete(cfg, done, save_folder, run_folder)
     try:
         return _train(cfg, save_folder, run_folder)
-    except KeyboardInterrupt:  # Ctrl-C before the preemption plugin's handler is installed (or after fit)
-        _error("interrupted (Ctrl-C) outside a training batch: nothing new to save; run the same command to resume")
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C before the preemption plugin's handler is installed (or after fit)
+        _error(
+            "interrupted (Ctrl-C) outside a training batch: nothing new to save; run the same command to resume"
+        )
         return ExitCode.INTERRUPTED
 
 
@@ -139,12 +147,19 @@ def already_complete(run_folder: Path, built: Built | None = None) -> dict[str, 
         built.control.write_completion(state, built.trainer.logger)
     log.info(
         "[run] run %r already complete at batch %d; nothing to do (its checkpoints are in %s; "
-        "delete them or change run_name to train again)", state.run_name, int(state.timestamp.batch), built.save_folder,
+        "delete them or change run_name to train again)",
+        state.run_name,
+        int(state.timestamp.batch),
+        built.save_folder,
     )
-    return run_files.read_json(built.run_folder, run_files.COMPLETE) or {"step": int(state.timestamp.batch)}
+    return run_files.read_json(built.run_folder, run_files.COMPLETE) or {
+        "step": int(state.timestamp.batch)
+    }
 
 
-def _report_complete(cfg: RunConfig, done: dict[str, Any], save_folder: str, run_folder: Path) -> ExitCode:
+def _report_complete(
+    cfg: RunConfig, done: dict[str, Any], save_folder: str, run_folder: Path
+) -> ExitCode:
     """A run found complete before training: bring the store up to date (the run may have
     completed during a store outage), then print which checkpoint to use."""
     remote = object_store.is_remote(save_folder)
@@ -164,7 +179,11 @@ def _report_complete(cfg: RunConfig, done: dict[str, Any], save_folder: str, run
         best = done.get("best")
         print(
             f"run {cfg.run_name!r} is complete at step {done['step']} ({done.get('reason')}): use "
-            + (f"{where('best.pt')} (step {best['step']}, {best['metric']} {best['value']:.4f}); " if best else "")
+            + (
+                f"{where('best.pt')} (step {best['step']}, {best['metric']} {best['value']:.4f}); "
+                if best
+                else ""
+            )
             + f"final state {where(done['final'])}; nothing to do"
         )
     return ExitCode.OK
@@ -177,7 +196,11 @@ def _train(cfg: RunConfig, save_folder: str, run_folder: Path) -> ExitCode:
 
     try:
         built = builder.build_trainer(cfg)  # looked up on the module: tests wrap it
-    except (FileNotFoundError, ValueError, RuntimeError) as err:  # CheckpointShapeError is a ValueError
+    except (
+        FileNotFoundError,
+        ValueError,
+        RuntimeError,
+    ) as err:  # CheckpointShapeError is a ValueError
         _error(str(err))
         return ExitCode.CONFIG
     try:
@@ -204,7 +227,9 @@ def _diverged(built: Built, err: Exception) -> ExitCode:
     from stoicheia.train.loggers.store_uploader import StoreUnavailable
 
     if dist.get_global_rank() == 0:
-        last_good = run_files.write_diverged(built.run_folder, int(built.trainer.state.timestamp.batch), str(err))
+        last_good = run_files.write_diverged(
+            built.run_folder, int(built.trainer.state.timestamp.batch), str(err)
+        )
         print(f"train.py: {err} (last good checkpoint: {last_good or 'none'})", file=sys.stderr)
     if built.uploader is not None:  # diverged.json and the logs go to the store too
         try:
@@ -235,9 +260,13 @@ def fit_run(built: Built) -> bool:
     built.control.check_fits()
     if done_at > 0:
         if built.load_path and not built.autoresumed:
-            log.info("[run] run %r starts from %s at batch %d", state.run_name, built.load_path, done_at)
+            log.info(
+                "[run] run %r starts from %s at batch %d", state.run_name, built.load_path, done_at
+            )
         else:
-            log.info("[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at)
+            log.info(
+                "[run] resuming run %r from its checkpoint at batch %d", state.run_name, done_at
+            )
     built.trainer.fit()
     if built.uploader is not None:
         built.uploader.finish(state)  # final.pt, complete.json and the logs are in the store

@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-if TYPE_CHECKING:  # Composer is imported only where a checkpoint is written: status and config errors start fast
+if (
+    TYPE_CHECKING
+):  # Composer is imported only where a checkpoint is written: status and config errors start fast
     from composer.core import State
     from composer.loggers import Logger
 
@@ -83,7 +85,9 @@ def write_anneal(
     record: dict[str, Any] = {"step": int(step), "reason": reason}
     if inherited:
         record["inherited"] = True
-    record.update({"planned_start": planned_start, "cap": cap, "decay_steps": decay_steps, "end": end})
+    record.update(
+        {"planned_start": planned_start, "cap": cap, "decay_steps": decay_steps, "end": end}
+    )
     record.update(evidence or {})
     record["time"] = now()
     return write_json(folder, ANNEAL, record)
@@ -92,7 +96,9 @@ def write_anneal(
 def write_best(folder: Path, *, step: int, metric: str, value: float, file: str) -> Path:
     """Write ``best.json``: the best evaluation so far of ``metric`` (its ``value`` at batch
     ``step``), kept in checkpoint ``file`` of the run folder."""
-    return write_json(folder, BEST, {"step": step, "metric": metric, "value": value, "file": file, "time": now()})
+    return write_json(
+        folder, BEST, {"step": step, "metric": metric, "value": value, "file": file, "time": now()}
+    )
 
 
 def write_complete(
@@ -131,7 +137,11 @@ def write_diverged(folder: Path, step: int, message: str) -> str | None:
     the aborted batch never moved). Returns that checkpoint's name, or ``None``."""
     latest = Path(folder) / "latest-rank0.pt"
     last_good = os.readlink(latest) if latest.is_symlink() else None
-    write_json(folder, DIVERGED, {"step": int(step), "message": message, "last_good_checkpoint": last_good, "time": now()})
+    write_json(
+        folder,
+        DIVERGED,
+        {"step": int(step), "message": message, "last_good_checkpoint": last_good, "time": now()},
+    )
     return last_good
 
 
@@ -141,8 +151,10 @@ def read_json(folder: Path, name: str) -> dict[str, Any] | None:
     path = Path(folder) / name
     if not path.exists():
         return None
-    fix = ("it is a copy of state kept in the checkpoints: restore it, or delete it "
-           "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)")
+    fix = (
+        "it is a copy of state kept in the checkpoints: restore it, or delete it "
+        "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)"
+    )
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -171,7 +183,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     rows, bad = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    for number, line in enumerate(
+        path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1
+    ):
         if not line.strip():
             continue
         try:
@@ -180,7 +194,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             bad.append(number)
     if bad:
         shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
-        log.warning("%s: %d unreadable line(s) skipped (lines %s; a line cut by a kill is expected)", path, len(bad), shown)
+        log.warning(
+            "%s: %d unreadable line(s) skipped (lines %s; a line cut by a kill is expected)",
+            path,
+            len(bad),
+            shown,
+        )
     return rows
 
 
@@ -202,11 +221,17 @@ def read_history(run_folder: Path) -> list[dict]:
             continue
         rows[key] = row
     if odd:
-        log.warning("%s: %d line(s) are JSON but no evaluation record (step, set, metrics); left out", path, odd)
+        log.warning(
+            "%s: %d line(s) are JSON but no evaluation record (step, set, metrics); left out",
+            path,
+            odd,
+        )
     return [rows[k] for k in sorted(rows)]
 
 
-def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folder: str, name: str) -> Path:
+def save_named_checkpoint(
+    state: State, logger: Logger, folder: Path, save_folder: str, name: str
+) -> Path:
     """Write the full training state to ``folder/{name}.pt``, replacing it atomically once the
     written file is verified complete (:func:`~stoicheia.checkpoint_files.checkpoint_is_complete`),
     and upload it to ``save_folder`` when that is an object-store URI.
@@ -228,10 +253,18 @@ def save_named_checkpoint(state: State, logger: Logger, folder: Path, save_folde
         if ok:
             os.replace(written, path)
         else:  # never replace a good file by a bad one; the next start moves it to corrupt/
-            log.error("[checkpoint] %s was written incomplete (disk full?): %s is left as it was", written, path)
+            log.error(
+                "[checkpoint] %s was written incomplete (disk full?): %s is left as it was",
+                written,
+                path,
+            )
         if ok and "://" in save_folder:
             prefix = urlparse(save_folder).path.strip("/")
-            logger.upload_file(remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt", file_path=path, overwrite=True)
+            logger.upload_file(
+                remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt",
+                file_path=path,
+                overwrite=True,
+            )
         log.debug("step %d: saved %s", int(state.timestamp.batch), path)
     dist.barrier()
     return path

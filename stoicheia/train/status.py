@@ -26,11 +26,23 @@ from stoicheia.train.run_files import read_history
 METRICS = "metrics.jsonl"
 LATEST = "latest-rank0.pt"
 #: The files any run folder holds at least one of once the first step is logged.
-RUN_FILES = (METRICS, run_files.EVALS, run_files.ANNEAL, run_files.BEST, run_files.COMPLETE, run_files.DIVERGED, LATEST)
+RUN_FILES = (
+    METRICS,
+    run_files.EVALS,
+    run_files.ANNEAL,
+    run_files.BEST,
+    run_files.COMPLETE,
+    run_files.DIVERGED,
+    LATEST,
+)
 
 _CHECKPOINT = re.compile(r"^ep\d+-ba(?P<batch>\d+)-rank0\.pt$")
 _STATES = {"anneal_done": "complete (anneal done)", "early_stop": "complete (early stop)"}
-_WHY = {"stall": "the decision metric stalled", "cap": "the cap was reached", "planned": "as planned"}
+_WHY = {
+    "stall": "the decision metric stalled",
+    "cap": "the cap was reached",
+    "planned": "as planned",
+}
 
 
 class NoRunError(ValueError):
@@ -40,9 +52,16 @@ class NoRunError(ValueError):
 def _no_run_message(folder: Path, what: str) -> str:
     hint = ""
     if folder.is_dir():
-        runs = sorted(p for p in folder.iterdir() if p.is_dir() and any((p / n).exists() for n in RUN_FILES))
+        runs = sorted(
+            p for p in folder.iterdir() if p.is_dir() and any((p / n).exists() for n in RUN_FILES)
+        )
         if runs:
-            hint = " (run folders below it: " + ", ".join(str(p) for p in runs[:3]) + (", ..." if len(runs) > 3 else "") + ")"
+            hint = (
+                " (run folders below it: "
+                + ", ".join(str(p) for p in runs[:3])
+                + (", ..." if len(runs) > 3 else "")
+                + ")"
+            )
     return (
         f"no run here: {folder} {what}; expected metrics.jsonl/evals.jsonl written by "
         "`composer recipes/train.py CONFIG`: give the run folder, i.e. train.save_folder "
@@ -84,14 +103,22 @@ def _fallback(folder: Path, skip: set[str]) -> tuple[str | None, str]:
     ``ep*-ba*-rank0.pt`` newest first, then ``final.pt``, ``best.pt``, ``pre_anneal.pt``.
     Returns ``(name, why)``; ``(None, why)`` when none is complete."""
     periodic = sorted(
-        ((int(m["batch"]), p.name) for p in folder.iterdir() if (m := _CHECKPOINT.match(p.name)) and not p.is_symlink()),
+        (
+            (int(m["batch"]), p.name)
+            for p in folder.iterdir()
+            if (m := _CHECKPOINT.match(p.name)) and not p.is_symlink()
+        ),
         reverse=True,
     )
     for _, name in periodic:
         if name not in skip and checkpoint_problem(folder / name) is None:
             return name, "the newest complete checkpoint"
     for name in ("final.pt", "best.pt", "pre_anneal.pt"):
-        if name not in skip and (folder / name).exists() and checkpoint_problem(folder / name) is None:
+        if (
+            name not in skip
+            and (folder / name).exists()
+            and checkpoint_problem(folder / name) is None
+        ):
             return name, f"the only complete checkpoint left ({name})"
     return None, "no complete checkpoint in the folder"
 
@@ -115,7 +142,13 @@ def _choose(folder: Path, facts: dict[str, Any], wanted: str | None, why: str) -
 def _metrics(folder: Path) -> dict[str, Any]:
     """The last step of ``metrics.jsonl`` and the last logged LR, data phase, anneal flag."""
     out: dict[str, Any] = {
-        "step": None, "time": None, "lr": None, "lr_key": None, "phase": None, "anneal_started": None, "restart_time": None,
+        "step": None,
+        "time": None,
+        "lr": None,
+        "lr_key": None,
+        "phase": None,
+        "anneal_started": None,
+        "restart_time": None,
     }
     for row in run_files.read_jsonl(folder / METRICS):
         if not isinstance(row, dict) or not isinstance(row.get("step"), int):
@@ -180,12 +213,19 @@ def run_status(folder: Path) -> dict[str, Any]:
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise NoRunError(_no_run_message(folder, "does not exist" if not folder.exists() else "is not a folder"))
+        raise NoRunError(
+            _no_run_message(folder, "does not exist" if not folder.exists() else "is not a folder")
+        )
     if not any((folder / name).exists() or (folder / name).is_symlink() for name in RUN_FILES):
         raise NoRunError(_no_run_message(folder, "holds none of " + ", ".join(RUN_FILES)))
     facts: dict[str, Any] = {"folder": str(folder), **_metrics(folder)}
     facts["latest_checkpoint"] = _latest_checkpoint(folder)
-    for key, name in (("anneal", run_files.ANNEAL), ("best", run_files.BEST), ("complete", run_files.COMPLETE), ("diverged", run_files.DIVERGED)):
+    for key, name in (
+        ("anneal", run_files.ANNEAL),
+        ("best", run_files.BEST),
+        ("complete", run_files.COMPLETE),
+        ("diverged", run_files.DIVERGED),
+    ):
         facts[key] = run_files.read_json(folder, name)
     facts["evals"] = _last_evals(folder)
 
@@ -201,11 +241,18 @@ def run_status(folder: Path) -> dict[str, Any]:
     if complete is not None:
         facts["state"] = _STATES.get(complete.get("reason"), f"complete ({complete.get('reason')})")
         use = complete.get("use") or "final.pt"
-        _choose(folder, facts, use, "the best evaluation" if use == "best.pt" else "the end of the run")
+        _choose(
+            folder, facts, use, "the best evaluation" if use == "best.pt" else "the end of the run"
+        )
     elif diverged is not None and not _resumed_after(facts, diverged):
         facts["state"] = f"diverged at step {diverged.get('step')}"
         good = diverged.get("last_good_checkpoint")
-        _choose(folder, facts, good, "the last good checkpoint" if good else "no checkpoint was saved before the divergence")
+        _choose(
+            folder,
+            facts,
+            good,
+            "the last good checkpoint" if good else "no checkpoint was saved before the divergence",
+        )
     else:
         facts["state"] = "running or stopped (resumable)"
         if diverged is not None:
@@ -233,7 +280,15 @@ def _ago(t: Any, now: float | None = None) -> str:
     if not isinstance(t, (int, float)):
         return ""
     s = max(0.0, (time.time() if now is None else now) - t)
-    text = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h" if s < 172800 else f"{s / 86400:.0f} days"
+    text = (
+        f"{s:.0f} s"
+        if s < 120
+        else f"{s / 60:.0f} min"
+        if s < 7200
+        else f"{s / 3600:.1f} h"
+        if s < 172800
+        else f"{s / 86400:.0f} days"
+    )
     return f" (last line written {text} ago)"
 
 
@@ -241,14 +296,19 @@ def _anneal_lines(facts: dict[str, Any]) -> list[str]:
     a = facts["anneal"]
     if a is None:
         flag = facts.get("anneal_started")
-        return ["anneal: not decided yet" + (" (schedule/anneal_started 0: peak LR)" if flag is False else "")]
+        return [
+            "anneal: not decided yet"
+            + (" (schedule/anneal_started 0: peak LR)" if flag is False else "")
+        ]
     step, planned, reason = a.get("step"), a.get("planned_start"), a.get("reason")
     when = _WHY.get(reason, str(reason))
     if isinstance(step, int) and isinstance(planned, int) and step != planned:
         when += f", {abs(planned - step)} batches {'before' if step < planned else 'after'} the planned start {planned}"
     elif reason != "planned" and planned is not None:
         when += f", at the planned start {planned}"
-    lines = [f"anneal: started at step {step} ({reason}: {when}; cap {a.get('cap')}), decay ends at step {a.get('end')}"]
+    lines = [
+        f"anneal: started at step {step} ({reason}: {when}; cap {a.get('cap')}), decay ends at step {a.get('end')}"
+    ]
     evals = a.get("evaluations") or []
     if evals:
         values = [v for _, v in evals]
@@ -270,7 +330,13 @@ def format_status(facts: dict[str, Any]) -> list[str]:
     else:
         lr = f", lr {facts['lr']:.3g}" if isinstance(facts.get("lr"), (int, float)) else ""
         phase = facts.get("phase")
-        data = "" if phase is None else ", data: stable phase" if phase == 0 else f", data: anneal phase {phase}"
+        data = (
+            ""
+            if phase is None
+            else ", data: stable phase"
+            if phase == 0
+            else f", data: anneal phase {phase}"
+        )
         lines.append(f"step: {facts['step']}{lr}{data}{_ago(facts.get('time'))}")
     lines.append(f"latest checkpoint: {facts.get('latest_checkpoint') or 'none'}")
     for problem in facts.get("problems", []):
@@ -278,7 +344,9 @@ def format_status(facts: dict[str, Any]) -> list[str]:
     lines.extend(_anneal_lines(facts))
     best = facts.get("best")
     if best:
-        lines.append(f"best: step {best.get('step')}, {best.get('metric')} {_num(best.get('value'))} ({best.get('file')})")
+        lines.append(
+            f"best: step {best.get('step')}, {best.get('metric')} {_num(best.get('value'))} ({best.get('file')})"
+        )
     else:
         lines.append("best: none yet")
     state = facts["state"]
@@ -287,7 +355,11 @@ def format_status(facts: dict[str, Any]) -> list[str]:
     if facts["state"].startswith("diverged"):
         state += f": {facts['diverged'].get('message')}"
     lines.append(f"state: {state}")
-    lines.append(f"use: {facts['use']} ({facts['use_why']})" if facts.get("use") else f"use: none ({facts['use_why']})")
+    lines.append(
+        f"use: {facts['use']} ({facts['use_why']})"
+        if facts.get("use")
+        else f"use: none ({facts['use_why']})"
+    )
     for name, ev in sorted(facts.get("evals", {}).items()):
         values = ", ".join(f"{k} {_num(v)}" for k, v in ev["metrics"].items())
         lines.append(f"eval {name} @ step {ev['step']}: {values}")

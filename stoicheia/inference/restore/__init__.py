@@ -4,8 +4,10 @@ One module per job:
 
 * :mod:`~stoicheia.inference.restore.reading`: the Leiden input read into gaps and a working
   sequence (:func:`parse_input`, :func:`check_options`, :class:`Gap`, the errors);
-* :mod:`~stoicheia.inference.restore.decoding`: the beam of iterative unmasking over the gaps,
-  window by window, and the combination of the windows' top-k lists;
+* :mod:`~stoicheia.inference.restore.decoding`: the gaps decoded in input order, one forward
+  pass each, and the combination of their candidates into whole-text restorations;
+* :mod:`~stoicheia.inference.restore.gap_search`: one gap's candidates from its forward pass,
+  a beam search fused with a letter n-gram when one is given;
 * :mod:`~stoicheia.inference.restore.rendering`: a finished assignment rendered as text (the
   auxiliary heads' accents, capitals, punctuation), spliced into the input so that the output
   equals the input outside the gaps, and the console lines;
@@ -21,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from stoicheia.inference.restore.beliefs import gap_beliefs
-from stoicheia.inference.restore.decoding import Hyp, combine_windows, decode_window, plan_windows
+from stoicheia.inference.restore.beliefs import EDITOR_RANK_POOL, gap_beliefs
+from stoicheia.inference.restore.decoding import combine, decode_gaps, plan_windows
+from stoicheia.inference.restore.gap_search import Fusion
 from stoicheia.inference.restore.reading import (
     Alternative,
     EditorScore,
@@ -61,7 +62,12 @@ class RestoreResult:
             "input": self.input,
             "gaps": [g.to_json() for g in self.gaps],
             "restorations": [
-                {"text": r.text, "logprob": round(r.logprob, 6), "fills": list(r.printed), "letters": list(r.fills)}
+                {
+                    "text": r.text,
+                    "logprob": round(r.logprob, 6),
+                    "fills": list(r.printed),
+                    "letters": list(r.fills),
+                }
                 for r in self.restorations
             ],
             "notes": list(self.notes),
@@ -101,6 +107,7 @@ def restore(
     alternatives: int | None = None,
     score_supplements: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    fusion: Fusion | str | None = "auto",
 ) -> RestoreResult:
     """Restore ``text`` (Leiden notation) with ``model`` (module docstring).
 
@@ -112,7 +119,10 @@ def restore(
     raises for a longer text). ``alternatives``: each gap's own top-k (default ``top_k``; 0:
     none, and no width probabilities for a known width). ``score_supplements``: re-predict every
     editor's supplement ``[περὶ]`` and score the editor's reading (:mod:`.beliefs`).
-    ``progress``: called as ``progress(done, total)`` after each forward pass.
+    ``progress``: called as ``progress(done, total)`` after each forward pass. ``fusion``: the
+    letter n-gram fused into the search (:mod:`.gap_search`): a :class:`Fusion`, ``None`` (the
+    model alone) or ``"auto"`` (the ``ngram.npz`` beside the checkpoint, at the weight stored in
+    it, when there is one: :func:`~stoicheia.inference.restore.fusion_file.find_fusion`).
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
@@ -127,7 +137,9 @@ def restore(
         raise RestoreError(f"top_k={top_k}: ask for at least 1 restoration")
     if alternatives is not None and alternatives < 0:
         raise RestoreError(f"alternatives={alternatives}: ask for 0 or more alternatives per gap")
-    loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    loaded = (
+        model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    )
     beam = max(top_k, 4) if beam is None else beam
     if beam < top_k:
         raise RestoreError(f"beam={beam} is smaller than top_k={top_k}")
@@ -135,13 +147,19 @@ def restore(
     trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
     win = trained if window is None else window
     why = (
-        f"the window: the {trained}-slot rows the model was trained on" if window is None
-        else f"--window {window}; the model was trained on {trained}-slot rows" if window
+        f"the window: the {trained}-slot rows the model was trained on"
+        if window is None
+        else f"--window {window}; the model was trained on {trained}-slot rows"
+        if window
         else f"--window 0: one row of at most the {trained} slots the model was trained on"
     )
     items, gaps = parse_input(
-        text, supplements="repredict" if score_supplements else supplements, unknown_width=unknown_width,
-        about_margin=about_margin, max_slots=win or trained, limit_why=why,
+        text,
+        supplements="repredict" if score_supplements else supplements,
+        unknown_width=unknown_width,
+        about_margin=about_margin,
+        max_slots=win or trained,
+        limit_why=why,
     )
     if not gaps and not respace:
         raise RestoreError(
@@ -160,43 +178,67 @@ def restore(
     style = input_style(text)
     result = RestoreResult(text, gaps, [])
     if not gaps:
-        result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], text=text, style=style)
+        result.restorations = finish(
+            loaded, items, gaps, [{}], respace, [0.0], text=text, style=style
+        )
         return result
     k_alt = top_k if alternatives is None else alternatives
-    plan = plan_windows(items, gaps, win)
+    plan = plan_windows(items, gaps, win)  # refuses a lacuna wider than the window
     result.windows = len(plan)
-    open_slots = sum(g.slots if g.fixed_width else g.max_letters for g in gaps)
-    ticker = _Ticker(progress, open_slots + (sum(g.max_letters + 2 for g in gaps) if k_alt or score_supplements else 0))
-    fixed: dict[int, np.ndarray] = {}
-    per_window: list[list[Hyp]] = []
-    for open_gaps, lo, hi in plan:
-        hyps = decode_window(loaded, items, gaps, fixed, open_gaps, lo, hi, beam, respace, on_step=ticker.step)
-        own = [Hyp({g: h.fill[g] for g in open_gaps}, h.score, {g: h.lp[g] for g in open_gaps}) for h in hyps]
-        per_window.append(own)
-        fixed.update(own[0].fill)
-    chosen: list[Hyp] = []
-    seen: set[tuple[str, ...]] = set()
-    for h in combine_windows(per_window, beam):  # distinct in at least one gap's letters
-        key = tuple("".join(A.LETTERS[int(s)] for s in h.fill[g.index] if 0 <= s < A.NUM_LETTERS) for g in gaps)
-        if key not in seen:
-            seen.add(key)
-            chosen.append(h)
-        if len(chosen) == top_k:
-            break
-    result.restorations = finish(loaded, items, gaps, [h.fill for h in chosen], respace, [h.score for h in chosen], text=text, style=style)
+    if isinstance(fusion, str):
+        from stoicheia.inference.restore.fusion_file import find_fusion
+
+        fusion = find_fusion(loaded) if fusion == "auto" else find_fusion(loaded, fusion)
+    ticker = _Ticker(progress, len(gaps) + 2)
+    pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1)
+    cands, logps = decode_gaps(
+        loaded, items, gaps, window=win, k=pool, respace=respace, fusion=fusion, on_step=ticker.step
+    )
+    chosen = combine(gaps, cands, top_k)
+    result.restorations = finish(
+        loaded,
+        items,
+        gaps,
+        [h.fill for h in chosen],
+        respace,
+        [h.score for h in chosen],
+        text=text,
+        style=style,
+    )
+    ticker.step()
     for g, f in zip(gaps, result.restorations[0].printed, strict=True):
         g.fill = f
-    gap_beliefs(loaded, items, gaps, chosen[0], k=k_alt, window=win, respace=respace, style=style,
-                score_supplements=score_supplements, on_step=ticker.step)
+    gap_beliefs(
+        loaded,
+        items,
+        gaps,
+        cands,
+        logps,
+        chosen[0],
+        k=k_alt,
+        respace=respace,
+        style=style,
+        score_supplements=score_supplements,
+        fusion=fusion,
+        window=win,
+    )
     ticker.end()
+    if fusion is not None and fusion.ngram is not None:
+        result.notes.append(
+            f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} ({fusion.source})"
+        )
     if len(plan) > 1:
-        result.notes.append(f"decoded in {len(plan)} windows of at most {win} slots")
+        result.notes.append(f"each gap decoded in a window of at most {win} slots around it")
     if score_supplements and any(g.kind == "supplement" for g in gaps):
-        result.notes.append("editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)")
+        result.notes.append(
+            "editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)"
+        )
     return result
 
 
-def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], beam: int = 1) -> list[str]:
+def restore_planes(
+    model: Any, planes: Planes, spans: list[tuple[int, int]], beam: int = 1
+) -> list[str]:
     """Fill known-width lacunae at letters ``[a, b)`` of ``planes`` (the letters there are
     hidden, every aux channel of the record hidden, as in the reference evaluation) by the
     decoding of :func:`restore`; returns the best filling of each span.
@@ -218,15 +260,29 @@ def restore_planes(model: Any, planes: Planes, spans: list[tuple[int, int]], bea
             i = starts[i]
             continue
         c = int(planes.chars[i])
-        items.append(Item(None, (c, A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.CAP_UNKNOWN, A.PUNCT_UNKNOWN)))
+        items.append(
+            Item(None, (c, A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.CAP_UNKNOWN, A.PUNCT_UNKNOWN))
+        )
         i += 1
     total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
-    hyps = decode_window(model, items, gaps, {}, list(range(len(gaps))), 0, total, beam, respace=False)
-    best = hyps[0].fill
-    return ["".join(A.LETTERS[int(s)] for s in best[g] if 0 <= s < A.NUM_LETTERS) for g in range(len(gaps))]
+    cands, _ = decode_gaps(model, items, gaps, window=max(total, 1), k=max(beam, 1), respace=False)
+    return [cands[g][0].text() for g in range(len(gaps))]
 
 
 __all__ = [
-    "Alternative", "EditorScore", "Gap", "GapTooWideError", "InputStyle", "Restoration", "RestoreError", "RestoreResult", "check_options",
-    "format_result", "input_style", "parse_input", "restore", "restore_planes",
+    "Alternative",
+    "EditorScore",
+    "Fusion",
+    "Gap",
+    "GapTooWideError",
+    "InputStyle",
+    "Restoration",
+    "RestoreError",
+    "RestoreResult",
+    "check_options",
+    "format_result",
+    "input_style",
+    "parse_input",
+    "restore",
+    "restore_planes",
 ]

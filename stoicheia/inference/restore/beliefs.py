@@ -1,39 +1,33 @@
 """What the model believes about each gap of :func:`stoicheia.inference.restore.restore`.
 
-For every gap, with the other gaps held at the best restoration:
+Everything here comes from the same search that chose the restoration (:mod:`.gap_search`, one
+forward pass per gap), so the first alternative of every gap is its fill in restoration #1:
 
-* its own top-k (``Gap.alternatives``): a beam of iterative unmasking over that gap alone
-  (:func:`~stoicheia.inference.restore.decoding.decode_window`), so the k fills are distinct
-  and each is scored by the natural-log probability of its symbols as they were fixed. Fixing
-  the slots in an order that depends only on what is fixed so far, each symbol drawn from its
-  renormalised distribution, defines a proper distribution over whole fills; a fill's
-  probability is the product along its one path, so the k probabilities sum to at most 1.
-* for a gap of uncertain width, ``Gap.width_probs``: the mass the beam found at each width,
-  plus the rest (1 minus that mass) spread by the BLANK predictions of one forward pass with
-  the gap all MASK (:func:`~stoicheia.inference.restore.decoding.width_chain`); sums to 1.
-* per letter of the best fill, ``Gap.letter_probs``: the probability the letter was fixed
-  with in the whole-text decoding.
+* its own top-k (``Gap.alternatives``): the gap's candidates, distinct, each with its
+  probability (:mod:`.gap_search`: the product of its steps, reweighted by the n-gram's score
+  of the letters after the gap when fused); their probabilities sum to at most 1;
+* for a gap of uncertain width, ``Gap.width_probs``: the probability of each width from the
+  BLANK predictions of the gap's forward pass
+  (:func:`~stoicheia.inference.restore.decoding.width_chain`: the gap ends at slot ``w`` with
+  probability ``prod_{j<w} (1 - b_j) * b_w``), the distribution the search draws its widths
+  from before the n-gram scores the letters after the gap; sums to 1;
+* per letter of the best fill, ``Gap.letter_probs``: the probability of that letter's step in
+  the search;
 * with ``score_supplements``, for a re-predicted supplement, ``Gap.editor``: the editor's
-  reading scored along the same decoding (each slot, taken in the model's order, fixed to the
-  editor's letter) and ranked among the model's alternatives of the same width (at least 20).
+  reading scored by the same search (:func:`~.gap_search.score_fill`), its probability on the
+  scale of the candidates' (the same reweighting), and its rank among the candidates of the
+  same width (at least 20 are kept).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from stoicheia.inference.restore.decoding import (
-    BLANK,
-    Hyp,
-    decode_window,
-    gap_logp,
-    width_chain,
-    window_around,
-)
+from stoicheia.inference.restore.decoding import Hyp, gap_context, symbols, width_chain
+from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, score_fill
 from stoicheia.inference.restore.reading import Alternative, EditorScore, Gap, InputStyle, Item
 from stoicheia.inference.restore.rendering import finish
 from stoicheia.text import alphabet as A
@@ -43,72 +37,87 @@ from stoicheia.text.encode import text_to_planes
 EDITOR_RANK_POOL = 20
 
 
-def _letters(a: np.ndarray) -> str:
-    return "".join(A.LETTERS[int(s)] for s in a if 0 <= s < A.NUM_LETTERS)
-
-
 def gap_beliefs(
-    model: Any, items: list[Item], gaps: list[Gap], best: Hyp, *, k: int, window: int, respace: bool,
-    style: InputStyle | None, score_supplements: bool = False, on_step: Callable[[], None] | None = None,
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    cands: dict[int, list[Candidate]],
+    logps: dict[int, np.ndarray],
+    best: Hyp,
+    *,
+    k: int,
+    respace: bool,
+    style: InputStyle | None,
+    score_supplements: bool = False,
+    fusion: Fusion | None = None,
+    window: int = 0,
 ) -> None:
     """Fill ``letter_probs``, ``alternatives`` (``k`` per gap; none when ``k`` is 0),
-    ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring); ``best`` is the
-    best whole-text hypothesis, ``window`` the slots the model sees at once."""
+    ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
+    candidates ``cands`` and forward passes ``logps`` (:func:`~.decoding.decode_gaps`); ``best``
+    is restoration #1. One more forward pass per group of alternatives of equal length renders
+    them with accents and capitals (:func:`~.rendering.finish`)."""
+    del window  # the forward passes were made by decode_gaps
     for g in gaps:
         a = best.fill[g.index]
+        lp = best.lp[g.index]
         slots = [j for j in range(g.slots) if 0 <= a[j] < A.NUM_LETTERS]
-        g.letter_probs = [float(math.exp(best.lp[g.index][j])) if np.isfinite(best.lp[g.index][j]) else 1.0 for j in slots]
-        scoring = score_supplements and g.kind == "supplement"
-        pool = max(k, EDITOR_RANK_POOL) if scoring else k
-        if pool < 1 and g.fixed_width:
-            continue
-        lo, hi = window_around(items, gaps, g.index, window)
-        base = {i: v for i, v in best.fill.items() if i != g.index}
-        alts: list[Hyp] = []
-        if pool >= 1:
-            alts = decode_window(model, items, gaps, base, [g.index], lo, hi, pool, respace, on_step=on_step)
-            shown = alts[:k]
-            if shown:
-                printed = finish(model, items, gaps, [{**base, g.index: h.fill[g.index]} for h in shown], respace,
-                                 [h.score for h in shown], style=style)
-                g.alternatives = [
-                    Alternative(r.printed[g.index], float(math.exp(h.score)), float(h.score), _letters(h.fill[g.index]))
-                    for h, r in zip(shown, printed, strict=True)
-                ]
+        g.letter_probs = [float(math.exp(lp[j])) if np.isfinite(lp[j]) else 1.0 for j in slots]
+        shown = cands[g.index][:k]
+        if shown:
+            base = {i: v for i, v in best.fill.items() if i != g.index}
+            printed = finish(
+                model,
+                items,
+                gaps,
+                [{**base, g.index: symbols(g, c.letters)} for c in shown],
+                respace,
+                [c.score for c in shown],
+                style=style,
+            )
+            g.alternatives = [
+                Alternative(
+                    r.printed[g.index], float(c.prob), math.log(max(c.prob, 1e-300)), c.text()
+                )
+                for c, r in zip(shown, printed, strict=True)
+            ]
         if not g.fixed_width:
-            chain = width_chain(g, gap_logp(model, items, gaps, base, g.index, lo, hi, respace))
-            if on_step is not None:
-                on_step()
-            mass: dict[int, float] = {}
-            for h in alts:
-                w = len(_letters(h.fill[g.index]))
-                mass[w] = mass.get(w, 0.0) + math.exp(h.score)
-            rest = max(0.0, 1.0 - sum(mass.values()))
-            probs = {w: mass.get(w, 0.0) + rest * p for w, p in chain.items()}
-            total = sum(probs.values())
-            g.width_probs = {w: p / total for w, p in probs.items()}
-        if scoring:
-            g.editor = _editor_score(model, items, gaps, base, g, lo, hi, respace, alts, on_step)
+            g.width_probs = width_chain(g, logps[g.index])
+        if score_supplements and g.kind == "supplement":
+            g.editor = _editor_score(items, gaps, best, g, cands[g.index], logps[g.index], fusion)
 
 
 def _editor_score(
-    model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], g: Gap, lo: int, hi: int, respace: bool,
-    alts: list[Hyp], on_step: Callable[[], None] | None,
+    items: list[Item],
+    gaps: list[Gap],
+    best: Hyp,
+    g: Gap,
+    cands: list[Candidate],
+    logp: np.ndarray,
+    fusion: Fusion | None,
 ) -> EditorScore:
-    """The editor's reading of supplement ``g`` scored along the model's decoding and ranked
-    among ``alts`` (the model's alternatives, best first)."""
+    """The editor's reading of supplement ``g`` scored by the search and ranked among the
+    candidates of the same width ``cands`` (best first)."""
     letters = text_to_planes(g.read or "")[0].chars.astype(np.int64)
-    target = np.full(g.slots, BLANK, dtype=np.int64)
-    target[: len(letters)] = letters
-    forced = decode_window(model, items, gaps, base, [g.index], lo, hi, 1, respace, force={g.index: target}, on_step=on_step)[0]
-    lp = float(forced.score)
-    reading = _letters(target)
-    ours = [_letters(h.fill[g.index]) for h in alts]
+    n1 = fusion.history if fusion is not None else 0
+    before = {i: v for i, v in best.fill.items() if i < g.index}
+    left, right = gap_context(items, gaps, before, g.index, n1) if n1 else (None, None)
+    shape = GapShape(g.min_letters, g.max_letters, g.fixed_width)
+    lp = score_fill(logp, shape, letters, fusion, left, right)
+    reading = "".join(A.LETTERS[int(i)] for i in letters)
+    ours = [c.text() for c in cands]
+    same = [c.text() for c in cands if len(c.letters) == len(letters)]
+    rank = (
+        same.index(reading) + 1
+        if reading in same
+        else 1 + sum(1 for c in cands if len(c.letters) == len(letters) and c.score > lp)
+    )
     if reading in ours:
-        rank = ours.index(reading) + 1
-    else:
-        rank = 1 + sum(1 for h in alts if h.score > lp)
-    return EditorScore((g.read or "").strip(), float(math.exp(lp)), rank)
+        prob = cands[ours.index(reading)].prob
+    else:  # the candidates' reweighting: prob = exp(score + shift), the same shift for all
+        shift = math.log(max(cands[0].prob, 1e-300)) - cands[0].score
+        prob = float(min(1.0, math.exp(lp + shift)))
+    return EditorScore((g.read or "").strip(), prob, rank)
 
 
 __all__ = ["EDITOR_RANK_POOL", "gap_beliefs"]

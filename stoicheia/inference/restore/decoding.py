@@ -1,23 +1,13 @@
-"""Decoding the gaps of :func:`stoicheia.inference.restore.restore`: beam of iterative unmasking, windows.
+"""Decoding the gaps of :func:`stoicheia.inference.restore.restore`, gap by gap.
 
-Iterative unmasking, most confident first (as in masked-diffusion sampling, e.g.
-Sahoo et al. 2024, MDLM, and the confidence-ordered unmasking of Chang et al. 2022, MaskGIT):
-each step runs the encoder on every hypothesis of the beam, takes the open slot whose most
-likely allowed symbol is the most probable, and fixes it. The allowed symbols keep a gap of
-uncertain width in the trained shape, letters then BLANK: BLANK only at or after the gap's
-minimum letter count and before no fixed letter, a letter only before the maximum and after
-no fixed BLANK; a BLANK fills the rest of its gap with BLANK. With ``beam > 1`` each
-hypothesis expands into its best ``beam`` symbols at that slot and the ``beam`` best distinct
-assignments survive; a restoration's score is the sum of the natural-log probabilities of the
-symbols as they were fixed (renormalised over the allowed symbols). The ``top_k`` best
-distinct restorations are returned.
-
-Windowing. A text longer than ``window`` slots (default: the row length the model was
-trained on) is decoded window by window, left to right: each window holds a run of gaps
-with context on both sides and sees the best restoration of the windows before it. The
-top-k lists of the windows are then combined by the k best sums of their scores
-(:func:`kbest_independent`; an approximation: a later window was decoded given the best of
-the earlier ones only).
+The gaps are decoded in input order. For each gap one forward pass of the encoder sees the
+gap's slots as MASK in a window of the text centred on it (at most ``window`` slots, default
+the row length the model was trained on), the gaps before it filled with their best fill and
+the gaps after it still MASK; :func:`~stoicheia.inference.restore.gap_search.search_gap` turns
+that pass's log-probabilities (fused with a letter n-gram when one is given) into the gap's
+candidates, best first. The whole-text restorations are the ``k`` best combinations of the
+gaps' candidates by the sum of their scores (:func:`kbest_independent`; an approximation: a
+later gap was decoded given the best fill of the earlier ones only).
 """
 
 from __future__ import annotations
@@ -29,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
 from stoicheia.inference.restore.reading import Gap, Item, RestoreError
 from stoicheia.text import alphabet as A
 
@@ -38,42 +29,19 @@ SYMBOLS = A.NUM_LETTERS + 2  # head outputs scored: 24 letters, MASK (never allo
 
 @dataclass
 class Hyp:
-    """One hypothesis of the beam: ``fill`` gap index -> int64 ``(slots,)`` symbols (-1 open,
-    0..23 a letter, ``BLANK``); ``score`` the sum of the natural-log probabilities of its fixed
-    symbols; ``lp`` gap index -> float ``(slots,)`` the log-probability each slot was fixed with
-    (``nan`` for slots fixed by no decision of their own: BLANK after BLANK, the slots past the
-    maximum width)."""
+    """One restoration of the open gaps: ``fill`` gap index -> int64 ``(slots,)`` symbols (0..23
+    a letter, ``BLANK`` after the last letter of a gap of uncertain width); ``score`` the sum of
+    the gaps' search scores (:mod:`.gap_search`); ``lp`` gap index -> float ``(slots,)`` the
+    natural log of each letter's step probability (``nan`` at BLANK slots)."""
 
     fill: dict[int, np.ndarray]
     score: float = 0.0
     lp: dict[int, np.ndarray] = field(default_factory=dict)
 
-    def key(self) -> tuple:
-        return tuple((g, a.tobytes()) for g, a in sorted(self.fill.items()))
 
-
-def allowed_symbols(gap: Gap, a: np.ndarray, j: int) -> np.ndarray:
-    """Bool ``(26,)``: symbols allowed at slot ``j`` of ``gap`` given its assignment ``a``."""
-    ok = np.zeros(SYMBOLS, dtype=bool)
-    if gap.fixed_width:
-        ok[: A.NUM_LETTERS] = True
-        return ok
-    later_letter = bool(((a[j + 1 :] >= 0) & (a[j + 1 :] < A.NUM_LETTERS)).any())
-    earlier_blank = bool((a[:j] == BLANK).any())
-    if j < gap.max_letters and not earlier_blank:
-        ok[: A.NUM_LETTERS] = True
-    if j >= gap.min_letters and not later_letter:
-        ok[BLANK] = True
-    return ok
-
-
-def fix_symbol(gap: Gap, a: np.ndarray, j: int, sym: int) -> None:
-    a[j] = sym
-    if sym == BLANK:
-        a[j + 1 :] = BLANK  # BLANK ends the gap
-
-
-def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], respace: bool) -> tuple[dict[str, np.ndarray], list[tuple[int, int]]]:
+def model_inputs(
+    items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], respace: bool
+) -> tuple[dict[str, np.ndarray], list[tuple[int, int]]]:
     """Model inputs ``(1, T)`` arrays for the working sequence and, per slot, ``(gap, j)`` or
     ``(-1, -1)`` for a known letter."""
     chars, bnd, dia, punct, where = [], [], [], [], []
@@ -100,7 +68,11 @@ def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]
             sym = -1 if a is None else int(a[j])
             if g.kind == "uncertain":
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else it.values[0])  # type: ignore[index]
-                b, d, pu = (A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN) if respace else (it.values[1], it.values[2], it.values[4])  # type: ignore[index]
+                b, d, pu = (
+                    (A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN)
+                    if respace
+                    else (it.values[1], it.values[2], it.values[4])
+                )  # type: ignore[index]
             else:
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else A.MASK)
                 b, d, pu = A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN
@@ -112,7 +84,9 @@ def model_inputs(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]
     return {k: np.asarray(v, dtype=np.int64)[None, :] for k, v in arrays.items()}, where
 
 
-def forward(model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+def forward(
+    model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...] | None = None
+) -> dict[str, np.ndarray]:
     """Float32 ``(B, T, V)`` log-softmax outputs of the ``heads`` asked for (default all) for
     equal-length rows (one per hypothesis), as numpy. The log-softmax is taken in numpy: on a
     busy CPU, torch's small per-head ops cost more in thread hand-offs than the arithmetic."""
@@ -129,112 +103,25 @@ def forward(model: Any, rows: list[dict[str, np.ndarray]], heads: tuple[str, ...
     return res
 
 
-def _allowed_rows(gap: Gap, a: np.ndarray, js: np.ndarray) -> np.ndarray:
-    """Bool ``(len(js), SYMBOLS)``: :func:`allowed_symbols` at the slots ``js`` of ``gap`` at once."""
-    ok = np.zeros((len(js), SYMBOLS), dtype=bool)
-    if gap.fixed_width:
-        ok[:, : A.NUM_LETTERS] = True
-        return ok
-    blanks = np.flatnonzero(a == BLANK)
-    first_blank = int(blanks[0]) if blanks.size else len(a)
-    letters = np.flatnonzero((a >= 0) & (a < A.NUM_LETTERS))
-    last_letter = int(letters[-1]) if letters.size else -1
-    ok[:, : A.NUM_LETTERS] = ((js < gap.max_letters) & (js <= first_blank))[:, None]
-    ok[:, BLANK] = (js >= gap.min_letters) & (js >= last_letter)
-    return ok
-
-
-def decode_window(
-    model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], open_gaps: list[int], lo: int, hi: int,
-    beam: int, respace: bool, *, force: dict[int, np.ndarray] | None = None, on_step: Callable[[], None] | None = None,
-) -> list[Hyp]:
-    """Beam of iterative unmasking over ``open_gaps``, the model seeing slots ``[lo, hi)``
-    (module docstring); the other gaps hold their symbols in ``base``. Returns at most ``beam``
-    distinct finished hypotheses, best first.
-
-    The rows are built once; a step writes only the open gaps' letters into a copy, and all
-    hypotheses of the beam go through the model in one batch.
-
-    ``force``: gap -> target symbols ``(slots,)``: the slots are visited in the same order (the
-    most confident first) but each is fixed to its target, so the one hypothesis returned scores
-    that reading under the decoding (``beam`` is then 1). ``on_step``: called after every
-    forward pass (progress)."""
-    start = {g: np.full(gaps[g].slots, -1, dtype=np.int64) for g in open_gaps}
-    for g in open_gaps:  # slots past the maximum exist only to be BLANK
-        if not gaps[g].fixed_width:
-            start[g][gaps[g].max_letters :] = BLANK
-    lps = {g: np.full(gaps[g].slots, np.nan) for g in open_gaps}
-    seq, where = model_inputs(items, gaps, {**base, **start}, respace)
-    seq = {k: v[:, lo:hi] for k, v in seq.items()}
-    pos: dict[int, np.ndarray] = {g: np.zeros(gaps[g].slots, dtype=np.int64) for g in open_gaps}
-    for s, (g, j) in enumerate(where[lo:hi]):
-        if g in pos:
-            pos[g][j] = s
-    shown = {}  # what an open slot shows the model: MASK, or an uncertain letter's reading
-    for g in open_gaps:
-        shown[g] = seq["chars"][0, pos[g]].copy()
-    hyps = [Hyp({**base, **start}, 0.0, lps)]
-    if force is not None:
-        beam = 1
-    while True:
-        if not any((h.fill[g] == -1).any() for h in hyps for g in open_gaps):
-            return hyps
-        rows = []
-        for h in hyps:
-            chars = seq["chars"].copy()
-            for g in open_gaps:
-                a = h.fill[g]
-                chars[0, pos[g]] = np.where((a >= 0) & (a < A.NUM_LETTERS), a, shown[g])
-            rows.append({**seq, "chars": chars})
-        logp = forward(model, rows, ("char",))["char"][:, :, :SYMBOLS]
-        if on_step is not None:
-            on_step()
-        new: dict[tuple, Hyp] = {}
-        for r, h in enumerate(hyps):
-            best = None  # (confidence, gap, slot, candidates)
-            for g in open_gaps:
-                a = h.fill[g]
-                js = np.flatnonzero(a == -1)
-                if not js.size:
-                    continue
-                ok = _allowed_rows(gaps[g], a, js)
-                lp = np.where(ok, logp[r, pos[g][js]], -np.inf)
-                lp = lp - np.logaddexp.reduce(lp, axis=1, keepdims=True)
-                conf = lp.max(axis=1)
-                i = int(conf.argmax())
-                if best is None or conf[i] > best[0]:
-                    best = (float(conf[i]), g, int(js[i]), lp[i])
-            if best is None:
-                new.setdefault(tuple(h.fill[g].tobytes() for g in open_gaps), h)
-                continue
-            _, g, j, lp = best
-            syms = [int(force[g][j])] if force is not None else np.argsort(-lp, kind="stable")[:beam]
-            for sym in syms:
-                if not np.isfinite(lp[sym]):
-                    if force is not None:
-                        raise RestoreError(f"internal: the reading forced on gap {gaps[g].notation!r} breaks its shape at slot {j}")
-                    break
-                fill = dict(h.fill)
-                fill[g] = h.fill[g].copy()
-                fix_symbol(gaps[g], fill[g], j, int(sym))
-                lpd = dict(h.lp)
-                lpd[g] = h.lp[g].copy()
-                lpd[g][j] = float(lp[sym])
-                cand = Hyp(fill, h.score + float(lp[sym]), lpd)
-                k = tuple(fill[x].tobytes() for x in open_gaps)
-                if k not in new or new[k].score < cand.score:
-                    new[k] = cand
-        hyps = sorted(new.values(), key=lambda x: -x.score)[:beam]
-
-
-def gap_logp(model: Any, items: list[Item], gaps: list[Gap], base: dict[int, np.ndarray], g: int, lo: int, hi: int, respace: bool) -> np.ndarray:
+def gap_logp(
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    base: dict[int, np.ndarray],
+    g: int,
+    lo: int,
+    hi: int,
+    respace: bool,
+) -> np.ndarray:
     """Float ``(slots, SYMBOLS)``: the model's log-probabilities at each slot of gap ``g`` with
     all of its slots MASK, the other gaps at ``base``, the model seeing slots ``[lo, hi)``
     (one forward pass)."""
     fill = dict(base)
     fill[g] = np.full(gaps[g].slots, -1, dtype=np.int64)
     seq, where = model_inputs(items, gaps, fill, respace)
-    logp = forward(model, [{k: v[:, lo:hi] for k, v in seq.items()}], ("char",))["char"][0, :, :SYMBOLS]
+    logp = forward(model, [{k: v[:, lo:hi] for k, v in seq.items()}], ("char",))["char"][
+        0, :, :SYMBOLS
+    ]
     rows = [s for s, (gg, _) in enumerate(where[lo:hi]) if gg == g]
     return logp[rows]
 
@@ -282,7 +169,9 @@ def window_around(items: list[Item], gaps: list[Gap], g: int, window: int) -> tu
     return max(0, hi - window), hi
 
 
-def plan_windows(items: list[Item], gaps: list[Gap], window: int) -> list[tuple[list[int], int, int]]:
+def plan_windows(
+    items: list[Item], gaps: list[Gap], window: int
+) -> list[tuple[list[int], int, int]]:
     """``[(gap indices, lo, hi), ...]``: runs of gaps that fit in ``window`` slots with context."""
     spans = []  # (gap, first slot, end slot)
     pos = 0
@@ -316,6 +205,116 @@ def plan_windows(items: list[Item], gaps: list[Gap], window: int) -> list[tuple[
     return out
 
 
+def gap_context(
+    items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], g: int, n1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The letters beside gap ``g`` for the n-gram (:func:`~.gap_search.context`): int64 ``(n1,)``
+    before it and at most ``n1`` after it. Known letters and the letters of the gaps in ``fill``
+    count (BLANK slots do not); an open gap cuts the context (as a lacuna)."""
+    before: list[int] = []
+    after: list[int] = []
+    side = before
+    for it in items:
+        if it.gap == g:
+            side = after
+            continue
+        if it.gap is None:
+            side.append(int(it.values[0]))  # type: ignore[index]
+        elif it.gap in fill:
+            side.extend(int(s) for s in fill[it.gap] if 0 <= s < A.NUM_LETTERS)
+        elif gaps[it.gap].kind == "uncertain":
+            side.append(int(it.values[0]))  # type: ignore[index]
+        else:
+            side.append(A.MASK)
+        if (
+            side is after and len(after) > n1 + gaps[it.gap].slots
+            if it.gap is not None
+            else len(after) > n1 + 20
+        ):
+            break
+    return context(np.asarray(before, dtype=np.int64), n1, "left"), context(
+        np.asarray(after, dtype=np.int64), n1, "right"
+    )
+
+
+def symbols(gap: Gap, letters: np.ndarray) -> np.ndarray:
+    """Int64 ``(slots,)``: a fill's letters, then BLANK up to the gap's slots."""
+    out = np.full(gap.slots, BLANK, dtype=np.int64)
+    out[: len(letters)] = letters
+    return out
+
+
+def decode_gaps(
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    *,
+    window: int,
+    k: int,
+    respace: bool,
+    fusion: Fusion | None = None,
+    only: list[int] | None = None,
+    on_step: Callable[[], None] | None = None,
+) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
+    """Each gap's ``k`` best candidates (module docstring), in input order: ``only`` limits the
+    search to those gap indices (the others stay MASK). Returns ``(candidates, logps)``: gap
+    index -> candidates best first, and gap index -> the forward pass's float ``(slots,
+    SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass."""
+    fusion = fusion or Fusion(None, 0.0)
+    best: dict[int, np.ndarray] = {}
+    cands: dict[int, list[Candidate]] = {}
+    logps: dict[int, np.ndarray] = {}
+    for g in only if only is not None else range(len(gaps)):
+        gap = gaps[g]
+        lo, hi = window_around(items, gaps, g, window)
+        logp = gap_logp(model, items, gaps, best, g, lo, hi, respace)
+        if on_step is not None:
+            on_step()
+        left, right = (
+            gap_context(items, gaps, best, g, fusion.history) if fusion.history else (None, None)
+        )
+        found = search_gap(
+            logp,
+            GapShape(gap.min_letters, gap.max_letters, gap.fixed_width),
+            k,
+            fusion,
+            left,
+            right,
+        )
+        cands[g], logps[g] = found, logp
+        best[g] = symbols(gap, found[0].letters)
+    return cands, logps
+
+
+def as_hyp(gaps: list[Gap], chosen: dict[int, Candidate]) -> Hyp:
+    """A :class:`Hyp` of one candidate per gap."""
+    fill, lp, score = {}, {}, 0.0
+    for g, c in chosen.items():
+        fill[g] = symbols(gaps[g], c.letters)
+        lp[g] = np.full(gaps[g].slots, np.nan)
+        lp[g][: len(c.letters)] = (
+            np.log(np.maximum(c.steps, 1e-300)) if c.steps is not None else np.nan
+        )
+        score += c.score
+    return Hyp(fill, score, lp)
+
+
+def combine(gaps: list[Gap], cands: dict[int, list[Candidate]], k: int) -> list[Hyp]:
+    """The ``k`` best whole-text restorations from the gaps' candidates by the sum of their
+    scores (:func:`kbest_independent`), best first; distinct in at least one gap's letters."""
+    order = sorted(cands)
+    width = max(len(c) for c in cands.values())
+    table = np.full((len(order), width), -np.inf)
+    for i, g in enumerate(order):
+        table[i, : len(cands[g])] = [c.score for c in cands[g]]
+    out = []
+    for ids, total in kbest_independent(table, k):
+        if not np.isfinite(total):
+            break
+        out.append(as_hyp(gaps, {g: cands[g][int(j)] for g, j in zip(order, ids, strict=True)}))
+    return out
+
+
 def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]]:
     """The ``k`` highest-scoring sequences when the slots are scored independently.
 
@@ -343,28 +342,21 @@ def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]
     return [(seqs[j], float(scores[j])) for j in range(len(scores))]
 
 
-def combine_windows(per_window: list[list[Hyp]], k: int) -> list[Hyp]:
-    """The ``k`` best whole-text hypotheses from the windows' top lists (each window's
-    hypotheses hold only its own gaps), by the k best sums of their scores
-    (:func:`kbest_independent`), best first."""
-    width = max(len(w) for w in per_window)
-    scores = np.full((len(per_window), width), -np.inf)
-    for i, w in enumerate(per_window):
-        scores[i, : len(w)] = [h.score for h in w]
-    out = []
-    for ids, total in kbest_independent(scores, k):
-        if not np.isfinite(total):
-            break
-        fill: dict[int, np.ndarray] = {}
-        lp: dict[int, np.ndarray] = {}
-        for i, j in enumerate(ids):
-            fill.update(per_window[i][int(j)].fill)
-            lp.update(per_window[i][int(j)].lp)
-        out.append(Hyp(fill, total, lp))
-    return out
-
-
 __all__ = [
-    "BLANK", "SYMBOLS", "Hyp", "allowed_symbols", "combine_windows", "decode_window", "fix_symbol", "forward", "gap_logp",
-    "kbest_independent", "model_inputs", "plan_windows", "slot_range", "width_chain", "window_around",
+    "BLANK",
+    "SYMBOLS",
+    "Hyp",
+    "as_hyp",
+    "combine",
+    "decode_gaps",
+    "forward",
+    "gap_context",
+    "gap_logp",
+    "kbest_independent",
+    "model_inputs",
+    "plan_windows",
+    "slot_range",
+    "symbols",
+    "width_chain",
+    "window_around",
 ]

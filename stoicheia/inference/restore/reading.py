@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from stoicheia.text import alphabet as A
-from stoicheia.text.encode import encode_text, text_to_planes
+from stoicheia.text.encode import encode_text, fold_lookalikes, text_to_planes
 from stoicheia.text.leiden import (
     DOT_BELOW,
     MAX_LACUNA_WIDTH,
@@ -131,12 +131,29 @@ class Gap:
     def to_json(self) -> dict[str, Any]:
         """The gap as in the restore JSON contract (docs/restoring.md)."""
         return {
-            "index": self.index, "kind": self.kind, "notation": self.notation, "start": self.start, "end": self.end,
-            "min_letters": self.min_letters, "max_letters": self.max_letters, "fill": self.fill,
+            "index": self.index,
+            "kind": self.kind,
+            "notation": self.notation,
+            "start": self.start,
+            "end": self.end,
+            "min_letters": self.min_letters,
+            "max_letters": self.max_letters,
+            "fill": self.fill,
             "letter_probs": [_sig(p) for p in self.letter_probs],
-            "alternatives": [{"fill": a.fill, "prob": _sig(a.prob), "logprob": round(a.logprob, 6)} for a in self.alternatives],
-            "width_probs": None if self.width_probs is None else {str(w): _sig(p) for w, p in sorted(self.width_probs.items())},
-            "editor": None if self.editor is None else {"reading": self.editor.reading, "prob": _sig(self.editor.prob), "rank": self.editor.rank},
+            "alternatives": [
+                {"fill": a.fill, "prob": _sig(a.prob), "logprob": round(a.logprob, 6)}
+                for a in self.alternatives
+            ],
+            "width_probs": None
+            if self.width_probs is None
+            else {str(w): _sig(p) for w, p in sorted(self.width_probs.items())},
+            "editor": None
+            if self.editor is None
+            else {
+                "reading": self.editor.reading,
+                "prob": _sig(self.editor.prob),
+                "rank": self.editor.rank,
+            },
         }
 
 
@@ -210,7 +227,9 @@ class Item:
     values: tuple[int, int, int, int, int] | None = None  # chars, boundary, dia, cap, punct
 
 
-def check_options(*, unknown_width: int = 20, about_margin: float = 0.25, window: int | None = None) -> None:
+def check_options(
+    *, unknown_width: int = 20, about_margin: float = 0.25, window: int | None = None
+) -> None:
     """Raise :class:`RestoreError` for an option out of range: ``unknown_width`` outside
     ``1..MAX_LACUNA_WIDTH`` letters, ``about_margin`` not a number in ``[0, 1]``, a negative
     ``window``."""
@@ -225,10 +244,14 @@ def check_options(*, unknown_width: int = 20, about_margin: float = 0.25, window
             "give a fraction from 0 to 1 (default 0.25)"
         )
     if window is not None and (not isinstance(window, int) or window < 0):
-        raise RestoreError(f"window={window!r}: give the slots the model sees at once (>= 1), or 0 to refuse windowing")
+        raise RestoreError(
+            f"window={window!r}: give the slots the model sees at once (>= 1), or 0 to refuse windowing"
+        )
 
 
-def _gap_too_wide(seg: Lacuna, notation: str, lo: int, hi: int, slots: int, limit: int, why: str) -> GapTooWideError:
+def _gap_too_wide(
+    seg: Lacuna, notation: str, lo: int, hi: int, slots: int, limit: int, why: str
+) -> GapTooWideError:
     """The error for a lacuna ``seg`` read as ``lo..hi`` letters in ``slots`` slots, more than
     ``limit`` slots (``why``: where the limit comes from)."""
     if seg.known_width:
@@ -271,7 +294,9 @@ def _square_brackets(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _notation_span(text: str, brackets: list[tuple[int, int]], a: int, b: int) -> tuple[int, int, bool]:
+def _notation_span(
+    text: str, brackets: list[tuple[int, int]], a: int, b: int
+) -> tuple[int, int, bool]:
     """The span of a gap whose own part of ``text`` is ``[a, b)``: the whole bracket when the
     bracket holds nothing else (``[ - - - ]``), else the part without its edge spaces; and
     whether the span holds the brackets."""
@@ -295,7 +320,11 @@ def _letter_spans(text: str, segments: list[Any]) -> list[tuple[int, int]]:
         if isinstance(seg, Text) or (isinstance(seg, Editorial) and seg.reason != "surplus"):
             for m in _CLUSTER.finditer(text, seg.start, seg.end):
                 cl = m.group().replace(DOT_BELOW, "")
-                n = _letters_in(unicodedata.normalize("NFC", cl)) if cl and not unicodedata.combining(cl[0]) else 0
+                n = (
+                    _letters_in(unicodedata.normalize("NFC", cl))
+                    if cl and not unicodedata.combining(cl[0])
+                    else 0
+                )
                 spans.extend([(m.start(), m.end())] * n)
     return spans
 
@@ -322,34 +351,55 @@ def parse_input(
         segments = parse_leiden(text)
     except LacunaTooWideError as err:
         limit = (
-            f"more than the model can fill: at most {max_slots:,} letters at once ({limit_why})" if max_slots is not None
+            f"more than the model can fill: at most {max_slots:,} letters at once ({limit_why})"
+            if max_slots is not None
             else f"more than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may hold"
         )
-        raise GapTooWideError(f"the lacuna {err.notation!r} holds up to {err.width:,} letters, {limit}; restore a narrower lacuna") from None
+        raise GapTooWideError(
+            f"the lacuna {err.notation!r} holds up to {err.width:,} letters, {limit}; restore a narrower lacuna"
+        ) from None
     except LeidenError as err:
-        raise RestoreError(f"{err}; fix the brackets (see 'Restoring a text' in the README)") from None
+        raise RestoreError(
+            f"{err}; fix the brackets (see 'Restoring a text' in the README)"
+        ) from None
     if max_slots is not None:
         for seg in segments:
             if isinstance(seg, Lacuna):
                 lo, hi = _gap_bounds(seg, unknown_width, about_margin)
-                slots = hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
+                slots = (
+                    hi
+                    if (lo == hi and not seg.approximate and seg.max_width is not None)
+                    else hi + 2
+                )
                 if slots > max_slots:
                     a, b, _ = _notation_span(text, _square_brackets(text), seg.start, seg.end)
                     raise _gap_too_wide(seg, text[a:b], lo, hi, slots, max_slots, limit_why)
     try:
         enc = encode_text(text, strict=True)
     except LeidenError as err:
-        raise RestoreError(f"{err}; fix the brackets (see 'Restoring a text' in the README)") from None
+        raise RestoreError(
+            f"{err}; fix the brackets (see 'Restoring a text' in the README)"
+        ) from None
     p = enc.planes
     letters = np.flatnonzero(p.lacuna == 0)
     if letters.size == 0:
-        raise RestoreError(f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) with its lacunae")
-    uncertain, supplied, group = _letter_flags(segments)
+        raise RestoreError(
+            f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) with its lacunae"
+        )
+    # the letters are counted character by character: a look-alike the encoder reads as Greek
+    # in its word (the Latin o of ἐνπέραμo) is counted as that Greek letter
+    folded = fold_lookalikes(text)
+    if folded != text:
+        segments_f = parse_leiden(folded)
+        uncertain, supplied, group = _letter_flags(segments_f)
+    else:
+        segments_f = segments
+        uncertain, supplied, group = _letter_flags(segments)
     if len(uncertain) != letters.size:
         raise RestoreError(
             f"internal: {letters.size} letters encoded but {len(uncertain)} read from the Leiden segments of {text!r}"
         )
-    spans = _letter_spans(text, segments)
+    spans = _letter_spans(folded, segments_f)
     if len(spans) != letters.size:
         raise RestoreError(
             f"internal: {letters.size} letters encoded but {len(spans)} found in the characters of {text!r}"
@@ -370,11 +420,29 @@ def parse_input(
             gi += 1
             width = 1 if seg.max_width is None else seg.max_width
             lo, hi = _gap_bounds(seg, unknown_width, about_margin)
-            slots = hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
+            slots = (
+                hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
+            )
             last = int(p.boundary[i + width - 1])
-            end_b = last if last in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE) or i + width == n else A.BOUNDARY_INTERNAL
+            end_b = (
+                last
+                if last in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE) or i + width == n
+                else A.BOUNDARY_INTERNAL
+            )
             a, b, br = _notation_span(text, brackets, seg.start, seg.end)
-            gaps.append(Gap(text[a:b], "lacuna", lo, hi, slots, end_boundary=end_b, start=a, end=b, bracketed=br))
+            gaps.append(
+                Gap(
+                    text[a:b],
+                    "lacuna",
+                    lo,
+                    hi,
+                    slots,
+                    end_boundary=end_b,
+                    start=a,
+                    end=b,
+                    bracketed=br,
+                )
+            )
             items.append(Item(len(gaps) - 1))
             i += width
             continue
@@ -386,12 +454,27 @@ def parse_input(
                 w = sum(1 for x in group if x == g)
                 last = int(p.boundary[letters[li + w - 1]])
                 a, b, br = _notation_span(text, brackets, seg.start, seg.end)
-                gaps.append(Gap(text[a:b], "supplement", w, w, w, read=seg.text, end_boundary=last, start=a, end=b, bracketed=br))
+                gaps.append(
+                    Gap(
+                        text[a:b],
+                        "supplement",
+                        w,
+                        w,
+                        w,
+                        read=seg.text,
+                        end_boundary=last,
+                        start=a,
+                        end=b,
+                        bracketed=br,
+                    )
+                )
                 sup_gap[g] = len(gaps) - 1
                 items.append(Item(len(gaps) - 1))
         elif uncertain[li]:
             a, b = spans[li]
-            gaps.append(Gap(text[a:b], "uncertain", 1, 1, 1, read=A.LETTERS[vals[0]], start=a, end=b))
+            gaps.append(
+                Gap(text[a:b], "uncertain", 1, 1, 1, read=A.LETTERS[vals[0]], start=a, end=b)
+            )
             items.append(Item(len(gaps) - 1, vals))
         else:
             items.append(Item(None, vals))
@@ -403,6 +486,14 @@ def parse_input(
 
 
 __all__ = [
-    "Alternative", "EditorScore", "Gap", "GapTooWideError", "InputStyle", "Item", "RestoreError", "check_options", "input_style",
+    "Alternative",
+    "EditorScore",
+    "Gap",
+    "GapTooWideError",
+    "InputStyle",
+    "Item",
+    "RestoreError",
+    "check_options",
+    "input_style",
     "parse_input",
 ]

@@ -65,7 +65,11 @@ def styled(s: str, style: InputStyle | None) -> str:
     if style is None:
         return s
     if style.capitals or not style.accented:
-        s = "".join(ch for ch in unicodedata.normalize("NFD", s) if not unicodedata.combining(ch) or ch == DOT_BELOW)
+        s = "".join(
+            ch
+            for ch in unicodedata.normalize("NFD", s)
+            if not unicodedata.combining(ch) or ch == DOT_BELOW
+        )
     if style.capitals:
         s = s.upper()
     if not style.spaced:
@@ -102,13 +106,24 @@ def _head_rows(letters: list[_Letter], respace: bool) -> dict[str, np.ndarray]:
     vals = [x.values for x in letters]
     return {
         "chars": np.array([x.char for x in letters], dtype=np.int64)[None, :],
-        "boundary": np.array([A.BOUNDARY_UNKNOWN if h else v[1] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
-        "dia": np.array([A.DIA_UNKNOWN if h else v[2] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
-        "punct": np.array([A.PUNCT_UNKNOWN if h else v[4] for h, v in zip(hidden, vals, strict=True)], dtype=np.int64)[None, :],
+        "boundary": np.array(
+            [A.BOUNDARY_UNKNOWN if h else v[1] for h, v in zip(hidden, vals, strict=True)],
+            dtype=np.int64,
+        )[None, :],
+        "dia": np.array(
+            [A.DIA_UNKNOWN if h else v[2] for h, v in zip(hidden, vals, strict=True)],
+            dtype=np.int64,
+        )[None, :],
+        "punct": np.array(
+            [A.PUNCT_UNKNOWN if h else v[4] for h, v in zip(hidden, vals, strict=True)],
+            dtype=np.int64,
+        )[None, :],
     }
 
 
-def _channels(letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray], r: int, respace: bool) -> list[tuple[int, int, int, int, int]]:
+def _channels(
+    letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray], r: int, respace: bool
+) -> list[tuple[int, int, int, int, int]]:
     """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
     heads' argmax for restored ones (the boundary after a gap's last letter as the input says)."""
     n = len(letters)
@@ -117,9 +132,13 @@ def _channels(letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray
         v = x.values
         if respace or v is None:
             b = int(out["boundary"][r, i].argmax())
-            last_of_gap = x.gap is not None and v is None and (i == n - 1 or letters[i + 1].gap != x.gap)
+            last_of_gap = (
+                x.gap is not None and v is None and (i == n - 1 or letters[i + 1].gap != x.gap)
+            )
             if last_of_gap and not respace:
-                b = gaps[x.gap].end_boundary  # the input says whether a word break follows the bracket
+                b = gaps[
+                    x.gap
+                ].end_boundary  # the input says whether a word break follows the bracket
             d = int(out["dia"][r, i].argmax())
             cap = int(out["cap"][r, i].argmax())
             pu = int(out["punct"][r, i].argmax())
@@ -132,7 +151,9 @@ def _channels(letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray
     return res
 
 
-def _printed_fill(g: Gap, rows: list[tuple[_Letter, tuple[int, int, int, int, int]]], style: InputStyle | None) -> str:
+def _printed_fill(
+    g: Gap, rows: list[tuple[_Letter, tuple[int, int, int, int, int]]], style: InputStyle | None
+) -> str:
     """Gap ``g``'s fill as printed in the input's style (without brackets)."""
     if g.kind == "uncertain":
         x, (c, b, d, cap, _) = rows[0]
@@ -166,15 +187,26 @@ def _spliced(text: str, gaps: list[Gap], printed: list[str]) -> tuple[str, str]:
             sign = "." if f != g.notation else " "
             marks.append(sign * _width(piece))
         else:
-            marks.append("".join("^" if ch.isalpha() else " " for ch in piece if not unicodedata.combining(ch)))
+            marks.append(
+                "".join(
+                    "^" if ch.isalpha() else " " for ch in piece if not unicodedata.combining(ch)
+                )
+            )
         pos = g.end
     out.append(text[pos:])
     return "".join(out), "".join(marks).rstrip()
 
 
 def finish(
-    model: Any, items: list[Item], gaps: list[Gap], fills: list[dict[int, np.ndarray]], respace: bool, scores: list[float],
-    *, text: str | None = None, style: InputStyle | None = None,
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    fills: list[dict[int, np.ndarray]],
+    respace: bool,
+    scores: list[float],
+    *,
+    text: str | None = None,
+    style: InputStyle | None = None,
 ) -> list[Restoration]:
     """Render full assignments ``fills`` (one per restoration, scored ``scores``) with the
     auxiliary heads (module docstring, Finishing); one forward pass per group of equal length.
@@ -198,7 +230,10 @@ def finish(
             if x.gap is not None:
                 by_gap.setdefault(x.gap, []).append((x, ch))
         printed = [_printed_fill(g, by_gap[gi], style) for gi, g in enumerate(gaps)]
-        base = ["".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS) for gi in range(len(gaps))]
+        base = [
+            "".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS)
+            for gi in range(len(gaps))
+        ]
         if text is not None and not respace:
             t, m = _spliced(text, gaps, printed)
         else:
@@ -207,7 +242,9 @@ def finish(
     return result
 
 
-def _rebuilt(letters: list[_Letter], chans: list[tuple[int, int, int, int, int]]) -> tuple[str, str]:
+def _rebuilt(
+    letters: list[_Letter], chans: list[tuple[int, int, int, int, int]]
+) -> tuple[str, str]:
     """The text rebuilt from the planes (``respace``), restored letters in brackets."""
     pieces, marks = [], []
     n = len(letters)
@@ -222,11 +259,23 @@ def _rebuilt(letters: list[_Letter], chans: list[tuple[int, int, int, int, int]]
         # the bracket closes before the punctuation and the space that follow the letter
         letter_part = core
         punct_part = ""
-        if closes and letter_part and not unicodedata.category(letter_part[-1]).startswith("L") and not unicodedata.combining(letter_part[-1]):
+        if (
+            closes
+            and letter_part
+            and not unicodedata.category(letter_part[-1]).startswith("L")
+            and not unicodedata.combining(letter_part[-1])
+        ):
             letter_part, punct_part = letter_part[:-1], letter_part[-1]
-        pieces.append(("[" if opens else "") + letter_part + ("]" if closes else "") + punct_part + tail)
+        pieces.append(
+            ("[" if opens else "") + letter_part + ("]" if closes else "") + punct_part + tail
+        )
         w = _width(letter_part)
-        marks.append((" " if opens else "") + ("^" if restored else ("." if x.changed else " ")) * w + (" " if closes else "") + " " * _width(punct_part + tail))
+        marks.append(
+            (" " if opens else "")
+            + ("^" if restored else ("." if x.changed else " ")) * w
+            + (" " if closes else "")
+            + " " * _width(punct_part + tail)
+        )
     return "".join(pieces).rstrip(), "".join(marks).rstrip()
 
 
@@ -257,14 +306,24 @@ def format_result(result: RestoreResult) -> list[str]:
             head += "; width " + ", ".join(f"{w} {_pct(p)}" for w, p in top)
         lines.append(head)
         if g.editor is not None:
-            lines.append(f"     editor's reading {g.editor.reading}: {_pct(g.editor.prob)}, rank {g.editor.rank} among the model's readings of its width")
+            lines.append(
+                f"     editor's reading {g.editor.reading}: {_pct(g.editor.prob)}, rank {g.editor.rank} among the model's readings of its width"
+            )
         if g.alternatives:
-            lines.append("     alternatives: " + "  ".join(f"{a.fill} {_pct(a.prob)}" for a in g.alternatives))
+            lines.append(
+                "     alternatives: "
+                + "  ".join(f"{a.fill} {_pct(a.prob)}" for a in g.alternatives)
+            )
         if best is not None and g.letter_probs:
             letters = best.fills[g.index]
-            lines.append("     letters: " + " ".join(f"{c} {_pct(p)}" for c, p in zip(letters, g.letter_probs, strict=False)))
+            lines.append(
+                "     letters: "
+                + " ".join(f"{c} {_pct(p)}" for c, p in zip(letters, g.letter_probs, strict=False))
+            )
     lines += [f"({n})" for n in result.notes]
-    lines.append("log-probabilities in nats (natural log) of the restored letters; ^ restored, . changed reading")
+    lines.append(
+        "log-probabilities in nats (natural log) of the restored letters; ^ restored, . changed reading"
+    )
     return lines
 
 

@@ -40,7 +40,9 @@ class GradientGuard(Algorithm):
 
     def __init__(self, clip_norm: float | None = 1.0, max_consec_skips: int = 25) -> None:
         if max_consec_skips < 0:
-            raise ValueError(f"gradient_guard.max_consec_skips must be >= 0, got {max_consec_skips}")
+            raise ValueError(
+                f"gradient_guard.max_consec_skips must be >= 0, got {max_consec_skips}"
+            )
         self.clip_norm = clip_norm
         self.max_consec_skips = int(max_consec_skips)
         self.last_norm: float = float("nan")
@@ -54,7 +56,9 @@ class GradientGuard(Algorithm):
         params = [p for p in state.model.parameters() if p.grad is not None]
         if not params:
             return
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.detach().float()) for p in params]))
+        norm = torch.linalg.vector_norm(
+            torch.stack([torch.linalg.vector_norm(p.grad.detach().float()) for p in params])
+        )
         self.last_norm = float(norm)
         step = int(state.timestamp.batch)
         if not math.isfinite(self.last_norm):
@@ -62,7 +66,12 @@ class GradientGuard(Algorithm):
                 p.grad = None
             self.skipped += 1
             self.consecutive += 1
-            log.warning("[guard] batch %d: non-finite gradient norm, update skipped (%d in a row, %d in all)", step, self.consecutive, self.skipped)
+            log.warning(
+                "[guard] batch %d: non-finite gradient norm, update skipped (%d in a row, %d in all)",
+                step,
+                self.consecutive,
+                self.skipped,
+            )
             if self.max_consec_skips and self.consecutive >= self.max_consec_skips:
                 raise TrainingDiverged(
                     f"{self.consecutive} consecutive non-finite gradients up to batch {step}: the run diverged. "

@@ -44,11 +44,19 @@ class AnnealControl(Callback):
         save_folder: ``train.save_folder`` (local path or object-store URI) for ``final.pt``.
     """
 
-    def __init__(self, shape: WSDShape, max_steps: int, run_folder: Path | None = None, save_folder: str | None = None) -> None:
+    def __init__(
+        self,
+        shape: WSDShape,
+        max_steps: int,
+        run_folder: Path | None = None,
+        save_folder: str | None = None,
+    ) -> None:
         self.shape = shape
         self.max_steps = int(max_steps)
         self.run_folder = Path(run_folder) if run_folder is not None else None
-        self.save_folder = save_folder if save_folder is not None else (str(run_folder) if run_folder else "")
+        self.save_folder = (
+            save_folder if save_folder is not None else (str(run_folder) if run_folder else "")
+        )
         self.auto = False
         self.anneal_start: int | None = None
         self.reason: str | None = None
@@ -93,10 +101,18 @@ class AnnealControl(Callback):
         if step == planned:
             when = "at the planned start"
         else:
-            when = (f"{planned - step} batches before" if step < planned else f"{step - planned} batches after") + f" the planned start {planned}"
+            when = (
+                f"{planned - step} batches before"
+                if step < planned
+                else f"{step - planned} batches after"
+            ) + f" the planned start {planned}"
         log.info(
             "[anneal] step %d: anneal starts (%s, %s); the decay runs %d batches, the run ends at batch %d",
-            step, reason, when, self.shape.decay_steps, self.anneal_end,
+            step,
+            reason,
+            when,
+            self.shape.decay_steps,
+            self.anneal_end,
         )
         if self.run_folder is not None and dist.get_global_rank() == 0:
             self._write_marker(evidence=evidence)
@@ -122,17 +138,33 @@ class AnnealControl(Callback):
             self.decide(step, "planned")
         log.info(
             "[run] step %d: schedule: warmup %d, planned anneal start %d, decay %d batches, %s, max_steps %d",
-            step, shape.warmup_steps, shape.planned_anneal_start, shape.decay_steps,
-            f"latest anneal start (cap) {self.cap}" if self.auto else "automatic anneal off", self.max_steps,
+            step,
+            shape.warmup_steps,
+            shape.planned_anneal_start,
+            shape.decay_steps,
+            f"latest anneal start (cap) {self.cap}" if self.auto else "automatic anneal off",
+            self.max_steps,
         )
         if self.decided:
-            log.info("[run] step %d: the anneal started at batch %d (%s); it ends at batch %d", step, self.anneal_start, self.reason, self.anneal_end)
-            if self.run_folder is not None and dist.get_global_rank() == 0 and run_files.read_json(self.run_folder, run_files.ANNEAL) is None:
+            log.info(
+                "[run] step %d: the anneal started at batch %d (%s); it ends at batch %d",
+                step,
+                self.anneal_start,
+                self.reason,
+                self.anneal_end,
+            )
+            if (
+                self.run_folder is not None
+                and dist.get_global_rank() == 0
+                and run_files.read_json(self.run_folder, run_files.ANNEAL) is None
+            ):
                 # a new run started from another run's checkpoint (e.g. pre_anneal.pt): record
                 # the decision it inherited, with this run's decay length and end
                 self._write_marker(inherited=True)
 
-    def _write_marker(self, evidence: dict[str, Any] | None = None, inherited: bool = False) -> None:
+    def _write_marker(
+        self, evidence: dict[str, Any] | None = None, inherited: bool = False
+    ) -> None:
         """``anneal.json`` of the decision taken (rank 0 only)."""
         assert self.run_folder is not None and self.anneal_start is not None
         run_files.write_anneal(
@@ -165,7 +197,9 @@ class AnnealControl(Callback):
             self.decide(step, "planned")
         if self.decided and step >= self.anneal_end:
             self.finish(state, "anneal_done")
-        logger.log_metrics({"schedule/anneal_started": float(self.decided and step >= self.effective_start)})
+        logger.log_metrics(
+            {"schedule/anneal_started": float(self.decided and step >= self.effective_start)}
+        )
 
     def fit_end(self, state: State, logger: Logger) -> None:
         if self.complete:
@@ -175,7 +209,9 @@ class AnnealControl(Callback):
         """Write ``final.pt`` and ``complete.json`` (collective: every rank calls it)."""
         if self.run_folder is None:
             return
-        final = run_files.save_named_checkpoint(state, logger, self.run_folder, self.save_folder, "final")
+        final = run_files.save_named_checkpoint(
+            state, logger, self.run_folder, self.save_folder, "final"
+        )
         if dist.get_global_rank() != 0:
             return
         try:
@@ -192,9 +228,23 @@ class AnnealControl(Callback):
             final=final.name,
             best=best,
         )
-        what = "early stop: the decision metric stopped improving during the anneal" if self.end_reason == "early_stop" else "the anneal is done"
-        best_txt = f"best.pt (step {best['step']}, {best['metric']} {best['value']:.4f})" if best else "final.pt"
-        log.info("[run] step %d: run complete (%s); use %s; final state in %s", int(state.timestamp.batch), what, best_txt, final)
+        what = (
+            "early stop: the decision metric stopped improving during the anneal"
+            if self.end_reason == "early_stop"
+            else "the anneal is done"
+        )
+        best_txt = (
+            f"best.pt (step {best['step']}, {best['metric']} {best['value']:.4f})"
+            if best
+            else "final.pt"
+        )
+        log.info(
+            "[run] step %d: run complete (%s); use %s; final state in %s",
+            int(state.timestamp.batch),
+            what,
+            best_txt,
+            final,
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {

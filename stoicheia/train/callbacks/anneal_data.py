@@ -25,23 +25,37 @@ def check_phases(phases: Any) -> list[tuple[float, dict[str, float]]]:
     fractions increasing in (0, 1], the last 1.0, weights >= 0 and one positive per phase.
     Raises ``ValueError`` naming the bad entry."""
     if not isinstance(phases, (list, tuple)) or not phases:
-        raise ValueError(f"anneal_data.phases must be a non-empty list of [end_fraction, {{tier: weight}}], got {phases!r}")
+        raise ValueError(
+            f"anneal_data.phases must be a non-empty list of [end_fraction, {{tier: weight}}], got {phases!r}"
+        )
     out: list[tuple[float, dict[str, float]]] = []
     last = 0.0
     for k, entry in enumerate(phases):
-        if not isinstance(entry, (list, tuple)) or len(entry) != 2 or not isinstance(entry[1], Mapping):
-            raise ValueError(f"anneal_data.phases[{k}] must be [end_fraction, {{tier: weight}}], got {entry!r}")
+        if (
+            not isinstance(entry, (list, tuple))
+            or len(entry) != 2
+            or not isinstance(entry[1], Mapping)
+        ):
+            raise ValueError(
+                f"anneal_data.phases[{k}] must be [end_fraction, {{tier: weight}}], got {entry!r}"
+            )
         end, mix = float(entry[0]), {str(t): float(w) for t, w in entry[1].items()}
         if not last < end <= 1.0:
-            raise ValueError(f"anneal_data.phases[{k}]: end fraction {end} must be in ({last}, 1.0] (fractions of the decay window, increasing)")
+            raise ValueError(
+                f"anneal_data.phases[{k}]: end fraction {end} must be in ({last}, 1.0] (fractions of the decay window, increasing)"
+            )
         if not all(math.isfinite(w) for w in mix.values()):
             raise ValueError(f"anneal_data.phases[{k}]: weights must be finite numbers, got {mix}")
         if any(w < 0 for w in mix.values()) or not any(w > 0 for w in mix.values()):
-            raise ValueError(f"anneal_data.phases[{k}]: weights must be >= 0 with at least one positive, got {mix}")
+            raise ValueError(
+                f"anneal_data.phases[{k}]: weights must be >= 0 with at least one positive, got {mix}"
+            )
         out.append((end, mix))
         last = end
     if last != 1.0:
-        raise ValueError(f"anneal_data.phases: the last phase must end at 1.0 (the end of the decay), not {last}")
+        raise ValueError(
+            f"anneal_data.phases: the last phase must end at 1.0 (the end of the decay), not {last}"
+        )
     return out
 
 
@@ -112,15 +126,29 @@ class AnnealData(Callback):
         step = int(state.timestamp.batch)
         phase = self.loader.position.phase
         if phase != self.phase_at(step):
-            raise RuntimeError(f"the packer is in tier mix {phase} at batch {step}, the schedule says {self.phase_at(step)}")
+            raise RuntimeError(
+                f"the packer is in tier mix {phase} at batch {step}, the schedule says {self.phase_at(step)}"
+            )
         if phase != self._shown:
             mix = ", ".join(f"{t} {w:g}" for t, w in self.loader.mixes[phase].items() if w > 0)
             if phase == 0 and self._shown is None:
                 pass
             elif self._shown is None:
-                log.info("[data] step %d: resuming in anneal phase %d of %d (mix: %s)", step, phase, len(self.phases), mix)
+                log.info(
+                    "[data] step %d: resuming in anneal phase %d of %d (mix: %s)",
+                    step,
+                    phase,
+                    len(self.phases),
+                    mix,
+                )
             else:
-                log.info("[data] step %d: anneal phase %d of %d starts, tier mix: %s", step, phase, len(self.phases), mix)
+                log.info(
+                    "[data] step %d: anneal phase %d of %d starts, tier mix: %s",
+                    step,
+                    phase,
+                    len(self.phases),
+                    mix,
+                )
             self._shown = phase
 
     def batch_end(self, state: State, logger: Logger) -> None:

@@ -31,9 +31,13 @@ class AnnealEarlyStop(Callback):
         min_delta: improvement (metric units) that counts as a new best.
     """
 
-    def __init__(self, control: AnnealControl, decide_on: str, patience: int = 3, min_delta: float = 0.0) -> None:
+    def __init__(
+        self, control: AnnealControl, decide_on: str, patience: int = 3, min_delta: float = 0.0
+    ) -> None:
         if patience < 0:
-            raise ValueError(f"anneal_early_stop.patience must be >= 0 (0 disables), got {patience}")
+            raise ValueError(
+                f"anneal_early_stop.patience must be >= 0 (0 disables), got {patience}"
+            )
         self.control = control
         self.decide_on = decide_on
         self.mode = metric_mode(decide_on)
@@ -59,7 +63,10 @@ class AnnealEarlyStop(Callback):
             log.info(
                 "[anneal] step %d: early stop: %s has not improved on %.4f for %d evaluations in the second half of the decay; "
                 "best.pt is the model to use",
-                step, self.metric, self.best if self.best is not None else float("nan"), self.since_best,
+                step,
+                self.metric,
+                self.best if self.best is not None else float("nan"),
+                self.since_best,
             )
             self.control.finish(state, "early_stop")
 
@@ -71,5 +78,9 @@ class AnnealEarlyStop(Callback):
         self.best = state.get("best")
         self.since_best = int(state.get("since_best", 0))
         if self.metric != self.decide_on:
-            log.info("[anneal] decision metric changed from %s to %s: the early-stop count starts again", self.metric, self.decide_on)
+            log.info(
+                "[anneal] decision metric changed from %s to %s: the early-stop count starts again",
+                self.metric,
+                self.decide_on,
+            )
             self.metric, self.best, self.since_best = self.decide_on, None, 0

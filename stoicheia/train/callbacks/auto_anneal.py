@@ -74,7 +74,9 @@ class AutoAnneal(Callback):
         if stall_eps < 0:
             raise ValueError(f"auto_anneal.stall_eps must be >= 0, got {stall_eps}")
         if not 0.0 <= min_anneal_frac <= 1.0:
-            raise ValueError(f"auto_anneal.min_anneal_frac must be in [0, 1], got {min_anneal_frac}")
+            raise ValueError(
+                f"auto_anneal.min_anneal_frac must be in [0, 1], got {min_anneal_frac}"
+            )
         self.control = control
         control.auto = True
         self.decide_on = decide_on
@@ -90,7 +92,10 @@ class AutoAnneal(Callback):
     def earliest(self) -> int:
         """The earliest batch at which a stall may start the anneal: ``min_anneal_frac`` of the
         nominal steps, and never inside the warmup (the LR would still be rising)."""
-        return max(round(self.min_anneal_frac * self.control.shape.nominal_steps), self.control.shape.warmup_steps)
+        return max(
+            round(self.min_anneal_frac * self.control.shape.nominal_steps),
+            self.control.shape.warmup_steps,
+        )
 
     def _values(self) -> list[float]:
         return [v for _, v in self.window]
@@ -109,8 +114,12 @@ class AutoAnneal(Callback):
                 "[anneal] automatic anneal: decides from %s; stalled when the best of the last %d evaluations' newer half "
                 "is less than %g better than the older half's; not before batch %d; at the planned start %d, a model "
                 "still improving keeps its peak LR, at the latest until batch %d",
-                self.decide_on, self.stall_window, self.stall_eps, self.earliest,
-                self.control.shape.planned_anneal_start, self.control.cap,
+                self.decide_on,
+                self.stall_window,
+                self.stall_eps,
+                self.earliest,
+                self.control.shape.planned_anneal_start,
+                self.control.cap,
             )
 
     def eval_after_all(self, state: State, logger: Logger) -> None:
@@ -121,7 +130,9 @@ class AutoAnneal(Callback):
         self.window = self.window[-max(self.stall_window, 2) * 4 :]
         if self.control.decided or step < self.earliest:
             return
-        stalled = from_rank0(is_stalled(self._values(), self.stall_window, self.stall_eps, self.mode))
+        stalled = from_rank0(
+            is_stalled(self._values(), self.stall_window, self.stall_eps, self.mode)
+        )
         if stalled:
             self.control.decide(step, "stall", self._evidence())
 
@@ -141,23 +152,36 @@ class AutoAnneal(Callback):
                 log.info(
                     "[anneal] step %d: stable phase extended: %s still improves at the planned anneal start %d "
                     "(peak LR kept until it stalls, at the latest until batch %d)",
-                    step, self.metric, planned, self.control.cap,
+                    step,
+                    self.metric,
+                    planned,
+                    self.control.cap,
                 )
             else:
                 why = "stall" if stalled else "planned"
                 evidence = self._evidence()
                 if not full:
-                    evidence["note"] = f"only {len(self.window)} of the {self.stall_window} evaluations the stall test needs"
+                    evidence["note"] = (
+                        f"only {len(self.window)} of the {self.stall_window} evaluations the stall test needs"
+                    )
                 self.control.decide(step, why, evidence)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "window": [[s, v] for s, v in self.window], "extended": self.extended}
+        return {
+            "metric": self.metric,
+            "window": [[s, v] for s, v in self.window],
+            "extended": self.extended,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.metric = state.get("metric", self.decide_on)
         self.window = [(int(s), float(v)) for s, v in state.get("window", [])]
         self.extended = bool(state.get("extended", False))
         if self.metric != self.decide_on:
-            log.info("[anneal] decision metric changed from %s to %s: the stall window starts again", self.metric, self.decide_on)
+            log.info(
+                "[anneal] decision metric changed from %s to %s: the stall window starts again",
+                self.metric,
+                self.decide_on,
+            )
             # the window restarts; an extension already granted stands (a past decision)
             self.metric, self.window = self.decide_on, []

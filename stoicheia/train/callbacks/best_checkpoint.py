@@ -31,7 +31,9 @@ class BestCheckpoint(Callback):
         min_delta: improvement (metric units) needed to count as a new best.
     """
 
-    def __init__(self, decide_on: str, run_folder: Path, save_folder: str, min_delta: float = 0.0) -> None:
+    def __init__(
+        self, decide_on: str, run_folder: Path, save_folder: str, min_delta: float = 0.0
+    ) -> None:
         self.decide_on = decide_on
         self.mode = metric_mode(decide_on)
         self.run_folder = Path(run_folder)
@@ -49,20 +51,34 @@ class BestCheckpoint(Callback):
         if improves(value, self.best_value, self.mode, self.min_delta):
             self.best_value, self.best_step = value, int(state.timestamp.batch)
             self._pending = True
-        logger.log_metrics({"best/value": self.best_value if self.best_value is not None else float("nan")})
+        logger.log_metrics(
+            {"best/value": self.best_value if self.best_value is not None else float("nan")}
+        )
 
     def batch_checkpoint(self, state: State, logger: Logger) -> None:
         if not self._pending:
             return
         self._pending = False
-        path = run_files.save_named_checkpoint(state, logger, self.run_folder, self.save_folder, "best")
+        path = run_files.save_named_checkpoint(
+            state, logger, self.run_folder, self.save_folder, "best"
+        )
         if dist.get_global_rank() == 0:
             self._write_marker(path.name)
-            log.info("[best] step %d: new best %s %.4f, saved %s", self.best_step, self.metric, self.best_value, path)
+            log.info(
+                "[best] step %d: new best %s %.4f, saved %s",
+                self.best_step,
+                self.metric,
+                self.best_value,
+                path,
+            )
 
     def fit_start(self, state: State, logger: Logger) -> None:
         # best.json is a copy of this state for people and tools: put it back if it is gone
-        if self.best_step is None or dist.get_global_rank() != 0 or not (self.run_folder / "best.pt").exists():
+        if (
+            self.best_step is None
+            or dist.get_global_rank() != 0
+            or not (self.run_folder / "best.pt").exists()
+        ):
             return
         try:
             ok = run_files.read_json(self.run_folder, run_files.BEST) is not None
@@ -70,10 +86,20 @@ class BestCheckpoint(Callback):
             ok = False
         if not ok:
             self._write_marker("best.pt")
-            log.warning("[best] rewrote %s from the checkpointed state (step %d)", self.run_folder / run_files.BEST, self.best_step)
+            log.warning(
+                "[best] rewrote %s from the checkpointed state (step %d)",
+                self.run_folder / run_files.BEST,
+                self.best_step,
+            )
 
     def _write_marker(self, file: str) -> None:
-        run_files.write_best(self.run_folder, step=self.best_step, metric=self.metric, value=self.best_value, file=file)
+        run_files.write_best(
+            self.run_folder,
+            step=self.best_step,
+            metric=self.metric,
+            value=self.best_value,
+            file=file,
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "best_value": self.best_value, "best_step": self.best_step}
@@ -83,5 +109,9 @@ class BestCheckpoint(Callback):
         self.best_value = state.get("best_value")
         self.best_step = state.get("best_step")
         if self.metric != self.decide_on:
-            log.info("[best] decision metric changed from %s to %s: the best starts again", self.metric, self.decide_on)
+            log.info(
+                "[best] decision metric changed from %s to %s: the best starts again",
+                self.metric,
+                self.decide_on,
+            )
             self.metric, self.best_value, self.best_step = self.decide_on, None, None

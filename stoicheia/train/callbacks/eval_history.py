@@ -46,5 +46,7 @@ class EvalHistory(Callback):
             return
         if self.path is not None:
             run_files.append_jsonl(self.path, rows)
-        for line in eval_lines(step, {row["set"]: row["metrics"] for row in rows}, self.unigram_bits):
+        for line in eval_lines(
+            step, {row["set"]: row["metrics"] for row in rows}, self.unigram_bits
+        ):
             log.info(line)

@@ -36,9 +36,15 @@ class PreAnnealCheckpoint(Callback):
     def batch_checkpoint(self, state: State, logger: Logger) -> None:
         step = int(state.timestamp.batch)
         if self.saved_at is None and self.control.decided and step == self.control.anneal_start:
-            path = run_files.save_named_checkpoint(state, logger, self.run_folder, self.save_folder, "pre_anneal")
+            path = run_files.save_named_checkpoint(
+                state, logger, self.run_folder, self.save_folder, "pre_anneal"
+            )
             self.saved_at = step
-            log.info("[anneal] step %d: saved the last peak-LR state as %s (the branch point for another anneal)", step, path)
+            log.info(
+                "[anneal] step %d: saved the last peak-LR state as %s (the branch point for another anneal)",
+                step,
+                path,
+            )
 
     def state_dict(self) -> dict[str, Any]:
         return {"saved_at": self.saved_at}

@@ -56,12 +56,16 @@ class Preemption(Callback):
             try:
                 self.signals.append(signal.Signals[str(name).upper()])
             except KeyError:
-                raise ValueError(f"signals: unknown signal {name!r} (e.g. SIGTERM, SIGUSR1)") from None
+                raise ValueError(
+                    f"signals: unknown signal {name!r} (e.g. SIGTERM, SIGUSR1)"
+                ) from None
             if self.signals[-1] in (signal.SIGKILL, signal.SIGSTOP):
                 raise ValueError(f"signals: {name} cannot be caught")
         self.control = control
         self.received: signal.Signals | None = None  # the signal this rank got first
-        self.agreed: signal.Signals | None = None  # the signal the ranks stopped on (the highest number)
+        self.agreed: signal.Signals | None = (
+            None  # the signal the ranks stopped on (the highest number)
+        )
         self.received_at: float | None = None
         self.stopped_at: int | None = None
         self._previous: dict[signal.Signals, Any] = {}
@@ -89,15 +93,21 @@ class Preemption(Callback):
         import threading
 
         if threading.current_thread() is not threading.main_thread():
-            log.warning("[preempt] the trainer is not in the main thread: no signal handler, a SIGTERM ends it without a checkpoint")
+            log.warning(
+                "[preempt] the trainer is not in the main thread: no signal handler, a SIGTERM ends it without a checkpoint"
+            )
             return
         for sig in self.signals:
             self._previous[sig] = signal.signal(sig, self._handle)
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        flag = torch.tensor([int(self.received) if self.received is not None else 0], dtype=torch.int32)
+        flag = torch.tensor(
+            [int(self.received) if self.received is not None else 0], dtype=torch.int32
+        )
         flag = state.device.tensor_to_device(flag)
-        dist.all_reduce(flag, reduce_operation="MAX")  # collective, every batch: all ranks stop together
+        dist.all_reduce(
+            flag, reduce_operation="MAX"
+        )  # collective, every batch: all ranks stop together
         if int(flag.item()) and self.stopped_at is None:
             self.agreed = signal.Signals(int(flag.item()))
             self.stopped_at = int(state.timestamp.batch)
@@ -109,12 +119,28 @@ class Preemption(Callback):
             return
         from composer.callbacks import CheckpointSaver
 
-        saved = [c.saved_checkpoints[-1] for c in state.callbacks if isinstance(c, CheckpointSaver) and c.saved_checkpoints]
-        what = self.received.name if self.received is not None else f"another rank's {self.agreed.name}"
-        waited = f" {time.monotonic() - self.received_at:.1f} s after it" if self.received_at is not None else ""
+        saved = [
+            c.saved_checkpoints[-1]
+            for c in state.callbacks
+            if isinstance(c, CheckpointSaver) and c.saved_checkpoints
+        ]
+        what = (
+            self.received.name
+            if self.received is not None
+            else f"another rank's {self.agreed.name}"
+        )
+        waited = (
+            f" {time.monotonic() - self.received_at:.1f} s after it"
+            if self.received_at is not None
+            else ""
+        )
         log.info(
             "[preempt] step %d: %s received; saved %s%s; exiting with status %d (run the same command to resume)",
-            self.stopped_at, what, saved[-1] if saved else "no checkpoint (no save_folder?)", waited, self.exit_code,
+            self.stopped_at,
+            what,
+            saved[-1] if saved else "no checkpoint (no save_folder?)",
+            waited,
+            self.exit_code,
         )
 
     def close(self, state: State, logger: Logger) -> None:

@@ -38,18 +38,24 @@ class RecordLog(Callback):
     def __init__(self, loader: PackedLoader, run_folder: str | Path) -> None:
         self.loader = loader
         self.run_folder = Path(run_folder)
-        self._last: tuple[int, int, int, int] | None = None  # (phase, epoch, record_batch, item) written last
+        self._last: tuple[int, int, int, int] | None = (
+            None  # (phase, epoch, record_batch, item) written last
+        )
         self._file = None
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self.run_folder.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.run_folder / f"records-rank{dist.get_global_rank()}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._file = open(
+            self.run_folder / f"records-rank{dist.get_global_rank()}.jsonl", "a", encoding="utf-8"
+        )  # noqa: SIM115
         # Records a resumed job inherits (taken before its checkpoint) were written by the job
         # that took them.
         self._last = None
         pos = self.loader.position
         for epoch, rb, item, _key in self.loader.taken:
-            if (epoch, rb, item) < pos.record() or ((epoch, rb, item) == pos.record() and pos.in_record()):
+            if (epoch, rb, item) < pos.record() or (
+                (epoch, rb, item) == pos.record() and pos.in_record()
+            ):
                 self._last = (pos.phase, epoch, rb, item)
 
     def batch_end(self, state: State, logger: Logger) -> None:
@@ -61,10 +67,23 @@ class RecordLog(Callback):
             where = (pos.phase, epoch, rb, item)
             if self._last is not None and where <= self._last:
                 continue
-            started = (epoch, rb, item) < pos.record() or ((epoch, rb, item) == pos.record() and pos.in_record())
+            started = (epoch, rb, item) < pos.record() or (
+                (epoch, rb, item) == pos.record() and pos.in_record()
+            )
             if not started:
                 break
-            self._file.write(json.dumps({"step": step, "phase": pos.phase, "epoch": epoch, "record": key, "rank": dist.get_global_rank()}) + "\n")
+            self._file.write(
+                json.dumps(
+                    {
+                        "step": step,
+                        "phase": pos.phase,
+                        "epoch": epoch,
+                        "record": key,
+                        "rank": dist.get_global_rank(),
+                    }
+                )
+                + "\n"
+            )
             self._last = where
         self._file.flush()
 

@@ -24,14 +24,20 @@ from stoicheia.text.render import planes_to_text
 log = logging.getLogger(__name__)
 
 
-def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tuple[int, int, int] | None:
+def pick_word(
+    records: list[Planes], max_letters: int, min_len: int = 4
+) -> tuple[int, int, int] | None:
     """``(record index, start, end)`` of the example word (letters ``[start, end)``), or None.
 
     A word with a real-lacuna slot is never picked: its truth is unknown.
     """
     for r, planes in enumerate(records):
         n = min(len(planes), max_letters)
-        lost = np.flatnonzero(planes.lacuna[:n] > 0) if planes.lacuna is not None else np.zeros(0, np.int64)
+        lost = (
+            np.flatnonzero(planes.lacuna[:n] > 0)
+            if planes.lacuna is not None
+            else np.zeros(0, np.int64)
+        )
         starts = [int(s) for s in planes.word_starts() if s < n]
         bounds = [*starts, n]
         best = None
@@ -48,8 +54,8 @@ def pick_word(records: list[Planes], max_letters: int, min_len: int = 4) -> tupl
 class RestorationExample(Callback):
     """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
     the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
-    (:func:`stoicheia.inference.restore.restore_planes`: iterative unmasking, most confident
-    letter first).
+    (:func:`stoicheia.inference.restore.restore_planes`: one forward pass and the search over the gap's
+    slots).
 
     Args:
         eval_records: the held-out records of the first evaluation set (injected).
@@ -57,7 +63,9 @@ class RestorationExample(Callback):
         max_letters: letters at the start of each record searched for the word.
     """
 
-    def __init__(self, eval_records: list[Planes], context: int = 120, max_letters: int = 400) -> None:
+    def __init__(
+        self, eval_records: list[Planes], context: int = 120, max_letters: int = 400
+    ) -> None:
         records = eval_records
         self.context = context
         picked = pick_word(records, max_letters)
@@ -75,13 +83,17 @@ class RestorationExample(Callback):
         model.eval()
         try:
             with torch.no_grad():
-                (restored,) = restore_planes(lambda batch: model({k: v.to(device) for k, v in batch.items()}), planes, [(a, b)])
+                (restored,) = restore_planes(
+                    lambda batch: model({k: v.to(device) for k, v in batch.items()}),
+                    planes,
+                    [(a, b)],
+                )
         finally:
             model.train(was_training)
         truth = "".join(LETTERS[i] for i in planes.chars[a:b])
         left = planes_to_text(planes[max(0, a - self.context) : a]) if a > 0 else ""
         right = planes_to_text(planes[b : b + self.context // 2]) if b < len(planes) else ""
-        shown = f"…{left[-self.context:]} [{'.' * (b - a)}] {right}…"
+        shown = f"…{left[-self.context :]} [{'.' * (b - a)}] {right}…"
         return shown, truth, restored
 
     def eval_after_all(self, state: State, logger: Logger) -> None:
@@ -93,5 +105,12 @@ class RestorationExample(Callback):
         device = next(model.parameters()).device
         shown, truth, restored = self.restore(model, device)
         hits = sum(x == y for x, y in zip(truth, restored, strict=False))
-        log.info("[restore] %s\n[restore] truth %s  model %s  (%d/%d letters)", shown, truth, restored, hits, len(truth))
+        log.info(
+            "[restore] %s\n[restore] truth %s  model %s  (%d/%d letters)",
+            shown,
+            truth,
+            restored,
+            hits,
+            len(truth),
+        )
         logger.log_metrics({"eval/example_letters_correct": hits / len(truth)})

@@ -46,7 +46,13 @@ class TrainingMonitor(Callback):
             writes are not counted: the time of a batch runs from its start to its end).
     """
 
-    def __init__(self, log_every: int = 10, guard: GradientGuard | None = None, control: Any = None, speed_window: int = 50) -> None:
+    def __init__(
+        self,
+        log_every: int = 10,
+        guard: GradientGuard | None = None,
+        control: Any = None,
+        speed_window: int = 50,
+    ) -> None:
         if not (isinstance(speed_window, int) and speed_window >= 1):
             raise ValueError(f"speed_window must be a whole number >= 1, got {speed_window!r}")
         self.log_every = log_every
@@ -69,7 +75,10 @@ class TrainingMonitor(Callback):
             name = torch.cuda.get_device_name()
             self._peak = peak_flops(name, precision)
             if self._peak is None and dist.get_global_rank() == 0:
-                log.info("[train] model FLOPs utilisation is not logged: no peak FLOP rate for %r in stoicheia.train.flops", name)
+                log.info(
+                    "[train] model FLOPs utilisation is not logged: no peak FLOP rate for %r in stoicheia.train.flops",
+                    name,
+                )
 
     def batch_start(self, state: State, logger: Logger) -> None:
         if self._flops is None:
@@ -90,7 +99,9 @@ class TrainingMonitor(Callback):
     def batch_end(self, state: State, logger: Logger) -> None:
         seconds = max(time.perf_counter() - self._t0, 1e-9)
         lr = state.optimizers[0].param_groups[0]["lr"]
-        metrics: dict[str, float] = {f"loss/{k}": v / max(1, self._micro) for k, v in self._terms.items()}
+        metrics: dict[str, float] = {
+            f"loss/{k}": v / max(1, self._micro) for k, v in self._terms.items()
+        }
         self._speed.append((self._letters, seconds))
         per_device = sum(n for n, _ in self._speed) / max(sum(t for _, t in self._speed), 1e-9)
         metrics.update(
@@ -103,7 +114,9 @@ class TrainingMonitor(Callback):
         if self._flops is not None:
             metrics["throughput/flops_per_letter"] = self._flops
             if self._peak:
-                metrics["throughput/mfu"] = metrics["throughput/letters_per_sec_device"] * self._flops / self._peak
+                metrics["throughput/mfu"] = (
+                    metrics["throughput/letters_per_sec_device"] * self._flops / self._peak
+                )
         if self.guard is not None:
             metrics["train/grad_norm"] = self.guard.last_norm
             metrics["train/skipped_updates"] = float(self.guard.skipped)
@@ -164,5 +177,3 @@ def _memory_gib() -> float:
         return psutil.Process(os.getpid()).memory_info().rss / 2**30
     except Exception:  # psutil missing: memory is not worth failing a run over
         return float("nan")
-
-

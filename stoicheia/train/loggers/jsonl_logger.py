@@ -34,7 +34,9 @@ class JSONLLogger(LoggerDestination):
         self._step: int | None = None
         self._row: dict[str, Any] = {}
         self._fh = None
-        self._batch_from: int | None = None  # the batch count at BATCH_START of the batch in progress
+        self._batch_from: int | None = (
+            None  # the batch count at BATCH_START of the batch in progress
+        )
 
     def _open(self):
         from composer.utils import dist
@@ -69,7 +71,10 @@ class JSONLLogger(LoggerDestination):
             self._row = {}
             return
         if self._row and self._open() is not None:
-            self._fh.write(json.dumps({"step": self._step, "time": time.time(), **self._row}, default=float) + "\n")
+            self._fh.write(
+                json.dumps({"step": self._step, "time": time.time(), **self._row}, default=float)
+                + "\n"
+            )
             self._fh.flush()
         self._row = {}
 

@@ -91,7 +91,9 @@ class StoreUploader(LoggerDestination):
         keep: ``train.save_num_checkpoints_to_keep`` (``-1``: keep every checkpoint).
     """
 
-    def __init__(self, save_folder: str, run_folder: Path, retry_seconds: float, keep: int = -1) -> None:
+    def __init__(
+        self, save_folder: str, run_folder: Path, retry_seconds: float, keep: int = -1
+    ) -> None:
         self.folder = StoreFolder.parse(save_folder)
         self.keep = int(keep)
         self.run_folder = Path(run_folder)
@@ -113,19 +115,38 @@ class StoreUploader(LoggerDestination):
     def init(self, state: State, logger: Logger) -> None:
         if dist.get_global_rank() != 0:
             return
-        shutil.rmtree(self.staging, ignore_errors=True)  # links left by a killed job; the originals stay
-        self._thread = threading.Thread(target=self._work, name="stoicheia-store-upload", daemon=True)
+        shutil.rmtree(
+            self.staging, ignore_errors=True
+        )  # links left by a killed job; the originals stay
+        self._thread = threading.Thread(
+            target=self._work, name="stoicheia-store-upload", daemon=True
+        )
         self._thread.start()
         self._resync()
 
-    def upload_file(self, state: State, remote_file_name: str, file_path: Path, *, overwrite: bool) -> None:
+    def upload_file(
+        self, state: State, remote_file_name: str, file_path: Path, *, overwrite: bool
+    ) -> None:
         name = Path(remote_file_name).name
         if name.endswith(".symlink"):
             target = Path(Path(file_path).read_text(encoding="utf-8").strip()).name
             self._put_markers()  # the logs up to this checkpoint are in the store before `latest` moves
-            self._put(_Job(LATEST_SYMLINK if name.startswith("latest-rank0") else name, self._stage_text(self.folder.key(target)), target=target))
+            self._put(
+                _Job(
+                    LATEST_SYMLINK if name.startswith("latest-rank0") else name,
+                    self._stage_text(self.folder.key(target)),
+                    target=target,
+                )
+            )
         else:
-            self._put(_Job(name, self._stage(Path(file_path)), verify=name.endswith(".pt"), stamp=_stamp(Path(file_path))))
+            self._put(
+                _Job(
+                    name,
+                    self._stage(Path(file_path)),
+                    verify=name.endswith(".pt"),
+                    stamp=_stamp(Path(file_path)),
+                )
+            )
 
     def batch_end(self, state: State, logger: Logger) -> None:
         self._raise_if_failed(state)
@@ -157,7 +178,9 @@ class StoreUploader(LoggerDestination):
         the marker files, wait, and return the error message if the store stayed unreachable
         longer than the limit (else ``None``). Single process."""
         shutil.rmtree(self.staging, ignore_errors=True)
-        self._thread = threading.Thread(target=self._work, name="stoicheia-store-upload", daemon=True)
+        self._thread = threading.Thread(
+            target=self._work, name="stoicheia-store-upload", daemon=True
+        )
         self._thread.start()
         self._resync()
         self._put_markers()
@@ -177,7 +200,9 @@ class StoreUploader(LoggerDestination):
         failed = [self._failed]
         if dist.get_world_size() > 1:
             # one byte all-reduced per batch; the message travels only when there is one
-            flag = state.device.tensor_to_device(torch.tensor([int(self._failed is not None)], dtype=torch.uint8))
+            flag = state.device.tensor_to_device(
+                torch.tensor([int(self._failed is not None)], dtype=torch.uint8)
+            )
             dist.all_reduce(flag, reduce_operation="MAX")
             if not flag.item():
                 return
@@ -218,10 +243,15 @@ class StoreUploader(LoggerDestination):
         try:
             present = set(list_names(self.folder.open(), self.folder))
         except Exception as err:
-            log.warning("[store] cannot list %s (%s); nothing re-uploaded now", self.folder.uri(), describe_error(err, self.folder))
+            log.warning(
+                "[store] cannot list %s (%s); nothing re-uploaded now",
+                self.folder.uri(),
+                describe_error(err, self.folder),
+            )
             return
         local = sorted(
-            (int(m["batch"]), f) for f in self.run_folder.glob("ep*-ba*-rank0.pt")
+            (int(m["batch"]), f)
+            for f in self.run_folder.glob("ep*-ba*-rank0.pt")
             if (m := CHECKPOINT.match(f.name)) and f.is_file() and not f.is_symlink()
         )
         missing = [f for _, f in local if f.name not in present]
@@ -229,21 +259,33 @@ class StoreUploader(LoggerDestination):
             # not those that pruning would delete at once (older than the newest `keep`)
             link = self.run_folder / "latest-rank0.pt"
             target = os.readlink(link) if link.is_symlink() else None
-            doomed = set(checkpoints_to_prune([*present, *(f.name for _, f in local)], self.keep, target and Path(target).name))
+            doomed = set(
+                checkpoints_to_prune(
+                    [*present, *(f.name for _, f in local)], self.keep, target and Path(target).name
+                )
+            )
             missing = [f for f in missing if f.name not in doomed]
         for f in missing:
             self._put(_Job(f.name, self._stage(f), verify=True))
         link = self.run_folder / "latest-rank0.pt"
         if missing and link.is_symlink():
             target = os.readlink(link)
-            self._put(_Job(LATEST_SYMLINK, self._stage_text(self.folder.key(target)), target=target))
+            self._put(
+                _Job(LATEST_SYMLINK, self._stage_text(self.folder.key(target)), target=target)
+            )
         record = self._read_record()
         for name in NAMED:
             path = self.run_folder / name
-            if path.is_file() and (name not in present or record.get(name, _stamp(path)) != _stamp(path)):
+            if path.is_file() and (
+                name not in present or record.get(name, _stamp(path)) != _stamp(path)
+            ):
                 self._put(_Job(name, self._stage(path), verify=True, stamp=_stamp(path)))
         if missing:
-            log.warning("[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them", len(missing), self.folder.uri())
+            log.warning(
+                "[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them",
+                len(missing),
+                self.folder.uri(),
+            )
 
     def _work(self) -> None:
         while True:
@@ -261,7 +303,10 @@ class StoreUploader(LoggerDestination):
     def _upload(self, job: _Job) -> None:
         if job.verify and not checkpoint_is_complete(job.path):
             self._bad.add(job.name)
-            log.error("[store] %s is incomplete; it is not uploaded (the store keeps the previous checkpoint)", self.run_folder / job.name)
+            log.error(
+                "[store] %s is incomplete; it is not uploaded (the store keeps the previous checkpoint)",
+                self.run_folder / job.name,
+            )
             return
         if job.target is not None and job.target in self._bad:
             return  # never point the store's latest at a checkpoint that was not uploaded
@@ -289,7 +334,12 @@ class StoreUploader(LoggerDestination):
                 wait = min(delay, BACKOFF_MAX, self.retry_seconds - down)
                 log.warning(
                     "[store] %s upload of %s failed (%s, try %d); retrying in %.0f s (giving up after %g s)",
-                    time.strftime("%H:%M:%S"), job.name, type(err).__name__, tries, wait, self.retry_seconds,
+                    time.strftime("%H:%M:%S"),
+                    job.name,
+                    type(err).__name__,
+                    tries,
+                    wait,
+                    self.retry_seconds,
                 )
                 time.sleep(max(wait, 0.0))
                 delay *= BACKOFF_FACTOR
@@ -298,14 +348,22 @@ class StoreUploader(LoggerDestination):
             try:
                 prune_checkpoints(self._store, self.folder, self.keep, job.target)
             except Exception as err:  # a failed listing: the next checkpoint prunes again
-                log.warning("[store] could not prune old checkpoints in %s (%s)", self.folder.uri(), describe_error(err, self.folder))
+                log.warning(
+                    "[store] could not prune old checkpoints in %s (%s)",
+                    self.folder.uri(),
+                    describe_error(err, self.folder),
+                )
         if job.name in NAMED and job.stamp is not None:
             record = self._read_record()
             record[job.name] = job.stamp
             run_files.write_json(self.run_folder, self._record.name, record)
         if first_failure is not None:
             log.info(
-                "[store] %s uploaded %s after %d failed tries over %.0f s", time.strftime("%H:%M:%S"), job.name, tries, time.time() - first_failure,
+                "[store] %s uploaded %s after %d failed tries over %.0f s",
+                time.strftime("%H:%M:%S"),
+                job.name,
+                tries,
+                time.time() - first_failure,
             )
         else:
             log.debug("[store] uploaded %s", job.name)

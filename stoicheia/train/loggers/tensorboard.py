@@ -12,4 +12,6 @@ def tensorboard_logger(run_folder: Path, log_every: int = 10) -> Any:
     RUN_FOLDER/tensorboard``). Both arguments are injected by the run."""
     from composer.loggers import TensorboardLogger
 
-    return TensorboardLogger(log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, int(log_every)))
+    return TensorboardLogger(
+        log_dir=str(Path(run_folder) / "tensorboard"), flush_interval=max(1, int(log_every))
+    )

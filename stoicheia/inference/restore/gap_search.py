@@ -1,0 +1,276 @@
+"""One gap's candidates from one forward pass, optionally fused with a letter n-gram.
+
+The encoder sees the gap with all its slots MASK (the gaps before it filled with their best
+fill, the gaps after it still MASK) and gives, in one forward pass, log-probabilities
+``m[j, s]`` for every slot ``j`` and symbol ``s``. A beam search then walks the gap's slots left
+to right. At slot ``j`` of a hypothesis whose letters so far are ``h``:
+
+* the gap may end here (uncertain width, ``j >= min_letters``): BLANK with the model's
+  probability renormalised over the symbols allowed there, ``b_j = p_m(BLANK) / (p_m(BLANK) +
+  sum_l p_m(l))``; at ``j = max_letters`` the gap ends with probability 1;
+* a letter ``l`` with probability ``(1 - b_j) * q_j(l | h)``, where ``q_j`` is the normalised
+  product of experts (log-linear interpolation, the form of shallow fusion in Gulcehre et al.
+  2015, "On Using Monolingual Corpora in Neural Machine Translation", §4.1, renormalised per
+  slot)::
+
+      q_j(l | h) ∝ p_m(l at j) ** (1 - w) * p_n(l | last n-1 letters of left context + h) ** w
+
+  with ``w`` the n-gram's weight in [0, 1] (``0``: the model alone, whose slots are then
+  independent given the context; ``1``: the n-gram's letters with the model's width).
+
+When the gap ends, the n-gram also scores the letters after it (its first ``n - 1`` known
+letters, cut at the next lacuna) given the fill, weighted by ``w``, so the fill must lead into
+the text that follows. A candidate's score is the sum of the natural logs of its steps plus
+that term; candidates are ranked by it. A candidate's probability is the product of its
+steps, ``path``, when the n-gram is not fused (the steps define a proper distribution over
+fills); fused, the letters after the gap reweight it, ``path * t / E[t]``, ``t`` the n-gram
+term and ``E[t]`` its mean under the paths of the candidates the search kept (``pool``, at
+least 64), so that the kept candidates keep their summed path probability.
+
+Why one forward pass per gap and not one per letter: the slots' model terms do not change
+along the beam, so the whole search is numpy arithmetic on a ``(slots, symbols)`` table; the
+n-gram carries the dependence between neighbouring letters. On the I.Sicily dev set this
+decodes as well as re-running the encoder after each fixed letter, at a fraction of the cost
+(``docs/measuring-restoration.md`` has the figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stoicheia.inference.ngram import BOS, LetterNgram
+from stoicheia.text import alphabet as A
+
+BLANK = A.BLANK
+#: candidates kept by the search at least (the probabilities are normalised over them)
+POOL = 64
+
+
+@dataclass
+class GapShape:
+    """The width of a gap in letters: ``min_letters``..``max_letters``; ``fixed``: a known width."""
+
+    min_letters: int
+    max_letters: int
+    fixed: bool
+
+
+@dataclass
+class Candidate:
+    """One fill of a gap: ``letters`` int64 ``(n,)`` letter ids (0..23), ``score`` the natural-log
+    score of the search (module docstring), ``prob`` its probability (module docstring),
+    ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)`` (what
+    an interface shades by)."""
+
+    letters: np.ndarray
+    score: float
+    prob: float = 0.0
+    steps: np.ndarray | None = None
+
+    def text(self) -> str:
+        return "".join(A.LETTERS[int(i)] for i in self.letters)
+
+
+def _log_norm(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` minus their log-sum-exp (``-inf`` entries stay ``-inf``)."""
+    m = np.max(x, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
+
+
+class Fusion:
+    """The n-gram side of the search: ``ngram`` and its weight ``weight`` in [0, 1]; ``None``
+    ngram or weight 0 means the model alone. Raises ``ValueError`` for a weight outside [0, 1]."""
+
+    def __init__(self, ngram: LetterNgram | None, weight: float) -> None:
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"n-gram weight {weight} must be in [0, 1] (0: the model alone)")
+        self.ngram = ngram if weight > 0 else None
+        self.weight = float(weight) if self.ngram is not None else 0.0
+        #: where the n-gram and its weight came from, for the result's notes
+        self.source = "given"
+
+    @property
+    def history(self) -> int:
+        return self.ngram.order - 1 if self.ngram is not None else 0
+
+    def letter_logp(self, hist: np.ndarray) -> np.ndarray:
+        """Float ``(B, 24)`` natural-log n-gram probabilities after histories ``(B, n-1)``."""
+        assert self.ngram is not None
+        return self.ngram.log_probs(hist)
+
+    def tail_logp(self, hist: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """Float ``(B,)``: log-probability of the letters ``right`` after each history."""
+        out = np.zeros(len(hist))
+        if self.ngram is None or not len(right):
+            return out
+        h = hist.copy()
+        for r in right:
+            out += self.letter_logp(h)[:, int(r)]
+            h = np.concatenate([h[:, 1:], np.full((len(h), 1), int(r))], axis=1)
+        return out
+
+
+def context(letters: np.ndarray, n1: int, side: str) -> np.ndarray:
+    """The n-gram's view of the known text beside a gap: ``letters`` int ids (``>= 24`` for a
+    lacuna's MASK, which cuts the context). ``side="left"``: the last ``n1`` letters after the
+    last cut, :data:`BOS`-padded in front (int64 ``(n1,)``); ``side="right"``: the first ``n1``
+    letters before the first cut (at most ``n1``)."""
+    letters = np.asarray(letters, dtype=np.int64)
+    if side == "left":
+        cut = np.flatnonzero(letters >= A.NUM_LETTERS)
+        if cut.size:
+            letters = letters[cut[-1] + 1 :]
+        tail = letters[len(letters) - n1 :] if n1 else letters[:0]
+        return np.concatenate([np.full(n1 - len(tail), BOS, dtype=np.int64), tail])
+    cut = np.flatnonzero(letters >= A.NUM_LETTERS)
+    if cut.size:
+        letters = letters[: cut[0]]
+    return letters[:n1]
+
+
+def search_gap(
+    logp: np.ndarray,
+    shape: GapShape,
+    k: int,
+    fusion: Fusion | None = None,
+    left: np.ndarray | None = None,
+    right: np.ndarray | None = None,
+    pool: int = POOL,
+) -> list[Candidate]:
+    """The ``k`` best fills of one gap (module docstring), best first, distinct.
+
+    ``logp``: float ``(slots, >= 26)`` the model's natural-log probabilities at the gap's slots
+    (letters 0..23, BLANK at :data:`BLANK`); ``left``/``right``: letter ids beside the gap for
+    the n-gram (:func:`context`); ``pool``: hypotheses kept per slot (at least ``k``, 64).
+    Raises ``ValueError`` when ``logp`` has fewer rows than ``max_letters``."""
+    fusion = fusion or Fusion(None, 0.0)
+    w = fusion.weight
+    n1 = fusion.history
+    if logp.shape[0] < shape.max_letters:
+        raise ValueError(
+            f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to {shape.max_letters} letters"
+        )
+    pool = max(pool, k)
+    left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)
+    right = np.zeros(0, dtype=np.int64) if right is None else np.asarray(right, dtype=np.int64)
+    L = A.NUM_LETTERS
+    seqs = np.zeros((1, 0), dtype=np.int64)
+    steps = np.zeros((1, 0))
+    scores = np.zeros(1)
+    hist = (
+        np.broadcast_to(left[-n1:] if n1 else left[:0], (1, n1)).copy()
+        if n1
+        else np.zeros((1, 0), dtype=np.int64)
+    )
+    done: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # letters, score, path, steps
+
+    def close(idx: np.ndarray, extra: np.ndarray) -> None:
+        # the n-gram's term is <= 0: a hypothesis that cannot beat the pool's worst kept so far is
+        # not scored (the pool's contents are the same)
+        if len(done) >= pool:
+            floor = sorted((d[1] for d in done), reverse=True)[pool - 1]
+            keep = scores[idx] + extra > floor
+            idx, extra = idx[keep], extra[keep]
+        if not len(idx):
+            return
+        tail = fusion.tail_logp(hist[idx], right[:n1]) * w if n1 else np.zeros(len(idx))
+        for i, e, t in zip(idx, extra, tail, strict=True):
+            done.append(
+                (seqs[i].copy(), float(scores[i] + e + t), float(scores[i] + e), steps[i].copy())
+            )
+
+    for j in range(shape.max_letters):
+        row = np.asarray(logp[j], dtype=np.float64)
+        lb = -np.inf
+        if not shape.fixed and j >= shape.min_letters:
+            allowed = np.concatenate([row[:L], row[BLANK : BLANK + 1]])
+            lb = float(row[BLANK] - np.logaddexp.reduce(allowed))
+            close(np.arange(len(seqs)), np.full(len(seqs), lb))
+        lm = _log_norm(row[None, :L])[0]
+        if fusion.ngram is not None:
+            lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))
+        else:
+            lq = np.broadcast_to(lm, (len(seqs), L))
+        if np.isfinite(lb):
+            lq = lq + np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
+        cand = scores[:, None] + lq
+        best = np.argsort(-cand, axis=None, kind="stable")[:pool]
+        rows, sym = np.divmod(best, L)
+        seqs = np.concatenate([seqs[rows], sym[:, None]], axis=1)
+        steps = np.concatenate([steps[rows], np.exp(lq[rows, sym])[:, None]], axis=1)
+        scores = cand.reshape(-1)[best]
+        if n1:
+            hist = np.concatenate([hist[rows][:, 1:], sym[:, None]], axis=1)
+    close(np.arange(len(seqs)), np.zeros(len(seqs)))  # the gap's widest fill (or its only width)
+    done.sort(key=lambda d: -d[1])
+    kept = done[:pool]
+    # log of (summed path probability / summed exp(score)) of the kept: 0 when not fused
+    shift = float(
+        np.logaddexp.reduce(np.array([p for _, _, p, _ in kept]))
+        - np.logaddexp.reduce(np.array([s for _, s, _, _ in kept]))
+    )
+    return [Candidate(a, s, float(min(1.0, np.exp(s + shift))), st) for a, s, _, st in kept[:k]]
+
+
+def score_fill(
+    logp: np.ndarray,
+    shape: GapShape,
+    letters: np.ndarray,
+    fusion: Fusion | None = None,
+    left: np.ndarray | None = None,
+    right: np.ndarray | None = None,
+) -> float:
+    """The search's score (module docstring) of one given fill ``letters`` (int ids), e.g. an
+    editor's supplement. Raises ``ValueError`` for a fill whose length the gap cannot take."""
+    letters = np.asarray(letters, dtype=np.int64)
+    n = len(letters)
+    if not shape.min_letters <= n <= shape.max_letters:
+        raise ValueError(
+            f"score_fill: a fill of {n} letters in a gap of {shape.min_letters}-{shape.max_letters}"
+        )
+    fusion = fusion or Fusion(None, 0.0)
+    w, n1 = fusion.weight, fusion.history
+    left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)
+    right = np.zeros(0, dtype=np.int64) if right is None else np.asarray(right, dtype=np.int64)
+    hist = left[-n1:][None, :].copy() if n1 else np.zeros((1, 0), dtype=np.int64)
+    L = A.NUM_LETTERS
+    score = 0.0
+    for j in range(n + 1):
+        row = np.asarray(logp[j], dtype=np.float64) if j < len(logp) else None
+        lb = -np.inf
+        if row is not None and not shape.fixed and shape.min_letters <= j < shape.max_letters:
+            lb = float(
+                row[BLANK] - np.logaddexp.reduce(np.concatenate([row[:L], row[BLANK : BLANK + 1]]))
+            )
+        if j == n:
+            score += lb if np.isfinite(lb) else 0.0
+            break
+        lm = _log_norm(row[None, :L])[0]  # type: ignore[index]
+        lq = (
+            _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))[0]
+            if fusion.ngram is not None
+            else lm
+        )
+        if np.isfinite(lb):
+            lq = lq + np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
+        score += float(lq[letters[j]])
+        if n1:
+            hist = np.concatenate([hist[:, 1:], letters[j : j + 1][None, :]], axis=1)
+    if n1:
+        score += w * float(fusion.tail_logp(hist, right[:n1])[0])
+    return score
+
+
+__all__ = [
+    "BLANK",
+    "POOL",
+    "Candidate",
+    "Fusion",
+    "GapShape",
+    "context",
+    "score_fill",
+    "search_gap",
+]
