@@ -18,7 +18,8 @@ one long edition, the case that never finished) or as that many ``<div type="tex
 
 Prints one line per file: MB, gaps, pieces, seconds, seconds per MB (and per gap for
 ``restore``). Linear work shows as a flat seconds-per-MB column. Run it on a quiet machine
-(it measures time); the restore rows take about a second per gap on a CPU with the demo model.
+(it measures time); the restore rows take about 0.03-0.07 s per gap on a CPU with the demo
+model (figures in docs/restoring-epidoc.md, "Large files").
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def main() -> int:
                   flush=True)
             del plan
             f.unlink()
+        if args.sizes:  # warm up (first forward passes, lazy imports) outside the timings
+            restore_epidoc(loaded, source, top_k=args.top_k, beam=args.beam, unknown_width=args.unknown_width)
         for mb in args.sizes:
             f = build(source, mb, args.shape, Path(tmp) / f"restore-{mb}.xml")
             n_pieces = len(plan_epidoc(f, window=window, unknown_width=args.unknown_width).pieces)
