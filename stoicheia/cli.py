@@ -589,7 +589,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             "restore",
             f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
         )
-    supplements = "repredict" if args.repredict_supplements or args.score_supplements else "keep"
+    supplements = "repredict" if args.repredict_supplements else "keep"
     try:  # the notation first: a typo fails before the model is loaded
         parse_input(
             text,

@@ -33,7 +33,11 @@ def _logsumexp(values: list[float]) -> float:
 
 def _base_letters(s: str) -> list[str]:
     """The base letters of ``s`` (NFD, marks, spaces and punctuation removed), lower case."""
-    return [c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L")]
+    return [
+        c
+        for c in unicodedata.normalize("NFD", s).lower()
+        if unicodedata.category(c).startswith("L")
+    ]
 
 
 def _find_uncertain(text: str, letter: str, at: int) -> tuple[int, int] | None:
@@ -191,13 +195,18 @@ def result_to_json(result: Any) -> dict[str, Any]:
         best_letters = _base_letters(best)
         probs = []
         for li, letter in enumerate(best_letters):
-            agree = sum(w for w, row in zip(weights, fills, strict=True)
-                        if li < len(_base_letters(row[gi])) and _base_letters(row[gi])[li] == letter)
+            agree = sum(
+                w
+                for w, row in zip(weights, fills, strict=True)
+                if li < len(_base_letters(row[gi])) and _base_letters(row[gi])[li] == letter
+            )
             probs.append(round(agree, 6))
         members: dict[str, list[float]] = {}
         for lw, row in zip(log_weights, fills, strict=True):
             members.setdefault(row[gi], []).append(lw)
-        alts = {f: _logsumexp(lws) for f, lws in members.items()}  # log space: no -inf for a tiny weight
+        alts = {
+            f: _logsumexp(lws) for f, lws in members.items()
+        }  # log space: no -inf for a tiny weight
         alternatives = [
             {"fill": f, "prob": round(math.exp(lp), 6), "logprob": round(lp, 6)}
             for f, lp in sorted(alts.items(), key=lambda kv: -kv[1])
@@ -210,13 +219,23 @@ def result_to_json(result: Any) -> dict[str, Any]:
                 width_probs[n] = round(width_probs.get(n, 0.0) + w, 6)
             width_probs = dict(sorted(width_probs.items(), key=lambda kv: int(kv[0])))
         start, end = spans[gi]
-        out_gaps.append({
-            # the notation as typed (the input's own characters), where it was found
-            "index": gi, "kind": g.kind, "notation": result.input[start:end] if end > start else g.notation.strip(),
-            "start": start, "end": end,
-            "min_letters": int(g.min_letters), "max_letters": int(g.max_letters), "fill": best,
-            "letter_probs": probs, "alternatives": alternatives, "width_probs": width_probs, "editor": None,
-        })
+        out_gaps.append(
+            {
+                # the notation as typed (the input's own characters), where it was found
+                "index": gi,
+                "kind": g.kind,
+                "notation": result.input[start:end] if end > start else g.notation.strip(),
+                "start": start,
+                "end": end,
+                "min_letters": int(g.min_letters),
+                "max_letters": int(g.max_letters),
+                "fill": best,
+                "letter_probs": probs,
+                "alternatives": alternatives,
+                "width_probs": width_probs,
+                "editor": None,
+            }
+        )
     out_rests = []
     for r, row in zip(rests, fills, strict=True):
         # the contract's text: the input with each gap's notation replaced by its fill in Leiden

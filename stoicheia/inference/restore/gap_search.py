@@ -61,13 +61,15 @@ class GapShape:
 class Candidate:
     """One fill of a gap: ``letters`` int64 ``(n,)`` letter ids (0..23), ``score`` the natural-log
     score of the search (module docstring), ``prob`` its probability (module docstring),
-    ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)`` (what
-    an interface shades by)."""
+    ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)``;
+    ``letter_probs`` float ``(n,)`` per letter the summed probability of the kept candidates
+    that have this letter at this place (at least ``prob``; what an interface shades by)."""
 
     letters: np.ndarray
     score: float
     prob: float = 0.0
     steps: np.ndarray | None = None
+    letter_probs: np.ndarray | None = None
 
     def text(self) -> str:
         return "".join(A.LETTERS[int(i)] for i in self.letters)
@@ -212,7 +214,16 @@ def search_gap(
         np.logaddexp.reduce(np.array([p for _, _, p, _ in kept]))
         - np.logaddexp.reduce(np.array([s for _, s, _, _ in kept]))
     )
-    return [Candidate(a, s, float(min(1.0, np.exp(s + shift))), st) for a, s, _, st in kept[:k]]
+    probs = np.minimum(1.0, np.exp(np.array([s for _, s, _, _ in kept]) + shift))
+    width = max(len(a) for a, _, _, _ in kept)
+    table = np.full((len(kept), width), -1, dtype=np.int64)  # the kept fills, letter by place
+    for i, (a, _, _, _) in enumerate(kept):
+        table[i, : len(a)] = a
+    out = []
+    for i, (a, s, _, st) in enumerate(kept[:k]):
+        marginal = np.array([probs[table[:, j] == a[j]].sum() for j in range(len(a))])
+        out.append(Candidate(a, s, float(probs[i]), st, np.minimum(marginal, 1.0)))
+    return out
 
 
 def score_fill(
