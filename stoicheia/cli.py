@@ -1032,8 +1032,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--window",
-        type=int_in(0, meaning=" slots (0: no windowing)"),
-        help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)",
+        type=int_in(0, meaning=" slots (0: one window, a longer text refused)"),
+        help="slots the model sees at once (default: the row length it was trained on; 0: one window, and a text longer than the trained rows is refused)",
     )
     p.add_argument(
         "--alternatives",
