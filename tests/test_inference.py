@@ -685,3 +685,15 @@ def test_model_card_names_the_licence_of_every_corpus_trained_on(corpus_root, tm
     assert "licences_unknown" not in td and "own" not in td["sources"]
     run["data"]["tier_weights"]["own"] = 0.1
     assert describe_training_data(run, out)["licences_unknown"] == ["plain"]
+
+
+def test_inference_threads_leave_busy_cores_alone(monkeypatch):
+    import stoicheia.inference.loading as L
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(L.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    for load, want in ((0.0, 4), (1.2, 3), (2.6, 1), (9.0, 1)):
+        monkeypatch.setattr(L.os, "getloadavg", lambda load=load: (load, load, load))
+        assert L.inference_threads() == want
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert L.inference_threads() == L.torch.get_num_threads()
