@@ -47,14 +47,18 @@ def build(source: Path, mb: float, shape: str, out: Path) -> Path:
     m = re.search(rb'(<div type="edition"[^>]*>)(.*?)(</div>)', data, re.S)
     inner = re.search(rb"<ab>(.*)</ab>", m.group(2), re.S) if m else None
     if m is None or inner is None:
-        raise ValueError(f"{source}: no <div type=\"edition\"> with an <ab>; give another I.Sicily file (--source)")
+        raise ValueError(
+            f'{source}: no <div type="edition"> with an <ab>; give another I.Sicily file (--source)'
+        )
     body = m.group(2)
     if shape == "ab":
         n = int(mb * 1e6 / len(inner.group(1))) + 1
         new = body[: inner.start(1)] + inner.group(1) * n + body[inner.end(1) :]
     else:
         n = int(mb * 1e6 / len(body)) + 1
-        new = b"".join(b'<div type="textpart" n="%d">' % i + body + b"</div>" for i in range(1, n + 1))
+        new = b"".join(
+            b'<div type="textpart" n="%d">' % i + body + b"</div>" for i in range(1, n + 1)
+        )
     out.write_bytes(data[: m.start(2)] + new + data[m.end(2) :])
     return out
 
@@ -62,11 +66,30 @@ def build(source: Path, mb: float, shape: str, out: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=str(REPO / "checkpoints" / "stoicheia-demo" / "best.pt"))
-    ap.add_argument("--corpus", default=os.environ.get("STOICHEIA_CORPUS", str(REPO.parent / "shared" / "corpus")))
-    ap.add_argument("--source", default="ISic001375.xml", help="the I.Sicily file repeated (it has 3 gaps to fill)")
+    ap.add_argument(
+        "--corpus",
+        default=os.environ.get("STOICHEIA_CORPUS", str(REPO.parent / "shared" / "corpus")),
+    )
+    ap.add_argument(
+        "--source",
+        default="ISic001375.xml",
+        help="the I.Sicily file repeated (it has 3 gaps to fill)",
+    )
     ap.add_argument("--shape", choices=("ab", "textparts"), default="ab")
-    ap.add_argument("--sizes", type=float, nargs="*", default=[0.02, 0.04, 0.08], help="MB, restored with the model")
-    ap.add_argument("--plan-sizes", type=float, nargs="*", default=[2.0, 20.0], help="MB, planned only (no model)")
+    ap.add_argument(
+        "--sizes",
+        type=float,
+        nargs="*",
+        default=[0.02, 0.04, 0.08],
+        help="MB, restored with the model",
+    )
+    ap.add_argument(
+        "--plan-sizes",
+        type=float,
+        nargs="*",
+        default=[2.0, 20.0],
+        help="MB, planned only (no model)",
+    )
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--beam", type=int, default=2)
     ap.add_argument("--unknown-width", type=int, default=4)
@@ -77,7 +100,10 @@ def main() -> int:
 
     source = Path(args.corpus) / "isicily" / "inscriptions" / args.source
     if not source.is_file():
-        print(f"epidoc_large: {source} not found; give --corpus (the shared corpus) and --source", file=_sys.stderr)
+        print(
+            f"epidoc_large: {source} not found; give --corpus (the shared corpus) and --source",
+            file=_sys.stderr,
+        )
         return 2
     window = 512
     loaded = None
@@ -95,22 +121,30 @@ def main() -> int:
             plan = plan_epidoc(f, window=window, unknown_width=args.unknown_width)
             dt = time.perf_counter() - t0
             size = len(plan.data) / 1e6
-            print(f"{'plan':8} {size:6.2f} {len(plan.gaps):7d} {len(plan.pieces):7d} {dt:9.2f} {dt / size:8.2f} {'':>7}",
-                  flush=True)
+            print(
+                f"{'plan':8} {size:6.2f} {len(plan.gaps):7d} {len(plan.pieces):7d} {dt:9.2f} {dt / size:8.2f} {'':>7}",
+                flush=True,
+            )
             del plan
             f.unlink()
         if args.sizes:  # warm up (first forward passes, lazy imports) outside the timings
-            restore_epidoc(loaded, source, top_k=args.top_k, beam=args.beam, unknown_width=args.unknown_width)
+            restore_epidoc(
+                loaded, source, top_k=args.top_k, beam=args.beam, unknown_width=args.unknown_width
+            )
         for mb in args.sizes:
             f = build(source, mb, args.shape, Path(tmp) / f"restore-{mb}.xml")
             n_pieces = len(plan_epidoc(f, window=window, unknown_width=args.unknown_width).pieces)
             t0 = time.perf_counter()
-            res = restore_epidoc(loaded, f, top_k=args.top_k, beam=args.beam, unknown_width=args.unknown_width)
+            res = restore_epidoc(
+                loaded, f, top_k=args.top_k, beam=args.beam, unknown_width=args.unknown_width
+            )
             dt = time.perf_counter() - t0
             size = f.stat().st_size / 1e6
             n = len(res.gaps)
-            print(f"{'restore':8} {size:6.2f} {n:7d} {n_pieces:7d} {dt:9.2f} {dt / size:8.1f} {dt / max(n, 1):7.3f}",
-                  flush=True)
+            print(
+                f"{'restore':8} {size:6.2f} {n:7d} {n_pieces:7d} {dt:9.2f} {dt / size:8.1f} {dt / max(n, 1):7.3f}",
+                flush=True,
+            )
     return 0
 
 

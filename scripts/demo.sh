@@ -22,7 +22,7 @@ fi
 # with the letter 5-gram beside it and fused into the search at the weight that does best there;
 # --save-ngram leaves that n-gram as checkpoints/stoicheia-demo/ngram.npz, which restore then uses.
 if [ ! -f benchmark/stoicheia-demo/summary.txt ] || [ checkpoints/stoicheia-demo/best.pt -nt benchmark/stoicheia-demo/summary.txt ]; then
-  echo "demo: measuring restoration on the inscription dev set (stoicheia benchmark; about 15 minutes on 2 cores)"
+  echo "demo: measuring restoration on the inscription dev set (stoicheia benchmark; about 12 minutes on 2 cores)"
   .venv/bin/python -m stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards \
     --out benchmark/stoicheia-demo --save-ngram
 else

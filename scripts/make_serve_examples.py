@@ -105,7 +105,9 @@ def example(corpus: Path, name: str) -> dict[str, str]:
     except SourceError as err:
         raise ValueError(str(err)) from None
     if len(records) != 1:
-        raise ValueError(f"{path}: {len(records)} Greek records; choose an inscription with one edition text")
+        raise ValueError(
+            f"{path}: {len(records)} Greek records; choose an inscription with one edition text"
+        )
     text = _lost_lines_as_leiden(records[0].text)
     if not any(isinstance(s, Lacuna) for s in parse_leiden(text)):
         raise ValueError(f"{path}: no lacuna in its edition; choose an inscription with one")
@@ -114,7 +116,11 @@ def example(corpus: Path, name: str) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default="../shared/corpus/isicily/inscriptions", help="I.Sicily inscriptions folder")
+    parser.add_argument(
+        "--corpus",
+        default="../shared/corpus/isicily/inscriptions",
+        help="I.Sicily inscriptions folder",
+    )
     parser.add_argument("--out", default=str(OUT), help=f"JSON to write (default {OUT})")
     args = parser.parse_args(argv)
     try:
@@ -128,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         "note": "edition text read with stoicheia.sources.epidoc.read_epidoc (scripts/make_serve_examples.py)",
         "examples": examples,
     }
-    Path(args.out).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    Path(args.out).write_text(
+        json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     print(f"wrote {args.out}: {', '.join(e['id'] for e in examples)}")
     return 0
 

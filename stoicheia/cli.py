@@ -589,7 +589,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             "restore",
             f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
         )
-    supplements = "repredict" if args.repredict_supplements or args.score_supplements else "keep"
+    supplements = "repredict" if args.repredict_supplements else "keep"
     try:  # the notation first: a typo fails before the model is loaded
         parse_input(
             text,
@@ -1032,8 +1032,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--window",
-        type=int_in(0, meaning=" slots (0: no windowing)"),
-        help="slots the model sees at once (default: the row length it was trained on; 0: no windowing)",
+        type=int_in(0, meaning=" slots (0: one window, a longer text refused)"),
+        help="slots the model sees at once (default: the row length it was trained on; 0: one window, and a text longer than the trained rows is refused)",
     )
     p.add_argument(
         "--alternatives",

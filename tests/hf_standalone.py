@@ -63,9 +63,13 @@ def main(folder: str, texts_file: str, out: str) -> None:
     meta["long_planes"] = tok.encode_planes(long_text).planes.chars.tolist()
     meta["warnings"] = [w for w in warned if "model_max_length" in w]
     meta["errors"] = []
-    for args, kwargs in [((texts[0],), {"stride": 2}), (("123 abc",), {}),
-                         ((texts,), {"padding": "max_length"}), (("α[β",), {"strict": True}),
-                         ((texts[0],), {"max_length": 5})]:
+    for args, kwargs in [
+        ((texts[0],), {"stride": 2}),
+        (("123 abc",), {}),
+        ((texts,), {"padding": "max_length"}),
+        (("α[β",), {"strict": True}),
+        ((texts[0],), {"max_length": 5}),
+    ]:
         try:
             tok(*args, **kwargs)
             meta["errors"].append(None)

@@ -62,7 +62,12 @@ MISSING = "/nonexistent/checkpoint.pt"  # never read: the option is refused firs
         ),
         (
             ["restore", MISSING, "--window", "-4", GAP],
-            ["argument --window", "-4 is out of range", "at least 0", "0: no windowing"],
+            [
+                "argument --window",
+                "-4 is out of range",
+                "at least 0",
+                "0: one window, a longer text refused",
+            ],
         ),
         (
             ["restore", MISSING, "--window", "x", GAP],

@@ -39,8 +39,10 @@ def _isicily(corpus_root: Path, name: str) -> Path:
 def test_element_spans_skip_comments_cdata_and_quoted_brackets():
     from stoicheia.inference.epidoc_restore import _element_spans, _locate
 
-    data = (b'<?xml version="1.0"?>\n<a x="1 > 0"><!-- <gap/> --><b/><![CDATA[<gap/>]]>'
-            b"<c y='a>b'>t<gap reason=\"lost\"/></c></a>")
+    data = (
+        b'<?xml version="1.0"?>\n<a x="1 > 0"><!-- <gap/> --><b/><![CDATA[<gap/>]]>'
+        b"<c y='a>b'>t<gap reason=\"lost\"/></c></a>"
+    )
     spans = _element_spans(data)
     assert [s.name for s in spans] == [b"a", b"b", b"c", b"gap"]
     gap = spans[3]
@@ -56,9 +58,11 @@ def test_gap_readings_by_hand():
     """Readings of a gap: its distinct fills over the top-k, probabilities from exp(logprob)."""
     from stoicheia.inference.epidoc_restore import gap_readings
 
-    r = [SimpleNamespace(text="[αβ] x [γ]", logprob=-1.0, fills=["αβ", "γ"]),
-         SimpleNamespace(text="[αδ] x [γ]", logprob=-2.0, fills=["αδ", "γ"]),
-         SimpleNamespace(text="[α β] x [ε]", logprob=-2.5, fills=["αβ", "ε"])]
+    r = [
+        SimpleNamespace(text="[αβ] x [γ]", logprob=-1.0, fills=["αβ", "γ"]),
+        SimpleNamespace(text="[αδ] x [γ]", logprob=-2.0, fills=["αδ", "γ"]),
+        SimpleNamespace(text="[α β] x [ε]", logprob=-2.5, fills=["αβ", "ε"]),
+    ]
     res = SimpleNamespace(restorations=r)
     import math
 
@@ -77,23 +81,35 @@ def test_header_entries_placed_and_indented_in_place():
     from stoicheia.inference.epidoc_restore import _header_edits, _locate
 
     model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck&1.pt")
-    head = ('<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
-            '        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n')
+    head = (
+        '<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
+        "        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n"
+    )
     for rev, expect_change in (
-        ('    <revisionDesc>\r\n      <listChange>\r\n        <change when="2020-01-01">x</change>\r\n'
-         '      </listChange>\r\n    </revisionDesc>\r\n',
-         '<change when="2020-01-01">x</change>\r\n        <change when="2026-12-01" who="#stoicheia">'),
-        ("", '</fileDesc>\r\n    <revisionDesc><listChange><change when="2026-12-01" who="#stoicheia">'),
+        (
+            '    <revisionDesc>\r\n      <listChange>\r\n        <change when="2020-01-01">x</change>\r\n'
+            "      </listChange>\r\n    </revisionDesc>\r\n",
+            '<change when="2020-01-01">x</change>\r\n        <change when="2026-12-01" who="#stoicheia">',
+        ),
+        (
+            "",
+            '</fileDesc>\r\n    <revisionDesc><listChange><change when="2026-12-01" who="#stoicheia">',
+        ),
     ):
         data = (head + rev + "  </teiHeader>\r\n</TEI>").encode()
         doc = etree.fromstring(data)
-        edits = _header_edits(doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 2, 5, "2026-12-01")
+        edits = _header_edits(
+            doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 2, 5, "2026-12-01"
+        )
         out, at = [], 0
         for s, e, b in sorted(edits):
             out += [data[at:s], b]
             at = e
         new = b"".join(out + [data[at:]]).decode()
-        assert '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (demo, step 7)</name>' in new
+        assert (
+            '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (demo, step 7)</name>'
+            in new
+        )
         assert "model ck&amp;1.pt" in new and expect_change in new
         assert "\n" not in new.replace("\r\n", "")  # no bare LF in a CRLF file
         assert etree.fromstring(new.encode()) is not None
@@ -104,11 +120,15 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
 
     bad = tmp_path / "cut.xml"
     bad.write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:5000])
-    with pytest.raises(EpiDocRestoreError, match=r"cut\.xml:\d+: malformed XML .*repair the markup"):
+    with pytest.raises(
+        EpiDocRestoreError, match=r"cut\.xml:\d+: malformed XML .*repair the markup"
+    ):
         restore_epidoc(None, bad)
     with pytest.raises(EpiDocRestoreError, match=r"root element is <html>, not a TEI P5 <TEI>"):
         restore_epidoc(None, "<html><body>καὶ</body></html>")
-    with pytest.raises(EpiDocRestoreError, match=r"ISic000829\.xml: no Greek edition \(the edition is in la\)"):
+    with pytest.raises(
+        EpiDocRestoreError, match=r"ISic000829\.xml: no Greek edition \(the edition is in la\)"
+    ):
         restore_epidoc(None, _isicily(corpus_root, "ISic000829.xml"))
 
 
@@ -117,8 +137,15 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
 
 @pytest.fixture(scope="module")
 def trained(small_shards, tmp_path_factory):
-    return train_tiny(small_shards, tmp_path_factory.mktemp("runs"), "epi", "train.nominal_steps=2", "train.max_steps=2",
-                      "train.save_interval=2", "train.log_every=1")
+    return train_tiny(
+        small_shards,
+        tmp_path_factory.mktemp("runs"),
+        "epi",
+        "train.nominal_steps=2",
+        "train.max_steps=2",
+        "train.save_interval=2",
+        "train.log_every=1",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -128,11 +155,15 @@ def model(trained):
     return load_model(trained, device="cpu")
 
 
-_ADDED_GAP = re.compile(rb'<supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-\d+">[^<]*</supplied>'
-                        rb'(?:<certainty target="#stoicheia-\d+" locus="value"(?: assertedValue="[^"]*")? degree="[0-9.]+" '
-                        rb'resp="#stoicheia"/>)+')
-_ADDED_HEADER = re.compile(rb'\s*<respStmt><name xml:id="stoicheia">[^<]*</name><resp>[^<]*</resp></respStmt>'
-                           rb'|\s*<change when="2026-12-01" who="#stoicheia">[^<]*</change>')
+_ADDED_GAP = re.compile(
+    rb'<supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-\d+">[^<]*</supplied>'
+    rb'(?:<certainty target="#stoicheia-\d+" locus="value"(?: assertedValue="[^"]*")? degree="[0-9.]+" '
+    rb'resp="#stoicheia"/>)+'
+)
+_ADDED_HEADER = re.compile(
+    rb'\s*<respStmt><name xml:id="stoicheia">[^<]*</name><resp>[^<]*</resp></respStmt>'
+    rb'|\s*<change when="2026-12-01" who="#stoicheia">[^<]*</change>'
+)
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
@@ -161,8 +192,12 @@ def test_only_the_restored_gaps_and_the_header_entry_change(corpus_root, model, 
     old, new = etree.fromstring(before), etree.fromstring(result.xml)
     sup = new.findall(f".//{TEI}supplied[@resp='#stoicheia']")
     assert [s.text for s in sup] == [g.fill for g in restored]
-    for s in sup:  # Greek letters, with the word breaks and punctuation the model printed between them
-        assert re.fullmatch(r"[\u0370-\u03ff\u1f00-\u1fff](.*[\u0370-\u03ff\u1f00-\u1fff])?", s.text), s.text
+    for (
+        s
+    ) in sup:  # Greek letters, with the word breaks and punctuation the model printed between them
+        assert re.fullmatch(
+            r"[\u0370-\u03ff\u1f00-\u1fff](.*[\u0370-\u03ff\u1f00-\u1fff])?", s.text
+        ), s.text
         assert not re.search(r"[A-Za-z\[\]<>&]", s.text)
     at_byte = {span.start: el for el, span in _locate(old, before).items()}
     assert [s.getparent().tag for s in sup] == [at_byte[g.start].getparent().tag for g in restored]
@@ -195,11 +230,15 @@ def test_a_gap_wider_than_the_window_is_left(corpus_root, model):
     from stoicheia.inference.epidoc_restore import restore_epidoc
 
     src = _isicily(corpus_root, "ISic001375.xml")
-    result = restore_epidoc(model, src, **{**FAST, "unknown_width": 200})  # [---]: 202 slots, window 96
+    result = restore_epidoc(
+        model, src, **{**FAST, "unknown_width": 200}
+    )  # [---]: 202 slots, window 96
     by = {g.notation: g for g in result.gaps}
     assert by["[---]"].status == "left" and by["[---]"].reason == "too wide"
     assert by["[.]"].status == "restored"
-    assert result.xml.count(b'<gap reason="lost"') == src.read_bytes().count(b'<gap reason="lost"') - 2
+    assert (
+        result.xml.count(b'<gap reason="lost"') == src.read_bytes().count(b'<gap reason="lost"') - 2
+    )
 
 
 def test_xml_given_as_text_and_determinism(corpus_root, model):
@@ -232,7 +271,9 @@ def test_pieces_cut_at_word_breaks_outside_brackets_within_the_budget():
     text = "καὶ τοῦ [...] δήμου [καὶ τῆς] πόλεως [.5.] ἔδοξε τῇ βουλῇ καὶ τῷ δήμῳ [---] ἐπειδὴ"
     lacs = {s.start: (s.end, s.max_width or 6) for s in parse_leiden(text) if isinstance(s, Lacuna)}
     cum, outside = slot_offsets(text, lacs)
-    assert cum[-1] == 3 + 3 + 3 + 5 + 6 + 6 + 5 + 5 + 2 + 5 + 3 + 2 + 4 + 6 + 6  # letters and lacuna slots
+    assert (
+        cum[-1] == 3 + 3 + 3 + 5 + 6 + 6 + 5 + 5 + 2 + 5 + 3 + 2 + 4 + 6 + 6
+    )  # letters and lacuna slots
     assert pieces(text, 0, len(text), lacs, 200) == [(0, len(text))]
     for budget in (30, 20, 12):
         cuts = pieces(text, 0, len(text), lacs, budget)
@@ -244,7 +285,9 @@ def test_pieces_cut_at_word_breaks_outside_brackets_within_the_budget():
         assert all(text[a].isspace() and outside[a] for a, _ in cuts[1:])
     # budget 20, the second half of it: the cut after δήμου (slot 14, 5 slots from [...]) or
     # after [καὶ τῆς] (slot 20, 6 slots from [.5.]): the one farther from a lacuna
-    assert [text[a:b].strip() for a, b in pieces(text, 0, len(text), lacs, 20)][0] == "καὶ τοῦ [...] δήμου [καὶ τῆς]"
+    assert [text[a:b].strip() for a, b in pieces(text, 0, len(text), lacs, 20)][
+        0
+    ] == "καὶ τοῦ [...] δήμου [καὶ τῆς]"
     continua = "ΚΑΙΤΟΥ[...]ΔΗΜΟΥΚΑΙΤΗΣΠΟΛΕΩΣ"
     lacs = {s.start: (s.end, 3) for s in parse_leiden(continua) if isinstance(s, Lacuna)}
     cuts = pieces(continua, 0, len(continua), lacs, 10)
@@ -265,13 +308,17 @@ def test_a_long_edition_is_restored_in_pieces_of_the_window(corpus_root, model, 
     to_fill = [g.index for g in plan.gaps if g.status == "refused"]
     assert len(plan.gaps) == 36 and len(to_fill) == 36
     assert len(plan.pieces) > 1
-    assert sorted(i for p in plan.pieces for i in p.fill) == to_fill  # each gap in exactly one piece
+    assert (
+        sorted(i for p in plan.pieces for i in p.fill) == to_fill
+    )  # each gap in exactly one piece
     for p in plan.pieces:
         items, gaps = parse_input(p.text, unknown_width=FAST["unknown_width"])
         slots = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
         assert slots <= window, p.text
     seen: list[tuple[int, int]] = []
-    result = restore_epidoc(model, src, progress=lambda done, total: seen.append((done, total)), **FAST)
+    result = restore_epidoc(
+        model, src, progress=lambda done, total: seen.append((done, total)), **FAST
+    )
     assert result.count("restored") == 36
     assert seen[0] == (0, 36) and seen[-1] == (36, 36) and len(seen) == len(plan.pieces) + 1
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
@@ -286,8 +333,12 @@ def test_a_long_edition_is_restored_in_pieces_of_the_window(corpus_root, model, 
 def _corpus(corpus_root: Path, folder: Path) -> Path:
     folder.mkdir()
     shutil.copy(_isicily(corpus_root, "ISic001382.xml"), folder / "a.xml")
-    (folder / "b_malformed.xml").write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:3000])
-    (folder / "c_not_epidoc.xml").write_text('<?xml version="1.0"?><html><p>ἀγαθῇ τύχῃ</p></html>', encoding="utf-8")
+    (folder / "b_malformed.xml").write_bytes(
+        _isicily(corpus_root, "ISic001375.xml").read_bytes()[:3000]
+    )
+    (folder / "c_not_epidoc.xml").write_text(
+        '<?xml version="1.0"?><html><p>ἀγαθῇ τύχῃ</p></html>', encoding="utf-8"
+    )
     (folder / "sub").mkdir()
     shutil.copy(_isicily(corpus_root, "ISic003181.xml"), folder / "sub" / "d.xml")
     return folder
@@ -301,21 +352,31 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, cap.out, cap.err
 
 
-def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(corpus_root, trained, tmp_path, capsys):
+def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(
+    corpus_root, trained, tmp_path, capsys
+):
     inp = _corpus(corpus_root, tmp_path / "in")
     out = tmp_path / "out"
     opts = ["--top-k", "2", "--beam", "2", "--unknown-width", "4"]
-    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
+    code, stdout, stderr = _cli(
+        capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts
+    )
     assert code == 0
     err = stderr.strip().splitlines()
     assert len(err) == 2, stderr
     assert "b_malformed.xml" in err[0] and "malformed XML" in err[0]
     assert "c_not_epidoc.xml" in err[1] and "not a TEI P5" in err[1]
     line = stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"restore --epidoc: 4 files \(2 written, 0 already there, 2 refused\); gaps \d+ restored / 2 left "
-                        r"\(lines 2\) / 0 refused; [0-9.]+ s", line), line
+    assert re.fullmatch(
+        r"restore --epidoc: 4 files \(2 written, 0 already there, 2 refused\); gaps \d+ restored / 2 left "
+        r"\(lines 2\) / 0 refused; [0-9.]+ s",
+        line,
+    ), line
     written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert set(written) == {"a.xml", "sub/d.xml"}  # no temporary file left, the bad files not written
+    assert set(written) == {
+        "a.xml",
+        "sub/d.xml",
+    }  # no temporary file left, the bad files not written
     assert b'resp="#stoicheia"' in written["a.xml"]
     # resume: nothing to do
     code, stdout, _ = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
@@ -335,8 +396,21 @@ def test_never_written_over_an_input(corpus_root, trained, tmp_path, capsys):
     code, _, err = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(inp))
     assert code == 2 and "inside the input folder" in err
     # a file whose output name is the file itself: refused, one line, the run goes on
-    code, out, err = _cli(capsys, str(trained), "--epidoc", str(inp / "a.xml"), str(inp / "sub" / "d.xml"),
-                          "--out", str(inp), "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    code, out, err = _cli(
+        capsys,
+        str(trained),
+        "--epidoc",
+        str(inp / "a.xml"),
+        str(inp / "sub" / "d.xml"),
+        "--out",
+        str(inp),
+        "--top-k",
+        "2",
+        "--beam",
+        "2",
+        "--unknown-width",
+        "4",
+    )
     assert code == 0 and "a.xml" in err and "is an input; not written" in err
     assert "(1 written, 0 already there, 1 refused)" in out
     assert (inp / "d.xml").exists()
@@ -344,9 +418,13 @@ def test_never_written_over_an_input(corpus_root, trained, tmp_path, capsys):
     # usage errors before the model is loaded
     code, _, err = _cli(capsys, str(trained), "--epidoc", str(inp))
     assert code == 2 and "--epidoc needs --out DIR" in err
-    code, _, err = _cli(capsys, str(trained), "--epidoc", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
+    code, _, err = _cli(
+        capsys, str(trained), "--epidoc", str(tmp_path / "nope"), "--out", str(tmp_path / "o")
+    )
     assert code == 2 and "no such file or folder" in err
-    code, _, err = _cli(capsys, str(trained), "[---]ος", "--epidoc", str(inp), "--out", str(tmp_path / "o"))
+    code, _, err = _cli(
+        capsys, str(trained), "[---]ος", "--epidoc", str(inp), "--out", str(tmp_path / "o")
+    )
     assert code == 2 and "not both" in err
 
 
@@ -356,8 +434,22 @@ def test_a_file_given_twice_is_restored_once(corpus_root, trained, tmp_path, cap
     src = _isicily(corpus_root, "ISic000884.xml")
     other = src.parent.parent / "inscriptions" / src.name  # another path to the same file
     out = tmp_path / "out"
-    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(src), str(src), str(other), "--out", str(out),
-                                "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    code, stdout, stderr = _cli(
+        capsys,
+        str(trained),
+        "--epidoc",
+        str(src),
+        str(src),
+        str(other),
+        "--out",
+        str(out),
+        "--top-k",
+        "2",
+        "--beam",
+        "2",
+        "--unknown-width",
+        "4",
+    )
     assert code == 0
     assert "(1 written, 0 already there, 0 refused, 2 given twice)" in stdout
     assert stderr.count("given twice") == 2 and "restored once" in stderr
@@ -372,7 +464,9 @@ def test_folder_without_xml_and_broken_links_are_said(corpus_root, trained, tmp_
     empty.mkdir()
     (empty / "notes.txt").write_text("x")
     code, _, err = _cli(capsys, str(trained), "--epidoc", str(empty), "--out", str(tmp_path / "o"))
-    assert code == 2 and "no *.xml file in this folder" in err and len(err.strip().splitlines()) == 1
+    assert (
+        code == 2 and "no *.xml file in this folder" in err and len(err.strip().splitlines()) == 1
+    )
     inp = tmp_path / "in"
     (inp / "sub").mkdir(parents=True)
     shutil.copy(_isicily(corpus_root, "ISic000884.xml"), inp / "UPPER.XML")
@@ -380,8 +474,20 @@ def test_folder_without_xml_and_broken_links_are_said(corpus_root, trained, tmp_
     (inp / "loop.xml").symlink_to(inp / "loop.xml")
     (inp / "sub" / "up").symlink_to(inp)
     out = tmp_path / "out"
-    code, stdout, stderr = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out),
-                                "--top-k", "2", "--beam", "2", "--unknown-width", "4")
+    code, stdout, stderr = _cli(
+        capsys,
+        str(trained),
+        "--epidoc",
+        str(inp),
+        "--out",
+        str(out),
+        "--top-k",
+        "2",
+        "--beam",
+        "2",
+        "--unknown-width",
+        "4",
+    )
     assert code == 0, stderr
     assert "3 files (1 written, 0 already there, 2 refused)" in stdout
     assert "dangling.xml: cannot read it" in stderr and "loop.xml: cannot read it" in stderr

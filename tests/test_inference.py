@@ -39,7 +39,9 @@ def test_macro_accuracy_by_hand():
         logits[0, i, c] = 5.0
     m = PunctMacroAccuracy()
     m.update(logits, target)
-    assert float(m.compute()) == pytest.approx((3 / 4 + 1 / 2) / 2)  # classes never seen are left out
+    assert float(m.compute()) == pytest.approx(
+        (3 / 4 + 1 / 2) / 2
+    )  # classes never seen are left out
     d = DiaMacroAccuracy()
     d.update(torch.zeros(1, 2, A.NUM_DIA), torch.full((1, 2), -100))
     assert math.isnan(float(d.compute()))  # nothing scored
@@ -60,7 +62,13 @@ def test_witten_bell_by_hand():
 def test_kbest_is_exact():
     rng = np.random.default_rng(3)
     logp = np.log(rng.dirichlet(np.ones(5), size=3))
-    brute = sorted(((sum(logp[i, s] for i, s in enumerate(seq)), seq) for seq in itertools.product(range(5), repeat=3)), reverse=True)
+    brute = sorted(
+        (
+            (sum(logp[i, s] for i, s in enumerate(seq)), seq)
+            for seq in itertools.product(range(5), repeat=3)
+        ),
+        reverse=True,
+    )
     got = kbest_independent(logp, 7)
     assert [tuple(ids) for ids, _ in got] == [seq for _, seq in brute[:7]]
     assert [s for _, s in got] == pytest.approx([s for s, _ in brute[:7]])
@@ -73,15 +81,19 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
     from stoicheia.inference import export as ex
 
     ok = tmp_path / "ok.py"
-    ok.write_text("from stoicheia.text import alphabet as A\nfrom stoicheia.model.config import (\n    EncoderConfig,\n)\n"
-                  "def f():\n    from stoicheia.text.planes import Planes\n")
+    ok.write_text(
+        "from stoicheia.text import alphabet as A\nfrom stoicheia.model.config import (\n    EncoderConfig,\n)\n"
+        "def f():\n    from stoicheia.text.planes import Planes\n"
+    )
     assert ex._relative_source(ok) == (
         "from . import stoicheia_alphabet as A\nfrom .stoicheia_config import (\n    EncoderConfig,\n)\n"
         "def f():\n    from .stoicheia_planes import Planes\n"
     )
     bad = tmp_path / "bad.py"
     bad.write_text("from stoicheia.train.builder import build_trainer\n")
-    with pytest.raises(RuntimeError, match=r"bad\.py imports a stoicheia module outside stoicheia\.\{model,text\}"):
+    with pytest.raises(
+        RuntimeError, match=r"bad\.py imports a stoicheia module outside stoicheia\.\{model,text\}"
+    ):
         ex._relative_source(bad)
     hf = tmp_path / "hf"
     hf.mkdir()
@@ -94,7 +106,10 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
     monkeypatch.setattr(ex, "HF_DIR", hf)
     out = tmp_path / "out"
     out.mkdir()
-    with pytest.raises(RuntimeError, match=r"tokenization_stoicheia\.py needs stoicheia_clusters .*from \.stoicheia_clusters import"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"tokenization_stoicheia\.py needs stoicheia_clusters .*from \.stoicheia_clusters import",
+    ):
         ex.write_code(out)
 
 
@@ -105,9 +120,15 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
 def trained(small_shards, tmp_path_factory):
     """A 2-layer model trained for 8 steps (evaluations at 4 and 8, anneal, TensorBoard)."""
     return train_tiny(
-        small_shards, tmp_path_factory.mktemp("runs"), "inf",
-        "train.nominal_steps=8", "train.max_steps=8", "train.save_interval=4", "train.log_every=2",
-        "data.eval_records=8", "train.loggers=[tensorboard]",
+        small_shards,
+        tmp_path_factory.mktemp("runs"),
+        "inf",
+        "train.nominal_steps=8",
+        "train.max_steps=8",
+        "train.save_interval=4",
+        "train.log_every=2",
+        "data.eval_records=8",
+        "train.loggers=[tensorboard]",
     )
 
 
@@ -127,7 +148,10 @@ def test_a_corrupt_checkpoint_is_refused_not_loaded(trained, tmp_path):
     data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
     bad = tmp_path / "flipped.pt"
     bad.write_bytes(bytes(data))
-    with pytest.raises(ModelLoadError, match=r"flipped\.pt: incomplete or corrupt checkpoint.*use another checkpoint"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"flipped\.pt: incomplete or corrupt checkpoint.*use another checkpoint",
+    ):
         load_model(bad, device="cpu")
 
 
@@ -149,7 +173,14 @@ def test_evaluate_against_hand_computation(model, small_shards):
     got = evaluate(model, records, opt)["groups"]
 
     def hand(ks):
-        batches = build_eval_batches([records[k].planes for k in ks], 96, 3, opt.t, opt.seed, keys=[record_key(records[k].id) for k in ks])
+        batches = build_eval_batches(
+            [records[k].planes for k in ks],
+            96,
+            3,
+            opt.t,
+            opt.seed,
+            keys=[record_key(records[k].id) for k in ks],
+        )
         nats, n, tp, fp, fn = 0.0, 0, 0, 0, 0
         correct = np.zeros(A.NUM_DIA)
         count = np.zeros(A.NUM_DIA)
@@ -193,7 +224,9 @@ def test_evaluate_against_hand_computation(model, small_shards):
             assert row[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6), (w, key)
         totals[0] += nats
         totals[1] += n
-    assert got["all"]["bits_per_char"] == pytest.approx(totals[0] / totals[1] / math.log(2), rel=1e-5)
+    assert got["all"]["bits_per_char"] == pytest.approx(
+        totals[0] / totals[1] / math.log(2), rel=1e-5
+    )
     assert got["tier gold"]["masked_letters"] == totals[1]
     # masked words: a word is right at top-1 iff every letter's argmax is right
     assert got["all"]["words"] > 0
@@ -215,7 +248,12 @@ def test_a_groups_figures_do_not_depend_on_the_other_groups(model, small_shards)
     for group in [g for g in alone if g != "all"]:
         for name, a in alone[group].items():
             b = mixed[group][name]
-            assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-6), (group, name, a, b)
+            assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-6), (
+                group,
+                name,
+                a,
+                b,
+            )
     assert alone["tier silver"]["masked_letters"] > 0 and alone["tier silver"]["words"] > 0
 
 
@@ -229,18 +267,36 @@ def test_nothing_scored_shows_a_dash_not_0_or_1(model, small_shards):
     from stoicheia.text.encode import text_to_planes
 
     silver = read_split_records(small_shards, "val", ["silver"])[:2]
-    continua = text_to_planes("ΚΑΙΤΟΝΔΗΜΟΝΤΩΝΣΥΡΑΚΟΣΙΩΝΕΤΙΜΑΣΕΝ", known={"boundary": False, "dia": False, "punct": False})[0]
+    continua = text_to_planes(
+        "ΚΑΙΤΟΝΔΗΜΟΝΤΩΝΣΥΡΑΚΟΣΙΩΝΕΤΙΜΑΣΕΝ", known={"boundary": False, "dia": False, "punct": False}
+    )[0]
     records = [*silver, EvalRecord(continua, "stone", "ISic/continua.xml", "ISic/continua.xml#1")]
     res = evaluate(model, records, EvalOptions(seq_len=96, rows=3, word_rate=0.5))
     row = res["groups"]["tier stone"]
     assert row["masked_letters"] > 0 and row["bits_per_char"] > 0
-    for name in ("boundary_f1", "dia_acc", "dia_macro_acc", "punct_acc", "punct_macro_acc", "word_top1", "word_top5"):
+    for name in (
+        "boundary_f1",
+        "dia_acc",
+        "dia_macro_acc",
+        "punct_acc",
+        "punct_macro_acc",
+        "word_top1",
+        "word_top5",
+    ):
         assert math.isnan(row[name]), (name, row[name])
     assert not math.isnan(res["groups"]["tier silver"]["boundary_f1"])  # scored there
     lines = format_table(res)
     head = lines[0]
     line = next(x for x in lines if x.startswith("tier stone"))
-    for heading in ("bound F1", "dia acc", "dia macro", "punct acc", "punct macro", "word@1", "word@5"):
+    for heading in (
+        "bound F1",
+        "dia acc",
+        "dia macro",
+        "punct acc",
+        "punct macro",
+        "word@1",
+        "word@5",
+    ):
         end = head.index(heading) + len(heading)  # right-aligned under its heading
         assert line[:end].rstrip().endswith("-"), (heading, line)
 
@@ -249,13 +305,36 @@ def test_evaluate_command_on_raw_text(trained, small_shards, tmp_path, capsys):
     from stoicheia.cli import main
 
     txt = tmp_path / "hymn.txt"
-    txt.write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n\nHello world.\n", encoding="utf-8")
+    txt.write_text(
+        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n\nHello world.\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "eval.json"
-    rc = main(["evaluate", str(trained), "--shards", str(txt), "--train-shards", str(small_shards),
-               "--ngram-order", "3", "--ngram-letters", "50000", "--word-rate", "1.0", "--out", str(out), "--device", "cpu"])
+    rc = main(
+        [
+            "evaluate",
+            str(trained),
+            "--shards",
+            str(txt),
+            "--train-shards",
+            str(small_shards),
+            "--ngram-order",
+            "3",
+            "--ngram-letters",
+            "50000",
+            "--word-rate",
+            "1.0",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "rejected records" in printed and "not_greek" in printed  # the English paragraph is counted, not lost
+    assert (
+        "rejected records" in printed and "not_greek" in printed
+    )  # the English paragraph is counted, not lost
     res = json.loads(out.read_text())
     assert res["groups"]["all"]["records"] == 1
     assert "ngram_top1" in res["groups"]["all"] and res["unigram_entropy_bits"] > 3
@@ -273,7 +352,9 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     for name in ("model.safetensors", "config.json", "modeling_stoicheia.py", "README.md"):
         assert (out / name).exists(), name
     # the weights are as readable as the other files (safetensors writes them 0600)
-    assert (out / "model.safetensors").stat().st_mode & 0o777 == (out / "config.json").stat().st_mode & 0o777
+    assert (out / "model.safetensors").stat().st_mode & 0o777 == (
+        out / "config.json"
+    ).stat().st_mode & 0o777
     card = (out / "README.md").read_text()
     assert "CC BY-SA 3.0 US" in card and "CC BY-NC-SA" in card  # Perseus and the UD treebank
     assert "| holdout |" in card  # held-out figures of the checkpoint's step
@@ -298,7 +379,9 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     # --overwrite replaces an export whole, and refuses a folder holding other files (a run folder)
     weights = (out / "model.safetensors").read_bytes()
     assert main(["export", str(trained / "best.pt"), str(out), "--overwrite"]) == 0
-    assert (out / "model.safetensors").read_bytes() == weights and not out.with_name("export.partial").exists()
+    assert (out / "model.safetensors").read_bytes() == weights and not out.with_name(
+        "export.partial"
+    ).exists()
     assert main(["export", str(trained / "best.pt"), str(trained), "--overwrite"]) == 2
     assert (trained / "best.pt").exists() and (trained / "config.json").exists()
     # the name transformers users pass, and a clear error for a tensor of the wrong rank
@@ -307,7 +390,10 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     for k in want:
         assert torch.equal(by_name[k], want[k]), k
     for bad in (chars[0], chars[None]):
-        with pytest.raises(ValueError, match=rf"chars has shape \({', '.join(map(str, bad.shape))},?\): expected 2 dimensions \(B, T\)"):
+        with pytest.raises(
+            ValueError,
+            match=rf"chars has shape \({', '.join(map(str, bad.shape))},?\): expected 2 dimensions \(B, T\)",
+        ):
             hf(bad)
     with pytest.raises(ValueError, match="not both"):
         hf(chars, input_ids=chars)
@@ -316,7 +402,11 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     with pytest.raises(TypeError, match="unexpected argument.*token_type_ids"):
         hf(input_ids=chars, token_type_ids=seg)
     # the card lists the tiers the run trained on (gold, silver; bronze had weight 0)
-    rows = [line.split("|")[1].strip() for line in card.splitlines() if line.startswith("| ") and line.count("|") == 6]
+    rows = [
+        line.split("|")[1].strip()
+        for line in card.splitlines()
+        if line.startswith("| ") and line.count("|") == 6
+    ]
     assert rows[1:] == ["gold", "silver"], rows
     assert "?" not in card.split("## Training data")[1].split("##")[0]
     assert "`callbacks.anneal_data.phases`" in card
@@ -342,15 +432,30 @@ def test_export_carries_the_package_code(exported):
     for name in HF_FILES:
         assert (exported / name).read_bytes() == (HF_DIR / name).read_bytes(), name
     carried = code_files()
-    assert {"stoicheia_encoder.py", "stoicheia_encode.py", "stoicheia_leiden.py", "stoicheia_render.py"} <= set(carried)
+    assert {
+        "stoicheia_encoder.py",
+        "stoicheia_encode.py",
+        "stoicheia_leiden.py",
+        "stoicheia_render.py",
+    } <= set(carried)
     for name, src in carried.items():
         got = (exported / name).read_text(encoding="utf-8")
         assert got == _relative_source(src), name
         # the same lines as the source, but for the import lines
-        changed = [(a, b) for a, b in zip(src.read_text(encoding="utf-8").splitlines(), got.splitlines(), strict=True) if a != b]
-        assert all(re.match(r"\s*from stoicheia\.", a) and re.match(r"\s*from \.", b) for a, b in changed), changed
+        changed = [
+            (a, b)
+            for a, b in zip(
+                src.read_text(encoding="utf-8").splitlines(), got.splitlines(), strict=True
+            )
+            if a != b
+        ]
+        assert all(
+            re.match(r"\s*from stoicheia\.", a) and re.match(r"\s*from \.", b) for a, b in changed
+        ), changed
     for py in exported.glob("*.py"):
-        assert not re.search(r"^\s*(from|import) stoicheia\b", py.read_text(encoding="utf-8"), re.M), py.name
+        assert not re.search(
+            r"^\s*(from|import) stoicheia\b", py.read_text(encoding="utf-8"), re.M
+        ), py.name
     tok_cfg = json.loads((exported / "tokenizer_config.json").read_text())
     assert tok_cfg["auto_map"]["AutoTokenizer"][0] == "tokenization_stoicheia.StoicheiaTokenizer"
     assert tok_cfg["model_max_length"] == 96  # the rows the tiny run trained on
@@ -363,8 +468,10 @@ def _real_texts(corpus_root: Path) -> list[str]:
     inscriptions in Leiden with lacunae (read by the EpiDoc reader), and some of both in NFD."""
     from stoicheia.sources import read_epidoc
 
-    lines = (corpus_root / "ud" / "grc_perseus-ud-dev.conllu").read_text(encoding="utf-8").splitlines()
-    ud = [x[len("# text = "):] for x in lines if x.startswith("# text = ")][:40]
+    lines = (
+        (corpus_root / "ud" / "grc_perseus-ud-dev.conllu").read_text(encoding="utf-8").splitlines()
+    )
+    ud = [x[len("# text = ") :] for x in lines if x.startswith("# text = ")][:40]
     leiden = []
     for f in sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:300]:
         leiden += [r.text for r in read_epidoc(f) if "[" in r.text and len(r.text) < 300]
@@ -389,8 +496,20 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
     work = tmp_path / "elsewhere"
     work.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-I", str(HERE / "no_stoicheia.py"), str(HERE / "hf_standalone.py"), str(exported), str(tmp_path / "texts.json"), str(tmp_path / "out")],
-        cwd=work, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-I",
+            str(HERE / "no_stoicheia.py"),
+            str(HERE / "hf_standalone.py"),
+            str(exported),
+            str(tmp_path / "texts.json"),
+            str(tmp_path / "out"),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     meta = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
@@ -401,11 +520,15 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
     want = [encode_text(t) for t in texts]
     every = {k: np.concatenate([getattr(w.planes, k) for w in want]) for k in A.PLANES}
     assert (every["cap"] == 1).any() and (every["dia"] > 0).any() and (every["punct"] > 0).any()
-    assert (every["lacuna"] > 0).any() and len({v for v in every["lacuna"].tolist()}) >= 3  # [.] [-ca.N-] [---] kinds
+    assert (every["lacuna"] > 0).any() and len(
+        {v for v in every["lacuna"].tolist()}
+    ) >= 3  # [.] [-ca.N-] [---] kinds
     for i, w in enumerate(want):
         for k in A.PLANES:
             assert np.array_equal(got[f"planes/{i}/{k}"], getattr(w.planes, k)), (i, k, texts[i])
-        assert meta["dropped"][i] == dict(w.dropped) and meta["leiden"][i] == dict(w.leiden), texts[i]
+        assert meta["dropped"][i] == dict(w.dropped) and meta["leiden"][i] == dict(w.leiden), texts[
+            i
+        ]
     n_nfd = 10
     for i in range(n_nfd):  # NFD spellings give the planes of their NFC text
         j = len(texts) - n_nfd + i
@@ -413,8 +536,17 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
         for k in A.PLANES:
             assert np.array_equal(got[f"planes/{j}/{k}"], got[f"planes/{src}/{k}"]), (j, k)
     assert meta["one_text"] == want[0].planes.chars.tolist()
-    assert [e.split(":")[0] for e in meta["errors"]] == ["TypeError", "ValueError", "ValueError", "LeidenError", "ValueError"]
-    assert "stride" in meta["errors"][0] and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
+    assert [e.split(":")[0] for e in meta["errors"]] == [
+        "TypeError",
+        "ValueError",
+        "ValueError",
+        "LeidenError",
+        "ValueError",
+    ]
+    assert (
+        "stride" in meta["errors"][0]
+        and "no Greek letter (dropped: digit 3, latin 3, space 1)" in meta["errors"][1]
+    )
     assert "'[' is never closed" in meta["errors"][3]
     assert "without truncation" in meta["errors"][4]
     # a text longer than model_max_length: encoded whole, one warning (once per tokenizer), cut
@@ -426,33 +558,61 @@ def test_exported_tokenizer_and_model_without_stoicheia(exported, model, corpus_
     assert len(meta["warnings"]) == 1 and len(meta["batch_warnings"]) == 1, meta
     assert f"takes {len(whole)} letter slots, more than model_max_length=96" in meta["warnings"][0]
     assert "truncation=True" in meta["warnings"][0]
-    assert meta["long_cut"] == whole[:96] and meta["long_cut_5"] == whole[:5] and meta["long_cut_left_5"] == whole[-5:]
+    assert (
+        meta["long_cut"] == whole[:96]
+        and meta["long_cut_5"] == whole[:5]
+        and meta["long_cut_left_5"] == whole[-5:]
+    )
 
     # the batch: the planes, padded with PAD and the UNKNOWN ids
     lengths = [len(w.planes) for w in want]
     T = max(lengths)
-    pad = {"input_ids": A.PAD, "boundary": A.BOUNDARY_UNKNOWN, "dia": A.DIA_UNKNOWN, "punct": A.PUNCT_UNKNOWN,
-           "cap": A.CAP_UNKNOWN, "lacuna": 0, "attention_mask": 0}
-    plane = {"input_ids": "chars", "boundary": "boundary", "dia": "dia", "punct": "punct", "cap": "cap", "lacuna": "lacuna"}
-    assert got["batch/input_ids"].shape == (len(texts), T) and got["batch/input_ids"].dtype == np.int64
+    pad = {
+        "input_ids": A.PAD,
+        "boundary": A.BOUNDARY_UNKNOWN,
+        "dia": A.DIA_UNKNOWN,
+        "punct": A.PUNCT_UNKNOWN,
+        "cap": A.CAP_UNKNOWN,
+        "lacuna": 0,
+        "attention_mask": 0,
+    }
+    plane = {
+        "input_ids": "chars",
+        "boundary": "boundary",
+        "dia": "dia",
+        "punct": "punct",
+        "cap": "cap",
+        "lacuna": "lacuna",
+    }
+    assert (
+        got["batch/input_ids"].shape == (len(texts), T) and got["batch/input_ids"].dtype == np.int64
+    )
     for i, (w, n) in enumerate(zip(want, lengths, strict=True)):
         for key, value in pad.items():
             row = got[f"batch/{key}"][i]
-            assert np.array_equal(row[:n], np.ones(n) if key == "attention_mask" else getattr(w.planes, plane[key])), (i, key)
+            assert np.array_equal(
+                row[:n], np.ones(n) if key == "attention_mask" else getattr(w.planes, plane[key])
+            ), (i, key)
             assert (row[n:] == value).all(), (i, key)
 
     # the model: stoicheia's encoder on the same inputs gives the same logits
     with torch.no_grad():
-        logits = model.encoder({k: torch.from_numpy(got[f"batch/{k}"]) for k in ("boundary", "dia", "punct")}
-                               | {"chars": torch.from_numpy(got["batch/input_ids"]),
-                                  "seg_id": torch.from_numpy(got["batch/attention_mask"])})
+        logits = model.encoder(
+            {k: torch.from_numpy(got[f"batch/{k}"]) for k in ("boundary", "dia", "punct")}
+            | {
+                "chars": torch.from_numpy(got["batch/input_ids"]),
+                "seg_id": torch.from_numpy(got["batch/attention_mask"]),
+            }
+        )
     for k, v in logits.items():  # (another process may sum in another order: float tolerance)
         torch.testing.assert_close(torch.from_numpy(got[f"logits/{k}"]), v, rtol=1e-5, atol=1e-5)
 
     # reading back (the child's logits): the argmax letters, the text with the lacunae filled
     logits = {k: torch.from_numpy(got[f"logits/{k}"]) for k in logits}
     best = logits["char"].argmax(-1)
-    assert meta["letters"] == ["".join(A.LETTERS[c] for c in row.tolist() if c < A.NUM_LETTERS) for row in best]
+    assert meta["letters"] == [
+        "".join(A.LETTERS[c] for c in row.tolist() if c < A.NUM_LETTERS) for row in best
+    ]
     for i, (w, text) in enumerate(zip(want, meta["rendered"], strict=True)):
         back = text_to_planes(text.replace("[", "").replace("]", ""))[0]
         if not w.planes.lacuna.any():  # every plane given: the text comes back
@@ -475,16 +635,33 @@ def test_huggingface_example_runs_without_stoicheia(exported, tmp_path):
     code = script.read_text(encoding="utf-8")
     body = code[code.index('"""', 3) + 3 :].strip()
     doc = (REPO / "docs" / "huggingface.md").read_text(encoding="utf-8")
-    assert f"```python\n{body}\n```" in doc, "docs/huggingface.md shows another version of the example"
+    assert f"```python\n{body}\n```" in doc, (
+        "docs/huggingface.md shows another version of the example"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HF_MODULES_CACHE=str(tmp_path / "hf_modules"), HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-I", str(HERE / "no_stoicheia.py"), str(script), str(exported)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(HERE / "no_stoicheia.py"), str(script), str(exported)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert lines[2] == "μηνιναειδεθεαπηληιαδεωαχι[MASK][MASK][MASK]οσουλομενην[PAD][PAD][PAD]" and lines[3] == "True"
-    assert lines[7].startswith("θεοῖς πᾶσι [") and lines[8].startswith("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[")
-    assert [line.split()[0] for line in lines[-3:]] == ["25", "26", "27"]  # the three lost letters of [...]
+    assert (
+        lines[2] == "μηνιναειδεθεαπηληιαδεωαχι[MASK][MASK][MASK]οσουλομενην[PAD][PAD][PAD]"
+        and lines[3] == "True"
+    )
+    assert lines[7].startswith("θεοῖς πᾶσι [") and lines[8].startswith(
+        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι["
+    )
+    assert [line.split()[0] for line in lines[-3:]] == [
+        "25",
+        "26",
+        "27",
+    ]  # the three lost letters of [...]
 
 
 def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, capsys):
@@ -498,7 +675,9 @@ def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, cap
     assert again.kind == "export"
     a = restore(model, TEXT, top_k=3, beam=3)
     b = restore(again, TEXT, top_k=3, beam=3)
-    assert [(r.text, r.fills, r.logprob) for r in a.restorations] == [(r.text, r.fills, r.logprob) for r in b.restorations]
+    assert [(r.text, r.fills, r.logprob) for r in a.restorations] == [
+        (r.text, r.fills, r.logprob) for r in b.restorations
+    ]
     outputs = []
     for source in (trained / "best.pt", exported):
         capsys.readouterr()
@@ -519,7 +698,9 @@ def test_report_from_real_metrics_log(trained, tmp_path):
     # it ("[data] step 6: anneal phase 1 of 2 starts"): one before the first line of the new
     # phase in metrics.jsonl (the line of step s is batch s - 1)
     switches = [s - 1 for s in sorted(phase) if s - 1 in phase and phase[s] != phase[s - 1]]
-    assert [s for s, _ in curves.phase_switches] == switches == [6, 7]  # the fixture's console: steps 6 and 7
+    assert (
+        [s for s, _ in curves.phase_switches] == switches == [6, 7]
+    )  # the fixture's console: steps 6 and 7
     anneal = json.loads((trained / "anneal.json").read_text())
     assert curves.anneal_start == anneal["step"]
     text = page.read_text()
@@ -531,9 +712,13 @@ def test_report_from_real_metrics_log(trained, tmp_path):
     d, hidden, T = 32, 128, 96  # GeGLU hidden: ceil(8 * 32 / 3 / 64) * 64
     per_block = 3 * d * d + d * d + 2 * hidden * d + hidden * d
     heads = d * (27 + 3 + 48 + 2 + 6)
-    assert last["throughput/flops_per_letter"] == 6 * (2 * per_block + heads) + 12 * d * 2 * min(16 + 1, T)
+    assert last["throughput/flops_per_letter"] == 6 * (2 * per_block + heads) + 12 * d * 2 * min(
+        16 + 1, T
+    )
     assert "time/eta_seconds" in last and "throughput/mfu" not in last  # CPU: letters/s only
-    assert list((trained / "tensorboard").rglob("events.out.tfevents.*")), "train.loggers=[tensorboard] writes event files"
+    assert list((trained / "tensorboard").rglob("events.out.tfevents.*")), (
+        "train.loggers=[tensorboard] writes event files"
+    )
 
 
 # --- restore -----------------------------------------------------------------------------------
@@ -563,8 +748,11 @@ def test_restore_on_a_trained_model(model):
         want = _letters(TEXT.replace("[...]", "").replace("[3±2]", ""))
         assert _letters(outside) == want
         assert _letters(r.text) == (
-            _letters("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι") + known + _letters("ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη")
-            + gap2 + _letters("πολλὰς δ᾽ ἰφθίμους")
+            _letters("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι")
+            + known
+            + _letters("ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη")
+            + gap2
+            + _letters("πολλὰς δ᾽ ἰφθίμους")
         )
         assert len(r.marks.replace(" ", "")) == len(known) + len(gap2)  # one ^ per restored letter
 
@@ -579,11 +767,17 @@ class _BlankAfter:
     def __call__(self, batch):
         chars = batch["chars"]
         B, T = chars.shape
-        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
         for b in range(B):
             run = 0
             for t in range(T):
-                is_gap = chars[b, t] in (A.MASK, A.LETTERS.index("ρ"))  # the text has no ρ of its own
+                is_gap = chars[b, t] in (
+                    A.MASK,
+                    A.LETTERS.index("ρ"),
+                )  # the text has no ρ of its own
                 run = run + 1 if is_gap else 0
                 if is_gap:
                     out["char"][b, t, A.LETTERS.index("ρ") if run <= self.k else A.BLANK] = 8.0
@@ -609,7 +803,12 @@ def test_uncertain_width_gap_can_come_back_shorter():
 def test_restore_errors_and_windowing(model):
     from stoicheia.inference.restore import RestoreError, restore
 
-    for bad, why in (("καὶ [... τοῦ", "character"), ("καὶ [0] τοῦ", "character"), ("hello [...]", "no Greek"), ("καὶ τοῦ", "nothing to restore")):
+    for bad, why in (
+        ("καὶ [... τοῦ", "character"),
+        ("καὶ [0] τοῦ", "character"),
+        ("hello [...]", "no Greek"),
+        ("καὶ τοῦ", "nothing to restore"),
+    ):
         with pytest.raises(RestoreError, match=why):
             restore(model, bad)
     long = " ".join(["καὶ τοῦ λόγου"] * 60) + " ἀρ[...]ος " + " ".join(["καὶ τοῦ λόγου"] * 60)
@@ -620,7 +819,9 @@ def test_restore_errors_and_windowing(model):
     two = long + " ἔ[..]ε " + " ".join(["καὶ τοῦ λόγου"] * 30)
     res2 = restore(model, two, top_k=3, window=96)
     assert res2.windows == 2 and [len(f) for f in res2.restorations[0].fills] == [3, 2]
-    assert [r.logprob for r in res2.restorations] == sorted((r.logprob for r in res2.restorations), reverse=True)
+    assert [r.logprob for r in res2.restorations] == sorted(
+        (r.logprob for r in res2.restorations), reverse=True
+    )
 
 
 def test_restore_width_errors_name_the_model_limit(trained, capsys):
@@ -633,7 +834,11 @@ def test_restore_width_errors_name_the_model_limit(trained, capsys):
         assert rc == 2 and len(err.strip().splitlines()) == 1, err
         return err
 
-    for text in ("καὶ [100000] τοῦ", "καὶ [99999999999999999999] τοῦ", "καὶ [200] τοῦ"):  # ([3000000000]: the parser test)
+    for text in (
+        "καὶ [100000] τοῦ",
+        "καὶ [99999999999999999999] τοῦ",
+        "καὶ [200] τοῦ",
+    ):  # ([3000000000]: the parser test)
         err = error(text)
         assert "more than the model can fill: at most 96 letters at once" in err, err
         assert "96-slot rows the model was trained on" in err and "--unknown-width" not in err
@@ -649,23 +854,60 @@ def test_evaluate_command_counts_unread_files(trained, small_shards, tmp_path, c
 
     folder = tmp_path / "texts"
     folder.mkdir()
-    (folder / "hymn.txt").write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n", encoding="utf-8")
+    (folder / "hymn.txt").write_text(
+        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n",
+        encoding="utf-8",
+    )
     (folder / "scan.tiff").write_bytes(b"II*\x00")
-    rc = main(["evaluate", str(trained), "--shards", str(folder), "--ngram-order", "0", "--device", "cpu", "--out", str(tmp_path / "e.json")])
+    rc = main(
+        [
+            "evaluate",
+            str(trained),
+            "--shards",
+            str(folder),
+            "--ngram-order",
+            "0",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "e.json"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert rc == 0
     assert "1 files in the folders given are not sources" in printed and "scan.tiff" in printed
     assert "n-gram baseline left out (--ngram-order 0)" in printed
-    assert json.loads((tmp_path / "e.json").read_text())["input"]["not_read"] == [str(folder / "scan.tiff")]
+    assert json.loads((tmp_path / "e.json").read_text())["input"]["not_read"] == [
+        str(folder / "scan.tiff")
+    ]
 
 
 def test_restore_command(trained, capsys):
     from stoicheia.cli import main
 
-    assert main(["restore", str(trained), "--device", "cpu", "--top-k", "2", "--respace", "ΚΑΙΤΟΥΛΟΓ[...]ΑΙΤΟΥ"]) == 0
+    assert (
+        main(
+            [
+                "restore",
+                str(trained),
+                "--device",
+                "cpu",
+                "--top-k",
+                "2",
+                "--respace",
+                "ΚΑΙΤΟΥΛΟΓ[...]ΑΙΤΟΥ",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    marks = [line for line in out.splitlines() if line.startswith(" ") and set(line) <= {" ", "^", "."}]
-    assert out.count("\n#") == 2 and [m.count("^") for m in marks] == [3, 3]  # 3 restored letters each
+    marks = [
+        line for line in out.splitlines() if line.startswith(" ") and set(line) <= {" ", "^", "."}
+    ]
+    assert out.count("\n#") == 2 and [m.count("^") for m in marks] == [
+        3,
+        3,
+    ]  # 3 restored letters each
     assert main(["restore", str(trained), "--device", "cpu", "καὶ [ τοῦ"]) == 2
 
 
@@ -679,20 +921,48 @@ def test_model_card_names_the_licence_of_every_corpus_trained_on(corpus_root, tm
     isic = sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:40]
     notes = tmp_path / "notes"
     notes.mkdir()
-    (notes / "own.txt").write_text("μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην\n", encoding="utf-8")
+    (notes / "own.txt").write_text(
+        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην\n", encoding="utf-8"
+    )
     out = tmp_path / "shards"
     convert(
-        {"gold": [corpus_root / "perseus" / "Hesiod"],
-         "silver": [corpus_root / "ud" / "grc_proiel-ud-dev.conllu", corpus_root / "ud" / "grc_perseus-ud-dev.conllu"],
-         "bronze": isic, "own": [notes]},
-        out, val_fraction=0.0, workers=1, progress=False,
+        {
+            "gold": [corpus_root / "perseus" / "Hesiod"],
+            "silver": [
+                corpus_root / "ud" / "grc_proiel-ud-dev.conllu",
+                corpus_root / "ud" / "grc_perseus-ud-dev.conllu",
+            ],
+            "bronze": isic,
+            "own": [notes],
+        },
+        out,
+        val_fraction=0.0,
+        workers=1,
+        progress=False,
     )
     run = {"data": {"tier_weights": {"gold": 1.0, "silver": 0.5, "bronze": 0.3, "own": 0.0}}}
     td = describe_training_data(run, out)
     assert td["sources"]["bronze"] == ["epidoc:isicily"]
     lic = "\n".join(td["licences"])
-    for want in ("CC BY-SA 3.0 US", "CC BY-NC-SA 2.5", "CC BY-NC-SA 3.0", "I.Sicily inscriptions (J. Prag et al., http://sicily.classics.ox.ac.uk): CC BY 4.0"):
+    for want in (
+        "CC BY-SA 3.0 US",
+        "CC BY-NC-SA 2.5",
+        "CC BY-NC-SA 3.0",
+        "I.Sicily inscriptions (J. Prag et al., http://sicily.classics.ox.ac.uk): CC BY 4.0",
+    ):
         assert want in lic, want
     assert "licences_unknown" not in td and "own" not in td["sources"]
     run["data"]["tier_weights"]["own"] = 0.1
     assert describe_training_data(run, out)["licences_unknown"] == ["plain"]
+
+
+def test_inference_threads_leave_busy_cores_alone(monkeypatch):
+    import stoicheia.inference.loading as L
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(L.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    for load, want in ((0.0, 4), (1.2, 3), (2.6, 1), (9.0, 1)):
+        monkeypatch.setattr(L.os, "getloadavg", lambda load=load: (load, load, load))
+        assert L.inference_threads() == want
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert L.inference_threads() == L.torch.get_num_threads()

@@ -337,6 +337,32 @@ def test_supplement_score_of_the_reading_the_model_was_trained_to_prefer(phrase_
         restore(phrase_model, good)  # the supplement kept and not scored: nothing to restore
 
 
+def test_scored_supplements_are_kept_in_the_text_unless_re_predicted(phrase_model):
+    text = "καὶ τοῦ λόγου [παρὰ] τῶν θεῶν καὶ τοῦ λόγου περὶ τῶν θεῶν"
+    kept = restore(phrase_model, text, top_k=2, score_supplements=True)
+    assert [r.text for r in kept.restorations] == [text], "the editor's reading stays, as typed"
+    assert "^" not in kept.restorations[0].marks and kept.gaps[0].fill == "παρὰ"
+    assert kept.gaps[0].editor.rank > 1 and kept.gaps[0].alternatives[0].letters == "περι"
+    assert any("kept as printed" in n for n in kept.notes)
+    replaced = restore(phrase_model, text, top_k=2, score_supplements=True, supplements="repredict")
+    assert replaced.restorations[0].fills == ["περι"] and replaced.restorations[0].text != text
+    assert replaced.gaps[0].editor.reading == "παρὰ" and any(
+        "re-predicted" in n for n in replaced.notes
+    )
+
+
+def test_the_probabilities_shown_for_a_fill_agree():
+    """A restoration's figure is the natural log of the product of its fills' probabilities
+    (each gap's first alternative in restoration #1), and each letter's probability is at least
+    its fill's (it sums the kept fills that share the letter)."""
+    res = restore(STUB, "καὶ [5±3] καὶ [---] τοῦ [.4.] ἐ̣πὶ", top_k=3, unknown_width=9)
+    best = res.restorations[0]
+    assert best.logprob == pytest.approx(sum(math.log(g.alternatives[0].prob) for g in res.gaps))
+    for g in res.gaps:
+        assert g.alternatives[0].letters == best.fills[g.index]
+        assert all(p >= g.alternatives[0].prob - 1e-9 for p in g.letter_probs)
+
+
 def test_progress_is_reported_and_ends_at_its_total():
     seen: list[tuple[int, int]] = []
     restore(

@@ -42,7 +42,9 @@ def client(model):
 
 
 def _letters(s: str) -> int:
-    return sum(1 for c in unicodedata.normalize("NFD", s) if unicodedata.category(c).startswith("L"))
+    return sum(
+        1 for c in unicodedata.normalize("NFD", s) if unicodedata.category(c).startswith("L")
+    )
 
 
 def test_restore_answers_the_contract(client, model):
@@ -66,7 +68,9 @@ def test_restore_answers_the_contract(client, model):
         probs = [a["prob"] for a in g["alternatives"]]
         assert probs == sorted(probs, reverse=True) and sum(probs) <= 1 + 1e-6
         assert len({a["fill"] for a in g["alternatives"]}) == len(probs)  # distinct
-        assert all(math.isclose(a["logprob"], math.log(a["prob"]), abs_tol=1e-5) for a in g["alternatives"])
+        assert all(
+            math.isclose(a["logprob"], math.log(a["prob"]), abs_tol=1e-5) for a in g["alternatives"]
+        )
     assert gaps[0]["width_probs"] is None  # a known width
     for g in gaps[1:]:
         assert math.isclose(sum(g["width_probs"].values()), 1.0, abs_tol=1e-5)
@@ -82,7 +86,9 @@ def test_restore_answers_the_contract(client, model):
         assert rest["text"] == expected
     # the same restoration as the command line's (the model loaded once, the same decoder)
     direct = restore(model, THREE_GAPS, top_k=3, unknown_width=6)
-    assert [[_strip(f) for f in x["fills"]] for x in data["restorations"]] == [[f.lower() for f in x.fills] for x in direct.restorations]
+    assert [[_strip(f) for f in x["fills"]] for x in data["restorations"]] == [
+        [f.lower() for f in x.fills] for x in direct.restorations
+    ]
     assert data["restorations"][0]["logprob"] == pytest.approx(direct.restorations[0].logprob)
 
 
@@ -109,7 +115,10 @@ def test_epidoc_fragments_are_well_formed_and_mark_the_model(client):
         assert ab.tag == "ab"
         supplied = ab.findall("supplied")
         assert [s.text for s in supplied] == rest["fills"]
-        assert all(s.get("resp") == "#stoicheia" and s.get("cert") == "low" and s.get("reason") == "lost" for s in supplied)
+        assert all(
+            s.get("resp") == "#stoicheia" and s.get("cert") == "low" and s.get("reason") == "lost"
+            for s in supplied
+        )
         assert "".join(ab.itertext()).startswith("καὶ τοῦ δή")
 
 
@@ -137,8 +146,14 @@ def test_fragment_maps_each_leiden_sign():
         ({"text": "καὶ [τοῦ"}, r"^Leiden notation at character 4: '\[' is never closed; add '\]'"),
         ({"text": "abc [...]"}, r"^no Greek letter in 'abc \[\.\.\.\]'"),
         ({"text": "καὶ τοῦ"}, r"^nothing to restore in 'καὶ τοῦ'"),
-        ({"text": "καὶ [---]", "unknown_width": 500}, r"^the lacuna '\[---\]' may hold up to 500 letters .* give --unknown-width"),
-        ({"text": "καὶ [...]", "top_k": 0}, r"^top_k: Input should be greater than or equal to 1; see /openapi.json"),
+        (
+            {"text": "καὶ [---]", "unknown_width": 500},
+            r"^the lacuna '\[---\]' may hold up to 500 letters .* give --unknown-width",
+        ),
+        (
+            {"text": "καὶ [...]", "top_k": 0},
+            r"^top_k: Input should be greater than or equal to 1; see /openapi.json",
+        ),
         ({"text": "καὶ [...]", "beam": 9}, r"^beam: Extra inputs are not permitted"),
         ({"text": "", "top_k": 2}, r"^text: String should have at least 1 character"),
     ],
@@ -166,7 +181,9 @@ def test_bodies_over_the_limit_are_refused(model):
     with TestClient(create_app(model, max_json_bytes=2_000, max_upload_bytes=3_000)) as small:
         big = json.dumps({"text": "καὶ [...] " * 300})
         r = small.post("/restore", content=big, headers={"content-type": "application/json"})
-        assert r.status_code == 413 and r.json() == {"error": "request body over 2,000 bytes; send a shorter text or a smaller file"}
+        assert r.status_code == 413 and r.json() == {
+            "error": "request body over 2,000 bytes; send a shorter text or a smaller file"
+        }
 
         def chunks():  # no Content-Length: counted as it streams in
             for _ in range(10):
@@ -181,7 +198,13 @@ def test_bodies_over_the_limit_are_refused(model):
 
 
 def test_concurrent_requests_each_get_their_own_answer(client):
-    texts = ["καὶ τοῦ δή[...] τοῦ", "ἐνθάδε κεῖ[..]αι", "[---] χαῖρε", "Διὸ[.5.] Ὀλυμπίου", "τ̣ῆς πόλεως"]
+    texts = [
+        "καὶ τοῦ δή[...] τοῦ",
+        "ἐνθάδε κεῖ[..]αι",
+        "[---] χαῖρε",
+        "Διὸ[.5.] Ὀλυμπίου",
+        "τ̣ῆς πόλεως",
+    ]
     bodies = [{"text": t, "top_k": 2, "unknown_width": 5} for t in texts]
     serial = [client.post("/restore", json=b).json() for b in bodies]
     barrier = threading.Barrier(len(bodies) * 2)
@@ -246,7 +269,11 @@ def test_a_request_whose_client_leaves_stops_decoding_and_frees_the_model(model,
     base, srv, thread = _uvicorn(app)
     try:
         with pytest.raises(httpx.ReadTimeout):  # the client gives up after 1 s and closes
-            httpx.post(base + "/restore", json={"text": long_text, "top_k": 3}, timeout=httpx.Timeout(5.0, read=1.0))
+            httpx.post(
+                base + "/restore",
+                json={"text": long_text, "top_k": 3},
+                timeout=httpx.Timeout(5.0, read=1.0),
+            )
         left = time.monotonic()
         assert lock.acquire(timeout=3.0), "the abandoned decoding still holds the model"
         freed = time.monotonic() - left
@@ -265,8 +292,12 @@ def test_a_request_whose_client_leaves_stops_decoding_and_frees_the_model(model,
         xml = one[: m.start(2)] + m.group(2) * 10 + one[m.end(2) :]
         passes.clear()
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(base + "/restore-epidoc", files={"file": ("a.xml", xml)}, data={"top_k": "5"},
-                       timeout=httpx.Timeout(5.0, read=1.0))
+            httpx.post(
+                base + "/restore-epidoc",
+                files={"file": ("a.xml", xml)},
+                data={"top_k": "5"},
+                timeout=httpx.Timeout(5.0, read=1.0),
+            )
         assert lock.acquire(timeout=3.0), "the abandoned EpiDoc restoration still holds the model"
         lock.release()
         n = len(passes)
@@ -297,7 +328,14 @@ def test_schema_and_docs(client):
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) >= {"/restore", "/restore-epidoc", "/model"}
     req = schema["components"]["schemas"]["RestoreRequest"]
-    assert set(req["properties"]) == {"text", "top_k", "unknown_width", "about_margin", "respace", "supplements"}
+    assert set(req["properties"]) == {
+        "text",
+        "top_k",
+        "unknown_width",
+        "about_margin",
+        "respace",
+        "supplements",
+    }
     assert "GapOut" in schema["components"]["schemas"]
     # no page that loads Swagger UI or ReDoc from a CDN (the page promises no outside resource)
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
@@ -308,16 +346,22 @@ def test_the_page_needs_no_network(client):
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     html = page.text
     refs = re.findall(r'(?:src|href)="([^"]+)"', html)
-    assert refs and all(r.startswith("/") or r.startswith("http://sicily.classics") for r in refs), refs
+    assert refs and all(
+        r.startswith("/") or r.startswith("http://sicily.classics") for r in refs
+    ), refs
     for asset in ("/static/app.js", "/static/style.css", "/static/examples.json"):
         body = client.get(asset)
         assert body.status_code == 200, asset
-        assert not re.search(r"https?://(?!sicily\.classics)", body.text), asset  # no CDN, no web font service
+        assert not re.search(r"https?://(?!sicily\.classics)", body.text), (
+            asset
+        )  # no CDN, no web font service
     css = client.get("/static/style.css").text
     for name in ("greek-serif.ttf", "greek-sans.ttf"):
         assert f'url("/static/fonts/{name}")' in css
         font = client.get(f"/static/fonts/{name}")
-        assert font.status_code == 200 and font.content[:4] == b"\x00\x01\x00\x00"  # a TrueType font
+        assert (
+            font.status_code == 200 and font.content[:4] == b"\x00\x01\x00\x00"
+        )  # a TrueType font
     assert client.get("/static/fonts/LICENSE_DEJAVU.txt").status_code == 200
 
 
@@ -330,7 +374,11 @@ def test_the_font_has_polytonic_greek():
     serif = TTFont(str(fonts["greek-serif.ttf"])).getBestCmap()
     sans = TTFont(str(fonts["greek-sans.ttf"])).getBestCmap()
     # every precomposed letter of Greek and Greek Extended in the serif (the page shows NFC)
-    letters = [chr(c) for c in [*range(0x391, 0x3CA), *range(0x1F00, 0x2000)] if unicodedata.name(chr(c), "").startswith("GREEK")]
+    letters = [
+        chr(c)
+        for c in [*range(0x391, 0x3CA), *range(0x1F00, 0x2000)]
+        if unicodedata.name(chr(c), "").startswith("GREEK")
+    ]
     assert len(letters) > 280 and [c for c in letters if ord(c) not in serif] == []
     marks = "\u0300\u0301\u0308\u0313\u0314\u0323\u0342\u0345"  # text typed decomposed: the sans has them all
     assert [c for c in marks if ord(c) not in sans] == []
@@ -351,7 +399,9 @@ def test_restore_epidoc_real_file(client, corpus_root):
     import stoicheia
 
     if not hasattr(stoicheia, "restore_epidoc"):
-        pytest.skip("stoicheia.restore_epidoc is not in this checkout yet (the endpoint answers 501)")
+        pytest.skip(
+            "stoicheia.restore_epidoc is not in this checkout yet (the endpoint answers 501)"
+        )
     src = (corpus_root / "isicily" / "inscriptions" / "ISic003084.xml").read_bytes()
     r = client.post("/restore-epidoc", files={"file": ("ISic003084.xml", src)}, data={"top_k": "2"})
     assert r.status_code == 200, r.text
@@ -377,22 +427,30 @@ def test_restore_epidoc_wiring(client, monkeypatch):
             self.xml = xml
             self.gaps = [Outcome("restored"), Outcome("left"), Outcome("restored")]
 
-    def fake(model, xml, *, top_k, unknown_width, on_step):  # the endpoint passes the bytes and options on
+    def fake(
+        model, xml, *, top_k, unknown_width, on_step
+    ):  # the endpoint passes the bytes and options on
         seen.update(xml=xml, top_k=top_k, unknown_width=unknown_width)
         on_step()  # the cancel check: the client is still there
         return Result(xml.replace(b"gap", b"supplied"))
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", fake, raising=False)
-    r = client.post("/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")}, data={"top_k": "3"})
+    r = client.post(
+        "/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")}, data={"top_k": "3"}
+    )
     assert r.status_code == 200 and r.content == b"<ab><supplied/></ab>"
     assert r.headers["content-disposition"] == 'attachment; filename="ISic_1.xml"'
     assert r.headers["x-stoicheia-gaps"] == "left=1 restored=2"
     assert seen == {"xml": b"<ab><gap/></ab>", "top_k": 3, "unknown_width": 20}
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<ab/>")}, data={"top_k": "0"})
-    assert r.status_code == 422 and r.json()["error"].startswith("top_k: Input should be greater than or equal to 1")
+    assert r.status_code == 422 and r.json()["error"].startswith(
+        "top_k: Input should be greater than or equal to 1"
+    )
 
     def refuses(model, xml, **options):
-        raise ValueError("a.xml:1: root element is <x>, not a TEI P5 <TEI>. Fix: give an EpiDoc file\nmore")
+        raise ValueError(
+            "a.xml:1: root element is <x>, not a TEI P5 <TEI>. Fix: give an EpiDoc file\nmore"
+        )
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", refuses, raising=False)
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<x/>")})
@@ -410,7 +468,10 @@ def test_serve_command_refusals(tmp_path, capsys):
         port = busy.getsockname()[1]
         assert main(["serve", str(tmp_path / "none.pt"), "--port", str(port)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port} (in use by another program)" in err
+    assert (
+        err.count("\n") == 1
+        and f"cannot listen on 127.0.0.1:{port} (in use by another program)" in err
+    )
     assert main(["serve", str(tmp_path / "none.pt"), "--port", str(port)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("stoicheia serve: error: ") and "none.pt" in err and err.count("\n") == 1
@@ -422,7 +483,12 @@ def test_examples_are_the_scripts_output(tmp_path, corpus_root):
     import make_serve_examples
 
     out = tmp_path / "examples.json"
-    assert make_serve_examples.main(["--corpus", str(corpus_root / "isicily" / "inscriptions"), "--out", str(out)]) == 0
+    assert (
+        make_serve_examples.main(
+            ["--corpus", str(corpus_root / "isicily" / "inscriptions"), "--out", str(out)]
+        )
+        == 0
+    )
     assert out.read_text(encoding="utf-8") == (STATIC / "examples.json").read_text(encoding="utf-8")
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["licence"] == "CC BY 4.0" and len(data["examples"]) == 3
@@ -439,7 +505,9 @@ def test_examples_show_lost_lines_as_leiden_and_offer_no_gap_for_them(client, co
     data = json.loads((STATIC / "examples.json").read_text(encoding="utf-8"))
     lost_somewhere = False
     for e in data["examples"]:
-        root = etree.parse(str(corpus_root / "isicily" / "inscriptions" / f"{e['id']}.xml")).getroot()
+        root = etree.parse(
+            str(corpus_root / "isicily" / "inscriptions" / f"{e['id']}.xml")
+        ).getroot()
         edition = next(d for d in root.iter(f"{TEI}div") if d.get("type") == "edition")
         gaps = list(edition.iter(f"{TEI}gap"))
         lines = sum(int(g.get("quantity") or 1) for g in gaps if g.get("unit") == "line")
@@ -447,24 +515,34 @@ def test_examples_show_lost_lines_as_leiden_and_offer_no_gap_for_them(client, co
         rows = e["text"].split("\n")
         assert sum(1 for r in rows if r == "- - - - - -") == lines, e["id"]
         assert sum(isinstance(x, Lacuna) for x in parse_leiden(e["text"])) == len(gaps) - sum(
-            1 for g in gaps if g.get("unit") == "line"), e["id"]
+            1 for g in gaps if g.get("unit") == "line"
+        ), e["id"]
         if lines:
             body = client.post("/restore", json={"text": e["text"], "top_k": 1}).json()
             assert all("- - -" not in g["notation"] for g in body["gaps"])
             assert body["restorations"][0]["text"].endswith("\n- - - - - -")
-            assert body["epidoc"][0].endswith('<gap reason="lost" extent="unknown" unit="line"/></ab>')
+            assert body["epidoc"][0].endswith(
+                '<gap reason="lost" extent="unknown" unit="line"/></ab>'
+            )
     assert lost_somewhere  # the examples hold a lost line (else this test tests nothing)
 
 
 def test_fragment_writes_a_lost_line_as_a_gap_of_a_line():
     from stoicheia.serve.fragment import epidoc_ab
 
-    data = {"input": "- - - - - -\nτῇ πρὸ [...] καλανδῶν\n------\nκαὶ - -", "gaps": [{"index": 0, "kind": "lacuna"}],
-            "restorations": [{"fills": ["δεκ"]}]}
+    data = {
+        "input": "- - - - - -\nτῇ πρὸ [...] καλανδῶν\n------\nκαὶ - -",
+        "gaps": [{"index": 0, "kind": "lacuna"}],
+        "restorations": [{"fills": ["δεκ"]}],
+    }
     ab = epidoc_ab(data)
     gap = '<gap reason="lost" extent="unknown" unit="line"/>'
-    assert ab == ('<ab xml:space="preserve"><lb n="1"/>' + gap + '\n<lb n="2"/>τῇ πρὸ <supplied reason="lost" cert="low" '
-                  'resp="#stoicheia">δεκ</supplied> καλανδῶν\n<lb n="3"/>' + gap + '\n<lb n="4"/>καὶ - -</ab>')
+    assert ab == (
+        '<ab xml:space="preserve"><lb n="1"/>'
+        + gap
+        + '\n<lb n="2"/>τῇ πρὸ <supplied reason="lost" cert="low" '
+        'resp="#stoicheia">δεκ</supplied> καλανδῶν\n<lb n="3"/>' + gap + '\n<lb n="4"/>καὶ - -</ab>'
+    )
     etree.fromstring(ab)
 
 
@@ -472,11 +550,15 @@ def test_static_files_ship_with_the_package():
     """pyproject's package data covers every file of the page (a wheel holds them)."""
     import fnmatch
 
-    line = re.search(r'^"stoicheia\.serve" = (\[.*\])$', (REPO / "pyproject.toml").read_text(), re.M)
+    line = re.search(
+        r'^"stoicheia\.serve" = (\[.*\])$', (REPO / "pyproject.toml").read_text(), re.M
+    )
     assert line, "pyproject.toml: no package data for stoicheia.serve"
     patterns = json.loads(line.group(1))
     files = [p.relative_to(STATIC.parent).as_posix() for p in STATIC.rglob("*") if p.is_file()]
-    assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+    assert (
+        files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+    )
 
 
 class _AlwaysRho:
@@ -488,7 +570,10 @@ class _AlwaysRho:
         from stoicheia.text import alphabet as A
 
         B, T = batch["chars"].shape
-        out = {h: torch.zeros(B, T, n) for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))}
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
         out["char"][:, :, A.LETTERS.index("ρ")] = 8.0
         return out
 
@@ -506,17 +591,28 @@ def test_uncertain_letters_and_supplements_in_the_json():
     text = "[καὶ] τ̣οῦ [..] α̣ὐτοῦ"
     data = restore(stub, text, top_k=1).to_json()
     assert [(g["kind"], g["notation"], text[g["start"] : g["end"]]) for g in data["gaps"]] == [
-        ("uncertain", "τ̣", "τ̣"), ("lacuna", "[..]", "[..]"), ("uncertain", "α̣", "α̣")]
+        ("uncertain", "τ̣", "τ̣"),
+        ("lacuna", "[..]", "[..]"),
+        ("uncertain", "α̣", "α̣"),
+    ]
     # a capital, and accents before the dot: the notation as typed, where it was typed
     caps = "ΚΑΙ Ἀ̣ΥΤΟΥ [..] ὁ̣ δῆμος"
     data_caps = restore(stub, caps, top_k=1).to_json()
     assert [(g["notation"], caps[g["start"] : g["end"]]) for g in data_caps["gaps"]] == [
-        ("Ἀ̣", "Ἀ̣"), ("[..]", "[..]"), ("ὁ̣", "ὁ̣")]
+        ("Ἀ̣", "Ἀ̣"),
+        ("[..]", "[..]"),
+        ("ὁ̣", "ὁ̣"),
+    ]
     assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "ρ"]
     assert [len(g["letter_probs"]) for g in data["gaps"]] == [1, 2, 1]
     assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] ρ̣ὐτοῦ")
     repredicted = restore(stub, text, top_k=1, supplements="repredict").to_json()
-    assert [g["kind"] for g in repredicted["gaps"]] == ["supplement", "uncertain", "lacuna", "uncertain"]
+    assert [g["kind"] for g in repredicted["gaps"]] == [
+        "supplement",
+        "uncertain",
+        "lacuna",
+        "uncertain",
+    ]
     assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "ρ"]
     assert repredicted["gaps"][0]["notation"] == "[καὶ]" and repredicted["gaps"][0]["start"] == 0
 
@@ -538,8 +634,24 @@ def test_the_serve_command_serves(model, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "stoicheia", "serve", str(folder), "--port", str(port), "--device", "cpu"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stoicheia",
+            "serve",
+            str(folder),
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
@@ -559,7 +671,9 @@ def test_the_serve_command_serves(model, tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert out.startswith(f"serving {folder} (step 0) at http://127.0.0.1:{port}/ (API schema: /openapi.json); Ctrl-C stops")
+    assert out.startswith(
+        f"serving {folder} (step 0) at http://127.0.0.1:{port}/ (API schema: /openapi.json); Ctrl-C stops"
+    )
 
 
 def test_spaced_unknown_lacuna_keeps_one_pair_of_brackets(client):
@@ -582,8 +696,11 @@ def test_fragment_line_division_and_vacat():
     size (EpiDoc Guidelines: ``<space quantity="N" unit="character"/>``)."""
     from stoicheia.serve.fragment import epidoc_ab
 
-    data = {"input": "καὶ τοῦ | δή[..]|ου vac. 3 τ vac. ca. 2 κ vac. ω",
-            "gaps": [{"index": 0, "kind": "lacuna"}], "restorations": [{"fills": ["μο"]}]}
+    data = {
+        "input": "καὶ τοῦ | δή[..]|ου vac. 3 τ vac. ca. 2 κ vac. ω",
+        "gaps": [{"index": 0, "kind": "lacuna"}],
+        "restorations": [{"fills": ["μο"]}],
+    }
     frag = epidoc_ab(data)
     assert frag == (
         '<ab xml:space="preserve"><lb n="1"/>καὶ τοῦ\n<lb n="2"/>δή'
@@ -597,14 +714,21 @@ def test_fragment_line_division_and_vacat():
 def test_the_frameworks_refusals_are_one_line_too(client):
     """A body that is not UTF-8, a path or a method the server does not have: ``{"error": ...}``
     like every other refusal, not the framework's ``{"detail": ...}``."""
-    r = client.post("/restore", content=b'{"text": "\xff\xfe [..]"}', headers={"content-type": "application/json"})
+    r = client.post(
+        "/restore",
+        content=b'{"text": "\xff\xfe [..]"}',
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 400 and set(r.json()) == {"error"} and "UTF-8" in r.json()["error"]
     r = client.get("/restor")
-    assert r.status_code == 404 and set(r.json()) == {"error"} and "/openapi.json" in r.json()["error"]
+    assert (
+        r.status_code == 404 and set(r.json()) == {"error"} and "/openapi.json" in r.json()["error"]
+    )
     r = client.get("/restore")
     assert r.status_code == 405 and set(r.json()) == {"error"}
     assert client.get("/static/nothing.js").json() == {
-        "error": "no page or API at /static/nothing.js; the page is at /, the API is described at /openapi.json"}
+        "error": "no page or API at /static/nothing.js; the page is at /, the API is described at /openapi.json"
+    }
 
 
 def test_upload_errors_name_the_uploaded_file(client):
@@ -612,7 +736,9 @@ def test_upload_errors_name_the_uploaded_file(client):
 
     if not hasattr(stoicheia, "restore_epidoc"):
         pytest.skip("stoicheia.restore_epidoc is not in this checkout")
-    r = client.post("/restore-epidoc", files={"file": ("ISic999999.xml", b"<TEI><text>caf\xe9</text></TEI>")})
+    r = client.post(
+        "/restore-epidoc", files={"file": ("ISic999999.xml", b"<TEI><text>caf\xe9</text></TEI>")}
+    )
     assert r.status_code == 422
     assert r.json()["error"].startswith("ISic999999.xml:1: bytes are not UTF-8"), r.json()
     r = client.post("/restore-epidoc", files={"file": ("notes.xml", b"<root/>")})
@@ -626,7 +752,10 @@ def test_schema_describes_the_real_responses(client):
     ok = paths["/restore-epidoc"]["post"]["responses"]["200"]
     assert set(ok["content"]) == {"application/xml"} and "X-Stoicheia-Gaps" in ok["headers"]
     error = {"$ref": "#/components/schemas/ErrorResponse"}
-    for path, codes in (("/restore", ("400", "413", "422")), ("/restore-epidoc", ("400", "413", "422", "501"))):
+    for path, codes in (
+        ("/restore", ("400", "413", "422")),
+        ("/restore-epidoc", ("400", "413", "422", "501")),
+    ):
         responses = paths[path]["post"]["responses"]
         for code in codes:
             assert responses[code]["content"]["application/json"]["schema"] == error, (path, code)

@@ -32,7 +32,9 @@ def _browser_missing() -> str | None:
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     if not missing:
         return None
-    return f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (.ci/run does)"
+    return (
+        f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (.ci/run does)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +81,20 @@ def browser(tmp_path_factory):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                 "--window-size=1000,900", "--force-device-scale-factor=1", "--hide-scrollbars",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1000,900",
+        "--force-device-scale-factor=1",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(60)
@@ -95,9 +107,13 @@ def _open(browser, base: str) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(base + "/")
-    browser.execute_cdp_cmd("Browser.grantPermissions", {
-        "origin": base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
-    WebDriverWait(browser, 30).until(lambda d: d.find_elements("css selector", "#examples button.example"))
+    browser.execute_cdp_cmd(
+        "Browser.grantPermissions",
+        {"origin": base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]},
+    )
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_elements("css selector", "#examples button.example")
+    )
 
 
 def _restore(browser, text: str | None, top_k: int = 3) -> None:
@@ -111,11 +127,17 @@ def _restore(browser, text: str | None, top_k: int = 3) -> None:
     k = browser.find_element("id", "top-k")
     k.clear()
     k.send_keys(str(top_k))
-    browser.execute_script("document.getElementById('result').hidden = true;"
-                           "document.getElementById('error').hidden = true;")
+    browser.execute_script(
+        "document.getElementById('result').hidden = true;"
+        "document.getElementById('error').hidden = true;"
+    )
     browser.find_element("id", "restore").click()
     WebDriverWait(browser, 180).until(
-        lambda d: d.find_element("id", "result").is_displayed() or d.find_element("id", "error").is_displayed())
+        lambda d: (
+            d.find_element("id", "result").is_displayed()
+            or d.find_element("id", "error").is_displayed()
+        )
+    )
 
 
 def _api(base: str, body: dict) -> dict:
@@ -134,31 +156,53 @@ def test_restore_shade_and_copy_in_the_browser(server, browser):
     want = _api(base, {"text": THREE_GAPS, "top_k": 3})
     # the shaded letters: one span per restored letter, carrying its probability
     spans = browser.find_elements("css selector", "#restored span.fill")
-    shown = [(s.text, float(s.get_attribute("data-p")), int(s.get_attribute("data-gap"))) for s in spans]
+    shown = [
+        (s.text, float(s.get_attribute("data-p")), int(s.get_attribute("data-gap"))) for s in spans
+    ]
     expected = []
     for g in want["gaps"]:
-        letters = [c for c in unicodedata.normalize("NFC", g["fill"]) if unicodedata.category(c).startswith("L")]
+        letters = [
+            c
+            for c in unicodedata.normalize("NFC", g["fill"])
+            if unicodedata.category(c).startswith("L")
+        ]
         expected += [(c, p, g["index"]) for c, p in zip(letters, g["letter_probs"], strict=True)]
-    assert [(unicodedata.normalize("NFD", t)[0], g) for t, _, g in shown] == \
-           [(unicodedata.normalize("NFD", c)[0], g) for c, _, g in expected]
+    assert [(unicodedata.normalize("NFD", t)[0], g) for t, _, g in shown] == [
+        (unicodedata.normalize("NFD", c)[0], g) for c, _, g in expected
+    ]
     assert [p for _, p, _ in shown] == pytest.approx([p for _, p, _ in expected], abs=1e-4)
     # shading follows the probability: a more probable letter has a more opaque background
-    alpha = {round(float(s.get_attribute("data-p")), 4): browser.execute_script(
-        "return getComputedStyle(arguments[0]).backgroundColor", s) for s in spans}
+    alpha = {
+        round(float(s.get_attribute("data-p")), 4): browser.execute_script(
+            "return getComputedStyle(arguments[0]).backgroundColor", s
+        )
+        for s in spans
+    }
     lo, hi = min(alpha), max(alpha)
     if hi - lo >= 0.002:  # the page shades in steps of 0.001 (--p has 3 decimals)
         assert alpha[lo] != alpha[hi]
-    assert browser.find_element("id", "restored").text.replace("\u0323", "") .startswith("καὶ τοῦ δή[")
+    assert (
+        browser.find_element("id", "restored").text.replace("\u0323", "").startswith("καὶ τοῦ δή[")
+    )
     # the three gaps in the table, the widths of the two uncertain ones drawn
     rows = browser.find_elements("css selector", "#gaps tbody tr")
-    assert [r.find_elements("tag name", "td")[1].text for r in rows] == ["[....]", "[-ca.6-]", "[---]"]
-    assert [len(r.find_elements("css selector", ".widths .col")) > 0 for r in rows] == [False, True, True]
+    assert [r.find_elements("tag name", "td")[1].text for r in rows] == [
+        "[....]",
+        "[-ca.6-]",
+        "[---]",
+    ]
+    assert [len(r.find_elements("css selector", ".widths .col")) > 0 for r in rows] == [
+        False,
+        True,
+        True,
+    ]
     assert len(browser.find_elements("css selector", "#restorations li")) == 3
     # Copy as Leiden: the clipboard holds the best restoration's Leiden text
     browser.find_element("id", "copy-leiden").click()
     clip = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));")
+        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));"
+    )
     assert clip == want["restorations"][0]["text"]
     assert browser.find_element("id", "copied").get_attribute("value") == clip
     assert browser.find_element("id", "copy-status").text == "copied Leiden"
@@ -167,7 +211,8 @@ def test_restore_shade_and_copy_in_the_browser(server, browser):
     browser.find_element("id", "copy-epidoc").click()
     clip = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));")
+        "navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));"
+    )
     assert clip == want["epidoc"][1] and clip.startswith('<ab xml:space="preserve">')
 
 
@@ -193,18 +238,27 @@ def test_epidoc_upload_downloads_the_restored_file(server, browser, corpus_root,
     import stoicheia
 
     if not hasattr(stoicheia, "restore_epidoc"):
-        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables the upload)")
+        pytest.skip(
+            "stoicheia.restore_epidoc is not in this checkout (the page disables the upload)"
+        )
     base, _ = server
     _open(browser, base)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
     src = corpus_root / "isicily" / "inscriptions" / "ISic003084.xml"
     browser.find_element("id", "epidoc-file").send_keys(str(src))
     browser.find_element("id", "epidoc-restore").click()
     got = downloads / "ISic003084.restored.xml"
-    WebDriverWait(browser, 180).until(lambda d: got.is_file() and got.stat().st_size > 0
-                                      or d.find_element("id", "epidoc-error").is_displayed())
+    WebDriverWait(browser, 180).until(
+        lambda d: (
+            got.is_file()
+            and got.stat().st_size > 0
+            or d.find_element("id", "epidoc-error").is_displayed()
+        )
+    )
     assert not browser.find_element("id", "epidoc-error").is_displayed()
     data = got.read_bytes()
     assert data != src.read_bytes() and b'resp="#stoicheia"' in data
@@ -234,20 +288,29 @@ def test_bad_input_shows_the_one_line_message(server, browser):
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)
-    examples = json.loads((REPO / "stoicheia" / "serve" / "static" / "examples.json").read_text(encoding="utf-8"))
+    examples = json.loads(
+        (REPO / "stoicheia" / "serve" / "static" / "examples.json").read_text(encoding="utf-8")
+    )
     buttons = browser.find_elements("css selector", "#examples button.example")
     assert [b.text for b in buttons] == [e["id"] for e in examples["examples"]]
     buttons[0].click()
-    assert browser.find_element("id", "text").get_attribute("value") == examples["examples"][0]["text"]
+    assert (
+        browser.find_element("id", "text").get_attribute("value") == examples["examples"][0]["text"]
+    )
     source = browser.find_element("id", "example-source")
-    assert source.is_displayed() and source.text.startswith(examples["examples"][0]["id"]) and "CC BY 4.0" in source.text
+    assert (
+        source.is_displayed()
+        and source.text.startswith(examples["examples"][0]["id"])
+        and "CC BY 4.0" in source.text
+    )
     _restore(browser, None, top_k=3)
     assert not browser.find_element("id", "error").is_displayed()
     assert browser.find_elements("css selector", "#restored span.fill")
     # the Greek is drawn with the page's own font, loaded from the server
     assert browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "document.fonts.ready.then(() => done(document.fonts.check('20px \"Stoicheia Greek\"', 'ἀῶ')));")
+        "document.fonts.ready.then(() => done(document.fonts.check('20px \"Stoicheia Greek\"', 'ἀῶ')));"
+    )
     target = os.environ.get("STOICHEIA_SCREENSHOT")
     if target:
         _screenshot(browser, Path(target), tmp_path)
@@ -258,8 +321,10 @@ def _screenshot(browser, target: Path, tmp: Path) -> None:
     from PIL import Image
 
     browser.execute_script("document.getElementById('epidoc-section').hidden = true;")
-    height = browser.execute_script("const r = document.getElementById('gaps').getBoundingClientRect();"
-                                    "return Math.ceil(r.bottom + window.scrollY + 16);")
+    height = browser.execute_script(
+        "const r = document.getElementById('gaps').getBoundingClientRect();"
+        "return Math.ceil(r.bottom + window.scrollY + 16);"
+    )
     browser.set_window_size(1000, max(400, min(int(height) + 140, 1600)))
     raw = tmp / "page.png"
     browser.save_screenshot(str(raw))
@@ -299,7 +364,9 @@ def test_one_request_at_a_time_and_keyboard_only(server, browser):
     k.send_keys("3")
     box.click()
     for _ in range(2):
-        ActionChains(browser).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+        ActionChains(browser).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(
+            Keys.CONTROL
+        ).perform()
     assert browser.execute_script("return window.__sent") == 1
     browser.execute_script("window.__release()")
     WebDriverWait(browser, 180).until(lambda d: d.find_element("id", "result").is_displayed())
@@ -314,7 +381,9 @@ def test_one_request_at_a_time_and_keyboard_only(server, browser):
         pytest.fail("Tab never reaches the whole-text restorations")
     ActionChains(browser).send_keys(Keys.TAB).send_keys(Keys.ENTER).perform()
     assert browser.find_element("id", "shown-rank").text == "#2 of 3"
-    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).send_keys(" ").perform()
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).send_keys(
+        " "
+    ).perform()
     assert browser.find_element("id", "shown-rank").text == "#1 of 3"
 
 
@@ -327,11 +396,15 @@ def test_a_phone_wide_window_does_not_scroll_sideways(server, browser):
     try:
         _open(browser, base)
         browser.find_elements("css selector", "#examples button.example")[0].click()
-        for text in (None, "ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥ[..]ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥ"):
+        for text in (
+            None,
+            "ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥ[..]ΚΑΙΤΟΥΔΗΜΟΥΤΟΥΕΑΥΤΟΥΚΑΙΤΟΥ",
+        ):
             _restore(browser, text, top_k=3)
             assert browser.find_element("id", "result").is_displayed()
             inner, scroll = browser.execute_script(
-                "return [window.innerWidth, document.documentElement.scrollWidth]")
+                "return [window.innerWidth, document.documentElement.scrollWidth]"
+            )
             assert inner <= 400 and scroll <= inner, (inner, scroll)
     finally:
         browser.set_window_size(size["width"], size["height"])
@@ -355,7 +428,9 @@ def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
             time.sleep(0.3)
             return super().__call__(batch)
 
-    app = create_app(Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0))
+    app = create_app(
+        Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0)
+    )
     for base in _serving(app):
         _open(browser, base)
         assert not browser.find_element("id", "cancel").is_displayed()
@@ -363,9 +438,13 @@ def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
         box.clear()
         box.send_keys(" ".join([THREE_GAPS] * 12))
         browser.find_element("id", "restore").click()
-        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "cancel").is_displayed() and len(passes) > 2)
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element("id", "cancel").is_displayed() and len(passes) > 2
+        )
         browser.find_element("id", "cancel").click()
-        WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "run-status").text == "cancelled")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element("id", "run-status").text == "cancelled"
+        )
         assert not browser.find_element("id", "cancel").is_displayed()
         assert browser.find_element("id", "restore").is_enabled()
         assert not browser.find_element("id", "error").is_displayed()

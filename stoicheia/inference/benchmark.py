@@ -294,9 +294,17 @@ def benchmark(
     fusion: dict[str, Any] = {}
     if ngram is not None and fusion_weights:
         runs = {}
+        n_all = len(fusion_weights) * sum(len(t) for t in tasks.values())
+        count = [0]
+
+        def one_bar(label: str, done: int, total: int) -> None:  # the sweep reports as one task
+            count[0] += 1
+            if progress is not None:
+                progress(f"fusion sweep ({len(fusion_weights)} weights)", count[0], n_all)
+
         for w in fusion_weights:
             runs[w] = run_tasks(
-                {f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, progress
+                {f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, one_bar
             )
         table = {
             w: {p: {k: r[p]["decoders"][f"fused {w:g}"][k] for k in ("top1", "cer")} for p in r}

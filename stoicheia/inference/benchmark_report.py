@@ -130,6 +130,11 @@ def summary_lines(result: dict) -> list[str]:
                 row
                 + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
             )
+    few = min(res["gaps"] for res in result["protocols"].values())
+    if few < 200:
+        lines.append(
+            f"few gaps ({few:,} in the smallest protocol): these figures move by several points with other texts"
+        )
     lines.append(
         "published, other corpora and far larger models (not comparable figure for figure):"
     )

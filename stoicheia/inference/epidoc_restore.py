@@ -80,7 +80,16 @@ from stoicheia.sources.epidoc import (
 )
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
-__all__ = ["EpiDocPlan", "EpiDocRestoreError", "EpiDocResult", "GapOutcome", "Piece", "gap_readings", "plan_epidoc", "restore_epidoc"]
+__all__ = [
+    "EpiDocPlan",
+    "EpiDocRestoreError",
+    "EpiDocResult",
+    "GapOutcome",
+    "Piece",
+    "gap_readings",
+    "plan_epidoc",
+    "restore_epidoc",
+]
 
 _T = "{http://www.tei-c.org/ns/1.0}"
 _XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
@@ -149,9 +158,16 @@ class EpiDocResult:
         as ``{"fill", "prob"}``) and the counts; the XML itself is left out."""
         return {
             "source": self.source,
-            "restored": self.count("restored"), "left": self.count("left"), "refused": self.count("refused"),
-            "gaps": [{**{k: v for k, v in vars(g).items() if k != "alternatives"},
-                      "alternatives": [{"fill": f, "prob": p} for f, p in g.alternatives]} for g in self.gaps],
+            "restored": self.count("restored"),
+            "left": self.count("left"),
+            "refused": self.count("refused"),
+            "gaps": [
+                {
+                    **{k: v for k, v in vars(g).items() if k != "alternatives"},
+                    "alternatives": [{"fill": f, "prob": p} for f, p in g.alternatives],
+                }
+                for g in self.gaps
+            ],
         }
 
 
@@ -178,7 +194,9 @@ def _element_spans(data: bytes) -> list[_Span]:
                 stack.append(s)
         elif m.group("end"):
             if not stack or stack[-1].name != m.group("end"):
-                raise ValueError(f"end tag </{m.group('end').decode(errors='replace')}> at byte {m.start()} does not match")
+                raise ValueError(
+                    f"end tag </{m.group('end').decode(errors='replace')}> at byte {m.start()} does not match"
+                )
             stack.pop().end = m.end()
     if stack:
         raise ValueError(f"<{stack[-1].name.decode(errors='replace')}> is never closed")
@@ -192,11 +210,15 @@ def _locate(doc: etree._Element, data: bytes) -> dict[Any, _Span]:
     elements = [e for e in doc.iter() if isinstance(e.tag, str)]
     spans = _element_spans(data)
     if len(elements) != len(spans):
-        raise ValueError(f"{len(spans)} start tags in the bytes but {len(elements)} elements parsed")
+        raise ValueError(
+            f"{len(spans)} start tags in the bytes but {len(elements)} elements parsed"
+        )
     for e, s in zip(elements, spans, strict=True):
         raw = s.name.split(b":")[-1].decode("utf-8", "replace")
         if raw != etree.QName(e).localname:
-            raise ValueError(f"element <{etree.QName(e).localname}> parsed where the bytes have <{raw}> (byte {s.start})")
+            raise ValueError(
+                f"element <{etree.QName(e).localname}> parsed where the bytes have <{raw}> (byte {s.start})"
+            )
     return dict(zip(elements, spans, strict=True))
 
 
@@ -218,19 +240,31 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
     """The Greek units of the edition as :func:`stoicheia.sources.epidoc.read_epidoc` reads
     them (the same selection of editions, text parts and languages)."""
     if not is_tei_p5(doc):
-        raise EpiDocRestoreError(f"{name}: the root element is <{etree.QName(doc).localname}>, not a TEI P5 <TEI>: "
-                                 "give EpiDoc files (TEI P5, namespace http://www.tei-c.org/ns/1.0)")
+        raise EpiDocRestoreError(
+            f"{name}: the root element is <{etree.QName(doc).localname}>, not a TEI P5 <TEI>: "
+            "give EpiDoc files (TEI P5, namespace http://www.tei-c.org/ns/1.0)"
+        )
     main = doc.find(f".//{_T}textLang")
     default_lang = main.get("mainLang") if main is not None else None
-    editions = [d for d in doc.iter(_T + "div") if d.get("type") == "edition" and d.get("subtype") in (None, "primary")]
+    editions = [
+        d
+        for d in doc.iter(_T + "div")
+        if d.get("type") == "edition" and d.get("subtype") in (None, "primary")
+    ]
     if not editions:
-        raise EpiDocRestoreError(f'{name}: no <div type="edition"> (primary): an EpiDoc file keeps its text there; '
-                                 "give an EpiDoc edition")
+        raise EpiDocRestoreError(
+            f'{name}: no <div type="edition"> (primary): an EpiDoc file keeps its text there; '
+            "give an EpiDoc edition"
+        )
     opts, counts = EpiDocOptions(), Counter()
     units: list[_Unit] = []
     langs: list[str] = []
     for ed in editions:
-        parts = [d for d in ed.iter(_T + "div") if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None]
+        parts = [
+            d
+            for d in ed.iter(_T + "div")
+            if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None
+        ]
         for unit in parts or [ed]:
             lang = unit_language(unit, default_lang)
             if not is_greek_lang(lang):
@@ -243,17 +277,23 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
                 lac_marked = [s for s in parse_leiden(marked) if isinstance(s, Lacuna)]
                 lacunae = [s for s in parse_leiden(text) if isinstance(s, Lacuna)]
             except LeidenError as err:
-                raise EpiDocRestoreError(f"{name}:{unit.sourceline}: the edition's Leiden text cannot be read ({err}); "
-                                         "check the markup of the edition there") from None
+                raise EpiDocRestoreError(
+                    f"{name}:{unit.sourceline}: the edition's Leiden text cannot be read ({err}); "
+                    "check the markup of the edition there"
+                ) from None
             from_gap = [_after_mark(marked, s.start - 1) for s in lac_marked]
             if len(lacunae) != len(lac_marked) or sum(from_gap) != len(gaps):
-                raise EpiDocRestoreError(f"{name}:{unit.sourceline}: {len(gaps)} <gap> elements but {sum(from_gap)} "
-                                         "of their lacunae found in the edition's Leiden text; report this file")
+                raise EpiDocRestoreError(
+                    f"{name}:{unit.sourceline}: {len(gaps)} <gap> elements but {sum(from_gap)} "
+                    "of their lacunae found in the edition's Leiden text; report this file"
+                )
             owners = iter(gaps)
             units.append(_Unit(text, lacunae, [next(owners) if f else None for f in from_gap]))
     if not units:
-        raise EpiDocRestoreError(f"{name}: no Greek edition (the edition is in {', '.join(sorted(set(langs)))}): "
-                                 'only Greek (xml:lang="grc") is restored')
+        raise EpiDocRestoreError(
+            f"{name}: no Greek edition (the edition is in {', '.join(sorted(set(langs)))}): "
+            'only Greek (xml:lang="grc") is restored'
+        )
     return units
 
 
@@ -321,9 +361,15 @@ def gap_readings(result: Any, j: int) -> list[tuple[str, float]]:
     return [(shown[f], prob[f]) for f in order]
 
 
-def _restore_piece(loaded: Any, piece: Piece, outcomes: list[GapOutcome],
-                   fills: dict[int, tuple[str, float, list[tuple[str, float]]]], restore: Any, restore_error: type,
-                   **options: Any) -> None:
+def _restore_piece(
+    loaded: Any,
+    piece: Piece,
+    outcomes: list[GapOutcome],
+    fills: dict[int, tuple[str, float, list[tuple[str, float]]]],
+    restore: Any,
+    restore_error: type,
+    **options: Any,
+) -> None:
     """Decode one :class:`Piece` and record what became of each of its gaps to fill in
     ``outcomes`` (the reason of a refusal, or the readings) and ``fills``."""
     try:
@@ -335,7 +381,9 @@ def _restore_piece(loaded: Any, piece: Piece, outcomes: list[GapOutcome],
     lac_gaps = [j for j, g in enumerate(result.gaps) if g.kind == "lacuna"]
     if len(lac_gaps) != len(piece.lacunae) or len(lac_gaps) != len(result.gaps):
         for i in piece.fill:
-            outcomes[i].reason = f"internal: {len(result.gaps)} gaps decoded for {len(piece.lacunae)} lacunae"
+            outcomes[
+                i
+            ].reason = f"internal: {len(result.gaps)} gaps decoded for {len(piece.lacunae)} lacunae"
         return
     for j, i in enumerate(piece.lacunae):
         if i is None or i not in piece.fill:
@@ -359,17 +407,31 @@ class _Plan:
     slots: int = 0  # slots the decoder gives it (0 for a cut)
 
 
-def _plan(el: etree._Element | None, lac: Lacuna, notation: str, parse_input: Any, opts: dict[str, Any], max_slots: int) -> _Plan:
+def _plan(
+    el: etree._Element | None,
+    lac: Lacuna,
+    notation: str,
+    parse_input: Any,
+    opts: dict[str, Any],
+    max_slots: int,
+) -> _Plan:
     """What to do with one lacuna (module docstring): ``fill`` it, keep it as ``context`` (a
     lacuna the model sees but whose letters are not written), or ``cut`` the text there."""
     from stoicheia.inference.restore import GapTooWideError, RestoreError
 
-    unit = "character" if el is None else (el.get("unit") or "character").strip().rstrip(">")  # as the reader reads it
+    unit = (
+        "character" if el is None else (el.get("unit") or "character").strip().rstrip(">")
+    )  # as the reader reads it
     if unit != "character":
         return _Plan("cut", "lines" if unit == "line" else f"unit {unit}")
     try:
-        _, parsed = parse_input("α" + notation, unknown_width=opts["unknown_width"], about_margin=opts["about_margin"],
-                                max_slots=max_slots, limit_why="the model's window")
+        _, parsed = parse_input(
+            "α" + notation,
+            unknown_width=opts["unknown_width"],
+            about_margin=opts["about_margin"],
+            max_slots=max_slots,
+            limit_why="the model's window",
+        )
     except GapTooWideError:
         return _Plan("cut", "too wide")
     except RestoreError:
@@ -399,15 +461,23 @@ def _fmt_prob(p: float) -> str:
     return f"{min(max(p, 0.0), 1.0):.4f}"
 
 
-def _supplied_xml(pre: str, xid: str, resp: str, fill: str, prob: float, alts: list[tuple[str, float]]) -> str:
-    out = [f'<{pre}supplied reason="lost" cert="low" resp="#{resp}" xml:id="{xid}">{escape(fill)}</{pre}supplied>',
-           f'<{pre}certainty target="#{xid}" locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"/>']
+def _supplied_xml(
+    pre: str, xid: str, resp: str, fill: str, prob: float, alts: list[tuple[str, float]]
+) -> str:
+    out = [
+        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}" xml:id="{xid}">{escape(fill)}</{pre}supplied>',
+        f'<{pre}certainty target="#{xid}" locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"/>',
+    ]
     for f, p in alts:
-        out.append(f'<{pre}certainty target="#{xid}" locus="value" assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>')
+        out.append(
+            f'<{pre}certainty target="#{xid}" locus="value" assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
+        )
     return "".join(out)
 
 
-def _append_child(data: bytes, spans: dict[Any, _Span], parent: etree._Element, entry: str) -> tuple[int, int, bytes]:
+def _append_child(
+    data: bytes, spans: dict[Any, _Span], parent: etree._Element, entry: str
+) -> tuple[int, int, bytes]:
     """An edit ``(start, end, bytes)`` adding ``entry`` as the last child of ``parent``, indented
     like its last child (or one step in from the parent)."""
     ps = spans[parent]
@@ -437,26 +507,48 @@ def _unique_id(base: str, taken: set[str]) -> str:
     return out
 
 
-def _header_edits(doc: etree._Element, data: bytes, spans: dict[Any, _Span], name: str, resp: str, model: Any,
-                  restored: int, top_k: int, when: str) -> list[tuple[int, int, bytes]]:
+def _header_edits(
+    doc: etree._Element,
+    data: bytes,
+    spans: dict[Any, _Span],
+    name: str,
+    resp: str,
+    model: Any,
+    restored: int,
+    top_k: int,
+    when: str,
+) -> list[tuple[int, int, bytes]]:
     header = doc.find(f"{_T}teiHeader")
     title = header.find(f"{_T}fileDesc/{_T}titleStmt") if header is not None else None
     if header is None or title is None:
-        raise EpiDocRestoreError(f"{name}: no <teiHeader>/<fileDesc>/<titleStmt>: not an EpiDoc file; give EpiDoc files")
+        raise EpiDocRestoreError(
+            f"{name}: no <teiHeader>/<fileDesc>/<titleStmt>: not an EpiDoc file; give EpiDoc files"
+        )
     pre = _prefix(spans[title])
     run = (model.config or {}).get("run_name") or "a Stoicheia model"
     step = f"step {model.step}" if model.step is not None else "step unknown"
     source = str(model.source)
-    resp_entry = (f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({escape(run)}, {step})</{pre}name>'
-                  f"<{pre}resp>machine restoration of lacunae (model {escape(source)}): the supplements marked "
-                  f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>')
-    change = (f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
-              f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model {escape(source)}, {step}; "
-              f"top {top_k} restorations, alternatives in certainty/@assertedValue)</{pre}change>")
+    resp_entry = (
+        f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({escape(run)}, {step})</{pre}name>'
+        f"<{pre}resp>machine restoration of lacunae (model {escape(source)}): the supplements marked "
+        f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
+    )
+    change = (
+        f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
+        f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model {escape(source)}, {step}; "
+        f"top {top_k} restorations, alternatives in certainty/@assertedValue)</{pre}change>"
+    )
     edits = [_append_child(data, spans, title, resp_entry)]
     rev = header.find(f"{_T}revisionDesc")
     if rev is None:
-        edits.append(_append_child(data, spans, header, f"<{pre}revisionDesc><{pre}listChange>{change}</{pre}listChange></{pre}revisionDesc>"))
+        edits.append(
+            _append_child(
+                data,
+                spans,
+                header,
+                f"<{pre}revisionDesc><{pre}listChange>{change}</{pre}listChange></{pre}revisionDesc>",
+            )
+        )
     else:
         lists = rev.findall(f"{_T}listChange")
         edits.append(_append_child(data, spans, lists[-1] if lists else rev, change))
@@ -475,7 +567,9 @@ def _read(path_or_xml: str | bytes | Path) -> tuple[str, bytes]:
     try:
         return str(path), path.read_bytes()
     except OSError as err:
-        raise EpiDocRestoreError(f"{path}: cannot read it ({err.strerror}); give an EpiDoc file") from None
+        raise EpiDocRestoreError(
+            f"{path}: cannot read it ({err.strerror}); give an EpiDoc file"
+        ) from None
 
 
 def _parse(data: bytes, name: str) -> etree._Element:
@@ -483,13 +577,19 @@ def _parse(data: bytes, name: str) -> etree._Element:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise EpiDocRestoreError(f"{name}:{line}: bytes are not UTF-8 ({e.reason}); re-save the file as UTF-8") from None
-    parser = etree.XMLParser(recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True)
+        raise EpiDocRestoreError(
+            f"{name}:{line}: bytes are not UTF-8 ({e.reason}); re-save the file as UTF-8"
+        ) from None
+    parser = etree.XMLParser(
+        recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True
+    )
     try:
         return etree.fromstring(data, parser)
     except etree.XMLSyntaxError as e:
         line = e.lineno or (e.position[0] if e.position else 0)
-        raise EpiDocRestoreError(f"{name}:{line}: malformed XML ({e.msg}); repair the markup at that line") from None
+        raise EpiDocRestoreError(
+            f"{name}:{line}: malformed XML ({e.msg}); repair the markup at that line"
+        ) from None
 
 
 @dataclass
@@ -525,8 +625,13 @@ class EpiDocPlan:
         return sum(len(p.fill) for p in self.pieces)
 
 
-def plan_epidoc(path_or_xml: str | bytes | Path, *, window: int = 512, unknown_width: int = 20,
-                about_margin: float = 0.25) -> EpiDocPlan:
+def plan_epidoc(
+    path_or_xml: str | bytes | Path,
+    *,
+    window: int = 512,
+    unknown_width: int = 20,
+    about_margin: float = 0.25,
+) -> EpiDocPlan:
     """Read an EpiDoc file and plan its restoration (module docstring): each gap's fate, and
     the pieces of the Greek edition the decoder is given, each at most ``window`` slots where
     a word break allows (:mod:`~stoicheia.inference.epidoc_restore_pieces`). No model runs.
@@ -534,11 +639,17 @@ def plan_epidoc(path_or_xml: str | bytes | Path, *, window: int = 512, unknown_w
     for :func:`restore_epidoc`; ``window``: the slots the model sees at once.
 
     Raises :class:`EpiDocRestoreError` as :func:`restore_epidoc` does (a file it refuses)."""
-    return _plan_edition(_read_edition(path_or_xml), window=window, unknown_width=unknown_width,
-                         about_margin=about_margin)
+    return _plan_edition(
+        _read_edition(path_or_xml),
+        window=window,
+        unknown_width=unknown_width,
+        about_margin=about_margin,
+    )
 
 
-def _read_edition(path_or_xml: str | bytes | Path) -> tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]]:
+def _read_edition(
+    path_or_xml: str | bytes | Path,
+) -> tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]]:
     """``(name, bytes, tree, Greek units, element spans)`` of a file; raises
     :class:`EpiDocRestoreError` for a file that cannot be restored."""
     name, data = _read(path_or_xml)
@@ -547,12 +658,19 @@ def _read_edition(path_or_xml: str | bytes | Path) -> tuple[str, bytes, Any, lis
     try:
         spans = _locate(doc, data)
     except ValueError as err:
-        raise EpiDocRestoreError(f"{name}: the elements cannot be located in the bytes ({err}); report this file") from None
+        raise EpiDocRestoreError(
+            f"{name}: the elements cannot be located in the bytes ({err}); report this file"
+        ) from None
     return name, data, doc, units, spans
 
 
-def _plan_edition(read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]], *, window: int, unknown_width: int,
-                  about_margin: float) -> EpiDocPlan:
+def _plan_edition(
+    read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]],
+    *,
+    window: int,
+    unknown_width: int,
+    about_margin: float,
+) -> EpiDocPlan:
     from stoicheia.inference.restore import parse_input
 
     name, data, doc, units, spans = read
@@ -573,8 +691,17 @@ def _plan_edition(read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]], *
             sp = spans[el]
             owner.append(len(outcomes))
             gap_spans[len(outcomes)] = sp
-            outcomes.append(GapOutcome(len(outcomes), el.sourceline or 0, sp.start, sp.end, notation.strip(),
-                                       "left" if plan.kind != "fill" else "refused", plan.reason))
+            outcomes.append(
+                GapOutcome(
+                    len(outcomes),
+                    el.sourceline or 0,
+                    sp.start,
+                    sp.end,
+                    notation.strip(),
+                    "left" if plan.kind != "fill" else "refused",
+                    plan.reason,
+                )
+            )
         # the parts between the cuts, each with its lacunae (indices into this unit)
         parts: list[tuple[int, int, list[int]]] = []
         a, members = 0, []
@@ -598,7 +725,9 @@ def _plan_edition(read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]], *
                     at += 1
                 fill = [owner[k] for k in inside if plans[k].kind == "fill"]
                 if fill:
-                    out.append(Piece(_strip_dots(unit.text[a:b]).strip(), [owner[k] for k in inside], fill))  # type: ignore[misc]
+                    out.append(
+                        Piece(_strip_dots(unit.text[a:b]).strip(), [owner[k] for k in inside], fill)
+                    )  # type: ignore[misc]
     return EpiDocPlan(name, data, doc, spans, outcomes, gap_spans, out)
 
 
@@ -644,18 +773,33 @@ def restore_epidoc(
     if top_k < 1 or (beam is not None and beam < top_k):
         raise RestoreError(f"top_k={top_k}, beam={beam}: give top_k >= 1 and beam >= top_k")
     read = _read_edition(path_or_xml)  # a file it refuses is said before a model is loaded
-    loaded = model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    loaded = (
+        model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
+    )
     trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
-    plan = _plan_edition(read, window=window or trained, unknown_width=unknown_width, about_margin=about_margin)
+    plan = _plan_edition(
+        read, window=window or trained, unknown_width=unknown_width, about_margin=about_margin
+    )
     name, data, doc, spans, outcomes = plan.source, plan.data, plan.doc, plan.spans, plan.gaps
     fills: dict[int, tuple[str, float, list[tuple[str, float]]]] = {}  # outcome index -> reading
     done = 0
     if progress is not None and plan.to_fill:
         progress(0, plan.to_fill)
     for piece in plan.pieces:
-        _restore_piece(loaded, piece, outcomes, fills, restore, RestoreError, top_k=top_k, beam=beam,
-                       unknown_width=unknown_width, about_margin=about_margin, window=window,
-                       progress=(lambda done, total: on_step()) if on_step is not None else None)
+        _restore_piece(
+            loaded,
+            piece,
+            outcomes,
+            fills,
+            restore,
+            RestoreError,
+            top_k=top_k,
+            beam=beam,
+            unknown_width=unknown_width,
+            about_margin=about_margin,
+            window=window,
+            progress=(lambda done, total: on_step()) if on_step is not None else None,
+        )
         done += len(piece.fill)
         if progress is not None:
             progress(done, plan.to_fill)
@@ -670,14 +814,18 @@ def restore_epidoc(
             f, p, alts = fills[o.index]
             pre = _prefix(plan.gap_spans[o.index])
             xid = _unique_id(f"{resp}-{o.index + 1}", taken)
-            edits.append((o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts).encode("utf-8")))
+            edits.append(
+                (o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts).encode("utf-8"))
+            )
     when = when or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     edits += _header_edits(doc, data, spans, name, resp, loaded, len(fills), top_k, when)
     edits.sort(key=lambda e: (e[0], e[1]))
     out, at = [], 0
     for s, e, b in edits:
         if s < at:
-            raise EpiDocRestoreError(f"{name}: internal: overlapping edits at byte {s}; report this file")
+            raise EpiDocRestoreError(
+                f"{name}: internal: overlapping edits at byte {s}; report this file"
+            )
         out += [data[at:s], b]
         at = e
     out.append(data[at:])
@@ -685,5 +833,7 @@ def restore_epidoc(
     try:
         _parse(new, name)
     except EpiDocRestoreError as err:
-        raise EpiDocRestoreError(f"internal: the restored file does not parse ({err}); report this file") from None
+        raise EpiDocRestoreError(
+            f"internal: the restored file does not parse ({err}); report this file"
+        ) from None
     return EpiDocResult(name, new, outcomes)

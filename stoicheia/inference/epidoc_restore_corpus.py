@@ -46,10 +46,14 @@ class CorpusSummary:
 
     def line(self) -> str:
         """The one summary line printed at the end of a run."""
-        why = ", ".join(f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-        return (f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
-                f"{self.refused} refused{f', {self.duplicates} given twice' if self.duplicates else ''}); gaps {self.restored} restored / {self.left} left"
-                f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s")
+        why = ", ".join(
+            f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        return (
+            f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
+            f"{self.refused} refused{f', {self.duplicates} given twice' if self.duplicates else ''}); gaps {self.restored} restored / {self.left} left"
+            f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s"
+        )
 
 
 def _real(p: Path) -> Path:
@@ -69,15 +73,23 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
     for raw in paths:
         p = Path(raw)
         if not p.exists():
-            raise ValueError(f"--epidoc {p}: no such file or folder; give EpiDoc files or folders that hold them")
+            raise ValueError(
+                f"--epidoc {p}: no such file or folder; give EpiDoc files or folders that hold them"
+            )
         if p.is_dir():
             if out_abs == p.resolve() or p.resolve() in out_abs.parents:
-                raise ValueError(f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
-                                 "give an --out folder outside it")
-            found = [f for f in sorted(p.rglob("*")) if f.suffix.lower() == ".xml" and not f.is_dir()]
+                raise ValueError(
+                    f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
+                    "give an --out folder outside it"
+                )
+            found = [
+                f for f in sorted(p.rglob("*")) if f.suffix.lower() == ".xml" and not f.is_dir()
+            ]
             if not found:
-                raise ValueError(f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files or folders "
-                                 "that hold them")
+                raise ValueError(
+                    f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files or folders "
+                    "that hold them"
+                )
             pairs += [(f, out / f.relative_to(p)) for f in found]
         else:
             if out_abs == p.resolve():
@@ -104,14 +116,18 @@ class _FileGaps:
     def __call__(self, done: int, total: int) -> None:
         if self.bar is not None:
             if self.task is None:
-                self.task = self.bar.add_task(f"  {self.src.name}", total=total, note="", unit="gaps")
+                self.task = self.bar.add_task(
+                    f"  {self.src.name}", total=total, note="", unit="gaps"
+                )
             self.bar.update(self.task, completed=done)
             return
         now = time.perf_counter()
         if now - self.last >= FILE_LINE_EVERY and 0 < done < total:
             self.last = now
             eta = (now - self.t0) / done * (total - done)
-            self.say(f"stoicheia restore: {self.src}: {done}/{total} gaps decided, {now - self.t0:.0f} s, about {eta:.0f} s to go")
+            self.say(
+                f"stoicheia restore: {self.src}: {done}/{total} gaps decided, {now - self.t0:.0f} s, about {eta:.0f} s to go"
+            )
 
     def close(self) -> None:
         if self.bar is not None and self.task is not None:
@@ -134,9 +150,18 @@ def _progress(total: int) -> tuple[Any, Any, Callable[[str], None]]:
     )
 
     console = Console(stderr=True)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
-                   TextColumn("{task.fields[note]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                   TimeRemainingColumn(), console=console, transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[unit]}"),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
     bar.start()
     task = bar.add_task("restoring EpiDoc", total=total, note="0 gaps restored", unit="files")
     return bar, task, lambda msg: console.print(msg, markup=False, highlight=False, soft_wrap=True)
@@ -171,24 +196,32 @@ def restore_corpus(
     bar, task, line = _progress(len(pairs)) if progress else (None, None, None)
     say = say or line or (lambda msg: print(msg, file=sys.stderr, flush=True))
     seen_out: dict[Path, Path] = {}
-    seen_in: dict[Path, Path] = {}  # an input given twice (same path, or another path to it) is restored once
+    seen_in: dict[
+        Path, Path
+    ] = {}  # an input given twice (same path, or another path to it) is restored once
     try:
         for src, dst in pairs:
             try:
                 if _real(src) in seen_in and seen_out.get(_real(dst)) == seen_in[_real(src)]:
                     summary.duplicates += 1
-                    say(f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); restored once")
+                    say(
+                        f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); restored once"
+                    )
                     continue
                 seen_in.setdefault(_real(src), src)
                 target = _real(dst)
                 if target in inputs or (dst.exists() and any(dst.samefile(s) for s in (src,))):
                     summary.refused += 1
-                    say(f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)")
+                    say(
+                        f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)"
+                    )
                     continue
                 if target in seen_out:
                     summary.refused += 1
-                    say(f"stoicheia restore: {src}: its output {dst} is also the output of {seen_out[target]}; "
-                        "not written (run them into separate --out folders)")
+                    say(
+                        f"stoicheia restore: {src}: its output {dst} is also the output of {seen_out[target]}; "
+                        "not written (run them into separate --out folders)"
+                    )
                     continue
                 seen_out[target] = src
                 if dst.exists():
@@ -200,7 +233,9 @@ def restore_corpus(
                 except (EpiDocRestoreError, RestoreError) as err:
                     summary.refused += 1
                     msg = str(err)
-                    say(f"stoicheia restore: {msg if msg.startswith(str(src)) else f'{src}: {msg}'}")
+                    say(
+                        f"stoicheia restore: {msg if msg.startswith(str(src)) else f'{src}: {msg}'}"
+                    )
                     continue
                 finally:
                     within.close()
@@ -214,8 +249,13 @@ def restore_corpus(
                         summary.left_reasons[g.reason] += 1
                     else:
                         summary.gaps_refused += 1
-                log.debug("%s: %d restored, %d left, %d refused", src, result.count("restored"), result.count("left"),
-                          result.count("refused"))
+                log.debug(
+                    "%s: %d restored, %d left, %d refused",
+                    src,
+                    result.count("restored"),
+                    result.count("left"),
+                    result.count("refused"),
+                )
             finally:
                 if bar is not None:
                     bar.update(task, advance=1, note=f"{summary.restored} gaps restored")

@@ -26,13 +26,28 @@ __all__ = ["pieces", "slot_offsets"]
 
 # opener -> closer of the Leiden brackets (stoicheia.text.leiden._PAIRS: they do not nest)
 _PAIRS = {
-    "[[": "]]", "⟦": "⟧", "〚": "〛", "[": "]", "(": ")", "⟨": "⟩", "〈": "〉", "\u2329": "\u232a", "<": ">",
-    "{": "}", "⸢": "⸣", "⌈": "⌉", "⸤": "⸥", "⌊": "⌋", "˹": "˺",
+    "[[": "]]",
+    "⟦": "⟧",
+    "〚": "〛",
+    "[": "]",
+    "(": ")",
+    "⟨": "⟩",
+    "〈": "〉",
+    "\u2329": "\u232a",
+    "<": ">",
+    "{": "}",
+    "⸢": "⸣",
+    "⌈": "⌉",
+    "⸤": "⸥",
+    "⌊": "⌋",
+    "˹": "˺",
 }
 
 
 def _is_greek_letter(ch: str) -> bool:
-    return ("\u0370" <= ch <= "\u03ff" or "\u1f00" <= ch <= "\u1fff") and unicodedata.category(ch).startswith("L")
+    return ("\u0370" <= ch <= "\u03ff" or "\u1f00" <= ch <= "\u1fff") and unicodedata.category(
+        ch
+    ).startswith("L")
 
 
 def slot_offsets(text: str, lacunae: dict[int, tuple[int, int]]) -> tuple[list[int], list[bool]]:
@@ -80,7 +95,9 @@ def slot_offsets(text: str, lacunae: dict[int, tuple[int, int]]) -> tuple[list[i
     return cum, outside
 
 
-def pieces(text: str, lo: int, hi: int, lacunae: dict[int, tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+def pieces(
+    text: str, lo: int, hi: int, lacunae: dict[int, tuple[int, int]], budget: int
+) -> list[tuple[int, int]]:
     """``[(start, end), ...]``: ``text[lo:hi]`` cut into consecutive pieces of at most
     ``budget`` letter slots each where it can be (module docstring); the pieces cover
     ``[lo, hi)`` without overlap. ``lacunae`` as in :func:`slot_offsets` (indices into
@@ -98,15 +115,24 @@ def pieces(text: str, lo: int, hi: int, lacunae: dict[int, tuple[int, int]], bud
     starts = sorted(cum[s] for s in local)
     ends = sorted(cum[e] for e, _ in local.values())
     spaces = [i for i, c in enumerate(part) if outside[i] and c.isspace()]
-    letters = [i for i, c in enumerate(part) if outside[i] and _is_greek_letter(c) and i > 0
-               and not part[i - 1].isspace()]
+    letters = [
+        i
+        for i, c in enumerate(part)
+        if outside[i] and _is_greek_letter(c) and i > 0 and not part[i - 1].isspace()
+    ]
 
     def distance(i: int) -> int:
         x = cum[i]
         before = ends[bisect_right(ends, x) - 1] if bisect_right(ends, x) else None
         after = starts[bisect_left(starts, x)] if bisect_left(starts, x) < len(starts) else None
-        gaps = [d for d in ((x - before) if before is not None else None, (after - x) if after is not None else None)
-                if d is not None]
+        gaps = [
+            d
+            for d in (
+                (x - before) if before is not None else None,
+                (after - x) if after is not None else None,
+            )
+            if d is not None
+        ]
         return min(gaps) if gaps else 1 << 30
 
     out: list[tuple[int, int]] = []

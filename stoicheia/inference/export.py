@@ -211,10 +211,14 @@ def export_model(
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         if not overwrite:
-            raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+            raise FileExistsError(
+                f"{out} exists and is not empty; choose another folder or pass --overwrite"
+            )
         foreign = sorted(e.name for e in out.iterdir() if e.name not in export_file_names())
         if foreign:
-            shown = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
+            shown = ", ".join(foreign[:6]) + (
+                f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
+            )
             raise FileExistsError(
                 f"{out} holds files an export does not write ({shown}): --overwrite replaces the whole folder and "
                 "would delete them (is it a run folder?); choose another OUT_DIR"
@@ -239,11 +243,17 @@ def export_file_names() -> set[str]:
     return names | set(HF_FILES) | set(code_files())
 
 
-def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None,
-                  training_data: dict[str, Any] | None) -> None:
+def _write_export(
+    model: LoadedModel,
+    out: Path,
+    held_out: dict[str, Any] | None,
+    training_data: dict[str, Any] | None,
+) -> None:
     from safetensors.torch import save_file
 
-    weights = {f"encoder.{k}": v.detach().cpu().contiguous() for k, v in model.encoder.state_dict().items()}
+    weights = {
+        f"encoder.{k}": v.detach().cpu().contiguous() for k, v in model.encoder.state_dict().items()
+    }
     save_file(weights, str(out / EXPORT_WEIGHTS), metadata={"format": "pt"})
     # safetensors writes through a private temporary file (mode 0600): give the weights the
     # mode of the other files (0666 less the umask), so a shared group can read them.
@@ -270,13 +280,17 @@ def _write_export(model: LoadedModel, out: Path, held_out: dict[str, Any] | None
         "torch_dtype": "float32",
         "stoicheia": info,
     }
-    (out / EXPORT_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8")
+    (out / EXPORT_CONFIG).write_text(
+        json.dumps(config, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
+    )
     tok_config = json.dumps(tokenizer_config(model), indent=2, ensure_ascii=False)
     (out / TOKENIZER_CONFIG).write_text(tok_config + "\n", encoding="utf-8")
     (out / "README.md").write_text(model_card(model, info), encoding="utf-8")
 
 
-def find_shard_root(run_config: dict[str, Any], checkpoint: str | Path | None = None) -> Path | None:
+def find_shard_root(
+    run_config: dict[str, Any], checkpoint: str | Path | None = None
+) -> Path | None:
     """The run's ``data.shard_root`` as a local folder with a ``stats.json``: as given (from the
     current folder), else, for a relative path and a checkpoint in the run's own
     ``train.save_folder``, relative to the folder the run was started from (the checkpoint's
@@ -287,32 +301,49 @@ def find_shard_root(run_config: dict[str, Any], checkpoint: str | Path | None = 
         return None
     if (Path(given) / "stats.json").exists():
         return Path(given)
-    save = str((run_config.get("train", {}) or {}).get("save_folder", "")).format(run_name=run_config.get("run_name", ""))
-    if checkpoint is None or Path(given).is_absolute() or not save or "://" in save or Path(save).is_absolute():
+    save = str((run_config.get("train", {}) or {}).get("save_folder", "")).format(
+        run_name=run_config.get("run_name", "")
+    )
+    if (
+        checkpoint is None
+        or Path(given).is_absolute()
+        or not save
+        or "://" in save
+        or Path(save).is_absolute()
+    ):
         return None
     folder = Path(checkpoint).resolve()
     folder = folder if folder.is_dir() else folder.parent
     parts = Path(save).parts
-    if folder.parts[-len(parts):] != parts:
+    if folder.parts[-len(parts) :] != parts:
         return None
     base = Path(*folder.parts[: -len(parts)])
     return base / given if (base / given / "stats.json").exists() else None
 
 
-def describe_training_data(run_config: dict[str, Any], shard_root: Path | None = None) -> dict[str, Any]:
+def describe_training_data(
+    run_config: dict[str, Any], shard_root: Path | None = None
+) -> dict[str, Any]:
     """What the run trained on, from ``shard_root/stats.json`` (see :func:`find_shard_root`):
     tiers with their weights, train/held-out letters and records, the held-out works, and the
     licences of the corpora (:data:`CORPUS_LICENCES`, matched on the record sources stored in
     the shards). Missing facts are left out, never guessed."""
     data = run_config.get("data", {}) or {}
-    out: dict[str, Any] = {"tier_weights": data.get("tier_weights", {}), "shard_root": str(shard_root or data.get("shard_root"))}
+    out: dict[str, Any] = {
+        "tier_weights": data.get("tier_weights", {}),
+        "shard_root": str(shard_root or data.get("shard_root")),
+    }
     if shard_root is None or not (Path(shard_root) / "stats.json").exists():
         return out
     root = Path(shard_root)
     stats_file = root / "stats.json"
     stats = json.loads(stats_file.read_text(encoding="utf-8"))
     out["tiers"] = {
-        tier: {"letters": st.get("letters", {}), "records": st.get("records_kept", {}), "files": st.get("files")}
+        tier: {
+            "letters": st.get("letters", {}),
+            "records": st.get("records_kept", {}),
+            "files": st.get("files"),
+        }
         for tier, st in stats.get("tiers", {}).items()
     }
     out["val_works"] = stats.get("val_works", [])
@@ -322,7 +353,9 @@ def describe_training_data(run_config: dict[str, Any], shard_root: Path | None =
     if trained is not None:  # a tier of weight 0 in every phase trained nothing
         sources = {t: srcs for t, srcs in sources.items() if t in trained}
     out["sources"] = sources
-    out["licences"] = sorted({lic for srcs in sources.values() for s in srcs if (lic := source_licence(s))})
+    out["licences"] = sorted(
+        {lic for srcs in sources.values() for s in srcs if (lic := source_licence(s))}
+    )
     unknown = sorted({s for srcs in sources.values() for s in srcs if source_licence(s) is None})
     if unknown:
         out["licences_unknown"] = unknown
@@ -357,12 +390,17 @@ def _sources(root: Path) -> dict[str, list[str]]:
     found: dict[str, set[str]] = {}
     for tier_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         for split in ("train", "val"):
-            if not (tier_dir / split / "index.json").exists() or index_samples(tier_dir / split) == 0:
+            if (
+                not (tier_dir / split / "index.json").exists()
+                or index_samples(tier_dir / split) == 0
+            ):
                 continue  # streaming refuses an empty split (convert --val-fraction 0)
             ds = local_val_dataset(str((tier_dir / split).resolve()))
             for i in range(ds.num_samples):
                 item = ds.get_item(i)
-                found.setdefault(tier_dir.name, set()).add(_source_name(str(item["source"]), str(item["work"])))
+                found.setdefault(tier_dir.name, set()).add(
+                    _source_name(str(item["source"]), str(item["work"]))
+                )
     return {t: sorted(s) for t, s in found.items()}
 
 
@@ -377,7 +415,12 @@ def trained_tiers(run_config: dict[str, Any]) -> set[str] | None:
     """The tiers the run trained on: a positive weight in ``data.tier_weights`` or in a phase
     of ``callbacks.anneal_data.phases``. ``None`` when the configuration records no weights."""
     weights = (run_config.get("data") or {}).get("tier_weights")
-    mixes = [w for w in [weights] + [p[1] for p in _phases(run_config) if isinstance(p, list) and len(p) == 2] if isinstance(w, dict)]
+    mixes = [
+        w
+        for w in [weights]
+        + [p[1] for p in _phases(run_config) if isinstance(p, list) and len(p) == 2]
+        if isinstance(w, dict)
+    ]
     if not mixes:
         return None
     return {t for mix in mixes for t, w in mix.items() if isinstance(w, (int, float)) and w > 0}
@@ -411,7 +454,9 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "",
         f"- {n_params / 1e6:.2f} M parameters: d_model {cfg.d_model}, {cfg.n_layers} layers, {cfg.n_heads} heads, "
         f"local window {cfg.char_window} letters, every {cfg.global_every}th layer global",
-        f"- trained for {info.get('step')} optimizer steps (batches)" if info.get("step") is not None else "- training steps: unknown",
+        f"- trained for {info.get('step')} optimizer steps (batches)"
+        if info.get("step") is not None
+        else "- training steps: unknown",
         f"- exported from `{info.get('exported_from')}`",
         "",
         "## Use",
@@ -427,7 +472,7 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "tok.render(logits, batch)  # the text with its lacunae filled in [ ]",
         "```",
         "",
-        "With the `stoicheia` package: `stoicheia restore PATH \"TEXT\"` and `stoicheia evaluate PATH --shards DIR`.",
+        'With the `stoicheia` package: `stoicheia restore PATH "TEXT"` and `stoicheia evaluate PATH --shards DIR`.',
         "",
         "## Training data",
         "",
@@ -437,26 +482,42 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
     trained = trained_tiers(run)
     shown = sorted(trained) if trained is not None else sorted(set(weights) | set(tiers))
     if shown:
-        lines += ["| tier | weight | train letters | held-out letters | train records |", "|---|---|---|---|---|"]
+        lines += [
+            "| tier | weight | train letters | held-out letters | train records |",
+            "|---|---|---|---|---|",
+        ]
         for tier in shown:
             st = tiers.get(tier, {})
             lines.append(
                 f"| {tier} | {weights.get(tier, 0)} | {st.get('letters', {}).get('train', '?'):,} | "
                 f"{st.get('letters', {}).get('val', '?'):,} | {st.get('records', {}).get('train', '?'):,} |"
-                if st else f"| {tier} | {weights.get(tier, 0)} | ? | ? | ? |"
+                if st
+                else f"| {tier} | {weights.get(tier, 0)} | ? | ? | ? |"
             )
         lines.append("")
         phases = _phases(run)
         if phases:
-            lines += [f"The tier weights change during training (`callbacks.anneal_data.phases`): `{json.dumps(phases)}`.", ""]
+            lines += [
+                f"The tier weights change during training (`callbacks.anneal_data.phases`): `{json.dumps(phases)}`.",
+                "",
+            ]
         unused = sorted(set(tiers) - set(shown))
         if unused:
-            lines += [f"The shards also hold {', '.join(unused)}, which this run did not train on (weight 0).", ""]
+            lines += [
+                f"The shards also hold {', '.join(unused)}, which this run did not train on (weight 0).",
+                "",
+            ]
     if td.get("sources"):
-        lines.append("Sources per tier: " + "; ".join(f"{t}: {', '.join(s)}" for t, s in td["sources"].items()) + ".")
+        lines.append(
+            "Sources per tier: "
+            + "; ".join(f"{t}: {', '.join(s)}" for t, s in td["sources"].items())
+            + "."
+        )
         lines.append("")
     if td.get("val_works"):
-        lines.append("Works held out entirely (never trained on): " + ", ".join(td["val_works"]) + ".")
+        lines.append(
+            "Works held out entirely (never trained on): " + ", ".join(td["val_works"]) + "."
+        )
         lines.append("")
     held = info.get("held_out") or {}
     lines += ["## Held-out figures", ""]
@@ -471,11 +532,16 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
             "|---|" + "---|" * len(names),
         ]
         for s, vals in sets.items():
-            lines.append(f"| {s} | " + " | ".join(_fmt(vals.get(m, '')) for m in names) + " |")
+            lines.append(f"| {s} | " + " | ".join(_fmt(vals.get(m, "")) for m in names) + " |")
         if held.get("unigram_entropy_bits") is not None:
-            lines += ["", f"Letter-unigram entropy of the training mix: {held['unigram_entropy_bits']:.3f} bits."]
+            lines += [
+                "",
+                f"Letter-unigram entropy of the training mix: {held['unigram_entropy_bits']:.3f} bits.",
+            ]
     else:
-        lines.append("No held-out evaluation was recorded with this checkpoint; run `stoicheia evaluate`.")
+        lines.append(
+            "No held-out evaluation was recorded with this checkpoint; run `stoicheia evaluate`."
+        )
     lines += ["", "## Licence", ""]
     if td.get("licences"):
         lines += [f"- {lic}" for lic in td["licences"]]
@@ -485,7 +551,11 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
             "treebanks, non-commercial use) apply to this model. Hence `license: other`.",
         ]
     else:
-        lines.append("The licences of the training corpora were not recorded with this export; check the corpora used.")
+        lines.append(
+            "The licences of the training corpora were not recorded with this export; check the corpora used."
+        )
     if td.get("licences_unknown"):
-        lines.append(f"Sources without a known licence: {', '.join(td['licences_unknown'])}: state their terms.")
+        lines.append(
+            f"Sources without a known licence: {', '.join(td['licences_unknown'])}: state their terms."
+        )
     return "\n".join(lines) + "\n"

@@ -84,12 +84,16 @@ def greek_fonts() -> tuple[dict[str, Path], Path | None]:
 
     spec = importlib.util.find_spec("matplotlib")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("matplotlib is not installed; it ships the page's Greek fonts (DejaVu)")
+        raise FileNotFoundError(
+            "matplotlib is not installed; it ships the page's Greek fonts (DejaVu)"
+        )
     ttf = Path(list(spec.submodule_search_locations)[0]) / "mpl-data" / "fonts" / "ttf"
     fonts = {name: ttf / file for name, file in FONT_FILES.items()}
     for font in fonts.values():
         if not font.is_file():
-            raise FileNotFoundError(f"{font} is missing; reinstall matplotlib (it ships the page's Greek fonts)")
+            raise FileNotFoundError(
+                f"{font} is missing; reinstall matplotlib (it ships the page's Greek fonts)"
+            )
     licence = ttf / "LICENSE_DEJAVU"
     return fonts, licence if licence.is_file() else None
 
@@ -105,9 +109,19 @@ class BodyLimit:
         self.limit = limit
 
     async def _refuse(self, send: Any, limit: int) -> None:
-        body = json.dumps({"error": f"request body over {limit:,} bytes; send a shorter text or a smaller file"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            {"error": f"request body over {limit:,} bytes; send a shorter text or a smaller file"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -218,7 +232,9 @@ def _restore_epidoc_function() -> Any:
         return None
 
 
-def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES) -> FastAPI:
+def create_app(
+    model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES
+) -> FastAPI:
     """The server's FastAPI application for ``model`` (a loaded
     :class:`~stoicheia.inference.loading.LoadedModel`: the caller loads it once; it is never
     reloaded). ``max_json_bytes``/``max_upload_bytes``: body limits of ``POST /restore`` and of
@@ -250,11 +266,15 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     async def _http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
         # the framework's own refusals (a body it cannot parse, an unknown path or method) in
         # the same one-line shape as ours, not its {"detail": ...}
-        why = {400: "the request body could not be read (send UTF-8 JSON, or a multipart form for /restore-epidoc)",
-               404: f"no page or API at {request.url.path}; the page is at /, the API is described at /openapi.json",
-               405: f"{request.method} is not allowed on {request.url.path}; see /openapi.json"}
+        why = {
+            400: "the request body could not be read (send UTF-8 JSON, or a multipart form for /restore-epidoc)",
+            404: f"no page or API at {request.url.path}; the page is at /, the API is described at /openapi.json",
+            405: f"{request.method} is not allowed on {request.url.path}; see /openapi.json",
+        }
         message = why.get(err.status_code) or str(err.detail)
-        return JSONResponse({"error": message}, status_code=err.status_code, headers=getattr(err, "headers", None))
+        return JSONResponse(
+            {"error": message}, status_code=err.status_code, headers=getattr(err, "headers", None)
+        )
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -264,12 +284,19 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     def font_file(name: str) -> Response:
         if name == "LICENSE_DEJAVU.txt":
             if font_licence is None:
-                return Response("DejaVu fonts: free licence (Bitstream Vera derivative), see matplotlib's LICENSE_DEJAVU\n",
-                                media_type="text/plain")
+                return Response(
+                    "DejaVu fonts: free licence (Bitstream Vera derivative), see matplotlib's LICENSE_DEJAVU\n",
+                    media_type="text/plain",
+                )
             return FileResponse(font_licence, media_type="text/plain; charset=utf-8")
         if name not in fonts:
-            return JSONResponse({"error": f"no font {name!r}; the page's fonts are {', '.join(fonts)}"}, status_code=404)
-        return FileResponse(fonts[name], media_type="font/ttf", headers={"Cache-Control": "max-age=86400"})
+            return JSONResponse(
+                {"error": f"no font {name!r}; the page's fonts are {', '.join(fonts)}"},
+                status_code=404,
+            )
+        return FileResponse(
+            fonts[name], media_type="font/ttf", headers={"Cache-Control": "max-age=86400"}
+        )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -277,28 +304,51 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
     def model_info() -> ModelInfo:
         """The model the server restores with."""
         return ModelInfo(
-            source=str(model.source), kind=str(model.kind), step=model.step,
-            run_name=model.config.get("run_name"), seq_len=seq_len,
+            source=str(model.source),
+            kind=str(model.kind),
+            step=model.step,
+            run_name=model.config.get("run_name"),
+            seq_len=seq_len,
             epidoc_upload=_restore_epidoc_function() is not None,
         )
 
-    @app.post("/restore", response_model=RestoreResponse,
-              responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+    @app.post(
+        "/restore",
+        response_model=RestoreResponse,
+        responses={
+            400: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+        },
+    )
     async def restore_text(req: RestoreRequest, request: Request) -> Any:
         """Restore a Leiden text: its gaps with their fills, letter probabilities, alternatives
         and width distributions, and the top-k restorations of the whole text. A request whose
         client disconnects stops being decoded (its answer, 499, is never read)."""
         supplements = req.supplements
         try:  # the notation first (no lock needed): a typo is answered at once
-            parse_input(req.text, supplements=supplements, unknown_width=req.unknown_width, about_margin=req.about_margin)
+            parse_input(
+                req.text,
+                supplements=supplements,
+                unknown_width=req.unknown_width,
+                about_margin=req.about_margin,
+            )
         except GapTooWideError:
             pass  # said by restore() below, with the limit of the loaded model
         except RestoreError as err:
             return JSONResponse({"error": str(err)}, status_code=422)
 
         def work(check: Any) -> Any:
-            return restore(model, req.text, top_k=req.top_k, respace=req.respace, supplements=supplements,
-                           unknown_width=req.unknown_width, about_margin=req.about_margin, progress=check)
+            return restore(
+                model,
+                req.text,
+                top_k=req.top_k,
+                respace=req.respace,
+                supplements=supplements,
+                unknown_width=req.unknown_width,
+                about_margin=req.about_margin,
+                progress=check,
+            )
 
         try:
             result = await run_cancellable(request, lock, work)
@@ -313,27 +363,49 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
         data["respaced"] = [r.text for r in result.restorations] if req.respace else None
         return data
 
-    @app.post("/restore-epidoc", response_class=Response,
-              responses={200: {"content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
-                               "description": "the restored EpiDoc file",
-                               "headers": {"X-Stoicheia-Gaps": {
-                                   "description": "the file's gaps counted by outcome, e.g. 'left=1 restored=3'",
-                                   "schema": {"type": "string"}}}},
-                         400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 422: {"model": ErrorResponse},
-                         500: {"model": ErrorResponse}, 501: {"model": ErrorResponse}})
+    @app.post(
+        "/restore-epidoc",
+        response_class=Response,
+        responses={
+            200: {
+                "content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
+                "description": "the restored EpiDoc file",
+                "headers": {
+                    "X-Stoicheia-Gaps": {
+                        "description": "the file's gaps counted by outcome, e.g. 'left=1 restored=3'",
+                        "schema": {"type": "string"},
+                    }
+                },
+            },
+            400: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+            500: {"model": ErrorResponse},
+            501: {"model": ErrorResponse},
+        },
+    )
     async def restore_epidoc_file(
         request: Request,
         file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
-        top_k: Annotated[int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")] = 5,
-        unknown_width: Annotated[int, Form(ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most")] = 20,
+        top_k: Annotated[
+            int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")
+        ] = 5,
+        unknown_width: Annotated[
+            int,
+            Form(
+                ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most"
+            ),
+        ] = 20,
     ) -> Response:
         """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``); answers the
         restored file, with ``X-Stoicheia-Gaps`` counting its gaps by outcome (e.g. ``restored=3 left=1``)."""
         fn = _restore_epidoc_function()
         if fn is None:
             return JSONResponse(
-                {"error": "EpiDoc upload is not available in this installation: stoicheia.restore_epidoc is missing; "
-                          "update Stoicheia, or restore the text in Leiden notation above"},
+                {
+                    "error": "EpiDoc upload is not available in this installation: stoicheia.restore_epidoc is missing; "
+                    "update Stoicheia, or restore the text in Leiden notation above"
+                },
                 status_code=501,
             )
         xml = await file.read()
@@ -348,24 +420,49 @@ def create_app(model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_b
             return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
             line = str(err).splitlines()[0]
-            if line.startswith("<xml>"):  # restore_epidoc got bytes, not a path: name the file the user chose
-                line = shown + line[len("<xml>"):]
+            if line.startswith(
+                "<xml>"
+            ):  # restore_epidoc got bytes, not a path: name the file the user chose
+                line = shown + line[len("<xml>") :]
             return JSONResponse({"error": line}, status_code=422)
         body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
         if body is None:
-            return JSONResponse({"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},
-                                status_code=500)
+            return JSONResponse(
+                {"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},
+                status_code=500,
+            )
         # a header is Latin-1: the name as ASCII letters, digits, dots, dashes and underscores
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.filename or "inscription.xml").name) or "inscription.xml"
+        name = (
+            re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.filename or "inscription.xml").name)
+            or "inscription.xml"
+        )
         headers = {"Content-Disposition": f'attachment; filename="{name}"'}
         outcomes = Counter(str(getattr(g, "status", "?")) for g in getattr(out, "gaps", []) or [])
-        headers["X-Stoicheia-Gaps"] = " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) or "none"
-        return Response(body if isinstance(body, bytes) else body.encode("utf-8"), media_type="application/xml",
-                        headers=headers)
+        headers["X-Stoicheia-Gaps"] = (
+            " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) or "none"
+        )
+        return Response(
+            body if isinstance(body, bytes) else body.encode("utf-8"),
+            media_type="application/xml",
+            headers=headers,
+        )
 
     upload_paths = {"/restore-epidoc"}
-    app.add_middleware(BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes)
+    app.add_middleware(
+        BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes
+    )
     return app
 
 
-__all__ = ["BodyLimit", "Cancelled", "DISCONNECT_POLL_S", "MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "FONT_FILES", "STATIC", "create_app", "greek_fonts", "run_cancellable"]
+__all__ = [
+    "BodyLimit",
+    "Cancelled",
+    "DISCONNECT_POLL_S",
+    "MAX_JSON_BYTES",
+    "MAX_UPLOAD_BYTES",
+    "FONT_FILES",
+    "STATIC",
+    "create_app",
+    "greek_fonts",
+    "run_cancellable",
+]

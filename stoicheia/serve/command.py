@@ -17,11 +17,21 @@ from stoicheia.cli_args import int_in
 def add_serve_parser(sub: argparse._SubParsersAction, model_args: object) -> None:
     """Register ``serve`` on the ``stoicheia`` sub-command parsers ``sub``; ``model_args`` adds
     the ``CHECKPOINT``/``--config``/``--device`` arguments every model command takes."""
-    p = sub.add_parser("serve", help="a local web page (and JSON API) that restores texts with the model")
+    p = sub.add_parser(
+        "serve", help="a local web page (and JSON API) that restores texts with the model"
+    )
     model_args(p)  # type: ignore[operator]
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this computer only; 0.0.0.0 opens it to the network)")
-    p.add_argument("--port", type=int_in(1, 65_535, meaning=" (a TCP port)"), default=8000, help="TCP port (default 8000)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this computer only; 0.0.0.0 opens it to the network)",
+    )
+    p.add_argument(
+        "--port",
+        type=int_in(1, 65_535, meaning=" (a TCP port)"),
+        default=8000,
+        help="TCP port (default 8000)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -36,9 +46,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         with socket.create_server((args.host, args.port)):
             pass
     except OSError as err:
-        why = "in use by another program" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
-        print(f"stoicheia serve: error: cannot listen on {args.host}:{args.port} ({why}); give another --port or --host",
-              file=sys.stderr)
+        why = (
+            "in use by another program"
+            if err.errno == errno.EADDRINUSE
+            else (err.strerror or str(err))
+        )
+        print(
+            f"stoicheia serve: error: cannot listen on {args.host}:{args.port} ({why}); give another --port or --host",
+            file=sys.stderr,
+        )
         return 2
     try:
         model = load_model(args.checkpoint, config=args.config, device=args.device)
@@ -51,8 +67,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(model)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /openapi.json); Ctrl-C stops",
-          flush=True)
+    print(
+        f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /openapi.json); Ctrl-C stops",
+        flush=True,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

@@ -59,7 +59,11 @@ def _space(remark: str) -> str:
 
 
 def _base(s: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", s).lower() if unicodedata.category(c).startswith("L"))
+    return "".join(
+        c
+        for c in unicodedata.normalize("NFD", s).lower()
+        if unicodedata.category(c).startswith("L")
+    )
 
 
 #: a line holding only dashes (at least three, blanks between them allowed): lost lines
@@ -100,7 +104,9 @@ class _Lines:
             self.out.append(escape(s[at : m.start()]))
             self.line += 1
             joined = not m.group(1) and not m.group(2)
-            self.out.append(f'<lb n="{self.line}" break="no"/>' if joined else f'\n<lb n="{self.line}"/>')
+            self.out.append(
+                f'<lb n="{self.line}" break="no"/>' if joined else f'\n<lb n="{self.line}"/>'
+            )
             at = m.end()
         self.out.append(escape(s[at:]))
 
@@ -128,12 +134,16 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
             return "", None
         return fills[gi], data["gaps"][gi]
 
-    lines = _Lines({i for i, row in enumerate(text.split("\n")) if _LOST_LINE.fullmatch(row.strip())})
+    lines = _Lines(
+        {i for i, row in enumerate(text.split("\n")) if _LOST_LINE.fullmatch(row.strip())}
+    )
     at = 0
     for seg in parse_leiden(text):
         # characters between segments are the [ ] of a lacuna or supplement: the element replaces them
         if seg.start > at:
-            between = re.sub(r"\[\s*|\s*\]", "", text[at : seg.start])  # [ - - - ]: the blanks inside too
+            between = re.sub(
+                r"\[\s*|\s*\]", "", text[at : seg.start]
+            )  # [ - - - ]: the blanks inside too
             lines.text(between)
         at = seg.end
         if isinstance(seg, Lacuna):
@@ -141,7 +151,9 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
             lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
         elif isinstance(seg, Comment):
             remark = seg.text.strip()
-            lines.out.append(_space(remark) if "vac" in remark.lower() else f"<note>{escape(remark)}</note>")
+            lines.out.append(
+                _space(remark) if "vac" in remark.lower() else f"<note>{escape(remark)}</note>"
+            )
         elif isinstance(seg, Editorial) and seg.reason == "lost" and repredicted:
             fill, _ = fill_of("supplement")
             lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
@@ -165,7 +177,9 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
                     i = j
                     continue
                 j = i
-                while j < len(chars) and not (flags[j] and unicodedata.category(chars[j]).startswith("L")):
+                while j < len(chars) and not (
+                    flags[j] and unicodedata.category(chars[j]).startswith("L")
+                ):
                     j += 1
                 if isinstance(seg, Text):
                     lines.text(chars[i:j])

@@ -25,16 +25,29 @@ class RestoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(..., min_length=1, max_length=MAX_TEXT_CHARS,
-                      description="Greek text in Leiden notation: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣",
-                      examples=["καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"])
+    text: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="Greek text in Leiden notation: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣",
+        examples=["καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"],
+    )
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="restorations returned, best first")
-    unknown_width: int = Field(20, ge=1, le=MAX_LACUNA_WIDTH,
-                               description="most letters a lacuna of unknown width [---] may hold")
-    about_margin: float = Field(0.25, ge=0, le=1, description="[-ca.N-] means N ± max(1, round(margin × N)) letters")
-    respace: bool = Field(False, description="word division, accents, capitals and punctuation from the model")
+    unknown_width: int = Field(
+        20,
+        ge=1,
+        le=MAX_LACUNA_WIDTH,
+        description="most letters a lacuna of unknown width [---] may hold",
+    )
+    about_margin: float = Field(
+        0.25, ge=0, le=1, description="[-ca.N-] means N ± max(1, round(margin × N)) letters"
+    )
+    respace: bool = Field(
+        False, description="word division, accents, capitals and punctuation from the model"
+    )
     supplements: Literal["keep", "repredict"] = Field(
-        "keep", description="keep the letters an editor supplied in [ ] or re-predict them")
+        "keep", description="keep the letters an editor supplied in [ ] or re-predict them"
+    )
 
 
 class Alternative(BaseModel):
@@ -66,7 +79,9 @@ class GapOut(BaseModel):
     fill: str = Field(description="best fill as printed")
     letter_probs: list[float] = Field(description="one probability per letter of fill")
     alternatives: list[Alternative] = Field(description="this gap's own top-k fills, distinct")
-    width_probs: dict[str, float] | None = Field(description="P(width = N letters) for a gap of uncertain width")
+    width_probs: dict[str, float] | None = Field(
+        description="P(width = N letters) for a gap of uncertain width"
+    )
     editor: EditorReading | None = None
 
 
@@ -85,10 +100,14 @@ class RestoreResponse(BaseModel):
     gaps: list[GapOut]
     restorations: list[RestorationOut]
     notes: list[str]
-    epidoc: list[str] = Field(description="each restoration as an EpiDoc <ab> fragment (same order)")
+    epidoc: list[str] = Field(
+        description="each restoration as an EpiDoc <ab> fragment (same order)"
+    )
     respaced: list[str] | None = Field(
-        None, description="with respace: each restoration as the model writes it (word division, accents, "
-                          "capitals, punctuation from its heads; restored letters in [ ]), else null")
+        None,
+        description="with respace: each restoration as the model writes it (word division, accents, "
+        "capitals, punctuation from its heads; restored letters in [ ]), else null",
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -109,6 +128,14 @@ class ModelInfo(BaseModel):
 
 
 __all__ = [
-    "MAX_TEXT_CHARS", "MAX_TOP_K", "Alternative", "EditorReading", "ErrorResponse", "GapOut", "ModelInfo",
-    "RestorationOut", "RestoreRequest", "RestoreResponse",
+    "MAX_TEXT_CHARS",
+    "MAX_TOP_K",
+    "Alternative",
+    "EditorReading",
+    "ErrorResponse",
+    "GapOut",
+    "ModelInfo",
+    "RestorationOut",
+    "RestoreRequest",
+    "RestoreResponse",
 ]

@@ -47,8 +47,20 @@ class StoicheiaEncoderModel(PreTrainedModel):
     def _init_weights(self, module):
         pass  # the encoder initialises itself; from_pretrained then loads every weight
 
-    def forward(self, chars=None, boundary=None, dia=None, punct=None, seg_id=None, pos=None,
-                input_ids=None, attention_mask=None, cap=None, lacuna=None, **kwargs):
+    def forward(
+        self,
+        chars=None,
+        boundary=None,
+        dia=None,
+        punct=None,
+        seg_id=None,
+        pos=None,
+        input_ids=None,
+        attention_mask=None,
+        cap=None,
+        lacuna=None,
+        **kwargs,
+    ):
         """Logits of ``CharBertEncoder.forward``. ``input_ids`` is another name for ``chars``
         (the name transformers code passes); ``attention_mask`` (1 text, 0 padding) stands for
         ``seg_id`` when that is not given; ``cap`` and ``lacuna`` (what the tokenizer adds with
@@ -72,5 +84,4 @@ class StoicheiaEncoderModel(PreTrainedModel):
                 f"unexpected argument(s) {', '.join(extra)}; the model takes chars (or "
                 "input_ids), boundary, dia, punct, seg_id (or attention_mask) and pos"
             )
-        return self.encoder(chars, boundary=boundary, dia=dia, punct=punct, seg_id=seg_id,
-                            pos=pos)
+        return self.encoder(chars, boundary=boundary, dia=dia, punct=punct, seg_id=seg_id, pos=pos)

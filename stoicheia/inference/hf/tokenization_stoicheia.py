@@ -62,12 +62,23 @@ _TOO_LONG = "sequence-length-is-longer-than-the-specified-maximum"
 
 #: what a padding slot holds in each input plane
 _PAD_VALUES = {
-    "input_ids": PAD, "boundary": BOUNDARY_UNKNOWN, "dia": DIA_UNKNOWN, "punct": PUNCT_UNKNOWN,
-    "attention_mask": 0, "cap": CAP_UNKNOWN, "lacuna": 0,
+    "input_ids": PAD,
+    "boundary": BOUNDARY_UNKNOWN,
+    "dia": DIA_UNKNOWN,
+    "punct": PUNCT_UNKNOWN,
+    "attention_mask": 0,
+    "cap": CAP_UNKNOWN,
+    "lacuna": 0,
 }
 #: the planes of ``encode_text`` under the names the model takes (``chars`` is ``input_ids``)
-_PLANE_OF = {"input_ids": "chars", "boundary": "boundary", "dia": "dia", "punct": "punct",
-             "cap": "cap", "lacuna": "lacuna"}
+_PLANE_OF = {
+    "input_ids": "chars",
+    "boundary": "boundary",
+    "dia": "dia",
+    "punct": "punct",
+    "cap": "cap",
+    "lacuna": "lacuna",
+}
 
 
 class StoicheiaTokenizer(PreTrainedTokenizer):
@@ -131,8 +142,11 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
         """Letters of ``token_ids`` as one string; ``skip_special_tokens`` leaves out MASK,
         BLANK and PAD. (Word division, accents and capitals: :meth:`render`.)"""
         ids = [token_ids] if isinstance(token_ids, int) else [int(i) for i in token_ids]
-        return "".join(self._convert_id_to_token(i) for i in ids
-                       if not (skip_special_tokens and i >= NUM_LETTERS))
+        return "".join(
+            self._convert_id_to_token(i)
+            for i in ids
+            if not (skip_special_tokens and i >= NUM_LETTERS)
+        )
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple:
         """Nothing to write: the vocabulary is ``stoicheia_alphabet.LETTERS``."""
@@ -150,11 +164,19 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
         for a text that is not a ``str``."""
         return encode_text(text, strict=strict)
 
-    def __call__(self, text: str | list[str], *, return_tensors: str | None = None,
-                 padding: bool | str = True, return_attention_mask: bool = True,
-                 return_planes: bool = False, strict: bool = False,
-                 truncation: bool | str | None = None, max_length: int | None = None,
-                 **kwargs: Any) -> BatchEncoding:
+    def __call__(
+        self,
+        text: str | list[str],
+        *,
+        return_tensors: str | None = None,
+        padding: bool | str = True,
+        return_attention_mask: bool = True,
+        return_planes: bool = False,
+        strict: bool = False,
+        truncation: bool | str | None = None,
+        max_length: int | None = None,
+        **kwargs: Any,
+    ) -> BatchEncoding:
         """Encode one text or a list of texts (class docstring for the keys).
 
         ``return_tensors``: ``"pt"`` or ``"np"`` for ``(B, T)`` int64 arrays (one text gives
@@ -212,7 +234,11 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
                 )
             planes = enc.planes
             if cut and len(planes) > limit:
-                planes = planes[len(planes) - limit:] if self.truncation_side == "left" else planes[:limit]
+                planes = (
+                    planes[len(planes) - limit :]
+                    if self.truncation_side == "left"
+                    else planes[:limit]
+                )
             elif not cut and len(planes) > self.model_max_length:
                 self._warn_too_long(i, len(planes))
             rows.append(planes)
@@ -236,8 +262,11 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
         for key in keys:
             out = []
             for p in rows:
-                row = (np.ones(len(p), np.int64) if key == "attention_mask"
-                       else getattr(p, _PLANE_OF[key]).astype(np.int64))
+                row = (
+                    np.ones(len(p), np.int64)
+                    if key == "attention_mask"
+                    else getattr(p, _PLANE_OF[key]).astype(np.int64)
+                )
                 if pad and len(row) < width:
                     fill = np.full(width - len(row), _PAD_VALUES[key], np.int64)
                     row = np.concatenate([row, fill])
@@ -263,8 +292,9 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
 
     # --- model outputs -> text ---------------------------------------------------------------
 
-    def render(self, logits: dict[str, Any], batch: dict[str, Any] | None = None,
-               brackets: bool = True) -> list[str]:
+    def render(
+        self, logits: dict[str, Any], batch: dict[str, Any] | None = None, brackets: bool = True
+    ) -> list[str]:
         """One reading of each row as polytonic Greek text, from one forward pass.
 
         ``logits``: the model's output dict (``char`` (B, T, 27), ``boundary`` (B, T, 3),
@@ -297,8 +327,12 @@ class StoicheiaTokenizer(PreTrainedTokenizer):
         scores[..., MASK] = -np.inf
         letter = scores.argmax(-1)
         heads = {k: arr[k].argmax(-1) for k in ("boundary", "dia", "cap", "punct")}
-        unknown = {"boundary": BOUNDARY_UNKNOWN, "dia": DIA_UNKNOWN, "cap": CAP_UNKNOWN,
-                   "punct": PUNCT_UNKNOWN}
+        unknown = {
+            "boundary": BOUNDARY_UNKNOWN,
+            "dia": DIA_UNKNOWN,
+            "cap": CAP_UNKNOWN,
+            "punct": PUNCT_UNKNOWN,
+        }
         texts = []
         for b in range(b_size):
             n = int(given["attention_mask"][b].sum()) if "attention_mask" in given else t_size
@@ -338,6 +372,11 @@ def _render_slots(slots: list[tuple[int, int, int, int, int, bool]]) -> str:
         opens = filled and (i == 0 or not slots[i - 1][5])
         closes = filled and (i == len(slots) - 1 or not slots[i + 1][5])
         space = " " if ends and i < len(slots) - 1 else ""
-        pieces.append(("[" if opens else "") + letter + ("]" if closes else "")
-                      + with_punct[len(letter):] + space)
+        pieces.append(
+            ("[" if opens else "")
+            + letter
+            + ("]" if closes else "")
+            + with_punct[len(letter) :]
+            + space
+        )
     return "".join(pieces)

@@ -23,9 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from stoicheia.inference.restore.beliefs import EDITOR_RANK_POOL, gap_beliefs
 from stoicheia.inference.restore.decoding import combine, decode_gaps, plan_windows
-from stoicheia.inference.restore.gap_search import Fusion
+from stoicheia.inference.restore.gap_search import POOL, Candidate, Fusion
 from stoicheia.inference.restore.reading import (
     Alternative,
     EditorScore,
@@ -40,6 +42,7 @@ from stoicheia.inference.restore.reading import (
 )
 from stoicheia.inference.restore.rendering import Restoration, finish, format_result
 from stoicheia.text import alphabet as A
+from stoicheia.text.encode import text_to_planes
 from stoicheia.text.planes import Planes
 
 
@@ -190,11 +193,28 @@ def restore(
 
         fusion = find_fusion(loaded) if fusion == "auto" else find_fusion(loaded, fusion)
     ticker = _Ticker(progress, len(gaps) + 2)
-    pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1)
+    pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1, POOL)
+    # --score-supplements alone scores the editor's supplements and keeps them in the text (the
+    # later gaps see them); with supplements="repredict" the model's fill replaces them
+    editor = {
+        g.index: text_to_planes(g.read or "")[0].chars.astype(np.int64)
+        for g in gaps
+        if score_supplements and supplements == "keep" and g.kind == "supplement"
+    }
     cands, logps = decode_gaps(
-        loaded, items, gaps, window=win, k=pool, respace=respace, fusion=fusion, on_step=ticker.step
+        loaded,
+        items,
+        gaps,
+        window=win,
+        k=pool,
+        respace=respace,
+        fusion=fusion,
+        on_step=ticker.step,
+        hold=editor,
     )
-    chosen = combine(gaps, cands, top_k)
+    ranked = {g: ([Candidate(editor[g], 0.0, 1.0)] if g in editor else c) for g, c in cands.items()}
+    chosen = combine(gaps, ranked, top_k)
+    kept = {g: gaps[g].notation[1:-1] if gaps[g].bracketed else gaps[g].notation for g in editor}
     result.restorations = finish(
         loaded,
         items,
@@ -204,6 +224,7 @@ def restore(
         [h.score for h in chosen],
         text=text,
         style=style,
+        kept=kept,
     )
     ticker.step()
     for g, f in zip(gaps, result.restorations[0].printed, strict=True):
@@ -221,6 +242,7 @@ def restore(
         score_supplements=score_supplements,
         fusion=fusion,
         window=win,
+        kept=set(editor),
     )
     ticker.end()
     if fusion is not None and fusion.ngram is not None:
@@ -229,7 +251,11 @@ def restore(
         )
     if len(plan) > 1:
         result.notes.append(f"each gap decoded in a window of at most {win} slots around it")
-    if score_supplements and any(g.kind == "supplement" for g in gaps):
+    if editor:
+        result.notes.append(
+            "editor's supplements kept as printed, each scored against the model's readings of its width (--score-supplements)"
+        )
+    elif score_supplements and any(g.kind == "supplement" for g in gaps):
         result.notes.append(
             "editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)"
         )

@@ -11,8 +11,8 @@ forward pass per gap), so the first alternative of every gap is its fill in rest
   (:func:`~stoicheia.inference.restore.decoding.width_chain`: the gap ends at slot ``w`` with
   probability ``prod_{j<w} (1 - b_j) * b_w``), the distribution the search draws its widths
   from before the n-gram scores the letters after the gap; sums to 1;
-* per letter of the best fill, ``Gap.letter_probs``: the probability of that letter's step in
-  the search;
+* per letter of the best fill, ``Gap.letter_probs``: the summed probability of the candidates
+  the search kept that have that letter at that place (so at least the fill's own probability);
 * with ``score_supplements``, for a re-predicted supplement, ``Gap.editor``: the editor's
   reading scored by the same search (:func:`~.gap_search.score_fill`), its probability on the
   scale of the candidates' (the same reweighting), and its rank among the candidates of the
@@ -51,18 +51,32 @@ def gap_beliefs(
     score_supplements: bool = False,
     fusion: Fusion | None = None,
     window: int = 0,
+    kept: set[int] | frozenset[int] = frozenset(),
 ) -> None:
     """Fill ``letter_probs``, ``alternatives`` (``k`` per gap; none when ``k`` is 0),
     ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
     candidates ``cands`` and forward passes ``logps`` (:func:`~.decoding.decode_gaps`); ``best``
     is restoration #1. One more forward pass per group of alternatives of equal length renders
-    them with accents and capitals (:func:`~.rendering.finish`)."""
+    them with accents and capitals (:func:`~.rendering.finish`). ``kept``: the gaps whose fill in
+    ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
+    probabilities of the model's candidates that agree with the editor's letter at each place."""
     del window  # the forward passes were made by decode_gaps
     for g in gaps:
         a = best.fill[g.index]
         lp = best.lp[g.index]
         slots = [j for j in range(g.slots) if 0 <= a[j] < A.NUM_LETTERS]
-        g.letter_probs = [float(math.exp(lp[j])) if np.isfinite(lp[j]) else 1.0 for j in slots]
+        if g.index in kept:
+            own = cands[g.index]
+            g.letter_probs = [
+                float(
+                    min(
+                        1.0, sum(c.prob for c in own if len(c.letters) > i and c.letters[i] == a[j])
+                    )
+                )
+                for i, j in enumerate(slots)
+            ]
+        else:
+            g.letter_probs = [float(math.exp(lp[j])) if np.isfinite(lp[j]) else 1.0 for j in slots]
         shown = cands[g.index][:k]
         if shown:
             base = {i: v for i, v in best.fill.items() if i != g.index}

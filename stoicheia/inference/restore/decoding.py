@@ -30,9 +30,10 @@ SYMBOLS = A.NUM_LETTERS + 2  # head outputs scored: 24 letters, MASK (never allo
 @dataclass
 class Hyp:
     """One restoration of the open gaps: ``fill`` gap index -> int64 ``(slots,)`` symbols (0..23
-    a letter, ``BLANK`` after the last letter of a gap of uncertain width); ``score`` the sum of
-    the gaps' search scores (:mod:`.gap_search`); ``lp`` gap index -> float ``(slots,)`` the
-    natural log of each letter's step probability (``nan`` at BLANK slots)."""
+    a letter, ``BLANK`` after the last letter of a gap of uncertain width); ``score`` the sum over
+    the gaps of the natural log of their fill's probability (:mod:`.gap_search`); ``lp`` gap
+    index -> float ``(slots,)`` the natural log of each letter's probability
+    (``Candidate.letter_probs``; ``nan`` at BLANK slots)."""
 
     fill: dict[int, np.ndarray]
     score: float = 0.0
@@ -255,11 +256,16 @@ def decode_gaps(
     fusion: Fusion | None = None,
     only: list[int] | None = None,
     on_step: Callable[[], None] | None = None,
+    hold: dict[int, np.ndarray] | None = None,
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
     """Each gap's ``k`` best candidates (module docstring), in input order: ``only`` limits the
     search to those gap indices (the others stay MASK). Returns ``(candidates, logps)``: gap
     index -> candidates best first, and gap index -> the forward pass's float ``(slots,
-    SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass."""
+    SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass. ``hold``: gap
+    index -> letter ids the later gaps see there instead of its best fill (an editor's
+    supplement that is scored but kept). ``hold``: gap
+    index -> letter ids the later gaps see there instead of its best fill (an editor's
+    supplement that is scored but kept)."""
     fusion = fusion or Fusion(None, 0.0)
     best: dict[int, np.ndarray] = {}
     cands: dict[int, list[Candidate]] = {}
@@ -282,7 +288,7 @@ def decode_gaps(
             right,
         )
         cands[g], logps[g] = found, logp
-        best[g] = symbols(gap, found[0].letters)
+        best[g] = symbols(gap, hold[g] if hold and g in hold else found[0].letters)
     return cands, logps
 
 
@@ -292,21 +298,22 @@ def as_hyp(gaps: list[Gap], chosen: dict[int, Candidate]) -> Hyp:
     for g, c in chosen.items():
         fill[g] = symbols(gaps[g], c.letters)
         lp[g] = np.full(gaps[g].slots, np.nan)
-        lp[g][: len(c.letters)] = (
-            np.log(np.maximum(c.steps, 1e-300)) if c.steps is not None else np.nan
-        )
-        score += c.score
+        per = c.letter_probs if c.letter_probs is not None else c.steps
+        if per is not None:
+            lp[g][: len(c.letters)] = np.log(np.maximum(per, 1e-300))
+        score += float(np.log(max(c.prob, 1e-300)))
     return Hyp(fill, score, lp)
 
 
 def combine(gaps: list[Gap], cands: dict[int, list[Candidate]], k: int) -> list[Hyp]:
-    """The ``k`` best whole-text restorations from the gaps' candidates by the sum of their
-    scores (:func:`kbest_independent`), best first; distinct in at least one gap's letters."""
+    """The ``k`` best whole-text restorations from the gaps' candidates by the sum of the natural
+    logs of their probabilities (:func:`kbest_independent`; within a gap the same order as their
+    search scores), best first; distinct in at least one gap's letters."""
     order = sorted(cands)
     width = max(len(c) for c in cands.values())
     table = np.full((len(order), width), -np.inf)
     for i, g in enumerate(order):
-        table[i, : len(cands[g])] = [c.score for c in cands[g]]
+        table[i, : len(cands[g])] = [np.log(max(c.prob, 1e-300)) for c in cands[g]]
     out = []
     for ids, total in kbest_independent(table, k):
         if not np.isfinite(total):

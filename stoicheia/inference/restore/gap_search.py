@@ -20,12 +20,16 @@ to right. At slot ``j`` of a hypothesis whose letters so far are ``h``:
 
 When the gap ends, the n-gram also scores the letters after it (its first ``n - 1`` known
 letters, cut at the next lacuna) given the fill, weighted by ``w``, so the fill must lead into
-the text that follows. A candidate's score is the sum of the natural logs of its steps plus
-that term; candidates are ranked by it. A candidate's probability is the product of its
-steps, ``path``, when the n-gram is not fused (the steps define a proper distribution over
-fills); fused, the letters after the gap reweight it, ``path * t / E[t]``, ``t`` the n-gram
-term and ``E[t]`` its mean under the paths of the candidates the search kept (``pool``, at
-least 64), so that the kept candidates keep their summed path probability.
+the text that follows. A candidate's score, which ranks the candidates, is the sum of the
+natural logs of its letters' ``q_j``, of its width steps (``b_j`` where it ends, ``1 - b_j``
+where it goes on) weighted by ``1 - w``, and of that n-gram term: every term of the model
+weighted ``1 - w`` and every term of the n-gram ``w`` (weighting the width too gets the length
+of a ``[---]`` right more often on the dev set: 24.4 % against 21.8 % of 119 gaps at w = 0.7).
+A candidate's probability is the product of its steps (``q_j`` and the width's ``b_j``, ``1 - b_j`` unweighted), ``path``, when the n-gram is
+not fused (the steps define a proper distribution over fills); fused, it is
+``exp(score) * P / S``, ``P`` the summed ``path`` and ``S`` the summed ``exp(score)`` of the
+candidates the search kept (``pool``, at least 64): their ranking, with the probability mass
+of their paths.
 
 Why one forward pass per gap and not one per letter: the slots' model terms do not change
 along the beam, so the whole search is numpy arithmetic on a ``(slots, symbols)`` table; the
@@ -61,13 +65,15 @@ class GapShape:
 class Candidate:
     """One fill of a gap: ``letters`` int64 ``(n,)`` letter ids (0..23), ``score`` the natural-log
     score of the search (module docstring), ``prob`` its probability (module docstring),
-    ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)`` (what
-    an interface shades by)."""
+    ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)``;
+    ``letter_probs`` float ``(n,)`` per letter the summed probability of the kept candidates
+    that have this letter at this place (at least ``prob``; what an interface shades by)."""
 
     letters: np.ndarray
     score: float
     prob: float = 0.0
     steps: np.ndarray | None = None
+    letter_probs: np.ndarray | None = None
 
     def text(self) -> str:
         return "".join(A.LETTERS[int(i)] for i in self.letters)
@@ -159,7 +165,10 @@ def search_gap(
     L = A.NUM_LETTERS
     seqs = np.zeros((1, 0), dtype=np.int64)
     steps = np.zeros((1, 0))
-    scores = np.zeros(1)
+    scores = np.zeros(1)  # the search's score: ranks the hypotheses
+    paths = np.zeros(
+        1
+    )  # the log-probability of the steps, the width's untempered (a proper distribution)
     hist = (
         np.broadcast_to(left[-n1:] if n1 else left[:0], (1, n1)).copy()
         if n1
@@ -167,19 +176,19 @@ def search_gap(
     )
     done: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # letters, score, path, steps
 
-    def close(idx: np.ndarray, extra: np.ndarray) -> None:
+    def close(idx: np.ndarray, extra: np.ndarray, extra_path: np.ndarray) -> None:
         # the n-gram's term is <= 0: a hypothesis that cannot beat the pool's worst kept so far is
         # not scored (the pool's contents are the same)
         if len(done) >= pool:
             floor = sorted((d[1] for d in done), reverse=True)[pool - 1]
             keep = scores[idx] + extra > floor
-            idx, extra = idx[keep], extra[keep]
+            idx, extra, extra_path = idx[keep], extra[keep], extra_path[keep]
         if not len(idx):
             return
         tail = fusion.tail_logp(hist[idx], right[:n1]) * w if n1 else np.zeros(len(idx))
-        for i, e, t in zip(idx, extra, tail, strict=True):
+        for i, e, ep, t in zip(idx, extra, extra_path, tail, strict=True):
             done.append(
-                (seqs[i].copy(), float(scores[i] + e + t), float(scores[i] + e), steps[i].copy())
+                (seqs[i].copy(), float(scores[i] + e + t), float(paths[i] + ep), steps[i].copy())
             )
 
     for j in range(shape.max_letters):
@@ -188,23 +197,24 @@ def search_gap(
         if not shape.fixed and j >= shape.min_letters:
             allowed = np.concatenate([row[:L], row[BLANK : BLANK + 1]])
             lb = float(row[BLANK] - np.logaddexp.reduce(allowed))
-            close(np.arange(len(seqs)), np.full(len(seqs), lb))
+            close(np.arange(len(seqs)), np.full(len(seqs), (1.0 - w) * lb), np.full(len(seqs), lb))
         lm = _log_norm(row[None, :L])[0]
         if fusion.ngram is not None:
             lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))
         else:
             lq = np.broadcast_to(lm, (len(seqs), L))
-        if np.isfinite(lb):
-            lq = lq + np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
-        cand = scores[:, None] + lq
+        go_on = float(np.log1p(-min(np.exp(lb), 1.0 - 1e-12))) if np.isfinite(lb) else 0.0
+        cand = scores[:, None] + lq + (1.0 - w) * go_on
         best = np.argsort(-cand, axis=None, kind="stable")[:pool]
         rows, sym = np.divmod(best, L)
         seqs = np.concatenate([seqs[rows], sym[:, None]], axis=1)
-        steps = np.concatenate([steps[rows], np.exp(lq[rows, sym])[:, None]], axis=1)
+        steps = np.concatenate([steps[rows], np.exp(lq[rows, sym] + go_on)[:, None]], axis=1)
+        paths = paths[rows] + lq[rows, sym] + go_on
         scores = cand.reshape(-1)[best]
         if n1:
             hist = np.concatenate([hist[rows][:, 1:], sym[:, None]], axis=1)
-    close(np.arange(len(seqs)), np.zeros(len(seqs)))  # the gap's widest fill (or its only width)
+    # the gap's widest fill (or its only width)
+    close(np.arange(len(seqs)), np.zeros(len(seqs)), np.zeros(len(seqs)))
     done.sort(key=lambda d: -d[1])
     kept = done[:pool]
     # log of (summed path probability / summed exp(score)) of the kept: 0 when not fused
@@ -212,7 +222,16 @@ def search_gap(
         np.logaddexp.reduce(np.array([p for _, _, p, _ in kept]))
         - np.logaddexp.reduce(np.array([s for _, s, _, _ in kept]))
     )
-    return [Candidate(a, s, float(min(1.0, np.exp(s + shift))), st) for a, s, _, st in kept[:k]]
+    probs = np.minimum(1.0, np.exp(np.array([s for _, s, _, _ in kept]) + shift))
+    width = max(len(a) for a, _, _, _ in kept)
+    table = np.full((len(kept), width), -1, dtype=np.int64)  # the kept fills, letter by place
+    for i, (a, _, _, _) in enumerate(kept):
+        table[i, : len(a)] = a
+    out = []
+    for i, (a, s, _, st) in enumerate(kept[:k]):
+        marginal = np.array([probs[table[:, j] == a[j]].sum() for j in range(len(a))])
+        out.append(Candidate(a, s, float(probs[i]), st, np.minimum(marginal, 1.0)))
+    return out
 
 
 def score_fill(
@@ -246,7 +265,7 @@ def score_fill(
                 row[BLANK] - np.logaddexp.reduce(np.concatenate([row[:L], row[BLANK : BLANK + 1]]))
             )
         if j == n:
-            score += lb if np.isfinite(lb) else 0.0
+            score += (1.0 - w) * lb if np.isfinite(lb) else 0.0
             break
         lm = _log_norm(row[None, :L])[0]  # type: ignore[index]
         lq = (
@@ -255,7 +274,7 @@ def score_fill(
             else lm
         )
         if np.isfinite(lb):
-            lq = lq + np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
+            lq = lq + (1.0 - w) * np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
         score += float(lq[letters[j]])
         if n1:
             hist = np.concatenate([hist[:, 1:], letters[j : j + 1][None, :]], axis=1)

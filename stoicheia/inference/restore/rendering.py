@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stoicheia.inference.restore.decoding import forward
-from stoicheia.inference.restore.reading import Gap, InputStyle, Item
+from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
 from stoicheia.text import alphabet as A
 from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.planes import Planes
@@ -174,8 +174,11 @@ def _printed_fill(
     return styled(unicodedata.normalize("NFC", "".join(parts)), style)
 
 
-def _spliced(text: str, gaps: list[Gap], printed: list[str]) -> tuple[str, str]:
-    """``text`` with each gap's notation replaced by its printed fill, and the marks line."""
+def _spliced(
+    text: str, gaps: list[Gap], printed: list[str], kept: set[int] = frozenset()
+) -> tuple[str, str]:  # type: ignore[assignment]
+    """``text`` with each gap's notation replaced by its printed fill, and the marks line (no
+    mark under the gaps in ``kept``)."""
     out, marks = [], []
     pos = 0
     for g, f in sorted(zip(gaps, printed, strict=True), key=lambda t: t[0].start):
@@ -183,7 +186,9 @@ def _spliced(text: str, gaps: list[Gap], printed: list[str]) -> tuple[str, str]:
         marks.append(" " * _width(text[pos : g.start]))
         piece = f"[{f}]" if g.bracketed else f
         out.append(piece)
-        if g.kind == "uncertain":
+        if g.index in kept:
+            marks.append(" " * _width(piece))
+        elif g.kind == "uncertain":
             sign = "." if f != g.notation else " "
             marks.append(sign * _width(piece))
         else:
@@ -207,11 +212,14 @@ def finish(
     *,
     text: str | None = None,
     style: InputStyle | None = None,
+    kept: dict[int, str] | None = None,
 ) -> list[Restoration]:
     """Render full assignments ``fills`` (one per restoration, scored ``scores``) with the
     auxiliary heads (module docstring, Finishing); one forward pass per group of equal length.
     ``text``: the input, into which the fills are spliced (``None`` or ``respace``: the text is
-    rebuilt from the planes); ``style``: the input's :class:`InputStyle` for the printed fills."""
+    rebuilt from the planes); ``style``: the input's :class:`InputStyle` for the printed fills;
+    ``kept``: gap index -> its text as typed, printed as it is and not marked as restored (an
+    editor's supplement scored but kept)."""
     per = [_letters(items, gaps, f) for f in fills]
     outs: list[tuple[dict[str, np.ndarray], int]] = [None] * len(fills)  # type: ignore[list-item]
     by_len: dict[int, list[int]] = {}
@@ -229,13 +237,16 @@ def finish(
         for x, ch in zip(letters, chans, strict=True):
             if x.gap is not None:
                 by_gap.setdefault(x.gap, []).append((x, ch))
-        printed = [_printed_fill(g, by_gap[gi], style) for gi, g in enumerate(gaps)]
+        printed = [
+            kept[gi] if kept and gi in kept else _printed_fill(g, by_gap[gi], style)
+            for gi, g in enumerate(gaps)
+        ]
         base = [
             "".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS)
             for gi in range(len(gaps))
         ]
         if text is not None and not respace:
-            t, m = _spliced(text, gaps, printed)
+            t, m = _spliced(text, gaps, printed, set(kept or ()))
         else:
             t, m = _rebuilt(letters, chans)
         result.append(Restoration(t, m, scores[k], base, printed))
@@ -295,12 +306,13 @@ def format_result(result: RestoreResult) -> list[str]:
         if r.marks.strip():
             lines.append(" " * (len(head) + 2) + r.marks)
     best = result.restorations[0] if result.restorations else None
+    upper = input_style(result.input).capitals
     if result.gaps:
         lines.append("gaps (each with the others as in #1):")
     for g in result.gaps:
         head = f"  {g.index + 1}. {g.kind} {g.notation}"
         if not g.fixed_width:
-            head += f": {g.min_letters} to {g.max_letters} letters ({g.slots} slots, BLANK ends it)"
+            head += f": {g.min_letters} to {g.max_letters} letters"
         if g.width_probs:
             top = sorted(g.width_probs.items(), key=lambda t: -t[1])[:4]
             head += "; width " + ", ".join(f"{w} {_pct(p)}" for w, p in top)
@@ -316,13 +328,16 @@ def format_result(result: RestoreResult) -> list[str]:
             )
         if best is not None and g.letter_probs:
             letters = best.fills[g.index]
+            if upper:  # the letters as the text shows them
+                letters = letters.upper()
             lines.append(
                 "     letters: "
                 + " ".join(f"{c} {_pct(p)}" for c, p in zip(letters, g.letter_probs, strict=False))
             )
     lines += [f"({n})" for n in result.notes]
     lines.append(
-        "log-probabilities in nats (natural log) of the restored letters; ^ restored, . changed reading"
+        "^ restored letter, . changed reading; #k's figure: the natural log of the restoration's probability "
+        "(0 = certain); percentages: probabilities"
     )
     return lines
 

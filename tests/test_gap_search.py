@@ -1,0 +1,56 @@
+"""The search over one gap's forward pass (stoicheia.inference.restore.gap_search)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stoicheia.inference.ngram import LetterNgram
+from stoicheia.inference.restore.gap_search import Fusion, GapShape, score_fill, search_gap
+from stoicheia.text import alphabet as A
+
+
+def _logp(rng: np.random.Generator, slots: int) -> np.ndarray:
+    x = rng.normal(size=(slots, A.NUM_LETTERS + 2)) * 2
+    return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+
+
+NGRAM = LetterNgram(3).fit(
+    [np.array([A.LETTERS.index(c) for c in "καιτονδημονκαιτηνβουληνεδοξε" * 20], dtype=np.uint8)]
+)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize(
+    "shape", [GapShape(4, 4, True), GapShape(2, 6, False)], ids=["known", "uncertain"]
+)
+def test_each_candidate_scores_as_score_fill_scores_it(w, shape):
+    """The editor's reading is scored by score_fill: it must give a candidate the score the
+    search ranked it by, at every weight and for both kinds of width."""
+    rng = np.random.default_rng(3)
+    logp = _logp(rng, shape.max_letters + 2)
+    left, right = np.array([0, 9]), np.array([2, 5])
+    fusion = Fusion(NGRAM, w)
+    cands = search_gap(logp, shape, 10, fusion, left, right)
+    assert len({c.text() for c in cands}) == len(cands) == 10
+    assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
+    for c in cands:
+        assert score_fill(logp, shape, c.letters, fusion, left, right) == pytest.approx(c.score)
+        assert all(p >= c.prob - 1e-12 for p in c.letter_probs)
+    assert sum(c.prob for c in cands) <= 1 + 1e-9
+
+
+def test_the_model_alone_gives_proper_path_probabilities():
+    """At weight 0 a fill's probability is the product of its steps: summed over every fill of a
+    2-letter known width it is 1 (the pool keeps all 576)."""
+    rng = np.random.default_rng(0)
+    logp = _logp(rng, 2)
+    cands = search_gap(logp, GapShape(2, 2, True), 576, Fusion(None, 0.0), pool=576)
+    assert sum(c.prob for c in cands) == pytest.approx(1.0)
+    lm = logp[:, : A.NUM_LETTERS] - np.log(
+        np.exp(logp[:, : A.NUM_LETTERS]).sum(axis=1, keepdims=True)
+    )
+    best = cands[0]
+    assert best.prob == pytest.approx(np.exp(lm[0, best.letters[0]] + lm[1, best.letters[1]]))
+    with pytest.raises(ValueError, match="weight 1.5"):
+        Fusion(NGRAM, 1.5)
