@@ -689,6 +689,14 @@ def _restore_epidoc(args: argparse.Namespace) -> int:
             "(the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
+    if summary.files and summary.refused == summary.files:
+        # nothing could be read: a script calling this must not take it for a finished run
+        print(
+            "stoicheia restore: error: every file was refused (see the lines above); give EpiDoc files "
+            "with a Greek edition",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 

@@ -138,6 +138,12 @@ def test_fragment_maps_each_leiden_sign():
     )
     data["restorations"][0]["fills"][0] = "τ"  # the reading kept: no resp
     assert epidoc_ab(data).startswith('<ab xml:space="preserve"><lb n="1"/><unclear>τ</unclear>οῦ')
+    data["restorations"][0]["fills"][0] = (
+        "π\u0323"  # a printed fill with its dot: <unclear> is the dot
+    )
+    assert epidoc_ab(data).startswith(
+        '<ab xml:space="preserve"><lb n="1"/><unclear cert="low" resp="#stoicheia">π</unclear>'
+    )
 
 
 @pytest.mark.parametrize(

@@ -283,6 +283,10 @@ def test_bad_input_shows_the_one_line_message(server, browser):
     assert "bad" in browser.find_element("id", "text").get_attribute("class")
     _restore(browser, "καὶ [..]", top_k=1)  # fixing it clears the message
     assert not browser.find_element("id", "error").is_displayed()
+    assert browser.find_element("id", "result").is_displayed()
+    _restore(browser, "καὶ [τοῦ")  # a new error hides the restoration of the text before
+    assert browser.find_element("id", "error").is_displayed()
+    assert not browser.find_element("id", "result").is_displayed()
 
 
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):

@@ -66,7 +66,6 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-import numpy as np
 from lxml import etree
 
 from stoicheia.inference.epidoc_restore_pieces import pieces
@@ -309,56 +308,21 @@ def _after_mark(marked: str, i: int) -> bool:
 # --- decoding --------------------------------------------------------------------------------
 
 
-def _rendered_fills(text: str, lengths: list[int]) -> list[str] | None:
-    """The letters of each gap as printed in a restoration's ``text`` (restored letters are the
-    letters inside ``[ ]``; gap j has ``lengths[j]`` of them, in order), with the word breaks
-    and punctuation between them; ``None`` when the counts disagree."""
-    where: list[int] = []
-    inside = False
-    for i, ch in enumerate(text):
-        if ch == "[":
-            inside = True
-        elif ch == "]":
-            inside = False
-        elif inside and unicodedata.category(ch).startswith("L"):
-            where.append(i)
-    if len(where) != sum(lengths):
-        return None
-    out, k = [], 0
-    for n in lengths:
-        a, b = where[k], where[k + n - 1] + 1
-        while b < len(text) and unicodedata.combining(text[b]):
-            b += 1
-        out.append(unicodedata.normalize("NFC", text[a:b]))
-        k += n
-    return out
-
-
 def gap_readings(result: Any, j: int) -> list[tuple[str, float]]:
     """Readings of gap ``j`` of a :class:`~stoicheia.inference.restore.RestoreResult`, the one to
     write first: ``[(letters as printed, probability)]``.
 
     The adapter between the decoder's result and the EpiDoc writer, kept in one place: the
-    readings are the distinct fills of gap ``j`` over the top-k whole-text restorations, each
-    with the sum of ``exp(logprob)`` of the restorations that have it, normalised over the
-    top-k (so the probabilities are relative to the restorations returned). The reading written
-    is the best restoration's; the others follow by decreasing probability (ties by letters).
+    gap's fill in the best restoration (``Gap.fill``, with the accents, breathings and word
+    breaks the model printed), then its other alternatives (``Gap.alternatives``), each with the
+    probability the decoder gives it (the one ``restore`` prints and the page shows). The first
+    alternative is the fill itself (one search decides both); its probability is the fill's.
     """
-    rs = result.restorations
-    lp = np.array([r.logprob for r in rs], dtype=np.float64)
-    w = np.exp(lp - lp.max())
-    w /= w.sum()
-    prob: dict[str, float] = {}
-    shown: dict[str, str] = {}
-    for r, p in zip(rs, w, strict=True):
-        f = r.fills[j]
-        prob[f] = prob.get(f, 0.0) + float(p)
-        if f not in shown:
-            printed = _rendered_fills(r.text, [len(x) for x in r.fills])
-            shown[f] = printed[j] if printed is not None else f
-    best = rs[0].fills[j]
-    order = [best, *sorted((f for f in prob if f != best), key=lambda f: (-prob[f], f))]
-    return [(shown[f], prob[f]) for f in order]
+    g = result.gaps[j]
+    alts = list(g.alternatives)
+    first = alts[0].prob if alts else 1.0
+    rest = [(a.fill, float(a.prob)) for a in alts[1:] if a.fill != g.fill]
+    return [(g.fill, float(first)), *rest]
 
 
 def _restore_piece(

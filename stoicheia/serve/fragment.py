@@ -171,7 +171,11 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
                     read = chars[i:j]
                     fill, _ = fill_of("uncertain")
                     if fill and _base(fill) != _base(read):
-                        lines.out.append(f"<unclear {_RESP}>{escape(fill)}</unclear>")
+                        # <unclear> is the dot below: the letter goes in without it
+                        plain = unicodedata.normalize(
+                            "NFC", unicodedata.normalize("NFD", fill).replace("\u0323", "")
+                        )
+                        lines.out.append(f"<unclear {_RESP}>{escape(plain)}</unclear>")
                     else:
                         lines.out.append(f"<unclear>{escape(read)}</unclear>")
                     i = j

@@ -27,7 +27,11 @@ const isLetter = (c) => /\p{L}/u.test(c);
 const baseLetters = (s) => Array.from(s.normalize("NFD").toLowerCase()).filter((c) => /\p{L}/u.test(c)).join("");
 const pct = (p) => (p >= 0.995 ? ">0.99" : p < 0.005 ? "<0.01" : p.toFixed(2));
 
+// a letter with one dot below (the fill of an uncertain letter may already carry it)
+const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
+
 function showError(message) {
+  $("result").hidden = true;  // the last restoration belonged to another text
   const box = $("error");
   box.textContent = message;
   box.hidden = false;
@@ -108,7 +112,7 @@ function drawRestored() {
       const p = probs[li] ?? 0;
       li += 1;
       const span = el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
-        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, uncertain ? c + "\u0323" : c);
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, uncertain ? dotted(c) : c);
       if (uncertain && baseLetters(c) !== baseLetters(g.notation)) span.classList.add("changed");
       box.append(span);
     }
@@ -130,7 +134,7 @@ function withFills(i) {
     if (g.end <= g.start) continue;
     out.append(text.slice(at, g.start).normalize("NFC"));
     const fill = current.restorations[i].fills[g.index];
-    out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, fill + "\u0323")
+    out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, dotted(fill))
       : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
     at = g.end;
   }
@@ -158,11 +162,15 @@ function widthChart(wp) {
   const entries = Object.entries(wp).map(([n, p]) => [Number(n), p]).sort((a, b) => a[0] - b[0]);
   const max = Math.max(...entries.map((e) => e[1]), 1e-9);
   const box = el("div", { class: "widths", title: "probability of each width in letters" });
+  const [lo, hi] = [entries[0][0], entries[entries.length - 1][0]];
+  const top = entries.reduce((a, b) => (b[1] > a[1] ? b : a));
   for (const [n, p] of entries) {
+    // labels only where they fit: the ends, every fifth width and the likeliest
+    const label = entries.length <= 10 || n === lo || n === hi || n % 5 === 0 || n === top[0] ? String(n) : "";
     box.append(el("div", { class: "col", title: `${n} letters: p = ${pct(p)}` },
-      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), String(n)));
+      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), label));
   }
-  return box;
+  return el("div", {}, box, el("span", { class: "muted" }, `likeliest ${top[0]} letters (p = ${pct(top[1])})`));
 }
 
 function drawGaps() {
