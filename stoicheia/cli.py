@@ -717,6 +717,22 @@ class _IntermixedParser(OneLineParser):
             self._inner = False
 
 
+def _ngram_args(p: argparse.ArgumentParser) -> None:
+    """The letter n-gram baseline's options (``evaluate`` and ``benchmark``)."""
+    p.add_argument(
+        "--ngram-order",
+        type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"),
+        default=5,
+        help="order of the letter n-gram baseline (0: none; default 5)",
+    )
+    p.add_argument(
+        "--ngram-letters",
+        type=int_in(1, meaning=" letters"),
+        default=20_000_000,
+        help="letters the n-gram is trained on at most",
+    )
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "checkpoint",
@@ -849,18 +865,7 @@ def main(argv: list[str] | None = None) -> int:
         "--train-shards",
         help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)",
     )
-    p.add_argument(
-        "--ngram-order",
-        type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"),
-        default=5,
-        help="order of the letter n-gram baseline (0: none; default 5)",
-    )
-    p.add_argument(
-        "--ngram-letters",
-        type=int_in(1, meaning=" letters"),
-        default=20_000_000,
-        help="letters the n-gram is trained on at most",
-    )
+    _ngram_args(p)
     p.add_argument(
         "--seq-len",
         type=int_in(
@@ -950,18 +955,7 @@ def main(argv: list[str] | None = None) -> int:
         default=20,
         help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)",
     )
-    p.add_argument(
-        "--ngram-order",
-        type=int_in(0, 6, meaning=" (0: no n-gram baseline; default 5)"),
-        default=5,
-        help="order of the letter n-gram baseline (0: none; default 5)",
-    )
-    p.add_argument(
-        "--ngram-letters",
-        type=int_in(1, meaning=" letters"),
-        default=20_000_000,
-        help="letters the n-gram is trained on at most",
-    )
+    _ngram_args(p)
     p.add_argument(
         "--fusion-weights",
         type=fusion_weights,
