@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +50,15 @@ def _rank0() -> bool:
 
 def _error(message: str) -> None:
     """Print ``train.py: message`` on stderr, once per job (rank 0): every rank meets the same
-    configuration or input error."""
+    configuration or input error. Another rank waits 2 s first (so that rank 0, meeting the
+    same error, prints it before the launcher stops the job at the first rank's exit) and
+    writes its message as ``(rank N) train.py: ...`` into its own stderr, which the launcher
+    shows only when the job fails there (an error met by that rank alone is not lost)."""
     if _rank0():
         print(f"train.py: {message}", file=sys.stderr)
+        return
+    time.sleep(2.0)
+    print(f"(rank {os.environ.get('RANK', '?')}) train.py: {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:
