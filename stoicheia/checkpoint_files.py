@@ -90,6 +90,20 @@ class TensorShape(tuple):
     """Stands for a tensor in a scanned pickle: its shape (a tuple of ints)."""
 
 
+#: What reading a cut, corrupt or foreign file as a torch checkpoint can raise.
+_UNREADABLE = (
+    zipfile.BadZipFile,
+    OSError,
+    EOFError,
+    ValueError,
+    pickle.UnpicklingError,
+    IndexError,
+    KeyError,
+    TypeError,
+    AttributeError,
+)
+
+
 def _rebuild_tensor(storage: Any, offset: Any, size: Any, *args: Any, **kwargs: Any) -> TensorShape:
     return TensorShape(int(n) for n in size)
 
@@ -149,17 +163,7 @@ def missing_records(path: Path | str) -> list[str] | None:
             with zf.open(pkls[0]) as fh:
                 scanner = _StorageScanner(fh)
                 scanner.load()
-    except (
-        zipfile.BadZipFile,
-        OSError,
-        EOFError,
-        ValueError,
-        pickle.UnpicklingError,
-        IndexError,
-        KeyError,
-        TypeError,
-        AttributeError,
-    ):
+    except _UNREADABLE:
         return None
     missing = []
     for key, nbytes in scanner.storages:
@@ -201,17 +205,7 @@ def model_shapes(path: Path | str) -> dict[str, tuple[int, ...]] | None:
                 return None
             with zf.open(pkls[0]) as fh:
                 obj = _StorageScanner(fh).load()
-    except (
-        zipfile.BadZipFile,
-        OSError,
-        EOFError,
-        ValueError,
-        pickle.UnpicklingError,
-        IndexError,
-        KeyError,
-        TypeError,
-        AttributeError,
-    ):
+    except _UNREADABLE:
         return None
     state = obj.get("state", obj) if isinstance(obj, dict) else None
     model = state.get("model") if isinstance(state, dict) else None
