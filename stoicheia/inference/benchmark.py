@@ -104,8 +104,8 @@ class ModelDecoder:
 
     def prepared(
         self, task: Task
-    ) -> tuple[np.ndarray, GapShape, Any, Any, list[Item], list[Gap], float]:
-        """The target's forward pass, shape, items and gaps (cached), and the seconds it took."""
+    ) -> tuple[np.ndarray, GapShape, int, list[Item], list[Gap], float]:
+        """The target's forward pass, shape, gap index, items and gaps (cached), and the seconds it took."""
         key = (task.protocol, task.text_id, task.start, task.input)
         if key not in self.cache:
             from stoicheia.inference.restore.decoding import gap_logp, window_around

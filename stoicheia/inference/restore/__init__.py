@@ -241,7 +241,6 @@ def restore(
         style=style,
         score_supplements=score_supplements,
         fusion=fusion,
-        window=win,
         kept=set(editor),
     )
     ticker.end()

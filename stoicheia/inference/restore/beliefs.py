@@ -50,7 +50,6 @@ def gap_beliefs(
     style: InputStyle | None,
     score_supplements: bool = False,
     fusion: Fusion | None = None,
-    window: int = 0,
     kept: set[int] | frozenset[int] = frozenset(),
 ) -> None:
     """Fill ``letter_probs``, ``alternatives`` (``k`` per gap; none when ``k`` is 0),
@@ -60,7 +59,6 @@ def gap_beliefs(
     them with accents and capitals (:func:`~.rendering.finish`). ``kept``: the gaps whose fill in
     ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
     probabilities of the model's candidates that agree with the editor's letter at each place."""
-    del window  # the forward passes were made by decode_gaps
     for g in gaps:
         a = best.fill[g.index]
         lp = best.lp[g.index]

@@ -254,12 +254,10 @@ def decode_gaps(
     k: int,
     respace: bool,
     fusion: Fusion | None = None,
-    only: list[int] | None = None,
     on_step: Callable[[], None] | None = None,
     hold: dict[int, np.ndarray] | None = None,
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
-    """Each gap's ``k`` best candidates (module docstring), in input order: ``only`` limits the
-    search to those gap indices (the others stay MASK). Returns ``(candidates, logps)``: gap
+    """Each gap's ``k`` best candidates (module docstring), in input order. Returns ``(candidates, logps)``: gap
     index -> candidates best first, and gap index -> the forward pass's float ``(slots,
     SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass. ``hold``: gap
     index -> letter ids the later gaps see there instead of its best fill (an editor's
@@ -270,7 +268,7 @@ def decode_gaps(
     best: dict[int, np.ndarray] = {}
     cands: dict[int, list[Candidate]] = {}
     logps: dict[int, np.ndarray] = {}
-    for g in only if only is not None else range(len(gaps)):
+    for g in range(len(gaps)):
         gap = gaps[g]
         lo, hi = window_around(items, gaps, g, window)
         logp = gap_logp(model, items, gaps, best, g, lo, hi, respace)
