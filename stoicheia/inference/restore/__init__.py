@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from stoicheia.inference.restore.beliefs import EDITOR_RANK_POOL, gap_beliefs
-from stoicheia.inference.restore.decoding import combine, decode_gaps, plan_windows
+from stoicheia.inference.restore.decoding import combine, decode_gaps, plan_windows, symbols
 from stoicheia.inference.restore.gap_search import POOL, Candidate, Fusion
 from stoicheia.inference.restore.reading import (
     Alternative,
@@ -40,7 +40,13 @@ from stoicheia.inference.restore.reading import (
     input_style,
     parse_input,
 )
-from stoicheia.inference.restore.rendering import Restoration, finish, format_result
+from stoicheia.inference.restore.rendering import (
+    FillPrinter,
+    Restoration,
+    finish,
+    format_result,
+    spliced_restoration,
+)
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
 from stoicheia.text.planes import Planes
@@ -215,30 +221,45 @@ def restore(
     ranked = {g: ([Candidate(editor[g], 0.0, 1.0)] if g in editor else c) for g, c in cands.items()}
     chosen = combine(gaps, ranked, top_k)
     kept = {g: gaps[g].notation[1:-1] if gaps[g].bracketed else gaps[g].notation for g in editor}
-    result.restorations = finish(
-        loaded,
-        items,
-        gaps,
-        [h.fill for h in chosen],
-        respace,
-        [h.score for h in chosen],
-        text=text,
-        style=style,
-        kept=kept,
-    )
+    printer = FillPrinter(loaded, items, gaps, chosen[0].fill, respace, style)
+    if respace:  # every letter rendered: the whole text goes through the heads
+        result.restorations = finish(
+            loaded,
+            items,
+            gaps,
+            [h.fill for h in chosen],
+            respace,
+            [h.score for h in chosen],
+            text=text,
+            style=style,
+            kept=kept,
+        )
+        for h, r in zip(chosen, result.restorations, strict=True):
+            for gi in range(len(gaps)):
+                if gi not in kept:
+                    printer.remember(gi, h.fill[gi], r.printed[gi])
+    else:  # each gap's fills (restorations' and alternatives') rendered in one window pass
+        for gi, g in enumerate(gaps):
+            if gi not in kept:
+                printer.render(
+                    gi,
+                    [h.fill[gi] for h in chosen]
+                    + [symbols(g, c.letters) for c in cands[gi][:k_alt]],
+                )
+        result.restorations = [
+            spliced_restoration(text, gaps, h.fill, printer, h.score, kept) for h in chosen
+        ]
     ticker.step()
     for g, f in zip(gaps, result.restorations[0].printed, strict=True):
         g.fill = f
     gap_beliefs(
-        loaded,
         items,
         gaps,
         cands,
         logps,
         chosen[0],
         k=k_alt,
-        respace=respace,
-        style=style,
+        printer=printer,
         score_supplements=score_supplements,
         fusion=fusion,
         kept=set(editor),

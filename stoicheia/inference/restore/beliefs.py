@@ -22,14 +22,13 @@ forward pass per gap), so the first alternative of every gap is its fill in rest
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from stoicheia.inference.restore.decoding import Hyp, gap_context, symbols, width_chain
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, score_fill
-from stoicheia.inference.restore.reading import Alternative, EditorScore, Gap, InputStyle, Item
-from stoicheia.inference.restore.rendering import finish
+from stoicheia.inference.restore.reading import Alternative, EditorScore, Gap, Item
+from stoicheia.inference.restore.rendering import FillPrinter
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
 
@@ -38,7 +37,6 @@ EDITOR_RANK_POOL = 20
 
 
 def gap_beliefs(
-    model: Any,
     items: list[Item],
     gaps: list[Gap],
     cands: dict[int, list[Candidate]],
@@ -46,8 +44,7 @@ def gap_beliefs(
     best: Hyp,
     *,
     k: int,
-    respace: bool,
-    style: InputStyle | None,
+    printer: FillPrinter,
     score_supplements: bool = False,
     fusion: Fusion | None = None,
     kept: set[int] | frozenset[int] = frozenset(),
@@ -55,8 +52,8 @@ def gap_beliefs(
     """Fill ``letter_probs``, ``alternatives`` (``k`` per gap; none when ``k`` is 0),
     ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
     candidates ``cands`` and forward passes ``logps`` (:func:`~.decoding.decode_gaps`); ``best``
-    is restoration #1. One more forward pass per group of alternatives of equal length renders
-    them with accents and capitals (:func:`~.rendering.finish`). ``kept``: the gaps whose fill in
+    is restoration #1. ``printer`` renders the alternatives with accents and capitals, one
+    forward pass per gap around it (:class:`~.rendering.FillPrinter`). ``kept``: the gaps whose fill in
     ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
     probabilities of the model's candidates that agree with the editor's letter at each place."""
     for g in gaps:
@@ -77,21 +74,13 @@ def gap_beliefs(
             g.letter_probs = [float(math.exp(lp[j])) if np.isfinite(lp[j]) else 1.0 for j in slots]
         shown = cands[g.index][:k]
         if shown:
-            base = {i: v for i, v in best.fill.items() if i != g.index}
-            printed = finish(
-                model,
-                items,
-                gaps,
-                [{**base, g.index: symbols(g, c.letters)} for c in shown],
-                respace,
-                [c.score for c in shown],
-                style=style,
-            )
+            fills = [symbols(g, c.letters) for c in shown]
+            printer.render(g.index, fills)
             g.alternatives = [
                 Alternative(
-                    r.printed[g.index], float(c.prob), math.log(max(c.prob, 1e-300)), c.text()
+                    printer(g.index, f), float(c.prob), math.log(max(c.prob, 1e-300)), c.text()
                 )
-                for c, r in zip(shown, printed, strict=True)
+                for c, f in zip(shown, fills, strict=True)
             ]
         if not g.fixed_width:
             g.width_probs = width_chain(g, logps[g.index])

@@ -4,6 +4,13 @@ Finishing. One more pass over the finished letters (BLANK slots removed) gives t
 letters their word division, accents and breathings, capitals and punctuation from the
 model's auxiliary heads; with ``respace=True`` every letter's channels are hidden from the
 model and all of them come from the heads (for scriptio continua in capitals).
+
+A gap's fills are rendered in a window of :data:`RENDER_CONTEXT` letters on each side of the
+gap (:class:`FillPrinter`), one forward pass for all the fills of a gap: the heads' choice for
+a letter depends on its word and its neighbours, and a local block sees ``char_window // 2``
+slots on each side (64 in the demo model), so the window changes nearly nothing, and the
+work no longer grows with the text's length times the number of alternatives. The whole
+text goes through the model only with ``respace``, where every letter is rendered.
 """
 
 from __future__ import annotations
@@ -174,6 +181,119 @@ def _printed_fill(
     return styled(unicodedata.normalize("NFC", "".join(parts)), style)
 
 
+#: letters of context on each side of a gap when its fills are rendered (module docstring)
+RENDER_CONTEXT = 64
+
+
+def render_fills(
+    model: Any,
+    items: list[Item],
+    gaps: list[Gap],
+    base: dict[int, np.ndarray],
+    gi: int,
+    fills: list[np.ndarray],
+    respace: bool,
+    style: InputStyle | None,
+    context: int = RENDER_CONTEXT,
+) -> list[str]:
+    """Gap ``gi``'s ``fills`` (int symbol arrays, one per fill, BLANK slots allowed) as printed
+    in the input's ``style`` (without brackets), the other gaps filled as in ``base``; each
+    fill is rendered with the heads in a window of ``context`` letters on each side of the gap
+    (module docstring). The windows are padded on the left to one length where the text
+    allows, so that the fills of a gap share one forward pass."""
+    per = [_letters(items, gaps, {**base, gi: f}) for f in fills]
+    spans = []
+    for letters in per:
+        idx = [i for i, x in enumerate(letters) if x.gap == gi]
+        spans.append((idx[0], idx[-1] + 1) if idx else (0, 0))
+    widest = max(b - a for a, b in spans)
+    crops = []
+    for letters, (a, b) in zip(per, spans, strict=True):
+        lo = max(0, a - context - (widest - (b - a)))
+        crops.append(letters[lo : min(len(letters), b + context)])
+    by_len: dict[int, list[int]] = {}
+    for k, crop in enumerate(crops):
+        by_len.setdefault(len(crop), []).append(k)
+    printed: list[str] = [""] * len(fills)
+    for ks in by_len.values():
+        out = forward(model, [_head_rows(crops[k], respace) for k in ks])
+        for r, k in enumerate(ks):
+            chans = _channels(crops[k], gaps, out, r, respace)
+            rows = [(x, ch) for x, ch in zip(crops[k], chans, strict=True) if x.gap == gi]
+            printed[k] = _printed_fill(gaps[gi], rows, style)
+    return printed
+
+
+class FillPrinter:
+    """Each gap's fills as printed (:func:`render_fills`), rendered once per gap and fill and
+    remembered, so that the restorations and the gaps' alternatives print a fill alike.
+    ``base``: every gap's fill in restoration #1, the context of the others."""
+
+    def __init__(
+        self,
+        model: Any,
+        items: list[Item],
+        gaps: list[Gap],
+        base: dict[int, np.ndarray],
+        respace: bool,
+        style: InputStyle | None,
+    ) -> None:
+        self.model, self.items, self.gaps, self.base = model, items, gaps, base
+        self.respace, self.style = respace, style
+        self.done: dict[tuple[int, bytes], str] = {}
+
+    @staticmethod
+    def _key(gi: int, fill: np.ndarray) -> tuple[int, bytes]:
+        return gi, np.asarray(fill, dtype=np.int64).tobytes()
+
+    def render(self, gi: int, fills: list[np.ndarray]) -> None:
+        """Render those of gap ``gi``'s ``fills`` not rendered yet (one forward pass)."""
+        todo, seen = [], set()
+        for f in fills:
+            key = self._key(gi, f)
+            if key not in self.done and key not in seen:
+                seen.add(key)
+                todo.append(f)
+        if todo:
+            got = render_fills(
+                self.model, self.items, self.gaps, self.base, gi, todo, self.respace, self.style
+            )
+            for f, p in zip(todo, got, strict=True):
+                self.done[self._key(gi, f)] = p
+
+    def remember(self, gi: int, fill: np.ndarray, printed: str) -> None:
+        """Take ``printed`` as gap ``gi``'s ``fill`` (rendered elsewhere: ``respace``)."""
+        self.done[self._key(gi, fill)] = printed
+
+    def __call__(self, gi: int, fill: np.ndarray) -> str:
+        """Gap ``gi``'s ``fill`` as printed (rendered now if it was not)."""
+        key = self._key(gi, fill)
+        if key not in self.done:
+            self.render(gi, [fill])
+        return self.done[key]
+
+
+def spliced_restoration(
+    text: str,
+    gaps: list[Gap],
+    fill: dict[int, np.ndarray],
+    printer: FillPrinter,
+    score: float,
+    kept: dict[int, str] | None = None,
+) -> Restoration:
+    """The restoration of ``text`` with every gap filled as in ``fill``, each fill printed by
+    ``printer``; ``kept``: gap index -> its text as typed (an editor's supplement scored but
+    kept: printed as it is and not marked)."""
+    kept = kept or {}
+    printed = [kept[gi] if gi in kept else printer(gi, fill[gi]) for gi in range(len(gaps))]
+    base = [
+        "".join(A.LETTERS[int(s)] for s in fill[gi] if 0 <= s < A.NUM_LETTERS)
+        for gi in range(len(gaps))
+    ]
+    t, m = _spliced(text, gaps, printed, set(kept))
+    return Restoration(t, m, score, base, printed)
+
+
 def _spliced(
     text: str, gaps: list[Gap], printed: list[str], kept: set[int] = frozenset()
 ) -> tuple[str, str]:  # type: ignore[assignment]
@@ -342,4 +462,12 @@ def format_result(result: RestoreResult) -> list[str]:
     return lines
 
 
-__all__ = ["Restoration", "finish", "format_result"]
+__all__ = [
+    "RENDER_CONTEXT",
+    "FillPrinter",
+    "Restoration",
+    "finish",
+    "format_result",
+    "render_fills",
+    "spliced_restoration",
+]
