@@ -554,6 +554,7 @@ def test_bad_planes():
         ({"span_max": 2.5}, "span_max"),
         ({"half_word_anchor": {"edge": 1.0}}, "unknown anchor 'edge'"),
         ({"half_word_anchor": {"end": 0.0}}, "half_word_anchor"),
+        ({"loss_weight": "unifrom"}, "loss_weight"),
         ({"elastic_pad_max": -1}, "elastic_pad_max"),
         ({"elastic_pad_max": 2.5}, "elastic_pad_max"),
         ({"channel_known": {"boundary": (0.5, 0.3), "dia": (0.3, 0.5)}}, "missing channel 'punct'"),
@@ -579,6 +580,35 @@ def test_config_validate_errors(kwargs, message):
     planes = random_record(np.random.default_rng(0), n_words=3)
     with pytest.raises(ValueError, match=message):
         noise_record(planes, np.random.default_rng(0), cfg)
+
+
+def test_mean_rate_of_the_clipped_beta():
+    from stoicheia.noise.prepared import mean_rate
+
+    # Beta(2, 4) (pdf 20 t (1-t)^3) has mean 1/3; clipping to [0.05, 0.95] moves the mass
+    # below 0.05 up to 0.05 (above 0.95 there is 3e-5 of it): by hand, P(t < 0.05) = 0.0225925
+    # and E[t; t < 0.05] = 0.00074329, so E = 1/3 + 0.05 * 0.0225925 - 0.00074329 = 0.3337197
+    assert mean_rate((2.0, 4.0), 0.0, 1.0) == pytest.approx(1 / 3, abs=1e-6)
+    assert mean_rate((2.0, 4.0), 0.05, 0.95) == pytest.approx(0.3337197, abs=2e-6)
+    assert mean_rate((2.0, 4.0), 0.3, 0.3) == pytest.approx(0.3)  # t_min == t_max fixes t
+    assert mean_rate((1.0, 1.0), 0.0, 1.0) == pytest.approx(0.5, abs=1e-6)
+
+
+@pytest.mark.parametrize("pattern", ["span", "word", "iid", "elastic"])
+def test_uniform_loss_weight_is_one_over_the_mean_rate(pattern):
+    cfg = cfg_for(pattern, loss_weight="uniform")
+    w = cfg.prepared().masked_weight
+    assert w == pytest.approx(1 / 0.3337197, rel=1e-5)
+    rng = np.random.default_rng(3)
+    rates, supervised = set(), 0
+    for _ in range(20):
+        out = noise_record(random_record(rng, n_words=12), rng, cfg)
+        sup = out.tgt_chars != IGNORE_INDEX
+        supervised += int(sup.sum())
+        rates.add(out.t)
+        # the same weight at every masked slot whatever the record's rate t
+        assert np.allclose(out.weight[sup], w) and np.all(out.weight[~sup] == 0)
+    assert supervised > 100 and len(rates) == 20
 
 
 def test_config_defaults_valid():

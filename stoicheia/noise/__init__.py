@@ -14,7 +14,8 @@ the cross-entropy of each masked token by ``1/t``. Every record gets one rate
 ``t ~ Beta(2, 4)`` clipped to ``[t_min, t_max]``, and each masked character slot gets weight
 ``1/t``. The structured patterns (span, word, half-word, elastic) are not the iid absorbing
 process of the ELBO, but mask about ``t * n`` letters on average, so the same weight keeps the
-patterns on one scale.
+patterns on one scale. ``loss_weight: uniform`` (:class:`NoiseConfig`) replaces ``1/t`` by the
+constant ``1/E[t]``: the same scale, without the noisy gradient of low-rate records.
 
 Patterns (one per record, drawn with :attr:`NoiseConfig.weights`):
 

@@ -11,12 +11,14 @@ from typing import Any
 import numpy as np
 
 from stoicheia.noise.patterns import PATTERNS
-from stoicheia.noise.prepared import PreparedNoise, sample_t_prepared
+from stoicheia.noise.prepared import PreparedNoise, mean_rate, sample_t_prepared
 
-__all__ = ["NoiseConfig", "ANCHORS", "HIDEABLE", "sample_t"]
+__all__ = ["NoiseConfig", "ANCHORS", "HIDEABLE", "LOSS_WEIGHTS", "sample_t"]
 
 #: Half-word anchors.
 ANCHORS = ("end", "start", "middle")
+#: Char-loss weightings of a masked slot (:attr:`NoiseConfig.loss_weight`).
+LOSS_WEIGHTS = ("elbo", "uniform")
 #: Auxiliary channels that have a model input (and so can be hidden); cap has none.
 HIDEABLE = ("boundary", "dia", "punct")
 
@@ -99,6 +101,15 @@ class NoiseConfig:
             OmegaConf cannot hold a dict of tuples), ``p_known + p_unknown <= 1``; the rest of
             the probability is "patchy": rate ``r ~ U(0,1)``, each position hidden with
             probability ``r``.
+        loss_weight: the char-loss weight of a masked slot. ``"elbo"``: ``1/t``, the MDLM
+            ELBO's (module docstring of :mod:`stoicheia.noise`). ``"uniform"``: ``1/E[t]``
+            for every record (``E[t]`` of the clipped Beta, 3.0 for the default ``(2, 4)``),
+            so the loss keeps the scale of a per-letter cross-entropy but a record drawn at a
+            low rate no longer weighs up to ``1/t_min`` = 20 times more per letter: its few
+            masked letters made the gradient noisy. On the demo's budget the uniform weight
+            trained much faster (2026-12-01, 2 CPU cores, ``benchmarks/`` and README's
+            figures); the model is then no longer trained on the ELBO, whose value
+            ``evaluate`` does not report anyway (bits per character are unweighted).
 
     The config is validated on construction and again (cheaply, only when a field changed)
     by every :func:`noise_record` call.
@@ -113,6 +124,7 @@ class NoiseConfig:
     half_word_anchor: dict[str, float] = field(default_factory=_default_anchor)
     elastic_pad_max: int = 20
     channel_known: dict[str, list[float]] = field(default_factory=_default_channel_known)
+    loss_weight: str = "elbo"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -141,6 +153,7 @@ class NoiseConfig:
                 tuple(self.half_word_anchor.items()),
                 self.elastic_pad_max,
                 tuple((k, tuple(v)) for k, v in self.channel_known.items()),
+                self.loss_weight,
             )
         except (AttributeError, TypeError):
             return (object(),)  # malformed: never matches, so _prepare reports the error
@@ -220,6 +233,13 @@ class NoiseConfig:
                     "[0, 1] with p_known + p_unknown <= 1"
                 )
             channel.append((pk, pu))
+        if self.loss_weight not in LOSS_WEIGHTS:
+            raise ValueError(
+                f"NoiseConfig.loss_weight = {self.loss_weight!r}: must be one of "
+                + ", ".join(LOSS_WEIGHTS)
+                + " (elbo: 1/t per masked letter; uniform: 1/E[t] for every record)"
+            )
+        weight = 1.0 / mean_rate((ta, tb), t_min, t_max) if self.loss_weight == "uniform" else 0.0
         total_a = sum(pa)
         return PreparedNoise(
             pattern_cum=np.cumsum(pw / pw.sum()),
@@ -232,6 +252,7 @@ class NoiseConfig:
             span_max=int(sm),
             pad_max=int(pm),
             channel=tuple(channel),
+            masked_weight=weight,
         )
 
 

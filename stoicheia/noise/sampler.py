@@ -18,7 +18,7 @@ from stoicheia.noise.assemble import (
 )
 from stoicheia.noise.config import NoiseConfig
 from stoicheia.noise.patterns import PATTERN_FUNCTIONS, PATTERNS, Letters
-from stoicheia.noise.prepared import sample_t_prepared
+from stoicheia.noise.prepared import masked_weight, sample_t_prepared
 from stoicheia.noise.record import Noised
 from stoicheia.noise.words import word_starts
 from stoicheia.text.alphabet import BOUNDARY_UNKNOWN, DIA_UNKNOWN, IGNORE_INDEX, MASK, PUNCT_UNKNOWN
@@ -78,7 +78,7 @@ def noise_record(
         hidden = hidden_channels(n_full, prep, rng)
         zero = np.zeros(n_full, dtype=bool)
         return assemble_record(
-            full, ws, t, pattern, full[0], zero, zero, hidden, 1.0 / t, real=real
+            full, ws, t, pattern, full[0], zero, zero, hidden, masked_weight(t, prep), real=real
         )
     ws_l = ws if letter_idx is None else word_starts(stack[1], rng)
     choice = PATTERN_FUNCTIONS[pattern](Letters(stack, ws_l, n, n_full), t, prep, rng, max_len)
@@ -102,7 +102,7 @@ def noise_record(
         corrupt,
         corrupt,
         hidden,
-        1.0 / t,
+        masked_weight(t, prep),
         extra_at,
         choice.extra,
         real=real,
