@@ -54,3 +54,17 @@ def test_the_model_alone_gives_proper_path_probabilities():
     assert best.prob == pytest.approx(np.exp(lm[0, best.letters[0]] + lm[1, best.letters[1]]))
     with pytest.raises(ValueError, match="weight 1.5"):
         Fusion(NGRAM, 1.5)
+
+
+def test_the_ngram_sees_every_letter_before_the_gap_when_there_are_fewer_than_its_history():
+    from stoicheia.inference.ngram import BOS
+    from stoicheia.inference.restore.gap_search import context
+
+    e, p, i = (A.LETTERS.index(c) for c in "επι")
+    # three letters after the text's start, history 4: BOS then all three (not only the last)
+    assert context(np.array([e, p, i]), 4, "left").tolist() == [BOS, e, p, i]
+    # the same after a lacuna (MASK cuts the context)
+    assert context(np.array([p, A.MASK, e, p, i]), 4, "left").tolist() == [BOS, e, p, i]
+    assert context(np.array([i, e, p, i, e]), 4, "left").tolist() == [e, p, i, e]
+    assert context(np.array([], dtype=np.int64), 4, "left").tolist() == [BOS] * 4
+    assert context(np.array([e, p, A.MASK, i]), 4, "right").tolist() == [e, p]

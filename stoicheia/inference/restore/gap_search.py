@@ -129,7 +129,8 @@ def context(letters: np.ndarray, n1: int, side: str) -> np.ndarray:
         cut = np.flatnonzero(letters >= A.NUM_LETTERS)
         if cut.size:
             letters = letters[cut[-1] + 1 :]
-        tail = letters[len(letters) - n1 :] if n1 else letters[:0]
+        # max(0, ...): with fewer than n1 letters, a negative start would keep only the last few
+        tail = letters[max(0, len(letters) - n1) :] if n1 else letters[:0]
         return np.concatenate([np.full(n1 - len(tail), BOS, dtype=np.int64), tail])
     cut = np.flatnonzero(letters >= A.NUM_LETTERS)
     if cut.size:
