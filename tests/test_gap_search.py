@@ -68,3 +68,20 @@ def test_the_ngram_sees_every_letter_before_the_gap_when_there_are_fewer_than_it
     assert context(np.array([i, e, p, i, e]), 4, "left").tolist() == [e, p, i, e]
     assert context(np.array([], dtype=np.int64), 4, "left").tolist() == [BOS] * 4
     assert context(np.array([e, p, A.MASK, i]), 4, "right").tolist() == [e, p]
+
+
+def test_a_short_left_side_scores_as_its_padded_context():
+    from stoicheia.inference.restore.gap_search import context
+
+    logp = _logp(np.random.default_rng(0), 3)
+    shape = GapShape(3, 3, True)
+    fusion = Fusion(NGRAM, 0.7)
+    short = np.array([A.LETTERS.index("κ")])
+    got = search_gap(logp, shape, 5, fusion, short, np.zeros(0, dtype=np.int64))
+    padded = search_gap(logp, shape, 5, fusion, context(short, 2, "left"), None)
+    assert [c.text() for c in got] == [c.text() for c in padded]
+    assert [c.score for c in got] == pytest.approx([c.score for c in padded])
+    # and the n-gram's view of "κ" differs from no left context at all
+    alone = search_gap(logp, shape, 5, fusion, None, None)
+    assert [c.score for c in got] != pytest.approx([c.score for c in alone])
+    assert score_fill(logp, shape, got[0].letters, fusion, short) == pytest.approx(got[0].score)

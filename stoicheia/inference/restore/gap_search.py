@@ -170,11 +170,8 @@ def search_gap(
     paths = np.zeros(
         1
     )  # the log-probability of the steps, the width's untempered (a proper distribution)
-    hist = (
-        np.broadcast_to(left[-n1:] if n1 else left[:0], (1, n1)).copy()
-        if n1
-        else np.zeros((1, 0), dtype=np.int64)
-    )
+    # context() again: a left side shorter than the history is BOS-padded, a lacuna cuts it
+    hist = context(left, n1, "left")[None, :] if n1 else np.zeros((1, 0), dtype=np.int64)
     done: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # letters, score, path, steps
 
     def close(idx: np.ndarray, extra: np.ndarray, extra_path: np.ndarray) -> None:
@@ -255,7 +252,7 @@ def score_fill(
     w, n1 = fusion.weight, fusion.history
     left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)
     right = np.zeros(0, dtype=np.int64) if right is None else np.asarray(right, dtype=np.int64)
-    hist = left[-n1:][None, :].copy() if n1 else np.zeros((1, 0), dtype=np.int64)
+    hist = context(left, n1, "left")[None, :] if n1 else np.zeros((1, 0), dtype=np.int64)
     L = A.NUM_LETTERS
     score = 0.0
     for j in range(n + 1):
