@@ -1085,11 +1085,30 @@ def main(argv: list[str] | None = None) -> int:
     ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
         return stop.code if isinstance(stop.code, int) else 0
     try:
-        return args.func(args)
+        code = args.func(args)
     except KeyboardInterrupt:
         # convert and export write OUT.partial and rename it whole, so nothing half-written stays
         print(f"stoicheia {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
+    if argv is None and args.command == "restore" and "torch" in sys.modules:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once with status ``code``, without the interpreter's teardown.
+
+    Tearing torch down takes 0.4-0.6 s of an about 3 s ``stoicheia restore`` (measured
+    2026-12-01 on 2 idle cores: ``import torch`` then exit, 2.2-2.9 s, against 1.7-2.2 s with
+    ``os._exit``). Used only for the whole process's ``restore`` (not for ``main([...])`` called
+    from Python): it has closed every file it wrote, so only the standard streams and the log
+    handlers are flushed here."""
+    import logging
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 if __name__ == "__main__":
