@@ -684,6 +684,20 @@ def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, cap
         assert main(["restore", str(source), "--device", "cpu", "--top-k", "2", TEXT]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] and TEXT in outputs[0]
+    # the command as its own process ends without torch's teardown (os._exit): the same
+    # output, whole, and the status
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "stoicheia", "restore", str(trained / "best.pt")]
+        + ["--device", "cpu", "--top-k", "2", TEXT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == outputs[0]
 
 
 def test_report_from_real_metrics_log(trained, tmp_path):
