@@ -499,7 +499,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose another OUT_DIR",
         )
     print(
-        f"wrote {out}: model.safetensors, config.json, the model code and README.md (step {model.step}"
+        f"wrote {out}: model.safetensors, config.json, the model code, README.md"
+        + (", ngram.npz (restore fuses it in)" if (out / "ngram.npz").is_file() else "")
+        + f" (step {model.step}"
         + (
             f", held-out figures of step {held['step']}"
             if held

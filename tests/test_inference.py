@@ -422,6 +422,33 @@ def exported(trained, tmp_path_factory):
     return out
 
 
+def test_export_carries_the_ngram_restore_fuses(trained, tmp_path, capsys):
+    import shutil
+
+    from stoicheia.cli import main
+    from stoicheia.inference.loading import load_model
+    from stoicheia.inference.ngram import LetterNgram, save_ngram
+    from stoicheia.inference.restore.fusion_file import find_fusion
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(trained / "best.pt", run / "best.pt")
+    ngram = LetterNgram(3).fit([np.arange(24, dtype=np.uint8).repeat(3)])
+    save_ngram(ngram, run / "ngram.npz", weight=0.6, chosen_on="a test")
+    out = tmp_path / "export"
+    assert main(["export", str(run / "best.pt"), str(out)]) == 0
+    assert "ngram.npz (restore fuses it in)" in capsys.readouterr().out
+    assert (out / "ngram.npz").read_bytes() == (run / "ngram.npz").read_bytes()
+    assert "ngram.npz" in (out / "README.md").read_text(encoding="utf-8")
+    fusion = find_fusion(load_model(out, device="cpu"))
+    assert fusion is not None and fusion.weight == 0.6 and fusion.ngram.order == 3
+    # an export of a checkpoint without one has none, and restore uses the model alone
+    bare = tmp_path / "bare"
+    assert main(["export", str(trained / "best.pt"), str(bare)]) == 0
+    assert not (bare / "ngram.npz").exists()
+    assert find_fusion(load_model(bare, device="cpu")) is None
+
+
 def test_export_carries_the_package_code(exported):
     """The Hugging Face modules are the package's files, byte for byte; the encoder and text
     modules are the package's sources with only their stoicheia imports made relative."""

@@ -16,7 +16,10 @@ The folder holds
   was trained and its tokenizer encodes text exactly as the training data was encoded (the
   round-trip tests compare logits and planes). The folder needs ``torch``, ``numpy`` and
   ``transformers``, never ``stoicheia``;
-* ``README.md``: the model card (training data, tiers, steps, held-out figures, licences).
+* ``README.md``: the model card (training data, tiers, steps, held-out figures, licences);
+* ``ngram.npz``, when the checkpoint has one beside it (``stoicheia benchmark --save-ngram``):
+  the letter n-gram and the fusion weight chosen on the inscription dev set, copied as it is,
+  so that ``stoicheia restore EXPORT`` fuses it in as it does for the checkpoint.
 
 ``stoicheia evaluate`` and ``stoicheia restore`` (and :func:`load_model`) read the folder too.
 """
@@ -237,9 +240,18 @@ def export_model(
 
 def export_file_names() -> set[str]:
     """The names an export folder holds: the weights, ``config.json``, the model card, the
-    model and tokenizer code and ``tokenizer_config.json`` (a ``__pycache__`` that
-    ``transformers`` may leave is allowed too)."""
-    names = {EXPORT_WEIGHTS, EXPORT_CONFIG, TOKENIZER_CONFIG, "README.md", "__pycache__"}
+    model and tokenizer code, ``tokenizer_config.json`` and the n-gram ``ngram.npz`` (a
+    ``__pycache__`` that ``transformers`` may leave is allowed too)."""
+    from stoicheia.inference.restore.fusion_file import NGRAM_FILE
+
+    names = {
+        EXPORT_WEIGHTS,
+        EXPORT_CONFIG,
+        TOKENIZER_CONFIG,
+        "README.md",
+        "__pycache__",
+        NGRAM_FILE,
+    }
     return names | set(HF_FILES) | set(code_files())
 
 
@@ -286,6 +298,20 @@ def _write_export(
     tok_config = json.dumps(tokenizer_config(model), indent=2, ensure_ascii=False)
     (out / TOKENIZER_CONFIG).write_text(tok_config + "\n", encoding="utf-8")
     (out / "README.md").write_text(model_card(model, info), encoding="utf-8")
+    ngram = ngram_beside(model)
+    if ngram is not None:
+        import shutil
+
+        shutil.copyfile(ngram, out / ngram.name)
+
+
+def ngram_beside(model: LoadedModel) -> Path | None:
+    """The ``ngram.npz`` beside ``model``'s checkpoint or export folder (the one ``restore``
+    fuses in), or ``None`` when there is none."""
+    from stoicheia.inference.restore.fusion_file import beside
+
+    path = beside(str(model.source))
+    return path if path is not None and path.is_file() else None
 
 
 def find_shard_root(
@@ -472,7 +498,13 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "tok.render(logits, batch)  # the text with its lacunae filled in [ ]",
         "```",
         "",
-        'With the `stoicheia` package: `stoicheia restore PATH "TEXT"` and `stoicheia evaluate PATH --shards DIR`.',
+        'With the `stoicheia` package: `stoicheia restore PATH "TEXT"` and `stoicheia evaluate PATH --shards DIR`'
+        + (
+            "; `restore` fuses in the letter n-gram of `ngram.npz` (in this folder) at the weight chosen on "
+            "the inscription dev set (`--ngram-weight 0`: the model alone)."
+            if ngram_beside(model) is not None
+            else "."
+        ),
         "",
         "## Training data",
         "",
