@@ -1092,6 +1092,10 @@ def main(argv: list[str] | None = None) -> int:
         # convert and export write OUT.partial and rename it whole, so nothing half-written stays
         print(f"stoicheia {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of the output went away (`| head`): it has what it wanted; no traceback
+        _quiet_stdout()
+        return 0
     if argv is None and args.command == "restore" and "torch" in sys.modules:
         _exit_now(code)
     return code
@@ -1107,10 +1111,21 @@ def _exit_now(code: int) -> None:
     handlers are flushed here."""
     import logging
 
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head` closed the pipe: nothing more to write
+        pass
     sys.stderr.flush()
     logging.shutdown()
     os._exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush of a closed
+    pipe raises nothing at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

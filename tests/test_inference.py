@@ -725,6 +725,16 @@ def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, cap
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout == outputs[0]
+    # a reader that goes away before the output comes (`| head`): no traceback, status 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stoicheia", "restore", str(trained / "best.pt")]
+        + ["--device", "cpu", "--top-k", "2", "--json", TEXT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0 and "Traceback" not in err, err
 
 
 def test_report_from_real_metrics_log(trained, tmp_path):
