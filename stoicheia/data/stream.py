@@ -226,15 +226,23 @@ class NoisedRecordStream(StreamingDataset):
         records per rank) of stream epoch ``epoch``, counted from global record
         ``sample_base`` of the epoch; call before iterating. Every rank of a job must seek to
         the same place (streaming counts samples over all ranks)."""
-        base = super().state_dict(0, True)  # resolves num_canonical_nodes like streaming does
+        # The values streaming's state_dict() would give, read without it: state_dict() also
+        # reads the resume state in shared memory, which another rank of the node may have
+        # created and not yet written (an empty buffer: "Expecting value" on a 2-process resume).
+        world = self._parallel_rank_world
+        if not self.num_canonical_nodes:  # streaming 0.13's default (StreamingDataset._resume)
+            self.num_canonical_nodes = world.num_nodes * (
+                64 if self.shuffle_algo in ("py1s", "py2s") else 1
+            )
+        initial = self.initial_physical_nodes
         self.seek_base = sample_base
         super().load_state_dict(
             {
                 "epoch": epoch,
                 "sample_in_epoch": sample_base + record_batch * self.batch_size * self.world_size(),
-                "num_canonical_nodes": base["num_canonical_nodes"],
-                "shuffle_seed": base["shuffle_seed"],
-                "initial_physical_nodes": base["initial_physical_nodes"],
+                "num_canonical_nodes": self.num_canonical_nodes,
+                "shuffle_seed": self.shuffle_seed,
+                "initial_physical_nodes": (world.num_nodes if initial is None else initial),
             }
         )
 
