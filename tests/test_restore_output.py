@@ -351,6 +351,22 @@ def test_scored_supplements_are_kept_in_the_text_unless_re_predicted(phrase_mode
     )
 
 
+def test_scoring_a_supplement_leaves_the_other_gaps_as_without_it(phrase_model):
+    """A supplement kept as printed and scored is text to every other gap, also to a lacuna
+    before it: the lacuna's fills and figures are those of the same text without the option."""
+    text = "καὶ τοῦ λόγου [....] τῶν θεῶν καὶ τοῦ λόγου [περὶ] τῶν θεῶν"
+    plain = restore(phrase_model, text, top_k=3)
+    scored = restore(phrase_model, text, top_k=3, score_supplements=True)
+    assert [r.text for r in scored.restorations] == [r.text for r in plain.restorations]
+    assert [r.logprob for r in scored.restorations] == pytest.approx(
+        [r.logprob for r in plain.restorations]
+    )
+    assert [a.prob for a in scored.gaps[0].alternatives] == pytest.approx(
+        [a.prob for a in plain.gaps[0].alternatives]
+    )
+    assert scored.gaps[1].editor.reading == "περὶ"
+
+
 def test_the_probabilities_shown_for_a_fill_agree():
     """A restoration's figure is the natural log of the product of its fills' probabilities
     (each gap's first alternative in restoration #1), and each letter's probability is at least

@@ -207,6 +207,8 @@ def restore(
         for g in gaps
         if score_supplements and supplements == "keep" and g.kind == "supplement"
     }
+    for gi in editor:
+        gaps[gi].held = True
     cands, logps = decode_gaps(
         loaded,
         items,

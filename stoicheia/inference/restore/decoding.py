@@ -74,6 +74,10 @@ def model_inputs(
                     if respace
                     else (it.values[1], it.values[2], it.values[4])
                 )  # type: ignore[index]
+            elif g.held and 0 <= sym < A.NUM_LETTERS and not respace:
+                # a supplement kept as printed, seen by another gap: its letters with its marks
+                c, b, d, _, pu = g.read_values[j]
+                chars.append(sym)
             else:
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else A.MASK)
                 b, d, pu = A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN
@@ -260,12 +264,11 @@ def decode_gaps(
     """Each gap's ``k`` best candidates (module docstring), in input order. Returns ``(candidates, logps)``: gap
     index -> candidates best first, and gap index -> the forward pass's float ``(slots,
     SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass. ``hold``: gap
-    index -> letter ids the later gaps see there instead of its best fill (an editor's
-    supplement that is scored but kept). ``hold``: gap
-    index -> letter ids the later gaps see there instead of its best fill (an editor's
-    supplement that is scored but kept)."""
+    index -> letter ids that every other gap, before or after it, sees there instead of its
+    best fill (an editor's supplement that is scored but kept as printed)."""
     fusion = fusion or Fusion(None, 0.0)
-    best: dict[int, np.ndarray] = {}
+    # a held supplement is printed text: the gaps before it see its letters too, not MASK
+    best: dict[int, np.ndarray] = {g: symbols(gaps[g], a) for g, a in (hold or {}).items()}
     cands: dict[int, list[Candidate]] = {}
     logps: dict[int, np.ndarray] = {}
     for g in range(len(gaps)):

@@ -92,7 +92,8 @@ class Gap:
     printed in brackets); ``min_letters``/``max_letters``: the bounds of its width in letters;
     ``slots``: MASK slots it takes (``max_letters`` for a fixed width, else ``max_letters + 2``);
     ``read``: the letters visible to the model (an uncertain letter's reading, an editor's
-    supplement), else ``None``.
+    supplement), else ``None``; ``read_values``: for a supplement, the planes' values
+    ``(chars, boundary, dia, cap, punct)`` of each of its letters as printed.
 
     Filled by :func:`stoicheia.inference.restore.restore`: ``fill`` the best fill as printed,
     ``letter_probs`` one probability per letter of it, ``alternatives`` the gap's own top-k
@@ -118,6 +119,10 @@ class Gap:
     alternatives: list[Alternative] = field(default_factory=list)
     width_probs: dict[int, float] | None = None
     editor: EditorScore | None = None
+    read_values: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    #: set by restore for a supplement scored but kept as printed: the model sees its letters
+    #: and their marks wherever another gap is decoded or rendered
+    held: bool = False
 
     @property
     def fixed_width(self) -> bool:
@@ -470,6 +475,7 @@ def parse_input(
                 )
                 sup_gap[g] = len(gaps) - 1
                 items.append(Item(len(gaps) - 1))
+            gaps[sup_gap[g]].read_values.append(vals)
         elif uncertain[li]:
             a, b = spans[li]
             gaps.append(

@@ -99,9 +99,11 @@ def _letters(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) ->
             out.append(_Letter(it.values[0], None, False, it.values))  # type: ignore[index]
             continue
         g = gaps[it.gap]
-        for sym in fill[it.gap]:
+        for j, sym in enumerate(fill[it.gap]):
             if 0 <= sym < A.NUM_LETTERS:
-                if g.kind == "uncertain":
+                if g.held:  # a supplement kept as printed: its letters with their marks
+                    out.append(_Letter(int(sym), it.gap, False, g.read_values[j]))
+                elif g.kind == "uncertain":
                     out.append(_Letter(int(sym), it.gap, int(sym) != it.values[0], it.values))  # type: ignore[index]
                 else:
                     out.append(_Letter(int(sym), it.gap, False, None))
