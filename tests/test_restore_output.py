@@ -367,6 +367,27 @@ def test_scoring_a_supplement_leaves_the_other_gaps_as_without_it(phrase_model):
     assert scored.gaps[1].editor.reading == "περὶ"
 
 
+def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
+    """--respace rebuilds a capital Leiden text in lowercase with the heads' marks: the gaps'
+    fills and letters are listed as the restoration prints them, not in the input's capitals,
+    and a note names the editor's signs outside the gaps that the rebuilt text does not keep."""
+    text = "ΚΑΙ ΤΟΝ [ΛΟΓΟΝ] ΤΟΥ | ΘΕΟΥ Π[....]Ι ΤΩΝ"
+    res = restore(STUB, text, top_k=2, respace=True)
+    (g,) = res.gaps
+    assert g.fill == res.restorations[0].printed[0] and g.fill == g.fill.lower()
+    assert g.fill in res.restorations[0].text
+    assert all(a.fill == a.fill.lower() for a in g.alternatives)
+    shown = "\n".join(format_result(res))
+    first = res.restorations[0].fills[0][0]  # base letters, lowercase
+    assert f"letters: {first} " in shown and f"letters: {first.upper()} " not in shown
+    (note,) = [n for n in res.notes if "--respace" in n]
+    assert "[ ] |" in note
+    plain = restore(STUB, "καὶ τὸν λόγον π[....]ι τῶν", top_k=1, respace=True)
+    assert not any("--respace" in n for n in plain.notes), "nothing left out, nothing said"
+    kept = restore(STUB, text, top_k=1)
+    assert kept.gaps[0].fill == kept.gaps[0].fill.upper(), "without --respace: the input's style"
+
+
 def test_the_probabilities_shown_for_a_fill_agree():
     """A restoration's figure is the natural log of the product of its fills' probabilities
     (each gap's first alternative in restoration #1), and each letter's probability is at least

@@ -49,6 +49,7 @@ from stoicheia.inference.restore.rendering import (
 )
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
+from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.planes import Planes
 
 
@@ -62,6 +63,8 @@ class RestoreResult:
     restorations: list[Restoration]
     windows: int = 1
     notes: list[str] = field(default_factory=list)
+    #: the text was rebuilt from the planes (``respace``): fills print lowercase with marks
+    respace: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The restore JSON (docs/restoring.md): ``input``; ``gaps`` (:meth:`Gap.to_json`);
@@ -98,6 +101,11 @@ class _Ticker:
     def end(self) -> None:
         if self.progress is not None:
             self.progress(self.total, self.total)
+
+
+#: the editor's and the stone's signs that ``--respace``, which rebuilds the text from the
+#: planes, does not print (a note says so when the input has any outside its gaps)
+EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖" + DOT_BELOW)
 
 
 def restore(
@@ -184,8 +192,21 @@ def restore(
                 "refuses windowing: leave --window out (or give a number of slots) to decode it window by window"
             )
         win = total
-    style = input_style(text)
-    result = RestoreResult(text, gaps, [])
+    # --respace rebuilds the whole text, fills included, from the planes: lowercase with the
+    # heads' marks, so the gaps' fills print as in the restorations and not in the input's style
+    style = None if respace else input_style(text)
+    result = RestoreResult(text, gaps, [], respace=respace)
+    if respace:
+        rest = text
+        for g in sorted(gaps, key=lambda g: -g.start):
+            rest = rest[: g.start] + rest[g.end :]
+        dropped = sorted({ch for ch in rest if ch in EDITORIAL_SIGNS})
+        if dropped:
+            shown = " ".join("a dot below" if ch == DOT_BELOW else ch for ch in dropped)
+            result.notes.append(
+                f"--respace rebuilds the text from the planes: the input's {shown} are not in it, "
+                "only the restored letters are in brackets"
+            )
     if not gaps:
         result.restorations = finish(
             loaded, items, gaps, [{}], respace, [0.0], text=text, style=style

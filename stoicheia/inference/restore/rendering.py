@@ -428,7 +428,7 @@ def format_result(result: RestoreResult) -> list[str]:
         if r.marks.strip():
             lines.append(" " * (len(head) + 2) + r.marks)
     best = result.restorations[0] if result.restorations else None
-    upper = input_style(result.input).capitals
+    upper = input_style(result.input).capitals and not result.respace
     if result.gaps:
         lines.append("gaps (each with the others as in #1):")
     for g in result.gaps:
