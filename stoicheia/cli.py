@@ -606,8 +606,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     model = _load(args, "restore")
     progress, stop = _restore_progress()
     try:
-        from stoicheia.inference.restore.fusion_file import find_fusion
+        from stoicheia.inference.restore.fusion_file import NGRAM_FILE, find_fusion
 
+        fusion = find_fusion(model, args.ngram, args.ngram_weight)
         result = restore(
             model,
             text,
@@ -621,13 +622,20 @@ def cmd_restore(args: argparse.Namespace) -> int:
             alternatives=args.alternatives,
             score_supplements=args.score_supplements,
             progress=progress,
-            fusion=find_fusion(model, args.ngram, args.ngram_weight),
+            fusion=fusion,
         )
     except RestoreError as err:
         return _fail("restore", str(err))
     finally:
         if stop is not None:
             stop()
+    if fusion is None and result.gaps:
+        result.notes.append(
+            "the model alone, without the letter n-gram: --ngram-weight 0"
+            if args.ngram_weight == 0
+            else f"the model alone: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark "
+            "CHECKPOINT --save-ngram` writes one, which restore then fuses in"
+        )
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:

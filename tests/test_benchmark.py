@@ -505,6 +505,9 @@ def test_ngram_file_round_trip_and_the_fusion_restore_finds_beside_the_checkpoin
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(RestoreError, match="bad.npz: not an n-gram file"):
         find_fusion(loaded, tmp_path / "bad.npz")
+    np.savez(tmp_path / "other.npz", a=np.zeros(3))
+    with pytest.raises(RestoreError, match=r"other.npz: not an n-gram file .*no 'order' array\)"):
+        find_fusion(loaded, tmp_path / "other.npz")
     assert fusion_weights("0, 0.5,1,0.5") == [0.0, 0.5, 1.0] and fusion_weights("") == []
     import argparse
 

@@ -500,6 +500,21 @@ def test_truncated_checkpoint_names_the_others(tmp_path, capsys):
     assert "download the file again" in line
 
 
+def test_truncated_checkpoint_alone_in_its_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save({"state": {"model": {"encoder.w": torch.zeros(4096)}}}, run / "best.pt")
+    data = (run / "best.pt").read_bytes()
+    (run / "best.pt").write_bytes(data[: len(data) // 2])
+    line = one_error(
+        ["restore", str(run / "best.pt"), "--device", "cpu", GAP],
+        capsys,
+        "best.pt: incomplete or corrupt checkpoint",
+        f"copy or download the file again ({run} holds no other checkpoint",
+    )
+    assert "another checkpoint" not in line and "latest-rank0" not in line
+
+
 def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
     """A failure (Ctrl-C, full disk) while an export is written leaves the earlier export whole
     and no OUT.partial: never weights of one export beside the config of another."""

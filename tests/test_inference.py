@@ -447,6 +447,20 @@ def test_export_carries_the_ngram_restore_fuses(trained, tmp_path, capsys):
     assert main(["export", str(trained / "best.pt"), str(bare)]) == 0
     assert not (bare / "ngram.npz").exists()
     assert find_fusion(load_model(bare, device="cpu")) is None
+    # restore says which: fused, the model alone asked for, or no n-gram to fuse
+    gap = "καὶ τὸν λόγον π[...]ι"
+    for src, extra, said in (
+        (out, [], "fused with a letter 3-gram at weight 0.6"),
+        (
+            out,
+            ["--ngram-weight", "0"],
+            "the model alone, without the letter n-gram: --ngram-weight 0",
+        ),
+        (bare, [], "the model alone: no ngram.npz beside the checkpoint"),
+    ):
+        assert main(["restore", str(src), "--device", "cpu", *extra, gap]) == 0
+        shown = capsys.readouterr().out
+        assert said in shown and shown.count("the model alone") <= 1, (extra, shown)
 
 
 def test_export_carries_the_package_code(exported):

@@ -239,12 +239,13 @@ def _other_checkpoints_hint(file: Path) -> str:
         shown = ", ".join(p.name for p in others[:4]) + (
             f" and {len(others) - 4} more" if len(others) > 4 else ""
         )
-        where = f"the run folder {file.parent} also holds {shown}"
-    else:
-        where = f"{file.parent} holds no other checkpoint"
+        return (
+            f"use another checkpoint of the run (the run folder {file.parent} also holds {shown}), "
+            "or copy or download the file again"
+        )
     return (
-        f"use another checkpoint of the run ({where}; latest-rank0.pt, best.pt or final.pt), or copy or "
-        "download the file again"
+        f"copy or download the file again ({file.parent} holds no other checkpoint of the run to "
+        "use instead)"
     )
 
 

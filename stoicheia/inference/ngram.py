@@ -205,7 +205,13 @@ def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
                 model._grams[m] = (z[f"grams{m}"], z[f"counts{m}"])
                 model._hist[m] = (z[f"hist{m}"], z[f"ch{m}"], z[f"n1{m}"])
             meta = json.loads(str(z["meta"]))
-    except (OSError, KeyError, ValueError) as err:
+    except KeyError as err:  # numpy says "'order' is not a file in the archive"
+        raise ValueError(
+            f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` (it has "
+            f"no '{str(err.args[0]).split()[0] if err.args else 'order'}' array); write it again, or leave "
+            "it out (restore then uses the model alone)"
+        ) from None
+    except (OSError, ValueError) as err:
         raise ValueError(
             f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` ({err}); "
             "write it again, or leave it out (restore then uses the model alone)"
