@@ -208,9 +208,7 @@ def restore(
                 "only the restored letters are in brackets"
             )
     if not gaps:
-        result.restorations = finish(
-            loaded, items, gaps, [{}], respace, [0.0], text=text, style=style
-        )
+        result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], style=style)
         return result
     k_alt = top_k if alternatives is None else alternatives
     plan = plan_windows(items, gaps, win)  # refuses a lacuna wider than the window
@@ -253,7 +251,6 @@ def restore(
             [h.fill for h in chosen],
             respace,
             [h.score for h in chosen],
-            text=text,
             style=style,
             kept=kept,
         )

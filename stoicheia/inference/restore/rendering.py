@@ -332,14 +332,14 @@ def finish(
     respace: bool,
     scores: list[float],
     *,
-    text: str | None = None,
     style: InputStyle | None = None,
     kept: dict[int, str] | None = None,
 ) -> list[Restoration]:
     """Render full assignments ``fills`` (one per restoration, scored ``scores``) with the
-    auxiliary heads (module docstring, Finishing); one forward pass per group of equal length.
-    ``text``: the input, into which the fills are spliced (``None`` or ``respace``: the text is
-    rebuilt from the planes); ``style``: the input's :class:`InputStyle` for the printed fills;
+    auxiliary heads (module docstring, Finishing) and rebuild each whole text from the planes
+    (``--respace``; without it, :func:`spliced_restoration` puts the fills into the input); one
+    forward pass per group of equal length. ``style``: an :class:`InputStyle` for the printed
+    fills (restore gives ``None`` with ``respace``: they print as the rebuilt text);
     ``kept``: gap index -> its text as typed, printed as it is and not marked as restored (an
     editor's supplement scored but kept)."""
     per = [_letters(items, gaps, f) for f in fills]
@@ -367,10 +367,7 @@ def finish(
             "".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS)
             for gi in range(len(gaps))
         ]
-        if text is not None and not respace:
-            t, m = _spliced(text, gaps, printed, set(kept or ()))
-        else:
-            t, m = _rebuilt(letters, chans)
+        t, m = _rebuilt(letters, chans)
         result.append(Restoration(t, m, scores[k], base, printed))
     return result
 
