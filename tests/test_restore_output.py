@@ -367,6 +367,32 @@ def test_scoring_a_supplement_leaves_the_other_gaps_as_without_it(phrase_model):
     assert scored.gaps[1].editor.reading == "περὶ"
 
 
+def test_fused_width_probabilities_are_those_of_the_fills_the_search_kept():
+    """Fused with an n-gram, a gap's width probabilities come from the candidates the search
+    kept, so they agree with the fills shown: each width has at least the summed probability of
+    its alternatives; the model alone keeps the BLANK chain of its forward pass."""
+    from stoicheia.inference.ngram import LetterNgram
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    ngram = LetterNgram(3).fit(
+        [np.array([A.LETTERS.index(c) for c in "καιτονλογονκαιτουθεου" * 30], dtype=np.uint8)]
+    )
+    text = "καὶ τὸν [5±3] καὶ [---] τοῦ θεοῦ"
+    fused = restore(
+        STUB, text, top_k=3, unknown_width=9, alternatives=20, fusion=Fusion(ngram, 0.8)
+    )
+    for g in fused.gaps:
+        assert set(g.width_probs) == set(range(g.min_letters, g.max_letters + 1))
+        assert sum(g.width_probs.values()) == pytest.approx(1.0)
+        for w in g.width_probs:
+            same = sum(a.prob for a in g.alternatives if len(a.letters) == w)
+            assert g.width_probs[w] >= same - 1e-9
+    alone = restore(STUB, text, top_k=3, unknown_width=9, fusion=None)
+    chained = [p for p in alone.gaps[0].width_probs.values()]
+    assert chained != [p for p in fused.gaps[0].width_probs.values()]
+    assert all(p > 0 for p in chained), "the BLANK chain gives every width some probability"
+
+
 def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
     """--respace rebuilds a capital Leiden text in lowercase with the heads' marks: the gaps'
     fills and letters are listed as the restoration prints them, not in the input's capitals,
