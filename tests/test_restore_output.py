@@ -393,6 +393,28 @@ def test_fused_width_probabilities_are_those_of_the_fills_the_search_kept():
     assert all(p > 0 for p in chained), "the BLANK chain gives every width some probability"
 
 
+def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
+    """The fill follows the words beside its gap: in capitals (without marks) inside a heading
+    typed in capitals, in lowercase in the accented text after it, also in the gap list."""
+    from stoicheia.inference.restore.reading import near_capitals
+
+    text = "ΘΕΟΙΣ ΚΑΤΑ[....]ΟΙΣ. καὶ τὸν πατέρα ἔφη π[...]αι μέν"
+    res = restore(STUB, text, top_k=1)
+    heading, prose = res.gaps
+    assert heading.fill == heading.fill.upper() and heading.fill.strip()
+    assert all(not unicodedata.combining(c) for c in unicodedata.normalize("NFD", heading.fill))
+    assert prose.fill == prose.fill.lower()
+    assert all(a.fill == a.fill.upper() for a in heading.alternatives)
+    shown = "\n".join(format_result(res))
+    assert "letters: " + res.restorations[0].fills[0][0].upper() + " " in shown
+    assert "letters: " + res.restorations[0].fills[1][0] + " " in shown
+    # the nearest word on each side decides, across brackets and signs
+    assert near_capitals("ΚΑΙ ΤΟΝ [...] ΔΗΜΟΝ καὶ", 8, 13) is True
+    assert near_capitals("τοῦ Καλλιτύχου [...] ἐτελεύτησεν", 15, 20) is False
+    assert near_capitals("ΤΟΝ [...] καὶ", 4, 9) is False
+    assert near_capitals("[...]", 0, 5) is None
+
+
 def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
     """--respace rebuilds a capital Leiden text in lowercase with the heads' marks: the gaps'
     fills and letters are listed as the restoration prints them, not in the input's capitals,

@@ -38,6 +38,7 @@ from stoicheia.inference.restore.reading import (
     RestoreError,
     check_options,
     input_style,
+    near_capitals,
     parse_input,
 )
 from stoicheia.inference.restore.rendering import (
@@ -195,6 +196,8 @@ def restore(
     # --respace rebuilds the whole text, fills included, from the planes: lowercase with the
     # heads' marks, so the gaps' fills print as in the restorations and not in the input's style
     style = None if respace else input_style(text)
+    for g in gaps:  # a capital stretch of a mixed text is filled in capitals
+        g.capitals = None if respace else near_capitals(text, g.start, g.end)
     result = RestoreResult(text, gaps, [], respace=respace)
     if respace:
         rest = text

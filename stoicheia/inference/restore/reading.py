@@ -120,6 +120,9 @@ class Gap:
     width_probs: dict[int, float] | None = None
     editor: EditorScore | None = None
     read_values: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    #: set by restore: the Greek letters nearest the gap, on both sides, are all capitals
+    #: (a capital stretch of a mixed text: its fills print in capitals); None: the text's style
+    capitals: bool | None = None
     #: set by restore for a supplement scored but kept as printed: the model sees its letters
     #: and their marks wherever another gap is decoded or rendered
     held: bool = False
@@ -187,6 +190,35 @@ def input_style(text: str) -> InputStyle:
         lower |= greek_base and ch.islower()
         upper |= greek_base and ch.isupper()
     return InputStyle(upper and not lower, accented, bool(re.search(r"\S\s+\S", text.strip())))
+
+
+#: Greek letters read on each side of a gap to decide whether it sits in a capital stretch
+NEAR_LETTERS = 8
+
+
+def _nearest_word(chars: Any, near: int) -> list[str]:
+    """The Greek letters of the nearest word in ``chars`` (read away from a gap): up to the
+    first space after a letter, across brackets and signs, at most ``near``."""
+    got: list[str] = []
+    for ch in chars:
+        if ch.isspace() and got:
+            break
+        if ch.isalpha() and _GREEK.match(ch):
+            got.append(ch)
+            if len(got) == near:
+                break
+    return got
+
+
+def near_capitals(text: str, start: int, end: int, near: int = NEAR_LETTERS) -> bool | None:
+    """Whether the Greek letters of the words nearest ``text[start:end]`` on each side (at
+    most ``near`` each, across brackets and signs) are all capitals: a gap in a capital stretch
+    of a mixed text (a heading, a name in diplomatic capitals). ``None`` when no Greek letter
+    is near."""
+    seen = _nearest_word(reversed(text[:start]), near) + _nearest_word(text[end:], near)
+    if not seen:
+        return None
+    return all(ch.isupper() for ch in seen)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -501,5 +533,6 @@ __all__ = [
     "RestoreError",
     "check_options",
     "input_style",
+    "near_capitals",
     "parse_input",
 ]

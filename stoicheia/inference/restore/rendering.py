@@ -15,6 +15,7 @@ text goes through the model only with ``respace``, where every letter is rendere
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import unicodedata
 from dataclasses import dataclass, field
@@ -163,7 +164,10 @@ def _channels(
 def _printed_fill(
     g: Gap, rows: list[tuple[_Letter, tuple[int, int, int, int, int]]], style: InputStyle | None
 ) -> str:
-    """Gap ``g``'s fill as printed in the input's style (without brackets)."""
+    """Gap ``g``'s fill as printed in the input's style (without brackets), in capitals when
+    the gap sits in a capital stretch (``g.capitals``), else in lowercase."""
+    if style is not None and g.capitals is not None and g.capitals != style.capitals:
+        style = dataclasses.replace(style, capitals=g.capitals)
     if g.kind == "uncertain":
         x, (c, b, d, cap, _) = rows[0]
         if not x.changed:
@@ -425,7 +429,7 @@ def format_result(result: RestoreResult) -> list[str]:
         if r.marks.strip():
             lines.append(" " * (len(head) + 2) + r.marks)
     best = result.restorations[0] if result.restorations else None
-    upper = input_style(result.input).capitals and not result.respace
+    upper_text = input_style(result.input).capitals and not result.respace
     if result.gaps:
         lines.append("gaps (each with the others as in #1):")
     for g in result.gaps:
@@ -447,6 +451,7 @@ def format_result(result: RestoreResult) -> list[str]:
             )
         if best is not None and g.letter_probs:
             letters = best.fills[g.index]
+            upper = upper_text if g.capitals is None else g.capitals and not result.respace
             if upper:  # the letters as the text shows them
                 letters = letters.upper()
             lines.append(
