@@ -150,7 +150,7 @@ def test_a_corrupt_checkpoint_is_refused_not_loaded(trained, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(
         ModelLoadError,
-        match=r"flipped\.pt: incomplete or corrupt checkpoint.*use another checkpoint",
+        match=r"flipped\.pt: incomplete or corrupt checkpoint.*copy or download the file again",
     ):
         load_model(bad, device="cpu")
 
