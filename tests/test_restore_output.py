@@ -415,6 +415,15 @@ def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
     assert near_capitals("[...]", 0, 5) is None
 
 
+def test_dots_in_an_erasure_are_not_a_lacuna_and_the_error_says_so():
+    for text in ("καὶ τὸν [[...]] πατέρα", "καὶ τὸν ⟦ - - - ⟧ πατέρα"):
+        with pytest.raises(ValueError, match=r"nothing to restore.*is an erasure, kept as printed"):
+            restore(STUB, text)
+    with pytest.raises(ValueError, match="nothing to restore") as err:
+        restore(STUB, "καὶ τὸν ⟦πατέρα⟧")
+    assert "erasure" not in str(err.value)
+
+
 def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
     """--respace rebuilds a capital Leiden text in lowercase with the heads' marks: the gaps'
     fills and letters are listed as the restoration prints them, not in the input's capitals,

@@ -19,6 +19,7 @@ This module holds the API: :func:`restore`, :func:`restore_planes` and :class:`R
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,9 +181,16 @@ def restore(
         limit_why=why,
     )
     if not gaps and not respace:
+        erased = re.search(r"(\[\[|⟦|〚)[\s.\-–—…]+(\]\]|⟧|〛)", text)
         raise RestoreError(
             f"nothing to restore in {text!r}: no lacuna ([...], [.5.], [5±3], [---]), no uncertain letter (dot below)"
             + (", no editor's supplement [καὶ] to score" if score_supplements else "")
+            + (
+                f" ({erased.group(0)} is an erasure, kept as printed: restore fills lacunae in "
+                "single brackets [...])"
+                if erased
+                else ""
+            )
             + "; use --respace to predict word division, accents and punctuation"
         )
     total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
