@@ -16,7 +16,8 @@ check that it ends exactly where an uninterrupted run ends.
    and the expected end. After each kill the run's processes (trainers, DataLoader workers)
    must all be gone within 20 s; then the command is run again. A kill "landed during a
    save" if, afterwards, the newest checkpoint file is incomplete or ``latest`` does not
-   point at it. The M SIGTERMs (the preemption signal) come first, two batches into a start,
+   point at it. The M SIGTERMs (the preemption signal) come first, two batches into a start
+   (at a random point of the third),
    so that the run is never so near its end that it completes before acting on the signal:
    each must end the run with exit status 143 after a checkpoint of the batch in progress,
    and the next start must resume there (at most one batch lost). An aimed kill lets a
@@ -287,14 +288,19 @@ def sigterm_once(
     proc = start(args, extra, log)
     start_step = steps_logged(folder)
     t0 = time.monotonic()
-    # a moment while training runs: after the first new step is logged
-    while (
-        proc.poll() is None
-        and steps_logged(folder) < start_step + 2
-        and time.monotonic() < t0 + expected * 3 + 60
-    ):
-        time.sleep(0.05)
-    time.sleep(rng.uniform(0.0, 0.5))
+    # a moment while training runs: within the batch after the second new step is logged, at
+    # a random point of it (a batch's length as measured between the first two steps; a fixed
+    # delay ran over most of a run whose batches are short, and left the kills no batches)
+    logged: dict[int, float] = {}
+    while proc.poll() is None and time.monotonic() < t0 + expected * 3 + 60:
+        done = steps_logged(folder) - start_step
+        if done >= 1:
+            logged.setdefault(min(done, 2), time.monotonic())
+        if done >= 2:
+            break
+        time.sleep(0.01)
+    batch = logged[2] - logged[1] if len(logged) == 2 else 0.0
+    time.sleep(rng.uniform(0.0, min(batch, 0.5)))
     if proc.poll() is not None:
         return proc.returncode
     seen = steps_logged(folder)  # at least this many batches were done when the signal came
