@@ -76,7 +76,7 @@ def model_inputs(
                 )  # type: ignore[index]
             elif g.held and 0 <= sym < A.NUM_LETTERS and not respace:
                 # a supplement kept as printed, seen by another gap: its letters with its marks
-                c, b, d, _, pu = g.read_values[j]
+                _, b, d, _, pu = g.read_values[j]
                 chars.append(sym)
             else:
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else A.MASK)

@@ -451,7 +451,7 @@ def format_result(result: RestoreResult) -> list[str]:
             )
         if best is not None and g.letter_probs:
             letters = best.fills[g.index]
-            upper = upper_text if g.capitals is None else g.capitals and not result.respace
+            upper = upper_text if g.capitals is None else g.capitals  # None with respace
             if upper:  # the letters as the text shows them
                 letters = letters.upper()
             lines.append(
