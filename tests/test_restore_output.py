@@ -387,6 +387,11 @@ def test_fused_width_probabilities_are_those_of_the_fills_the_search_kept():
         for w in g.width_probs:
             same = sum(a.prob for a in g.alternatives if len(a.letters) == w)
             assert g.width_probs[w] >= same - 1e-9
+    # a width none of the kept fills has is not listed (as '<1%' it would seem possible)
+    g = fused.gaps[1]
+    g.width_probs = {w: 0.0 for w in g.width_probs} | {6: 0.99, 9: 0.01}
+    (head,) = [x for x in format_result(fused) if x.startswith("  2. lacuna [---]")]
+    assert head.endswith("; width 6 99%, 9 1%"), head
     alone = restore(STUB, text, top_k=3, unknown_width=9, fusion=None)
     chained = [p for p in alone.gaps[0].width_probs.values()]
     assert chained != [p for p in fused.gaps[0].width_probs.values()]

@@ -437,7 +437,10 @@ def format_result(result: RestoreResult) -> list[str]:
         if not g.fixed_width:
             head += f": {g.min_letters} to {g.max_letters} letters"
         if g.width_probs:
-            top = sorted(g.width_probs.items(), key=lambda t: -t[1])[:4]
+            # a width no kept fill has (probability 0) is not listed: '<1%' would say it has some
+            top = sorted(((w, p) for w, p in g.width_probs.items() if p > 0), key=lambda t: -t[1])[
+                :4
+            ]
             head += "; width " + ", ".join(f"{w} {_pct(p)}" for w, p in top)
         lines.append(head)
         if g.editor is not None:
