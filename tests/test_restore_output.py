@@ -494,3 +494,56 @@ def test_lookalike_letters_inside_greek_words_are_counted_as_the_encoder_reads_t
     assert "ἐνπέραμo" in res.restorations[0].text, (
         "the input is given back as typed outside the gaps"
     )
+
+
+class _MarksEverywhere(_Stub):
+    """The stub, its ``dia`` head preferring a grave with a smooth breathing on every slot, then
+    a circumflex with an iota subscript: marks that Greek writes on few letters and places."""
+
+    def __call__(self, batch):
+        out = super().__call__(batch)
+        out["dia"][:, :, A.dia_id(2, 1, 0, 0)] = 5.0
+        out["dia"][:, :, A.dia_id(3, 0, 1, 0)] = 4.0
+        return out
+
+
+MARKS_EVERYWHERE = _Loaded(_MarksEverywhere(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+
+
+def test_restored_letters_carry_only_marks_greek_writes_there():
+    # The dia head scores each slot alone; its best mark was printed even where no Greek text has
+    # it: a grave on a consonant ('απαν̀'), a breathing inside a word ('αἀ').
+    res = restore(MARKS_EVERYWHERE, "καὶ τοῦ λόγου [.12.] τῶν θεῶν", top_k=1, alternatives=0)
+    fill = res.gaps[0].fill
+    words = unicodedata.normalize("NFD", fill).split()
+    inner = [c for w in words for c in w[:-1] if c in ",.·;:\u0387"]
+    assert not inner, fill  # punctuation ends a word, never inside one
+    words = [w.rstrip(",.·;:\u0387") for w in words]
+    assert len(words) >= 2 and sum(len(w) for w in words) > 12  # letters and their marks
+    vowels, marks = set("αεηιουω"), []
+    for w in words:
+        letters = [[c, ""] for c in w if not unicodedata.combining(c)]
+        k = -1
+        for c in w:
+            if unicodedata.combining(c):
+                letters[k][1] += c
+            else:
+                k += 1
+        for i, (c, m) in enumerate(letters):
+            marks.append(m)
+            if c not in vowels:
+                assert m in ("", "\u0314") and (m == "" or (c == "ρ" and i == 0)), (fill, c, m)
+            if "\u0313" in m or "\u0314" in m:  # a breathing: the word's first vowel (or diphthong)
+                assert i == 0 or (
+                    i == 1
+                    and letters[0][0] + c in ("αι", "ει", "οι", "υι", "αυ", "ευ", "ηυ", "ου", "ωυ")
+                ), (fill, i)
+            if "\u0300" in m:  # a grave: no vowel after it in its word
+                assert not any(x in vowels for x, _ in letters[i + 1 :]), (fill, i)
+            if "\u0342" in m:
+                assert c not in "εο", fill
+            if "\u0345" in m:
+                assert c in "αηω", fill
+    # the head's favourite is still taken where Greek allows it: a grave with a breathing on a
+    # one-vowel word's first letter, else at least its grave on a word's last vowel
+    assert any("\u0300" in m for m in marks), fill

@@ -27,6 +27,7 @@ from stoicheia.inference.restore.decoding import forward
 from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
 from stoicheia.text import alphabet as A
 from stoicheia.text.leiden import DOT_BELOW
+from stoicheia.text.orthography import possible_marks
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -135,7 +136,9 @@ def _channels(
     letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray], r: int, respace: bool
 ) -> list[tuple[int, int, int, int, int]]:
     """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
-    heads' argmax for restored ones (the boundary after a gap's last letter as the input says)."""
+    heads' argmax for restored ones (the boundary after a gap's last letter as the input says;
+    the marks the best of those Greek can write there, :func:`possible_marks`; no punctuation
+    inside a word)."""
     n = len(letters)
     res = []
     for i, x in enumerate(letters):
@@ -149,15 +152,26 @@ def _channels(
                 b = gaps[
                     x.gap
                 ].end_boundary  # the input says whether a word break follows the bracket
-            d = int(out["dia"][r, i].argmax())
+            d = -1  # chosen below, once every boundary is known
             cap = int(out["cap"][r, i].argmax())
             pu = int(out["punct"][r, i].argmax())
+            if b == A.BOUNDARY_INTERNAL:
+                pu = A.PUNCT_NONE  # punctuation ends a word: none inside one
         else:
             b, d, cap, pu = v[1], v[2], v[3], v[4]
             cap = cap if cap != A.CAP_UNKNOWN else int(out["cap"][r, i].argmax())
         if i == n - 1 and b == A.BOUNDARY_UNKNOWN:
             b = A.BOUNDARY_INTERNAL
         res.append((x.char, b, d, cap, pu))
+    todo = [i for i, row in enumerate(res) if row[2] < 0]
+    if todo:
+        allowed = possible_marks(
+            np.array([row[0] for row in res]), np.array([row[1] for row in res])
+        )
+        for i in todo:
+            logits = np.where(allowed[i], out["dia"][r, i][: A.NUM_DIA], -np.inf)
+            c, b, _, cap, pu = res[i]
+            res[i] = (c, b, int(logits.argmax()), cap, pu)
     return res
 
 
