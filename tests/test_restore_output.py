@@ -443,9 +443,11 @@ def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
     first = res.restorations[0].fills[0][0]  # base letters, lowercase
     assert f"letters: {first} " in shown and f"letters: {first.upper()} " not in shown
     (note,) = [n for n in res.notes if "--respace" in n]
-    assert "[ ] |" in note
+    assert "[ ] |" in note and "model's word division, accents and punctuation" in note
     plain = restore(STUB, "καὶ τὸν λόγον π[....]ι τῶν", top_k=1, respace=True)
-    assert not any("--respace" in n for n in plain.notes), "nothing left out, nothing said"
+    (note,) = [n for n in plain.notes if "--respace" in n]
+    assert "model's word division and punctuation; the input's accents kept" in note
+    assert "not in it" not in note, "nothing left out, nothing said"
     kept = restore(STUB, text, top_k=1)
     assert kept.gaps[0].fill == kept.gaps[0].fill.upper(), "without --respace: the input's style"
 
@@ -547,3 +549,33 @@ def test_restored_letters_carry_only_marks_greek_writes_there():
     # the head's favourite is still taken where Greek allows it: a grave with a breathing on a
     # one-vowel word's first letter, else at least its grave on a word's last vowel
     assert any("\u0300" in m for m in marks), fill
+
+
+def test_respace_keeps_the_accents_and_punctuation_the_input_gives():
+    """--respace predicts the word division; an accented input's marks and its punctuation (a
+    raised dot, a comma) stay as typed, and a punctuation mark ends a word. Before, every mark
+    and sign came from the heads: the stub's acute replaced the input's graves and its
+    punctuation dropped the typed '·'."""
+    text = "καὶ τὸν λόγον· π[....]ι τῶν θεῶν, ἐπὶ"
+    res = restore(STUB, text, top_k=1, respace=True)
+    out = res.restorations[0].text
+    (note,) = [n for n in res.notes if "--respace" in n]
+    assert "model's word division; the input's accents and punctuation kept" in note
+
+    def letters_with_marks(s: str) -> list[str]:
+        s = unicodedata.normalize("NFD", s.replace("[", "").replace("]", ""))
+        out: list[str] = []
+        for ch in s:
+            if unicodedata.combining(ch) and out:
+                out[-1] += ch
+            elif ch.isalpha():
+                out.append(ch)
+        return out
+
+    got = letters_with_marks(out)
+    before = letters_with_marks(text[: text.index("[")])
+    after = letters_with_marks(text[text.index("]") + 1 :])
+    assert len(got) == len(before) + 4 + len(after)
+    assert got[: len(before)] == before and got[-len(after) :] == after  # the typed marks
+    nfc = unicodedata.normalize("NFC", out)  # the raised dot U+0387 -> U+00B7
+    assert "ῶν, " in nfc and "ν· " in nfc, "the typed punctuation, each ending its word"

@@ -41,6 +41,7 @@ from stoicheia.inference.restore.reading import (
     input_style,
     near_capitals,
     parse_input,
+    respace_items,
 )
 from stoicheia.inference.restore.rendering import (
     FillPrinter,
@@ -108,6 +109,10 @@ class _Ticker:
 #: the editor's and the stone's signs that ``--respace``, which rebuilds the text from the
 #: planes, does not print (a note says so when the input has any outside its gaps)
 EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖" + DOT_BELOW)
+
+
+def _and(words: list[str]) -> str:
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def restore(
@@ -208,16 +213,23 @@ def restore(
         g.capitals = None if respace else near_capitals(text, g.start, g.end)
     result = RestoreResult(text, gaps, [], respace=respace)
     if respace:
+        # the model predicts the word division, and the accents and punctuation where the
+        # input has none; the input's own are kept
+        items, predicted = respace_items(items, input_style(text))
         rest = text
         for g in sorted(gaps, key=lambda g: -g.start):
             rest = rest[: g.start] + rest[g.end :]
         dropped = sorted({ch for ch in rest if ch in EDITORIAL_SIGNS})
+        shown = " ".join("a dot below" if ch == DOT_BELOW else ch for ch in dropped)
+        kept = [x for x in ("accents", "punctuation") if x not in predicted]
+        note = f"--respace rebuilds the text from the planes, in lower case, with the model's {_and(predicted)}"
+        if kept:
+            note += f"; the input's {_and(kept)} kept"
         if dropped:
-            shown = " ".join("a dot below" if ch == DOT_BELOW else ch for ch in dropped)
-            result.notes.append(
-                f"--respace rebuilds the text from the planes: the input's {shown} are not in it, "
-                "only the restored letters are in brackets"
+            note += (
+                f"; the input's {shown} are not in it, only the restored letters are in brackets"
             )
+        result.notes.append(note)
     if not gaps:
         result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], style=style)
         return result

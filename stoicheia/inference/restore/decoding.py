@@ -56,11 +56,11 @@ def model_inputs(
                     punct.append(A.PUNCT_UNKNOWN)
                     where.append((it.gap, j))
                 continue
-            c, b, d, _, pu = it.values  # type: ignore[misc]
+            c, b, d, _, pu = it.values  # type: ignore[misc]  # respace_items' UNKNOWNs
             chars.append(c)
-            bnd.append(A.BOUNDARY_UNKNOWN if respace else b)
-            dia.append(A.DIA_UNKNOWN if respace else d)
-            punct.append(A.PUNCT_UNKNOWN if respace else pu)
+            bnd.append(b)
+            dia.append(d)
+            punct.append(pu)
             where.append((-1, -1))
             continue
         g = gaps[it.gap]
@@ -69,11 +69,7 @@ def model_inputs(
             sym = -1 if a is None else int(a[j])
             if g.kind == "uncertain":
                 chars.append(sym if 0 <= sym < A.NUM_LETTERS else it.values[0])  # type: ignore[index]
-                b, d, pu = (
-                    (A.BOUNDARY_UNKNOWN, A.DIA_UNKNOWN, A.PUNCT_UNKNOWN)
-                    if respace
-                    else (it.values[1], it.values[2], it.values[4])
-                )  # type: ignore[index]
+                b, d, pu = it.values[1], it.values[2], it.values[4]  # type: ignore[index]
             elif g.held and 0 <= sym < A.NUM_LETTERS and not respace:
                 # a supplement kept as printed, seen by another gap: its letters with its marks
                 _, b, d, _, pu = g.read_values[j]

@@ -264,6 +264,30 @@ class Item:
     values: tuple[int, int, int, int, int] | None = None  # chars, boundary, dia, cap, punct
 
 
+def respace_items(items: list[Item], style: InputStyle) -> tuple[list[Item], list[str]]:
+    """``items`` as ``--respace`` reads them: every known letter's word division UNKNOWN (the
+    model predicts it), its accents and breathings UNKNOWN too unless the input bears marks
+    (``style.accented``), its punctuation UNKNOWN unless the input has some; what the input
+    gives is kept. Returns the items and what the model predicts, e.g. ``["word division",
+    "accents"]``."""
+    has_punct = any(
+        it.values is not None and it.values[4] not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN)
+        for it in items
+    )
+    keep_marks = style.accented
+    out = []
+    for it in items:
+        if it.values is None:
+            out.append(it)
+            continue
+        c, _, d, cap, pu = it.values
+        d = d if keep_marks else A.DIA_UNKNOWN
+        pu = pu if has_punct else A.PUNCT_UNKNOWN
+        out.append(Item(it.gap, (c, A.BOUNDARY_UNKNOWN, d, cap, pu)))
+    predicted = ["word division"] + ([] if keep_marks else ["accents"])
+    return out, predicted + ([] if has_punct else ["punctuation"])
+
+
 def check_options(
     *, unknown_width: int = 20, about_margin: float = 0.25, window: int | None = None
 ) -> None:

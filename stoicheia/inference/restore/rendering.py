@@ -113,12 +113,18 @@ def _letters(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) ->
 
 
 def _head_rows(letters: list[_Letter], respace: bool) -> dict[str, np.ndarray]:
-    hidden = [respace or x.values is None for x in letters]
+    """Model inputs ``(1, n)`` of ``letters``: a restored letter's channels UNKNOWN, a known
+    letter's as it holds them (with ``respace``, :func:`respace_items` made the predicted ones
+    UNKNOWN; a held supplement's word division is hidden here)."""
     vals = [x.values for x in letters]
+    hidden = [v is None for v in vals]
     return {
         "chars": np.array([x.char for x in letters], dtype=np.int64)[None, :],
         "boundary": np.array(
-            [A.BOUNDARY_UNKNOWN if h else v[1] for h, v in zip(hidden, vals, strict=True)],
+            [
+                A.BOUNDARY_UNKNOWN if h or respace else v[1]
+                for h, v in zip(hidden, vals, strict=True)
+            ],
             dtype=np.int64,
         )[None, :],
         "dia": np.array(
@@ -152,11 +158,18 @@ def _channels(
                 b = gaps[
                     x.gap
                 ].end_boundary  # the input says whether a word break follows the bracket
-            d = -1  # chosen below, once every boundary is known
             cap = int(out["cap"][r, i].argmax())
-            pu = int(out["punct"][r, i].argmax())
-            if b == A.BOUNDARY_INTERNAL:
-                pu = A.PUNCT_NONE  # punctuation ends a word: none inside one
+            # the input's marks and punctuation where it gives them (respace_items), else the
+            # heads'; the marks are chosen below, once every boundary is known
+            d = -1 if v is None or v[2] == A.DIA_UNKNOWN else v[2]
+            if v is not None and v[4] != A.PUNCT_UNKNOWN:
+                pu = v[4]
+                if pu != A.PUNCT_NONE and b == A.BOUNDARY_INTERNAL:
+                    b = A.BOUNDARY_WORD  # the input's punctuation ends a word
+            else:
+                pu = int(out["punct"][r, i].argmax())
+                if b == A.BOUNDARY_INTERNAL:
+                    pu = A.PUNCT_NONE  # punctuation ends a word: none inside one
         else:
             b, d, cap, pu = v[1], v[2], v[3], v[4]
             cap = cap if cap != A.CAP_UNKNOWN else int(out["cap"][r, i].argmax())
