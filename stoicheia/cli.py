@@ -379,6 +379,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                 epidoc_root=args.epidoc_root,
                 progress=progress,
                 fusion_weights=args.fusion_weights,
+                bootstrap=args.bootstrap,
             )
         except BenchmarkError as err:
             return _fail("benchmark", str(err))
@@ -977,6 +978,14 @@ def main(argv: list[str] | None = None) -> int:
         "--save-ngram",
         action="store_true",
         help="write the n-gram and the chosen fusion weight to ngram.npz beside the checkpoint: restore then fuses it in",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int_in(0, 100_000, meaning=" resamples (default 1000; 0: none)"),
+        default=1000,
+        help="resamples of the inscriptions for the 95%% intervals of fused - n-gram and model - n-gram "
+        "(paired bootstrap, seeded with --seed; default 1000; 0: none). For an older --out folder: "
+        "scripts/benchmark_intervals.py FOLDER",
     )
     p.set_defaults(func=cmd_benchmark)
     p = sub.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")

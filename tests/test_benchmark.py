@@ -344,6 +344,15 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
     for protocol in res["protocols"].values():
         for f in protocol["decoders"].values():
             assert 0 <= f["top1"] <= f["top5"] <= f["top20"] <= 1 and 0 <= f["ece"] <= 1
+    # model - n-gram with the intervals of a paired bootstrap over the 2 inscriptions (no fusion)
+    assert res["bootstrap"]["inscriptions"] == {"hidden": 2, "supplements": 2}
+    assert list(sup["differences"]) == ["model-ngram"]
+    d = sup["differences"]["model-ngram"]["cer"]
+    assert (
+        d["diff"]
+        == pytest.approx(sup["decoders"]["model"]["cer"] - sup["decoders"]["ngram"]["cer"])
+        and -1 <= d["low"] <= d["high"] <= 1
+    )
     with pytest.raises(SystemExit) as exc:
         cli_main(
             [
@@ -367,6 +376,7 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
         and "Ithaca" in table
     )
     assert table.splitlines() == format_table(res)
+    assert "  model - n-gram   top-1 " in table
     summary = paths[2].read_text().splitlines()
     assert "editors' supplements [....], 12 gaps" in summary and any(
         line.startswith("  n-gram") for line in summary

@@ -7,7 +7,8 @@ search of :func:`stoicheia.inference.restore.gap_search.search_gap`, 20 candidat
 letter n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards
 as ``evaluate`` trains it) fills exactly the same gaps, and, with fusion weights, the model's
 search fused with that n-gram at each weight ("fused", the best weight on these gaps).
-Scores: :mod:`.benchmark_scoring`; table, JSON and reliability plot: :mod:`.benchmark_report`.
+Scores: :mod:`.benchmark_scoring`; whether a difference between two decoders is larger than
+chance: :mod:`.benchmark_bootstrap`; table, JSON and reliability plot: :mod:`.benchmark_report`.
 
 Decoding a task. Only the target gap is decoded; every other lacuna of the text stays a
 lacuna (MASK slots the model sees, never filled; it cuts the n-gram's context), uncertain
@@ -34,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from stoicheia.inference.benchmark_bootstrap import RESAMPLES, add_differences
 from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
 from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
@@ -262,6 +264,7 @@ def benchmark(
     epidoc_root: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     fusion_weights: list[float] | None = None,
+    bootstrap: int = RESAMPLES,
 ) -> dict:
     """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
     ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
@@ -270,9 +273,12 @@ def benchmark(
     ``ngram``, the model's search fused with it (:mod:`~stoicheia.inference.restore.gap_search`)
     at each weight; the weight with the best mean top-1 over the protocols (then the lowest mean
     CER, then the smaller weight) is chosen and its figures are the decoder ``"fused"``.
+    ``bootstrap``: resamples of the paired bootstrap intervals of fused − n-gram and model −
+    n-gram (:func:`~.benchmark_bootstrap.add_differences`, seeded with ``seed``; 0: none).
     Returns ``{"corpus": {...}, "protocols": (see :func:`run_tasks`), "settings": {...},
     "published": PUBLISHED, "fusion": {"weights": {w: {protocol: {"top1", "cer"}}}, "chosen": w}
-    (with ``fusion_weights``)}``. Raises
+    (with ``fusion_weights``), "bootstrap": {...} (with ``bootstrap``)}``, each protocol with
+    its ``"differences"``. Raises
     :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
     from stoicheia.data.shards import read_stats
@@ -339,7 +345,7 @@ def benchmark(
         ),  # supplements included
         "left_out": dict(counts.most_common()),
     }
-    return {
+    result = {
         "corpus": corpus,
         "settings": {
             "protocols": protocols,
@@ -350,11 +356,13 @@ def benchmark(
             "candidates": max(TOP_KS),
             "top_k": list(TOP_KS),
             "fusion_weights": list(fusion_weights or []),
+            "bootstrap": bootstrap,
         },
         "protocols": results,
         "published": PUBLISHED,
         **({"fusion": fusion} if fusion else {}),
     }
+    return add_differences(result, bootstrap, seed)
 
 
 __all__ = ["PUBLISHED", "Decoder", "ModelDecoder", "NgramDecoder", "benchmark", "run_tasks"]

@@ -3,7 +3,8 @@
 :func:`format_table` gives the table printed by ``stoicheia benchmark`` (and written as
 ``benchmark.txt``): per protocol, the number of gaps and, for the model and the n-gram side by
 side, CER, top-1/5/20 exact match, the share of right widths (unknown width), the expected
-calibration error and restorations per second, then the same by gap length, then the
+calibration error and restorations per second, then the same by gap length and the differences
+between decoders with their bootstrap intervals (:mod:`.benchmark_bootstrap`), then the
 published figures of other systems (other corpora, far larger models).
 :func:`write_outputs` writes the three files into a folder.
 """
@@ -36,6 +37,43 @@ def _row(label: str, f: dict, speed: bool = True) -> str:
     ).rstrip()
 
 
+FIGURE_NAMES = {"top1": "top-1", "top5": "top-5", "top20": "top-20", "cer": "CER"}
+
+
+def _interval(figure: str, d: dict) -> str:
+    """``top-1 +0.6 pts [-1.1, +2.3]``, ``*`` after an interval that excludes 0."""
+    name = FIGURE_NAMES.get(figure, figure)
+    if d.get("low") is None or d.get("high") is None:
+        return f"{name} {100 * d['diff']:+5.1f} pts [no interval]"
+    mark = "*" if d["low"] > 0 or d["high"] < 0 else " "
+    return f"{name} {100 * d['diff']:+5.1f} pts [{100 * d['low']:+5.1f}, {100 * d['high']:+5.1f}]{mark}"
+
+
+def difference_lines(protocol_result: dict, indent: str = "  ") -> list[str]:
+    """One line per decoder pair of a protocol's ``differences``
+    (:mod:`~stoicheia.inference.benchmark_bootstrap`): each figure's difference ``a − b`` in
+    percentage points with its interval, ``*`` where the interval excludes 0; no line
+    without differences."""
+    lines = []
+    for pair, figs in (protocol_result.get("differences") or {}).items():
+        a, _, b = pair.partition("-")
+        label = f"{NAMES.get(a, a)} - {NAMES.get(b, b)}"
+        cells = "  ".join(_interval(f, d) for f, d in figs.items())
+        lines.append(f"{indent}{label:<16} {cells}".rstrip())
+    return lines
+
+
+def _bootstrap_legend(result: dict) -> str | None:
+    bs = result.get("bootstrap")
+    if not bs:
+        return None
+    return (
+        f"differences a - b on the same gaps, in points, with the {100 * bs['level']:g} % interval of a paired "
+        f"bootstrap over the inscriptions ({bs['resamples']:,} resamples, seed {bs['seed']}); "
+        "* the interval excludes 0 (CER: lower is better)"
+    )
+
+
 def format_table(result: dict) -> list[str]:
     """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
     result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
@@ -65,6 +103,9 @@ def format_table(result: dict) -> list[str]:
         )
     if c.get("left_out"):
         lines.append(f"left out: {', '.join(f'{k} {v}' for k, v in c['left_out'].items())}")
+    legend = _bootstrap_legend(result)
+    if legend:
+        lines.append(legend)
     head = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
     for protocol, res in result["protocols"].items():
         lines += ["", f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps", head]
@@ -85,6 +126,7 @@ def format_table(result: dict) -> list[str]:
                         speed=False,
                     )
                 )
+        lines += difference_lines(res)
     if fu:
         protos = list(result["protocols"])
         lines += [
@@ -110,7 +152,8 @@ def format_table(result: dict) -> list[str]:
 def summary_lines(result: dict) -> list[str]:
     """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
     ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
-    for the unknown width, the share of right lengths; then the published anchors."""
+    for the unknown width, the share of right lengths, then the differences between decoders
+    with their bootstrap intervals (:func:`difference_lines`); then the published anchors."""
     c = result["corpus"]
     fu = result.get("fusion") or {}
     names = {**NAMES, "fused": f"fused (w={fu['chosen']:g})" if fu else "fused"}
@@ -130,11 +173,15 @@ def summary_lines(result: dict) -> list[str]:
                 row
                 + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
             )
+        lines += difference_lines(res)
     few = min(res["gaps"] for res in result["protocols"].values())
     if few < 200:
         lines.append(
             f"few gaps ({few:,} in the smallest protocol): these figures move by several points with other texts"
         )
+    legend = _bootstrap_legend(result)
+    if legend:
+        lines.append(legend)
     lines.append(
         "published, other corpora and far larger models (not comparable figure for figure):"
     )
@@ -203,4 +250,4 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["format_table", "reliability_plot", "summary_lines", "write_outputs"]
+__all__ = ["difference_lines", "format_table", "reliability_plot", "summary_lines", "write_outputs"]

@@ -108,15 +108,60 @@ def calibration(probs: Sequence[float], correct: Sequence[bool], bins: int = ECE
     return {"ece": ece if p.size else float("nan"), "bins": table}
 
 
+def pooled_figures(
+    truth_letters: np.ndarray,
+    distances: np.ndarray,
+    ranks: np.ndarray,
+    weights: np.ndarray | None = None,
+    ks: Sequence[int] = TOP_KS,
+) -> dict[str, float | np.ndarray]:
+    """CER and top-k exact match (module docstring) pooled over gaps, each gap counted
+    ``weights`` times: the one definition of these figures, for the benchmark's own and for the
+    resamples of :mod:`~stoicheia.inference.benchmark_bootstrap`.
+
+    Per gap, shape ``(n,)``: ``truth_letters`` (int, letters of the truth), ``distances`` (int,
+    edit distance of the top-1 fill to the truth), ``ranks`` (int, 1-based rank of the truth
+    among the candidates, 0 where it is absent). ``weights``: how many times each gap counts,
+    ``(n,)`` or ``(B, n)`` for ``B`` resamples (None: once each). Returns ``{"cer",
+    "top1", ...}`` (one per ``ks``): floats, or arrays of shape ``(B,)`` for 2-d weights; CER
+    is the micro average (summed distances over summed truth letters, never a mean of ratios),
+    top-k a share in [0, 1]. Raises ``ValueError`` for arrays of unequal length or no letter
+    at all."""
+    letters = np.asarray(truth_letters, dtype=np.float64)
+    dist = np.asarray(distances, dtype=np.float64)
+    rank = np.asarray(ranks, dtype=np.int64)
+    if not letters.shape == dist.shape == rank.shape or letters.ndim != 1:
+        raise ValueError(
+            f"pooled_figures: per-gap arrays of shapes {letters.shape}, {dist.shape}, {rank.shape}"
+        )
+    w = np.ones_like(letters) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape[-1:] != letters.shape:
+        raise ValueError(f"pooled_figures: weights of shape {w.shape} for {letters.size} gaps")
+    total = w @ letters
+    if np.any(total <= 0):
+        raise ValueError("pooled_figures: no truth letter to score")
+    out: dict[str, float | np.ndarray] = {"cer": (w @ dist) / total}
+    n = w.sum(axis=-1)
+    for k in ks:
+        out[f"top{k}"] = (w @ ((rank >= 1) & (rank <= k)).astype(np.float64)) / n
+    if weights is None or w.ndim == 1:
+        out = {key: float(v) for key, v in out.items()}
+    return out
+
+
 def _figures(scores: Sequence[GapScore]) -> dict:
     n = len(scores)
     letters = sum(len(s.truth) for s in scores)
     out: dict = {"gaps": n, "truth_letters": letters}
     if not n:
         return out
-    out["cer"] = sum(s.distance for s in scores) / letters
-    for k in TOP_KS:
-        out[f"top{k}"] = sum(1 for s in scores if s.rank is not None and s.rank <= k) / n
+    out.update(
+        pooled_figures(
+            np.array([len(s.truth) for s in scores]),
+            np.array([s.distance for s in scores]),
+            np.array([s.rank or 0 for s in scores]),
+        )
+    )
     if not all(s.known_width for s in scores):
         out["length_right"] = sum(1 for s in scores if len(s.top1) == len(s.truth)) / n
     return out
@@ -144,5 +189,6 @@ __all__ = [
     "GapScore",
     "calibration",
     "edit_distance",
+    "pooled_figures",
     "summarise",
 ]

@@ -1,0 +1,66 @@
+"""Add the paired bootstrap intervals to a benchmark folder written before they existed.
+
+`stoicheia benchmark` writes them itself (`--bootstrap 1000`, the default); for an older
+`--out` folder this reads its `benchmark.json` (the per-gap examples: no decoder runs again),
+adds fused - n-gram and model - n-gram with their 95 % intervals
+(`stoicheia.inference.benchmark_bootstrap`) and writes `benchmark.json`, `benchmark.txt`,
+`summary.txt` and `reliability.png` again, into the folder or `--out`:
+
+    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo
+    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo --out /tmp/intervals --bootstrap 5000
+
+It prints the table's difference lines. Exit status 2 with one line on stderr for a folder
+without a readable benchmark result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from stoicheia.inference.benchmark_bootstrap import RESAMPLES, rewrite_folder
+from stoicheia.inference.benchmark_report import PROTOCOL_NAMES, difference_lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (module docstring); returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", help="the --out folder of `stoicheia benchmark`")
+    parser.add_argument("--out", help="write the outputs here instead of into FOLDER")
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=RESAMPLES,
+        help=f"resamples of the inscriptions (default {RESAMPLES:,})",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="seed of the resamples (default: the benchmark's --seed)"
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.bootstrap <= 100_000:
+        print(
+            f"benchmark_intervals: --bootstrap {args.bootstrap}: give 1 to 100,000 resamples",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        paths = rewrite_folder(args.folder, args.out, args.bootstrap, args.seed)
+    except (ValueError, OSError) as err:
+        print(f"benchmark_intervals: {err}", file=sys.stderr)
+        return 2
+    result = json.loads(paths[0].read_text(encoding="utf-8"))
+    lines = [
+        line
+        for protocol, res in result["protocols"].items()
+        for line in [
+            f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps",
+            *difference_lines(res),
+        ]
+    ]
+    print("\n".join([*lines, f"wrote {', '.join(map(str, paths))}"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Is a decoder's lead over the n-gram larger than chance? Paired bootstrap intervals.
+
+For each protocol of a :func:`~stoicheia.inference.benchmark.benchmark` result and each pair
+of :data:`PAIRS` (fused − n-gram, model − n-gram), the difference of the two decoders' top-1,
+top-20 and CER on the same gaps, with a 95 % percentile interval from a paired bootstrap:
+
+* **resampling unit**: the inscription (the EpiDoc file, the text id before ``#``). The gaps of
+  one inscription share its formulae, its hand and its state, so they are not independent; the
+  inscriptions are drawn with replacement (as many as there are) and every gap of each drawn
+  inscription is taken, as often as it was drawn: the cluster bootstrap (Davison & Hinkley
+  1997, "Bootstrap Methods and their Application", sec. 3.8; Field & Welsh 2007, "Bootstrapping
+  clustered data", J. R. Stat. Soc. B 69). Resampling gaps one by one would make the
+  intervals too narrow.
+* **paired**: each resample scores both decoders on the same gaps and takes the difference,
+  as Koehn (2004, "Statistical Significance Tests for Machine Translation Evaluation", EMNLP)
+  compares two systems on resampled test sets; the correlation of the two decoders (they miss
+  the same hard gaps) cancels out.
+* **figures**: recomputed on each resample exactly as the benchmark defines them
+  (:func:`~stoicheia.inference.benchmark_scoring.pooled_figures`): CER is the resample's summed
+  edit distance over its summed truth letters, not a mean of per-gap ratios.
+* **interval**: the 2.5th and 97.5th percentiles of the resampled differences (the percentile
+  interval, Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13), from
+  ``resamples`` (default 1,000) draws of a generator seeded with the seed and the protocol's
+  name: the same intervals on every run and machine.
+
+A difference whose interval excludes 0 is larger than the resampling of these inscriptions
+explains; one whose interval holds 0 is not shown to be a difference. The interval speaks of
+other inscriptions like these (the same protocol, the same decoders): it does not cover the
+choice of the fusion weight, made on these same gaps (the ``fused`` row is an upper estimate).
+
+Everything comes from the per-gap ``examples`` of the result (truth, each decoder's top-1 and
+rank), so an existing ``benchmark.json`` is enough: :func:`add_differences`,
+:func:`rewrite_folder` (``scripts/benchmark_intervals.py FOLDER``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from stoicheia.inference.benchmark_scoring import edit_distance, pooled_figures
+
+log = logging.getLogger(__name__)
+
+#: The decoder pairs compared, ``(a, b)`` for ``a − b``, each where both decoders ran.
+PAIRS = (("fused", "ngram"), ("model", "ngram"))
+#: The figures compared (top-20 only where the benchmark kept 20 candidates).
+FIGURES = ("top1", "top20", "cer")
+LEVEL = 0.95
+RESAMPLES = 1000
+#: Resamples weighed at a time (a float64 matrix of CHUNK x gaps: 6.5 MB for 814 gaps).
+CHUNK = 1000
+
+
+def inscription_of(text_id: str) -> str:
+    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` -> ``ISic000154.xml``."""
+    return text_id.split("#", 1)[0]
+
+
+def gap_arrays(examples: list[dict], decoder: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per gap of ``examples`` (a protocol's ``examples`` of a benchmark result): truth letters,
+    edit distance of ``decoder``'s top-1 to the truth, rank of the truth (0: absent), each an
+    int64 array of shape ``(n,)``. Raises ``ValueError`` naming the gap where an entry lacks
+    the truth or the decoder's ``top1``/``rank``."""
+    letters, dist, ranks = [], [], []
+    for i, row in enumerate(examples):
+        got = row.get(decoder)
+        if (
+            "truth" not in row
+            or not isinstance(got, dict)
+            or "top1" not in got
+            or "rank" not in got
+        ):
+            raise ValueError(
+                f"gap {i} ({row.get('text', '?')} at {row.get('start', '?')}) has no truth or no top1/rank of {decoder}"
+            )
+        letters.append(len(row["truth"]))
+        dist.append(edit_distance(got["top1"], row["truth"]))
+        ranks.append(int(got["rank"] or 0))
+    return (
+        np.array(letters, dtype=np.int64),
+        np.array(dist, dtype=np.int64),
+        np.array(ranks, dtype=np.int64),
+    )
+
+
+def paired_differences(
+    examples: list[dict],
+    pairs: list[tuple[str, str]],
+    figures: tuple[str, ...] = FIGURES,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict:
+    """The paired cluster bootstrap (module docstring) on one protocol's ``examples``.
+
+    ``pairs``: ``(a, b)`` decoder names for ``a − b``; ``figures``: of ``top1``, ``top5``,
+    ``top20``, ``cer``; ``resamples`` >= 1; ``seed``: of the generator (give each protocol its
+    own); ``level``: of the interval, in (0, 1). Returns ``{"a-b": {figure: {"diff", "low",
+    "high"}}}``, fractions (a share or CER of ``a`` minus that of ``b``, in [-1, 1] for shares;
+    CER > 0: ``a`` makes more errors); ``low``/``high`` are ``None`` where the gaps come from a
+    single inscription (nothing to resample). Raises ``ValueError`` for no gap, bad options or
+    an incomplete gap (:func:`gap_arrays`)."""
+    if not examples:
+        raise ValueError("paired_differences: no gap")
+    if resamples < 1 or not 0 < level < 1:
+        raise ValueError(
+            f"paired_differences: resamples {resamples} (give >= 1), level {level} (in (0, 1))"
+        )
+    ks = sorted({int(f[3:]) for f in figures if f.startswith("top")})
+    names = {n for pair in pairs for n in pair}
+    arrays = {n: gap_arrays(examples, n) for n in sorted(names)}
+    units = [inscription_of(str(row.get("text", ""))) for row in examples]
+    index = {u: j for j, u in enumerate(dict.fromkeys(units))}
+    unit_of_gap = np.array([index[u] for u in units], dtype=np.int64)
+    n_units = len(index)
+    rng = np.random.default_rng(seed)
+    diffs: dict[tuple[str, str, str], list[np.ndarray]] = {
+        (a, b, f): [] for a, b in pairs for f in figures
+    }
+    for first in range(0, resamples, CHUNK):  # a (CHUNK, gaps) weight matrix at a time
+        rows = min(CHUNK, resamples - first)
+        # counts[r, j]: how often inscription j is drawn in resample r (n_units draws with replacement)
+        drawn = rng.integers(0, n_units, size=(rows, n_units))
+        counts = np.zeros((rows, n_units), dtype=np.float64)
+        np.add.at(counts, (np.arange(rows)[:, None], drawn), 1.0)
+        weights = counts[:, unit_of_gap]  # (rows, n): each gap counts as often as its inscription
+        boot = {n: pooled_figures(*arrays[n], weights=weights, ks=ks) for n in arrays}
+        for a, b, f in diffs:
+            diffs[a, b, f].append(boot[a][f] - boot[b][f])
+    whole = {n: pooled_figures(*arrays[n], ks=ks) for n in arrays}
+    tail = 100 * (1 - level) / 2
+    out: dict = {}
+    for a, b in pairs:
+        per: dict = {}
+        for f in figures:
+            drawn_diffs = np.concatenate(diffs[a, b, f])
+            low, high = (
+                np.percentile(drawn_diffs, [tail, 100 - tail]) if n_units > 1 else (None, None)
+            )
+            per[f] = {
+                "diff": whole[a][f] - whole[b][f],
+                "low": None if low is None else float(low),
+                "high": None if high is None else float(high),
+            }
+        out[f"{a}-{b}"] = per
+    return out
+
+
+def _protocol_seed(seed: int, protocol: str) -> list[int]:
+    """A generator seed of its own per protocol (stable across runs, unlike ``hash``)."""
+    return [int(seed), zlib.crc32(protocol.encode("utf-8"))]
+
+
+def add_differences(
+    result: dict, resamples: int = RESAMPLES, seed: int | None = None, level: float = LEVEL
+) -> dict:
+    """Add the paired bootstrap intervals (module docstring) to a benchmark result, in place:
+    ``result["protocols"][p]["differences"]`` (see :func:`paired_differences`) for each pair
+    of :data:`PAIRS` whose decoders both ran, and ``result["bootstrap"] = {"resamples", "seed",
+    "level", "unit", "inscriptions": {protocol: n}}``; top-20 only where the result kept 20
+    candidates. ``resamples`` 0 leaves the result as it is; ``seed`` defaults to the result's
+    ``settings.seed``. Returns ``result``.
+
+    Before resampling, the figures of every decoder are recomputed from the examples and must
+    equal those recorded: raises ``ValueError`` (naming the protocol, decoder and figure) when
+    they do not (a result edited by hand or written by another version), or when a protocol
+    has no ``examples`` or fewer than its gaps. A protocol without a gap gets no differences
+    (and no count in ``inscriptions``)."""
+    if resamples == 0:
+        return result
+    seed = int((result.get("settings") or {}).get("seed", 0) if seed is None else seed)
+    candidates = int((result.get("settings") or {}).get("candidates", 20))
+    figures = tuple(f for f in FIGURES if not f.startswith("top") or int(f[3:]) <= candidates)
+    units: dict[str, int] = {}
+    for protocol, res in result["protocols"].items():
+        examples = res.get("examples")
+        if examples is None or len(examples) != res.get("gaps"):
+            raise ValueError(
+                f"protocol {protocol} has no per-gap examples to resample; run the benchmark again"
+            )
+        decs = res.get("decoders", {})
+        pairs = [(a, b) for a, b in PAIRS if a in decs and b in decs]
+        if not pairs or not examples:  # no pair to compare, or a protocol without a gap
+            continue
+        ks = [int(f[3:]) for f in figures if f.startswith("top")]
+        for name in sorted({n for pair in pairs for n in pair}):
+            again = pooled_figures(*gap_arrays(examples, name), ks=ks)
+            for f in figures:
+                if not np.isclose(again[f], decs[name][f], rtol=1e-9, atol=1e-12):
+                    raise ValueError(
+                        f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result records "
+                        f"{decs[name][f]:.6f}; the file was edited or written by another version: run the benchmark again"
+                    )
+        res["differences"] = paired_differences(
+            examples, pairs, figures, resamples, _protocol_seed(seed, protocol), level
+        )
+        units[protocol] = len({inscription_of(str(r.get("text", ""))) for r in examples})
+        log.info(
+            "[benchmark] %s: bootstrap over %d inscriptions, %d resamples",
+            protocol,
+            units[protocol],
+            resamples,
+        )
+    result["bootstrap"] = {
+        "resamples": resamples,
+        "seed": seed,
+        "level": level,
+        "unit": "inscription (the text id before '#'), every gap of each drawn inscription",
+        "inscriptions": units,
+    }
+    return result
+
+
+def rewrite_folder(
+    folder: str | Path,
+    out: str | Path | None = None,
+    resamples: int = RESAMPLES,
+    seed: int | None = None,
+) -> list[Path]:
+    """Read ``FOLDER/benchmark.json`` (written by ``stoicheia benchmark``), add the intervals
+    (:func:`add_differences`, no decoder runs again) and write the benchmark's outputs
+    (:func:`~stoicheia.inference.benchmark_report.write_outputs`) into ``out`` (default
+    ``folder`` itself). Returns the paths written. Raises ``ValueError`` naming the file for a
+    missing, unreadable or incomplete ``benchmark.json``."""
+    from stoicheia.inference.benchmark_report import write_outputs
+
+    path = Path(folder) / "benchmark.json"
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(
+            f"{path}: no such file; give the --out folder of `stoicheia benchmark`"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"{path}: not a readable benchmark result ({err}); run the benchmark again"
+        ) from None
+    if not isinstance(result, dict) or not isinstance(result.get("protocols"), dict):
+        raise ValueError(
+            f"{path}: no 'protocols' in it; give a benchmark.json of `stoicheia benchmark`"
+        )
+    try:
+        add_differences(result, resamples, seed)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: {err}") from None
+    return write_outputs(result, Path(out) if out is not None else Path(folder))
+
+
+__all__ = [
+    "FIGURES",
+    "LEVEL",
+    "PAIRS",
+    "RESAMPLES",
+    "add_differences",
+    "gap_arrays",
+    "inscription_of",
+    "paired_differences",
+    "rewrite_folder",
+]
