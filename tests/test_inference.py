@@ -862,7 +862,7 @@ def test_uncertain_width_gap_can_come_back_shorter():
     best = res.restorations[0]
     assert best.fills == ["ρρρ", "ρρρ"]  # shorter than 8 and than 10: BLANK ended both gaps
     assert [g.slots for g in res.gaps] == [10, 12]  # maximum width + 2 BLANK-able slots
-    assert best.text.startswith("καὶ [ρρρ] καὶ [ρρρ] τοῦ")
+    assert best.text.startswith("καὶ [ῥρρ] καὶ [ῥρρ] τοῦ")  # an initial ρ is rough
 
 
 def test_restore_errors_and_windowing(model):

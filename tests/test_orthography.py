@@ -7,7 +7,7 @@ import pytest
 
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
-from stoicheia.text.orthography import possible_marks
+from stoicheia.text.orthography import choose_marks, possible_marks
 
 
 def _ids(word: str) -> np.ndarray:
@@ -68,3 +68,54 @@ def test_bad_arrays_are_refused():
         possible_marks(np.zeros(3, int), np.zeros(2, int))
     with pytest.raises(ValueError, match="0..23"):
         possible_marks(np.array([A.MASK]), np.array([1]))
+
+
+def _choose(
+    text_words: list[str], logp_by_letter, known: dict[int, int] | None = None, punct_last=0
+):
+    """choose_marks on words typed without marks; ``logp_by_letter(i, letter) -> (48,) logp``."""
+    chars, bnd = [], []
+    for w in text_words:
+        for k, c in enumerate(w):
+            chars.append(A.LETTERS.index(c))
+            bnd.append(A.BOUNDARY_WORD if k == len(w) - 1 else A.BOUNDARY_INTERNAL)
+    bnd[-1] = A.BOUNDARY_SENTENCE
+    n = len(chars)
+    punct = np.zeros(n, int)
+    punct[-1] = punct_last
+    dia = np.full(n, -1)
+    for i, d in (known or {}).items():
+        dia[i] = d
+    logp = np.stack([logp_by_letter(i, A.LETTERS[c]) for i, c in enumerate(chars)])
+    return [
+        A.dia_fields(int(d)) for d in choose_marks(np.array(chars), np.array(bnd), punct, dia, logp)
+    ]
+
+
+def _prefer(*dias: tuple[int, int, int, int]):
+    def f(i, c):
+        out = np.full(A.NUM_DIA, -10.0)
+        for rank, fields in enumerate(dias):
+            out[A.dia_id(*fields)] = -1.0 - rank
+        return out
+
+    return f
+
+
+def test_choose_marks_one_accent_a_word_and_a_breathing_where_a_word_starts():
+    grave_smooth, circ_iota, acute = (2, 1, 0, 0), (3, 0, 1, 0), (1, 0, 0, 0)
+    got = _choose(["ταυτα", "και"], _prefer(grave_smooth, circ_iota, acute))
+    accents = [f[0] for f in got]
+    assert sum(1 for a in accents[:5] if a) == 1 and sum(1 for a in accents[5:] if a) == 1
+    assert not any(f[1] for f in got)  # neither word starts with a vowel
+    assert accents[-1] != 2, "no grave at the end of the text"
+    # a vowel-initial word gets a breathing, on the diphthong's second vowel; υ rough
+    got = _choose(["αιρω", "υπο", "ρητωρ"], _prefer(acute))
+    assert got[0][1] == 0 and got[1][1] in (1, 2)
+    assert got[4][1] == 2 and got[7][1] == 2  # ὑ, ῥ
+    # a known accent in the word leaves the chosen letters without one
+    got = _choose(["λογου"], _prefer(acute), known={1: A.dia_id(1, 0, 0, 0)})
+    assert [f[0] for f in got] == [0, 1, 0, 0, 0]
+    # before punctuation a last-syllable accent is acute, not grave
+    got = _choose(["τον", "θεον"], _prefer((2, 0, 0, 0), acute), punct_last=A.PUNCT_COMMA)
+    assert got[1][0] == 2 and all(f[0] != 2 for f in got[3:])  # τὸν, and no grave before the comma

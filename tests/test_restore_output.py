@@ -546,9 +546,9 @@ def test_restored_letters_carry_only_marks_greek_writes_there():
                 assert c not in "εο", fill
             if "\u0345" in m:
                 assert c in "αηω", fill
-    # the head's favourite is still taken where Greek allows it: a grave with a breathing on a
-    # one-vowel word's first letter, else at least its grave on a word's last vowel
-    assert any("\u0300" in m for m in marks), fill
+    # the head's choice is still taken where Greek allows it: its second favourite, a
+    # circumflex with an iota subscript, on an η, ω or α
+    assert any("\u0342" in m and "\u0345" in m for m in marks), fill
 
 
 def test_respace_keeps_the_accents_and_punctuation_the_input_gives():

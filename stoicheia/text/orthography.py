@@ -27,13 +27,14 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 
-__all__ = ["possible_marks"]
+__all__ = ["choose_marks", "possible_marks"]
 
 _VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
 _SHORT = frozenset(A.LETTERS.index(c) for c in "εο")
 _IOTA_SUBSCRIPT = frozenset(A.LETTERS.index(c) for c in "αηω")
 _DIAERESIS = frozenset(A.LETTERS.index(c) for c in "ιυ")
 _RHO = A.LETTERS.index("ρ")
+_UPSILON = A.LETTERS.index("υ")
 #: (first, second) letter ids of the diphthongs whose second vowel takes the breathing
 _DIPHTHONGS = frozenset(
     (A.LETTERS.index(a), A.LETTERS.index(b))
@@ -103,3 +104,101 @@ def possible_marks(chars: np.ndarray, boundary: np.ndarray) -> np.ndarray:
         vowel_later[i] = internal[i] and (vowel[i + 1] or vowel_later[i + 1])
     out[vowel_later] &= ~t["grave"]
     return out
+
+
+def _words(boundary: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, end)`` of each run of letters joined by certain ``BOUNDARY_INTERNAL``."""
+    out, start = [], 0
+    for i, b in enumerate(boundary.tolist()):
+        if b != A.BOUNDARY_INTERNAL:
+            out.append((start, i + 1))
+            start = i + 1
+    if start < len(boundary):
+        out.append((start, len(boundary)))
+    return out
+
+
+def choose_marks(
+    chars: np.ndarray, boundary: np.ndarray, punct: np.ndarray, dia: np.ndarray, logp: np.ndarray
+) -> np.ndarray:
+    """Int ``(n,)`` dia ids: ``dia`` where it is ``>= 0`` (a letter whose marks are known), and for
+    each ``-1`` the marks of highest ``logp`` that Greek writes there.
+
+    ``chars``, ``boundary``, ``punct``: int ``(n,)`` planes of a stretch of text in reading
+    order; ``logp``: float ``(n, NUM_DIA)`` log-probabilities of the ``dia`` head. Besides
+    :func:`possible_marks`, for the letters chosen here:
+
+    * at most one accent per word (a word is a run of letters joined by a certain
+      ``BOUNDARY_INTERNAL``): none where a known letter of the word has one, else the accent
+      on the one letter (or on none) that gives the word's letters the highest summed ``logp``;
+    * a grave only on a word that another word follows without punctuation (before a
+      punctuation mark and at the end of a text the accent of the last syllable stays acute);
+    * a word that certainly starts at a vowel gets its breathing on it, or on the diphthong's
+      second vowel (``αἰ``), rough on an initial υ (``ὑπό``); an initial ρ takes the rough
+      breathing (``ῥ``).
+
+    Smyth, *Greek Grammar* §§ 9–14 (breathings), 154–157 (the grave), 149 (one accent a
+    word; enclitics, which give a word a second accent, are not provided for). Raises
+    ``ValueError`` as :func:`possible_marks`, or when ``logp`` is not ``(n, NUM_DIA)``.
+    """
+    chars = np.asarray(chars, dtype=np.int64)
+    boundary = np.asarray(boundary, dtype=np.int64)
+    punct = np.asarray(punct, dtype=np.int64)
+    dia = np.asarray(dia, dtype=np.int64).copy()
+    n = len(chars)
+    if logp.shape != (n, A.NUM_DIA):
+        raise ValueError(f"choose_marks: logp {logp.shape} must be (n, {A.NUM_DIA}) with n = {n}")
+    todo = dia < 0
+    if not todo.any():
+        return dia
+    t = _tables()
+    allowed = possible_marks(chars, boundary)
+    fields = [A.dia_fields(d) for d in range(A.NUM_DIA)]
+    accent = np.array([f[0] > 0 for f in fields])
+    rough = np.array([f[1] == 2 for f in fields])
+    for a, e in _words(boundary):
+        last = e - 1
+        # a grave needs a word after it, with no punctuation between
+        open_end = boundary[last] in (A.BOUNDARY_WORD, A.BOUNDARY_UNKNOWN) and punct[last] in (
+            A.PUNCT_NONE,
+            A.PUNCT_UNKNOWN,
+        )
+        if not open_end:
+            allowed[a:e] &= ~t["grave"]
+        starts = a == 0 or boundary[a - 1] in _ENDS  # the word certainly starts at a
+        if starts and e > a:
+            c0 = int(chars[a])
+            pair = e > a + 1 and (c0, int(chars[a + 1])) in _DIPHTHONGS
+            bearer = a + 1 if pair else a
+            if pair and not todo[a] and dia[a] < A.NUM_DIA and t["breathing"][dia[a]]:
+                bearer = a  # the known first vowel has it (a diaeresis apart: ἀΐδιος)
+            if c0 == _RHO and todo[a]:
+                allowed[a] &= rough
+            elif c0 in _VOWELS:
+                if todo[bearer]:  # an initial υ (or υι) is always rough: ὑπό, υἱός
+                    allowed[bearer] &= rough if c0 == _UPSILON else t["breathing"]
+                for i in range(a, min(a + 2, e)):
+                    if i != bearer and todo[i]:
+                        allowed[i] &= ~t["breathing"]
+        word = np.arange(a, e)
+        mine = word[todo[a:e]]
+        if not len(mine):
+            continue
+        known_accent = any(accent[dia[i]] for i in word if not todo[i] and dia[i] < A.NUM_DIA)
+        masked = np.where(allowed[mine], logp[mine], -np.inf)
+        none = np.where(accent[None, :], -np.inf, masked)
+        best_none = none.max(axis=1)
+        with_acc = np.where(accent[None, :], masked, -np.inf)
+        best_acc = with_acc.max(axis=1)
+        choice = None  # the letter (index into mine) that takes the word's accent
+        if not known_accent:
+            gain = best_acc - best_none
+            k = int(np.argmax(gain))
+            if np.isfinite(gain[k]) and gain[k] > 0:
+                choice = k
+        for k, i in enumerate(mine):
+            row = with_acc[k] if k == choice else none[k]
+            if not np.isfinite(row).any():  # nothing left (cannot happen: dia 0 is allowed)
+                row = masked[k]
+            dia[i] = int(np.argmax(row))
+    return dia

@@ -215,7 +215,7 @@ def restore(
     if respace:
         # the model predicts the word division, and the accents and punctuation where the
         # input has none; the input's own are kept
-        items, predicted = respace_items(items, input_style(text))
+        items, predicted = respace_items(items, gaps, input_style(text))
         rest = text
         for g in sorted(gaps, key=lambda g: -g.start):
             rest = rest[: g.start] + rest[g.end :]

@@ -110,6 +110,8 @@ class Gap:
     #: what the input says follows the gap: 1/2 a word/sentence break (a space or a stop
     #: after the bracket), 0 the next letter of the same word
     end_boundary: int = A.BOUNDARY_INTERNAL
+    #: the punctuation typed right after the gap (UNKNOWN: left to the model, ``--respace``)
+    end_punct: int = A.PUNCT_NONE
     start: int = 0
     end: int = 0
     bracketed: bool = False
@@ -264,16 +266,22 @@ class Item:
     values: tuple[int, int, int, int, int] | None = None  # chars, boundary, dia, cap, punct
 
 
-def respace_items(items: list[Item], style: InputStyle) -> tuple[list[Item], list[str]]:
+def respace_items(
+    items: list[Item], gaps: list[Gap], style: InputStyle
+) -> tuple[list[Item], list[str]]:
     """``items`` as ``--respace`` reads them: every known letter's word division UNKNOWN (the
     model predicts it), its accents and breathings UNKNOWN too unless the input bears marks
-    (``style.accented``), its punctuation UNKNOWN unless the input has some; what the input
-    gives is kept. Returns the items and what the model predicts, e.g. ``["word division",
+    (``style.accented``), its punctuation UNKNOWN unless the input has some (then the
+    punctuation typed after a gap is kept too; else each gap's ``end_punct`` becomes UNKNOWN);
+    what the input gives is kept. Returns the items and what the model predicts, e.g. ``["word division",
     "accents"]``."""
     has_punct = any(
         it.values is not None and it.values[4] not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN)
         for it in items
-    )
+    ) or any(g.end_punct not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN) for g in gaps)
+    if not has_punct:
+        for g in gaps:  # the model's punctuation after a gap too
+            g.end_punct = A.PUNCT_UNKNOWN
     keep_marks = style.accented
     out = []
     for it in items:
@@ -499,6 +507,7 @@ def parse_input(
                     hi,
                     slots,
                     end_boundary=end_b,
+                    end_punct=int(p.punct[i + width - 1]),
                     start=a,
                     end=b,
                     bracketed=br,
@@ -524,6 +533,7 @@ def parse_input(
                         w,
                         read=seg.text,
                         end_boundary=last,
+                        end_punct=int(p.punct[letters[li + w - 1]]),
                         start=a,
                         end=b,
                         bracketed=br,

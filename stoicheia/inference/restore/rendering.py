@@ -27,7 +27,7 @@ from stoicheia.inference.restore.decoding import forward
 from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
 from stoicheia.text import alphabet as A
 from stoicheia.text.leiden import DOT_BELOW
-from stoicheia.text.orthography import possible_marks
+from stoicheia.text.orthography import choose_marks
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -94,6 +94,14 @@ class _Letter:
     values: tuple | None  # the input's planes values (None: a restored letter)
 
 
+def held_reading(g: Gap, fill: np.ndarray) -> bool:
+    """Whether ``fill`` (int symbols) is the editor's reading of the held supplement ``g``:
+    only then do its letters print with the editor's marks (another fill of the same width,
+    one of the gap's alternatives, is a restoration like any other)."""
+    letters = [int(s) for s in fill if 0 <= s < A.NUM_LETTERS]
+    return letters == [v[0] for v in g.read_values]
+
+
 def _letters(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) -> list[_Letter]:
     out: list[_Letter] = []
     for it in items:
@@ -103,7 +111,8 @@ def _letters(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) ->
         g = gaps[it.gap]
         for j, sym in enumerate(fill[it.gap]):
             if 0 <= sym < A.NUM_LETTERS:
-                if g.held:  # a supplement kept as printed: its letters with their marks
+                if g.held and held_reading(g, fill[it.gap]):
+                    # a supplement kept as printed: its letters with their marks
                     out.append(_Letter(int(sym), it.gap, False, g.read_values[j]))
                 elif g.kind == "uncertain":
                     out.append(_Letter(int(sym), it.gap, int(sym) != it.values[0], it.values))  # type: ignore[index]
@@ -143,7 +152,7 @@ def _channels(
 ) -> list[tuple[int, int, int, int, int]]:
     """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
     heads' argmax for restored ones (the boundary after a gap's last letter as the input says;
-    the marks the best of those Greek can write there, :func:`possible_marks`; no punctuation
+    the marks the best of those Greek writes there, :func:`choose_marks`; no punctuation
     inside a word)."""
     n = len(letters)
     res = []
@@ -159,11 +168,15 @@ def _channels(
                     x.gap
                 ].end_boundary  # the input says whether a word break follows the bracket
             cap = int(out["cap"][r, i].argmax())
-            # the input's marks and punctuation where it gives them (respace_items), else the
-            # heads'; the marks are chosen below, once every boundary is known
+            # the input's marks and punctuation where it gives them (respace_items; after a gap,
+            # the punctuation typed after its bracket), else the heads'; the marks are chosen
+            # below, once every boundary is known
             d = -1 if v is None or v[2] == A.DIA_UNKNOWN else v[2]
-            if v is not None and v[4] != A.PUNCT_UNKNOWN:
-                pu = v[4]
+            given = v[4] if v is not None else A.PUNCT_UNKNOWN
+            if last_of_gap:
+                given = gaps[x.gap].end_punct  # type: ignore[index]
+            if given != A.PUNCT_UNKNOWN:
+                pu = given
                 if pu != A.PUNCT_NONE and b == A.BOUNDARY_INTERNAL:
                     b = A.BOUNDARY_WORD  # the input's punctuation ends a word
             else:
@@ -173,18 +186,17 @@ def _channels(
         else:
             b, d, cap, pu = v[1], v[2], v[3], v[4]
             cap = cap if cap != A.CAP_UNKNOWN else int(out["cap"][r, i].argmax())
+            if x.changed:
+                d = -1  # a changed reading: marks for its new letter, not the typed ones
         if i == n - 1 and b == A.BOUNDARY_UNKNOWN:
             b = A.BOUNDARY_INTERNAL
         res.append((x.char, b, d, cap, pu))
-    todo = [i for i, row in enumerate(res) if row[2] < 0]
-    if todo:
-        allowed = possible_marks(
-            np.array([row[0] for row in res]), np.array([row[1] for row in res])
+    planes = np.array(res, dtype=np.int64).reshape(-1, 5)
+    if (planes[:, 2] < 0).any():
+        dia = choose_marks(
+            planes[:, 0], planes[:, 1], planes[:, 4], planes[:, 2], out["dia"][r, :n, : A.NUM_DIA]
         )
-        for i in todo:
-            logits = np.where(allowed[i], out["dia"][r, i][: A.NUM_DIA], -np.inf)
-            c, b, _, cap, pu = res[i]
-            res[i] = (c, b, int(logits.argmax()), cap, pu)
+        res = [(c, b, int(d), cap, pu) for (c, b, _, cap, pu), d in zip(res, dia, strict=True)]
     return res
 
 
