@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 
 import numpy as np
@@ -579,3 +580,37 @@ def test_respace_keeps_the_accents_and_punctuation_the_input_gives():
     assert got[: len(before)] == before and got[-len(after) :] == after  # the typed marks
     nfc = unicodedata.normalize("NFC", out)  # the raised dot U+0387 -> U+00B7
     assert "ῶν, " in nfc and "ν· " in nfc, "the typed punctuation, each ending its word"
+
+
+def _marks_by_letter(s: str) -> list[tuple[str, str]]:
+    out: list[list[str]] = []
+    for ch in unicodedata.normalize("NFD", s):
+        if unicodedata.combining(ch) and out:
+            out[-1][1] += ch
+        elif ch.isalpha():
+            out.append([ch.lower(), ""])
+    return [(c, m.replace(DOT, "")) for c, m in out]
+
+
+DOT = "\u0323"
+
+
+def test_a_changed_reading_and_a_supplement_s_alternatives_take_their_own_marks():
+    # The typed marks of an uncertain letter, and the editor's marks of a scored supplement,
+    # were copied by position onto whatever letter the model put there ('σ̣̓', 'γαρ̀').
+    res = restore(MARKS_EVERYWHERE, "ἐνθάδε κεῖ[..]αι [ἔτη] ἐ̣ καὶ", top_k=3, score_supplements=True)
+    consonant_marks = []
+    for g in res.gaps:
+        for a in g.alternatives:
+            for c, m in _marks_by_letter(a.fill):
+                if c not in "αεηιουωρ":
+                    consonant_marks.append((a.fill, m))
+    assert not [x for x in consonant_marks if x[1]], consonant_marks
+    assert any(g.kind == "uncertain" and len(g.alternatives) > 1 for g in res.gaps)
+
+
+def test_respace_keeps_the_punctuation_typed_after_a_gap():
+    res = restore(STUB, "Διονύσιος ἐνθάδε κεῖται· ἔζησεν ἔτη [..]. χαῖρε.", top_k=1, respace=True)
+    text = res.restorations[0].text
+    assert "]." in text or re.search(r"\.\]? ", text), text
+    assert text.count(".") == 2, text
