@@ -33,9 +33,10 @@ from stoicheia.commands import benchmark, convert, evaluate, export, report, res
 from stoicheia.commands.common import exit_now, model_args, quiet_stdout
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``stoicheia`` command: parse ``argv`` (default ``sys.argv[1:]``), run the
-    subcommand and return its exit status (0; 2 for a usage or input error; 130 for Ctrl-C)."""
+def build_parser() -> OneLineParser:
+    """The ``stoicheia`` parser with every subcommand's; the parsed arguments' ``func`` is the
+    subcommand's ``run``. Only the argument definitions are imported: each command imports the
+    library it needs when it runs (``benchmarks/startup.py`` times ``stoicheia --help``)."""
     parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (convert, status, evaluate, benchmark, restore, report, export):
@@ -43,8 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     from stoicheia.serve.command import add_serve_parser
 
     add_serve_parser(sub, model_args)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``stoicheia`` command: parse ``argv`` (default ``sys.argv[1:]``), run the
+    subcommand and return its exit status (0; 2 for a usage or input error; 130 for Ctrl-C)."""
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
     except (
         SystemExit
     ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
