@@ -388,6 +388,7 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     """The whole command (n-gram trained on the train split, the three protocols, the outputs),
     the checkpoint replaced by the stand-in model (loading is tested in test_inference)."""
     import stoicheia.cli as cli
+    from stoicheia.commands import benchmark as benchmark_command
     from stoicheia.data.shards import convert
 
     isic = corpus_root / "isicily" / "inscriptions"
@@ -400,7 +401,7 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         workers=1,
         progress=False,
     )
-    monkeypatch.setattr(cli, "_load", lambda args, command: _Stub(2))
+    monkeypatch.setattr(benchmark_command, "load", lambda args, command: _Stub(2))
     out = tmp_path / "bench"
     args = [
         "benchmark",

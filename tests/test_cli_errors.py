@@ -575,12 +575,12 @@ def test_convert_names_a_file_name_that_is_not_utf8(tmp_path, capsys):
 
 
 def test_ctrl_c_is_one_line(monkeypatch, capsys):
-    from stoicheia import cli
+    from stoicheia.commands import status
 
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_status", interrupted)
+    monkeypatch.setattr(status, "run", interrupted)
     rc, _, err = run_cli(["status", "/nonexistent/run"], capsys)
     assert rc == 130 and err.strip() == "stoicheia status: interrupted (Ctrl-C)"
 

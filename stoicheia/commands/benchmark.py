@@ -1,0 +1,194 @@
+"""``stoicheia benchmark CHECKPOINT --out DIR``: restoration on the inscription dev set beside a
+letter n-gram (:mod:`stoicheia.inference.benchmark`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stoicheia.cli_args import fusion_weights, int_in, out_dir_problem
+from stoicheia.commands.common import fail, load, model_args, ngram_args
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchmark`` on the ``stoicheia`` sub-command parsers."""
+    p = subparsers.add_parser(
+        "benchmark",
+        help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
+        "the n-gram beside the model",
+    )
+    model_args(p)
+    p.add_argument(
+        "--shards",
+        help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
+        "its train split trains the n-gram (default: the run's data.shard_root)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="folder for benchmark.json, benchmark.txt (the table) and reliability.png",
+    )
+    p.add_argument(
+        "--protocols",
+        nargs="+",
+        choices=("hidden", "supplements", "unknown"),
+        default=["hidden", "supplements", "unknown"],
+        help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]",
+    )
+    p.add_argument(
+        "--spans-per-text",
+        type=int_in(1, 1000, meaning=" spans (default 3)"),
+        default=3,
+        help="hidden spans per text (default 3)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int_in(0, 2**63 - 1, meaning=" (a seed)"),
+        default=1234,
+        help="seed of the hidden spans (default 1234)",
+    )
+    p.add_argument(
+        "--max-texts",
+        type=int_in(1, meaning=" texts"),
+        help="only the first texts of the dev set (default all)",
+    )
+    p.add_argument(
+        "--epidoc-root",
+        help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
+        "instead of the paths stats.json recorded at conversion",
+    )
+    p.add_argument(
+        "--unknown-width",
+        type=int_in(10, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"),
+        default=20,
+        help="most letters of a [---] gap, for model and n-gram alike (default 20, as restore)",
+    )
+    ngram_args(p)
+    p.add_argument(
+        "--fusion-weights",
+        type=fusion_weights,
+        default=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0],
+        help="n-gram weights at which the model's search is fused with the n-gram (comma-separated, in [0, 1]; "
+        "the best on these gaps is reported as 'fused'; default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
+    )
+    p.add_argument(
+        "--save-ngram",
+        action="store_true",
+        help="write the n-gram and the chosen fusion weight to ngram.npz beside the checkpoint: restore then fuses it in",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int_in(0, 100_000, meaning=" resamples (default 1000; 0: none)"),
+        default=1000,
+        help="resamples of the inscriptions for the 95%% intervals of fused - n-gram and model - n-gram "
+        "(paired bootstrap, seeded with --seed; default 1000; 0: none). For an older --out folder: "
+        "scripts/benchmark_intervals.py FOLDER",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark of ``args``, print its table and write its outputs; returns the exit status
+    (0, or 2 after one line on stderr)."""
+    from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.evaluate import train_ngram
+
+    problem = out_dir_problem(args.out)
+    if problem:
+        return fail("benchmark", f"--out {problem}")
+    if args.shards and not Path(args.shards).is_dir():
+        return fail(
+            "benchmark",
+            f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`",
+        )
+    model = load(args, "benchmark")
+    data = model.config.get("data", {})
+    shards = args.shards or data.get("shard_root")
+    if not shards or not Path(shards).is_dir():
+        return fail(
+            "benchmark",
+            f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR",
+        )
+    ngram = ngram_info = None
+    if args.ngram_order:
+        try:
+            ngram, ngram_info = train_ngram(
+                shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters
+            )
+            print(
+                f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}"
+            )
+        except FileNotFoundError as err:
+            return fail(
+                "benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out"
+            )
+    from rich.progress import Progress
+
+    with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+            if (
+                done == total
+            ):  # a line per protocol and decoder, also where no bar is drawn (a log file)
+                bar.console.print(f"{label}: {total:,} gaps restored")
+
+        try:
+            result = benchmark(
+                model,
+                shards,
+                protocols=args.protocols,
+                spans_per_text=args.spans_per_text,
+                seed=args.seed,
+                max_texts=args.max_texts,
+                ngram=ngram,
+                unknown_width=args.unknown_width,
+                epidoc_root=args.epidoc_root,
+                progress=progress,
+                fusion_weights=args.fusion_weights,
+                bootstrap=args.bootstrap,
+            )
+        except BenchmarkError as err:
+            return fail("benchmark", str(err))
+    result["model"] = {
+        "source": model.source,
+        "kind": model.kind,
+        "step": model.step,
+        "run_name": model.config.get("run_name"),
+    }
+    if ngram_info:
+        result["ngram"] = ngram_info
+    print("\n".join(format_table(result)))
+    paths = write_outputs(result, args.out)
+    print(f"wrote {', '.join(map(str, paths))}")
+    if args.save_ngram:
+        from stoicheia.inference.ngram import save_ngram
+        from stoicheia.inference.restore.fusion_file import beside
+
+        target = beside(str(model.source))
+        fusion = result.get("fusion") or {}
+        if ngram is None or target is None:
+            return fail(
+                "benchmark",
+                "--save-ngram needs the n-gram (--ngram-order 1..6) and a local checkpoint",
+            )
+        save_ngram(
+            ngram,
+            target,
+            weight=float(fusion.get("chosen", 0.0)),
+            chosen_on=fusion.get("chosen_on", "no fusion weights tried"),
+            trained_on=ngram_info,
+            checkpoint=str(model.source),
+            step=model.step,
+        )
+        print(
+            f"wrote {target}: restore fuses this n-gram at weight {float(fusion.get('chosen', 0.0)):g} (0: the model alone)"
+        )
+    return 0

@@ -1,0 +1,229 @@
+"""``stoicheia restore CHECKPOINT TEXT``: fill the lacunae of a Greek text in Leiden notation
+(:mod:`stoicheia.inference.restore`); ``--epidoc`` goes to :mod:`stoicheia.commands.restore_epidoc`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stoicheia.cli_args import OneLineParser, float_in, int_in
+from stoicheia.commands.common import fail, load, model_args
+from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``restore`` on the ``stoicheia`` sub-command parsers."""
+    p = subparsers.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
+    p.__class__ = _IntermixedParser  # add_parser makes the parent's class
+    model_args(p)
+    p.add_argument(
+        "text",
+        metavar="TEXT",
+        nargs="?",
+        help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)",
+    )
+    p.add_argument(
+        "--epidoc",
+        nargs="+",
+        metavar="PATH",
+        help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)",
+    )
+    p.add_argument(
+        "--out",
+        help="with --epidoc: folder the restored files are written to (files already there are skipped)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=int_in(1, 100, meaning=" restorations"),
+        default=5,
+        help="restorations to print, best first (default 5)",
+    )
+    p.add_argument(
+        "--beam",
+        type=int_in(1, 256, meaning=" candidates per gap"),
+        help="candidates kept per gap, combined into the whole-text restorations (default max(top-k, 4))",
+    )
+    p.add_argument(
+        "--ngram",
+        metavar="PATH",
+        help="letter n-gram file to fuse into the search (default: ngram.npz beside the checkpoint, if any; "
+        "written by `stoicheia benchmark --save-ngram`)",
+    )
+    p.add_argument(
+        "--ngram-weight",
+        type=float_in(0, 1, meaning=" (0: the model alone)"),
+        help="weight of the n-gram in the search (default: the weight chosen on the dev set, stored in the file; 0: the model alone)",
+    )
+    p.add_argument(
+        "--respace",
+        action="store_true",
+        help="word division, accents, breathings, capitals, punctuation from the model",
+    )
+    p.add_argument(
+        "--repredict-supplements",
+        action="store_true",
+        help="re-predict letters an editor supplied in [ ] instead of keeping them",
+    )
+    p.add_argument(
+        "--unknown-width",
+        type=int_in(1, MAX_LACUNA_WIDTH, meaning=" letters (default 20)"),
+        default=20,
+        help="most letters a lacuna of unknown width [---] may hold (default 20)",
+    )
+    p.add_argument(
+        "--about-margin",
+        type=float_in(0, 1, meaning=" (a fraction of N, default 0.25)"),
+        default=0.25,
+        help="[-ca.N-] means N ± max(1, round(margin × N)) letters (default 0.25)",
+    )
+    p.add_argument(
+        "--window",
+        type=int_in(0, meaning=" slots (0: one window, a longer text refused)"),
+        help="slots the model sees at once (default: the row length it was trained on; 0: one window, and a text longer than the trained rows is refused)",
+    )
+    p.add_argument(
+        "--alternatives",
+        type=int_in(0, 100, meaning=" fills per gap"),
+        help="each gap's own best fills, with probabilities (default: --top-k; 0: none)",
+    )
+    p.add_argument(
+        "--score-supplements",
+        action="store_true",
+        help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (one entry per gap; see docs/restoring.md) instead of the aligned text",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Restore the text of ``args`` (or its EpiDoc files) and print the restorations; returns the
+    exit status (0, or 2 after one line on stderr)."""
+    import json
+
+    from stoicheia.inference.restore import (
+        GapTooWideError,
+        RestoreError,
+        format_result,
+        parse_input,
+        restore,
+    )
+
+    if args.epidoc:
+        from stoicheia.commands import restore_epidoc
+
+        return restore_epidoc.run(args)
+    if args.out is not None:
+        return fail(
+            "restore",
+            "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out",
+        )
+    if args.text is None:
+        return fail(
+            "restore",
+            "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
+            "or --epidoc PATH... --out DIR for EpiDoc files",
+        )
+    text = args.text
+    if text == "-":
+        text = sys.stdin.read().strip()
+    if args.beam is not None and args.beam < args.top_k:
+        return fail(
+            "restore",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+        )
+    supplements = "repredict" if args.repredict_supplements else "keep"
+    try:  # the notation first: a typo fails before the model is loaded
+        parse_input(
+            text,
+            supplements=supplements,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+        )
+    except GapTooWideError:
+        pass  # said by restore() below, with the limit of the loaded model
+    except RestoreError as err:
+        return fail("restore", str(err))
+    model = load(args, "restore")
+    progress, stop = _restore_progress()
+    try:
+        from stoicheia.inference.restore.fusion_file import NGRAM_FILE, find_fusion
+
+        fusion = find_fusion(model, args.ngram, args.ngram_weight)
+        result = restore(
+            model,
+            text,
+            top_k=args.top_k,
+            beam=args.beam,
+            respace=args.respace,
+            supplements=supplements,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+            window=args.window,
+            alternatives=args.alternatives,
+            score_supplements=args.score_supplements,
+            progress=progress,
+            fusion=fusion,
+        )
+    except RestoreError as err:
+        return fail("restore", str(err))
+    finally:
+        if stop is not None:
+            stop()
+    if fusion is None and result.gaps:
+        result.notes.append(
+            "the model alone, without the letter n-gram: --ngram-weight 0"
+            if args.ngram_weight == 0
+            else f"the model alone: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark "
+            "CHECKPOINT --save-ngram` writes one, which restore then fuses in"
+        )
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(format_result(result)))
+    return 0
+
+
+def _restore_progress():
+    """A ``progress(done, total)`` callback drawing a rich progress bar on stderr, and a function
+    that removes it; ``(None, None)`` when stderr is not a terminal (pipes and logs stay clean)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("restoring"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} passes"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("restore", total=1)
+    bar.start()
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
+class _IntermixedParser(OneLineParser):
+    """``restore``'s parser: its TEXT is optional (``--epidoc`` replaces it), and argparse
+    would take an optional positional as absent at the first option it meets
+    (``restore CKPT --top-k 3 TEXT``); intermixed parsing reads it wherever it stands."""
+
+    _inner = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._inner:  # parse_known_intermixed_args calls this method itself
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False

@@ -1,0 +1,78 @@
+"""``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of EpiDoc
+files (:mod:`stoicheia.inference.epidoc_restore_corpus`; docs/restoring-epidoc.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stoicheia.cli_args import out_dir_problem
+from stoicheia.commands.common import fail, load
+
+
+def run(args: argparse.Namespace) -> int:
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus); returns
+    the exit status (0, or 2 after one line on stderr)."""
+    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+
+    if args.text is not None:
+        return fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
+    if args.out is None:
+        return fail(
+            "restore",
+            "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)",
+        )
+    for flag, given in (
+        ("--respace", args.respace),
+        ("--repredict-supplements", args.repredict_supplements),
+        ("--json", args.json),
+        ("--ngram", args.ngram),
+        ("--ngram-weight", args.ngram_weight is not None),
+    ):
+        if given:
+            return fail(
+                "restore",
+                f"{flag} is for a TEXT; --epidoc fills the <gap> elements of the editions only",
+            )
+    problem = out_dir_problem(args.out)
+    if problem:
+        return fail("restore", f"--out {problem}")
+    if args.beam is not None and args.beam < args.top_k:
+        return fail(
+            "restore",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+        )
+    try:  # the paths first: a typo fails before the model is loaded
+        epidoc_inputs(args.epidoc, args.out)
+    except ValueError as err:
+        return fail("restore", str(err))
+    model = load(args, "restore")
+    try:
+        summary = restore_corpus(
+            model,
+            args.epidoc,
+            args.out,
+            top_k=args.top_k,
+            beam=args.beam,
+            unknown_width=args.unknown_width,
+            about_margin=args.about_margin,
+            window=args.window,
+        )
+    except ValueError as err:
+        return fail("restore", str(err))
+    except OSError as err:
+        return fail(
+            "restore",
+            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
+            "(the files written so far stay; a rerun goes on from there)",
+        )
+    print(summary.line())
+    if summary.files and summary.refused == summary.files:
+        # nothing could be read: a script calling this must not take it for a finished run
+        print(
+            "stoicheia restore: error: every file was refused (see the lines above); give EpiDoc files "
+            "with a Greek edition",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
