@@ -614,3 +614,25 @@ def test_respace_keeps_the_punctuation_typed_after_a_gap():
     text = res.restorations[0].text
     assert "]." in text or re.search(r"\.\]? ", text), text
     assert text.count(".") == 2, text
+
+
+def test_a_text_typed_line_by_line_prints_line_under_line_with_its_own_marks():
+    text = "ἐνθάδε κεῖ[..]αι\nΔιονύσιος [---]\nχαῖρε"
+    res = restore(STUB, text, top_k=1, unknown_width=4)
+    lines = format_result(res)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#1 "))
+    first, marks1, second, marks2, third = lines[start : start + 5]
+    col = first.index("ἐνθάδε")
+    assert second[:col].strip() == "" and second[col:].startswith("Διονύσιος [")
+    assert third[:col].strip() == "" and third[col:] == "χαῖρε"
+    # each line's ^ stand between its own brackets, on screen (combining marks take no column)
+    for line, marks in ((first, marks1), (second, marks2)):
+        assert set(marks.strip()) == {"^"}
+        carets = [j for j, ch in enumerate(marks) if ch == "^"]
+        assert _screen_col(line, line.index("[")) < min(carets)
+        assert max(carets) < _screen_col(line, line.index("]"))
+    assert lines[0].startswith("input     ἐνθάδε") and lines[1] == " " * 10 + "Διονύσιος [---]"
+
+
+def _screen_col(line: str, index: int) -> int:
+    return sum(1 for c in line[:index] if not unicodedata.combining(c))

@@ -456,17 +456,29 @@ def _pct(p: float) -> str:
     return f"{100 * p:.0f}%" if p >= 0.005 else "<1%"
 
 
+def _under(head: str, text: str, marks: str) -> list[str]:
+    """``text`` after ``head``, each of its lines (a text typed line by line) indented under the
+    first and followed by its part of ``marks`` (one mark per character on screen, the line
+    break counting one), if that part marks anything."""
+    pad = " " * len(head)
+    out, pos = [], 0
+    for k, line in enumerate(text.split("\n")):
+        w = _width(line)
+        out.append((pad if k else head) + line)
+        if marks[pos : pos + w].strip():
+            out.append(pad + marks[pos : pos + w].rstrip())
+        pos += w + 1
+    return out
+
+
 def format_result(result: RestoreResult) -> list[str]:
     """Lines for the console: the input, each restoration with its log-probability and a line
     of ``^`` under the restored letters, then per gap: its notation as typed, the probability
     of each width (uncertain width), the editor's reading scored, the gap's own alternatives
     and the probability of each letter of the best fill."""
-    lines = [f"input     {result.input}"]
+    lines = _under("input     ", result.input, "")
     for i, r in enumerate(result.restorations, 1):
-        head = f"#{i} {r.logprob:8.3f}"
-        lines.append(f"{head}  {r.text}")
-        if r.marks.strip():
-            lines.append(" " * (len(head) + 2) + r.marks)
+        lines += _under(f"#{i} {r.logprob:8.3f}  ", r.text, r.marks)
     best = result.restorations[0] if result.restorations else None
     upper_text = input_style(result.input).capitals and not result.respace
     if result.gaps:
