@@ -419,6 +419,10 @@ def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
     assert near_capitals("τοῦ Καλλιτύχου [...] ἐτελεύτησεν", 15, 20) is False
     assert near_capitals("ΤΟΝ [...] καὶ", 4, 9) is False
     assert near_capitals("[...]", 0, 5) is None
+    # a gap inside a word follows that word (the fresh user's ΚΑΤΑ[τοῦτοὺς] and [ὦν]ΑΧ)
+    assert near_capitals("ΘΕΟΙΣ ΚΑΤΑ[.......] | Φαβία Μελ[---]", 10, 19) is True
+    assert near_capitals("Φαχθοβάρ [..]ΑΧ", 9, 13) is True
+    assert near_capitals("Φαβία Μελ[---] ΚΑΙ", 9, 14) is False
 
 
 def test_dots_in_an_erasure_are_not_a_lacuna_and_the_error_says_so():

@@ -215,12 +215,28 @@ def _nearest_word(chars: Any, near: int) -> list[str]:
 def near_capitals(text: str, start: int, end: int, near: int = NEAR_LETTERS) -> bool | None:
     """Whether the Greek letters of the words nearest ``text[start:end]`` on each side (at
     most ``near`` each, across brackets and signs) are all capitals: a gap in a capital stretch
-    of a mixed text (a heading, a name in diplomatic capitals). ``None`` when no Greek letter
-    is near."""
-    seen = _nearest_word(reversed(text[:start]), near) + _nearest_word(text[end:], near)
+    of a mixed text (a heading, a name in diplomatic capitals). A gap inside a word follows
+    that word's letters alone (the ones on the sides the gap touches). ``None`` when no Greek
+    letter is near."""
+    # a gap inside a word (no space between it and the letters on a side) follows that word:
+    # ΚΑΤΑ[.......] | Φαβία, Φαχθοβάρ [..]ΑΧ
+    inside = _word_part(reversed(text[:start]), near) + _word_part(text[end:], near)
+    seen = inside or (_nearest_word(reversed(text[:start]), near) + _nearest_word(text[end:], near))
     if not seen:
         return None
     return all(ch.isupper() for ch in seen)
+
+
+def _word_part(chars: Any, near: int) -> list[str]:
+    """The Greek letters (at most ``near``) of ``chars`` before the first space: the rest of the
+    word a gap sits in, read away from it."""
+    got: list[str] = []
+    for ch in chars:
+        if ch.isspace() or len(got) == near:
+            break
+        if ch.isalpha() and _GREEK.match(ch):
+            got.append(ch)
+    return got
 
 
 @functools.lru_cache(maxsize=4096)
