@@ -640,3 +640,14 @@ def test_a_text_typed_line_by_line_prints_line_under_line_with_its_own_marks():
 
 def _screen_col(line: str, index: int) -> int:
     return sum(1 for c in line[:index] if not unicodedata.combining(c))
+
+
+def test_latin_capitals_that_look_greek_and_an_ellipsis_are_noted():
+    res = restore(STUB, "ΕΝΘΑΔΕ ΚΕΙ[..]AI ZHΣAΣ ETH Marcus", top_k=1)
+    (note,) = [n for n in res.notes if "left out as Latin" in n]
+    assert "AI, ETH" in note and "Marcus" not in note and "ZH" not in note
+    greek = restore(STUB, "ΕΝΘΑΔΕ ΚΕΙ[..]ΑΙ ΖΗΣΑΣ ΕΤΗ", top_k=1)
+    assert not any("Latin" in n for n in greek.notes)
+    res = restore(STUB, "ἐνθάδε κεῖ[…]αι", top_k=1)
+    assert any(n.startswith("[…] is read as a lacuna of 3 letters") for n in res.notes)
+    assert res.gaps[0].min_letters == res.gaps[0].max_letters == 3

@@ -111,6 +111,30 @@ class _Ticker:
 EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖" + DOT_BELOW)
 
 
+#: a word of Latin capitals that all look like Greek ones, touching no other letter: the encoder
+#: reads it as Latin and leaves it out (the Latin A I of ΚΕΙ[..]AI)
+_LATIN_CAPITALS = re.compile(r"(?<![^\W\d_])[ABEZHIKMNOPTXY]+(?![^\W\d_])")
+
+
+def _reading_notes(text: str, gaps: list[Gap]) -> list[str]:
+    """Notes on how ``text`` was read where a scholar may have meant otherwise: words of Latin
+    capitals that look Greek (left out of what the model sees), and ``[…]`` (three letters)."""
+    notes = []
+    latin = list(dict.fromkeys(_LATIN_CAPITALS.findall(text)))
+    if latin:
+        notes.append(
+            f"left out as Latin, not read as Greek: {', '.join(latin)} (every letter of them looks "
+            "like a Greek capital: if they are Greek, type them in Greek letters)"
+        )
+    ellipsis = [g.notation for g in gaps if "…" in g.notation]
+    if ellipsis:
+        notes.append(
+            f"{ellipsis[0]} is read as a lacuna of 3 letters per '…' (three dots); type [---] for a "
+            "lacuna of unknown width"
+        )
+    return notes
+
+
 def _and(words: list[str]) -> str:
     return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
@@ -212,6 +236,7 @@ def restore(
     for g in gaps:  # a capital stretch of a mixed text is filled in capitals
         g.capitals = None if respace else near_capitals(text, g.start, g.end)
     result = RestoreResult(text, gaps, [], respace=respace)
+    result.notes += _reading_notes(text, gaps)
     if respace:
         # the model predicts the word division, and the accents and punctuation where the
         # input has none; the input's own are kept
