@@ -644,3 +644,26 @@ def test_status_names_a_damaged_marker_file(tmp_path, capsys, name, text):
             and lines[0].startswith("stoicheia status: error: ")
             and (name in lines[0] or str(run) in lines[0])
         ), err
+
+
+def test_a_text_file_given_as_checkpoint_is_not_called_corrupt(tmp_path, capsys):
+    # a text file read 'incomplete or corrupt checkpoint ... use another checkpoint of the run
+    # (the run folder also holds empty.pt)': it is no checkpoint, and an empty .pt is no offer
+    (tmp_path / "A.txt").write_text("ἐνθάδε κεῖται\n", encoding="utf-8")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    line = one_error(
+        ["restore", str(tmp_path / "A.txt"), "--device", "cpu", GAP],
+        capsys,
+        "A.txt: not a checkpoint (a text file)",
+        "give a checkpoint written by training",
+    )
+    assert "corrupt" not in line and "run folder" not in line.split(";")[0]
+    torch.save({"state": {"model": {"encoder.w": torch.zeros(4096)}}}, tmp_path / "best.pt")
+    data = (tmp_path / "best.pt").read_bytes()
+    (tmp_path / "best.pt").write_bytes(data[: len(data) // 2])
+    line = one_error(
+        ["restore", str(tmp_path / "best.pt"), "--device", "cpu", GAP],
+        capsys,
+        "best.pt: incomplete or corrupt checkpoint",
+    )
+    assert "empty.pt" not in line

@@ -221,14 +221,25 @@ def _checkpoint_file(path: str) -> tuple[Path, str]:
     return p, str(p.parent)
 
 
+def _zip_head(path: Path) -> bool:
+    """Whether ``path`` starts as a zip archive does (a torch checkpoint): an empty or text
+    file in a run folder is not offered as a checkpoint to use instead."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"PK"
+    except OSError:
+        return False
+
+
 def _other_checkpoints_hint(file: Path) -> str:
-    """The fix for an unreadable checkpoint: the other checkpoints of its folder, newest first."""
+    """The fix for an unreadable checkpoint: the other checkpoints of its folder (those that
+    start as a zip archive), newest first."""
     try:
         others = sorted(
             (
                 p
                 for p in file.parent.glob("*.pt")
-                if p.resolve() != file.resolve() and not p.name.startswith(".")
+                if p.resolve() != file.resolve() and not p.name.startswith(".") and _zip_head(p)
             ),
             key=lambda p: p.stat().st_mtime,
             reverse=True,
@@ -298,6 +309,19 @@ def load_model(
     file, folder = _checkpoint_file(source)
     from stoicheia.checkpoint_files import checkpoint_is_complete
 
+    with open(file, "rb") as fh:
+        head = fh.read(4)
+    if head[:2] != b"PK":  # torch.save writes a zip archive (see _zip_head)
+        what = "an empty file" if not head else f"a file that starts {head!r}, not a zip archive"
+        try:
+            Path(file).read_text(encoding="utf-8")
+            what = "a text file" if head else what
+        except (UnicodeDecodeError, OSError):
+            pass
+        raise ModelLoadError(
+            f"{file}: not a checkpoint ({what}); give a checkpoint written by training (best.pt, final.pt "
+            "or ep*-ba*-rank0.pt of a run folder) or an export folder"
+        )
     if not checkpoint_is_complete(Path(file)):  # a bit flip or a cut file must not load as weights
         raise ModelLoadError(
             f"{file}: incomplete or corrupt checkpoint (a truncated file, a failed CRC check or a missing tensor "
