@@ -667,3 +667,12 @@ def test_a_text_file_given_as_checkpoint_is_not_called_corrupt(tmp_path, capsys)
         "best.pt: incomplete or corrupt checkpoint",
     )
     assert "empty.pt" not in line
+
+
+def test_an_unquoted_text_is_answered_with_the_command_quoted(capsys):
+    one_error(
+        ["restore", MISSING, "ἐνθάδε", "κεῖ[..]αι", "--top-k", "2"],
+        capsys,
+        "unrecognized arguments: κεῖ[..]αι",
+        f'a text of several words goes in quotes: stoicheia restore {MISSING} "ἐνθάδε κεῖ[..]αι"',
+    )

@@ -57,7 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--respace",
         action="store_true",
-        help="word division, accents, breathings, capitals, punctuation from the model",
+        help="the text rebuilt in lower case with the model's word division, and its accents, breathings "
+        "and punctuation where the input has none (for scriptio continua)",
     )
     p.add_argument(
         "--repredict-supplements",
@@ -224,6 +225,15 @@ class _IntermixedParser(OneLineParser):
             return super().parse_known_args(args, namespace)
         self._inner = True
         try:
-            return self.parse_known_intermixed_args(args, namespace)
+            ns, extra = self.parse_known_intermixed_args(args, namespace)
         finally:
             self._inner = False
+        words = [e for e in extra if not e.startswith("-")]
+        if words and words == extra and getattr(ns, "text", None):
+            # the shell split an unquoted text into words: TEXT took the first
+            typed = " ".join([ns.text, *words])
+            self.error(
+                f"unrecognized arguments: {' '.join(words)}; a text of several words goes in quotes: "
+                f'stoicheia restore {getattr(ns, "checkpoint", "CHECKPOINT")} "{typed}"'
+            )
+        return ns, extra
