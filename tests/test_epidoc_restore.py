@@ -184,6 +184,22 @@ def test_kept_gap_attributes_by_hand():
     )
 
 
+def test_capitals_of_an_orig_reach_the_decoder_as_written(corpus_root):
+    """ISic002760 writes diplomatic capitals in <orig>: the text the decoder gets keeps them
+    (``ΘΑ [...] ΟΔ``), so the decoder's style rule fills a gap among them in capitals, as
+    ``restore`` does for the same Leiden; the training reader still lower-cases them."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.sources import EpiDocOptions, read_epidoc
+
+    plan = plan_epidoc(_isicily(corpus_root, "ISic002760.xml"))
+    text = " ".join(p.text for p in plan.pieces)
+    assert "⸢ΘΑ⸣ [...] ΟΔ ⸢ΑΜΕΛΜΟΥΚΗΠΡΟΣΑΗΝΟΣ⸣" in text and "[..]ΑΧ Ἀδοναήλ" in text
+    (rec,) = read_epidoc(_isicily(corpus_root, "ISic002760.xml"))
+    assert "⸢θα⸣ [...] οδ" in rec.text
+    with pytest.raises(ValueError, match="orig_case"):
+        EpiDocOptions(orig_case="upper")
+
+
 def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_path):
     from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
 
@@ -307,6 +323,28 @@ def test_the_supplied_keeps_the_gaps_id_and_number(corpus_root, model):
     assert numbers == ["35", "50"][: len(numbers)] and "35" in numbers
     for s in doc.findall(f".//{TEI}supplied[@resp='#stoicheia']"):
         assert s.get(xid).startswith("stoicheia-")  # no id of its own: the model's
+
+
+def test_a_gap_among_capitals_is_filled_in_capitals(corpus_root, model):
+    """ISic002760's ``ΘΑ <gap quantity="3"/> ΟΔ``: filled in capitals without marks, like the
+    text path (it was filled in lower case with accents)."""
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.restore import restore
+
+    src = _isicily(corpus_root, "ISic002760.xml")
+    res = restore_epidoc(model, src, **FAST)
+    (g,) = [g for g in res.gaps if g.notation == "[...]"]
+    assert g.status == "restored"
+    for fill in [g.fill, *(f for f, _ in g.alternatives)]:
+        assert fill == fill.upper() and fill.isalpha(), fill
+    # the same readings as the text path on the Leiden text it was given
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+
+    (piece,) = plan_epidoc(src, window=96, unknown_width=4).pieces[:1]
+    text = restore(model, piece.text, top_k=2, beam=2, unknown_width=4)
+    assert [x.fill for x in text.gaps] == [x.fill for x in res.gaps if x.status == "restored"][
+        : len(text.gaps)
+    ]
 
 
 def test_gap_kinds_are_filled_or_left_as_documented(corpus_root, model):

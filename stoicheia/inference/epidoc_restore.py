@@ -261,7 +261,9 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
             f'{name}: no <div type="edition"> (primary): an EpiDoc file keeps its text there; '
             "give an EpiDoc edition"
         )
-    opts, counts = EpiDocOptions(), Counter()
+    # an <orig>'s capitals as written: a gap among them is filled in capitals, as restore does
+    # for the same Leiden text (the training reader lower-cases them)
+    opts, counts = EpiDocOptions(orig_case="as written"), Counter()
     units: list[_Unit] = []
     langs: list[str] = []
     for ed in editions:
