@@ -112,6 +112,94 @@ def test_header_entries_placed_and_indented_in_place():
         assert etree.fromstring(new.encode()) is not None
 
 
+def _apply(data: bytes, edits) -> bytes:
+    out, at = [], 0
+    for s, e, b in sorted(edits):
+        out += [data[at:s], b]
+        at = e
+    return b"".join(out + [data[at:]])
+
+
+def test_header_entries_leave_the_tail_of_the_last_entry_where_it_was(corpus_root):
+    """ISic001355's last <change> ends its line with a space: the new <change> goes on a line
+    of its own after that space, so every byte of the old line stays as it was (the space had
+    moved after the new entry)."""
+    from stoicheia.inference.epidoc_restore import _header_edits, _locate
+
+    model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck.pt")
+    data = _isicily(corpus_root, "ISic001355.xml").read_bytes()
+    last = b"tagged names and persons</change> \n\t</listChange>"
+    assert last in data  # the trailing space of the fixture
+    doc = etree.fromstring(data)
+    new = _apply(
+        data,
+        _header_edits(
+            doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 1, 5, "2026-12-01"
+        ),
+    )
+    assert re.search(
+        rb"tagged names and persons</change> \n {16}<change when=\"2026-12-01\" who=\"#stoicheia\">"
+        rb"[^<]*</change>\n\t</listChange>",
+        new,
+    ), new[new.index(b"tagged names") :][:300]
+    # and a tail of spaces before the parent's end tag on the same line stays before the entry
+    data = (
+        b'<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt>'
+        b"<title>T</title>\t </titleStmt></fileDesc></teiHeader></TEI>"
+    )
+    doc = etree.fromstring(data)
+    new = _apply(
+        data,
+        _header_edits(
+            doc, data, _locate(doc, data), "t.xml", "stoicheia", model, 1, 5, "2026-12-01"
+        ),
+    )
+    assert b"<title>T</title>\t <respStmt>" in new and b"</respStmt></titleStmt>" in new
+
+
+def test_kept_gap_attributes_by_hand():
+    """The <supplied> keeps a gap's identity and place (xml:id, n, xml:lang, rend: as written)
+    and drops what describes the loss (reason, quantity, unit, extent, precision, atLeast/
+    atMost) or the editor's judgement of it (resp, cert)."""
+    from stoicheia.inference.epidoc_restore import _element_spans, _kept_attributes, _supplied_xml
+
+    data = (
+        b'<ab><tei:gap reason=\'lost\' quantity="6" unit="character" precision="low" '
+        b'xml:id="A&#x3b5;1"\n  n="30" atLeast="1" atMost="2" extent="x" cert="low" resp="#ed" '
+        b'rend="x" xml:lang="grc"/></ab>'
+    )
+    span = _element_spans(data)[1]
+    kept = _kept_attributes(data, span)
+    assert [n for n, _ in kept] == ["xml:id", "n", "rend", "xml:lang"]
+    assert kept[0][1] == b'xml:id="A&#x3b5;1"'
+    out = _supplied_xml("tei:", "A\u03b51", "stoicheia", "τοῦ", 0.5, [("τῶν", 0.2)], kept)
+    assert out.startswith(
+        '<tei:supplied reason="lost" cert="low" resp="#stoicheia" xml:id="A&#x3b5;1" n="30" '
+        'rend="x" xml:lang="grc">τοῦ</tei:supplied><tei:certainty target="#A\u03b51" '
+    )
+    assert out.count('target="#A\u03b51"') == 2
+    plain = _supplied_xml("", "stoicheia-1", "stoicheia", "τοῦ", 0.5, [], [])
+    assert plain.startswith(
+        '<supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-1">'
+    )
+
+
+def test_capitals_of_an_orig_reach_the_decoder_as_written(corpus_root):
+    """ISic002760 writes diplomatic capitals in <orig>: the text the decoder gets keeps them
+    (``ΘΑ [...] ΟΔ``), so the decoder's style rule fills a gap among them in capitals, as
+    ``restore`` does for the same Leiden; the training reader still lower-cases them."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.sources import EpiDocOptions, read_epidoc
+
+    plan = plan_epidoc(_isicily(corpus_root, "ISic002760.xml"))
+    text = " ".join(p.text for p in plan.pieces)
+    assert "⸢ΘΑ⸣ [...] ΟΔ ⸢ΑΜΕΛΜΟΥΚΗΠΡΟΣΑΗΝΟΣ⸣" in text and "[..]ΑΧ Ἀδοναήλ" in text
+    (rec,) = read_epidoc(_isicily(corpus_root, "ISic002760.xml"))
+    assert "⸢θα⸣ [...] οδ" in rec.text
+    with pytest.raises(ValueError, match="orig_case"):
+        EpiDocOptions(orig_case="upper")
+
+
 def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_path):
     from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
 
@@ -157,9 +245,11 @@ _ADDED_GAP = re.compile(
     rb'(?:<certainty target="#stoicheia-\d+" locus="value"(?: assertedValue="[^"]*")? degree="[0-9.]+" '
     rb'resp="#stoicheia"/>)+'
 )
+# an entry and the line break and indent put before it (no more: the spaces ending the line
+# before are the file's)
 _ADDED_HEADER = re.compile(
-    rb'\s*<respStmt><name xml:id="stoicheia">[^<]*</name><resp>[^<]*</resp></respStmt>'
-    rb'|\s*<change when="2026-12-01" who="#stoicheia">[^<]*</change>'
+    rb'(?:\r?\n[ \t]*)?<respStmt><name xml:id="stoicheia">[^<]*</name><resp>[^<]*</resp></respStmt>'
+    rb'|(?:\r?\n[ \t]*)?<change when="2026-12-01" who="#stoicheia">[^<]*</change>'
 )
 
 
@@ -208,6 +298,53 @@ def test_only_the_restored_gaps_and_the_header_entry_change(corpus_root, model, 
         assert 0.0 < sum([g.prob, *(p for _, p in g.alternatives)]) <= 1.0 + 1e-6
     json.dumps(result.to_dict(), ensure_ascii=False)
     assert src.read_bytes() == before  # the input is never touched
+
+
+def test_the_supplied_keeps_the_gaps_id_and_number(corpus_root, model):
+    """ISic000800's gap has xml:id="AεABK" n="30", ISic000876's n="35": the <supplied> that
+    replaces each keeps them (links and word numbers still resolve), its <certainty> entries
+    point at the gap's own id, and the attributes of the loss are gone."""
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+
+    xid = "{http://www.w3.org/XML/1998/namespace}id"
+    res = restore_epidoc(model, _isicily(corpus_root, "ISic000800.xml"), **FAST)
+    assert [g.status for g in res.gaps] == ["restored"]
+    doc = etree.fromstring(res.xml)
+    (sup,) = doc.findall(f".//{TEI}supplied[@resp='#stoicheia']")
+    assert sup.get(xid) == "AεABK" and sup.get("n") == "30"
+    assert sup.get("quantity") is None and sup.get("precision") is None
+    assert sup.get("unit") is None and sup.get("reason") == "lost"
+    targets = {c.get("target") for c in doc.iter(f"{TEI}certainty") if c.get("resp")}
+    assert targets == {"#AεABK"}
+    assert [e for e in doc.iter() if e.get(xid) == "AεABK"] == [sup]  # the id stays unique
+    res = restore_epidoc(model, _isicily(corpus_root, "ISic000876.xml"), **FAST)
+    doc = etree.fromstring(res.xml)
+    numbers = [s.get("n") for s in doc.findall(f".//{TEI}supplied[@resp='#stoicheia']")]
+    assert numbers == ["35", "50"][: len(numbers)] and "35" in numbers
+    for s in doc.findall(f".//{TEI}supplied[@resp='#stoicheia']"):
+        assert s.get(xid).startswith("stoicheia-")  # no id of its own: the model's
+
+
+def test_a_gap_among_capitals_is_filled_in_capitals(corpus_root, model):
+    """ISic002760's ``ΘΑ <gap quantity="3"/> ΟΔ``: filled in capitals without marks, like the
+    text path (it was filled in lower case with accents)."""
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.restore import restore
+
+    src = _isicily(corpus_root, "ISic002760.xml")
+    res = restore_epidoc(model, src, **FAST)
+    (g,) = [g for g in res.gaps if g.notation == "[...]"]
+    assert g.status == "restored"
+    for fill in [g.fill, *(f for f, _ in g.alternatives)]:
+        assert fill == fill.upper() and fill.isalpha(), fill
+    # the same readings as the text path on the Leiden text it was given
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+
+    (piece,) = plan_epidoc(src, window=96, unknown_width=4).pieces[:1]
+    text = restore(model, piece.text, top_k=2, beam=2, unknown_width=4)
+    assert [x.fill for x in text.gaps] == [x.fill for x in res.gaps if x.status == "restored"][
+        : len(text.gaps)
+    ]
 
 
 def test_gap_kinds_are_filled_or_left_as_documented(corpus_root, model):

@@ -90,6 +90,18 @@ def test_restore_answers_the_contract(client, model):
         [f.lower() for f in x.fills] for x in direct.restorations
     ]
     assert data["restorations"][0]["logprob"] == pytest.approx(direct.restorations[0].logprob)
+    # the same JSON as `stoicheia restore --json` (RestoreResult.to_json): no field dropped by
+    # the response model (`letters` was), plus `epidoc` and `respaced`
+    cli = direct.to_json()
+    assert set(data) - set(cli) == {"epidoc", "respaced"}
+    assert [set(x) for x in data["restorations"]] == [set(x) for x in cli["restorations"]]
+    assert [set(g) for g in data["gaps"]] == [set(g) for g in cli["gaps"]]
+    assert [x["letters"] for x in data["restorations"]] == [
+        x["letters"] for x in cli["restorations"]
+    ]
+    assert [x["letters"] for x in data["restorations"]] == [
+        [_strip(f) for f in x["fills"]] for x in data["restorations"]
+    ]
 
 
 def test_respace_answers_the_models_rendering(client, model):
@@ -151,10 +163,14 @@ def test_fragment_maps_each_leiden_sign():
     [
         ({"text": "καὶ [τοῦ"}, r"^Leiden notation at character 4: '\[' is never closed; add '\]'"),
         ({"text": "abc [...]"}, r"^no Greek letter in 'abc \[\.\.\.\]'"),
-        ({"text": "καὶ τοῦ"}, r"^nothing to restore in 'καὶ τοῦ'"),
+        # the command line's options named as the request's fields
+        (
+            {"text": "καὶ τοῦ"},
+            r"^nothing to restore in 'καὶ τοῦ'.*; send \"respace\": true to predict word division[^-]*$",
+        ),
         (
             {"text": "καὶ [---]", "unknown_width": 500},
-            r"^the lacuna '\[---\]' may hold up to 500 letters .* give --unknown-width",
+            r"^the lacuna '\[---\]' may hold up to 500 letters .* send \"unknown_width\": \d+ or less$",
         ),
         (
             {"text": "καὶ [...]", "top_k": 0},
@@ -411,8 +427,9 @@ def test_restore_epidoc_real_file(client, corpus_root):
     src = (corpus_root / "isicily" / "inscriptions" / "ISic003084.xml").read_bytes()
     r = client.post("/restore-epidoc", files={"file": ("ISic003084.xml", src)}, data={"top_k": "2"})
     assert r.status_code == 200, r.text
-    assert r.headers["content-disposition"] == 'attachment; filename="ISic003084.xml"'
-    assert "restored=" in r.headers["x-stoicheia-gaps"]
+    # a name of its own (the original beside it is not overwritten), as the page downloads it
+    assert r.headers["content-disposition"] == 'attachment; filename="ISic003084.restored.xml"'
+    assert re.fullmatch(r"restored=[1-9]\d* left=\d+ refused=\d+", r.headers["x-stoicheia-gaps"])
     assert r.content != src and b'resp="#stoicheia"' in r.content
     assert client.get("/model").json()["epidoc_upload"] is True
     bad = client.post("/restore-epidoc", files={"file": ("x.xml", b"<notxml")})
@@ -445,8 +462,8 @@ def test_restore_epidoc_wiring(client, monkeypatch):
         "/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")}, data={"top_k": "3"}
     )
     assert r.status_code == 200 and r.content == b"<ab><supplied/></ab>"
-    assert r.headers["content-disposition"] == 'attachment; filename="ISic_1.xml"'
-    assert r.headers["x-stoicheia-gaps"] == "left=1 restored=2"
+    assert r.headers["content-disposition"] == 'attachment; filename="ISic_1.restored.xml"'
+    assert r.headers["x-stoicheia-gaps"] == "restored=2 left=1 refused=0"  # every count, 0 too
     assert seen == {"xml": b"<ab><gap/></ab>", "top_k": 3, "unknown_width": 20}
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<ab/>")}, data={"top_k": "0"})
     assert r.status_code == 422 and r.json()["error"].startswith(
@@ -765,3 +782,65 @@ def test_schema_describes_the_real_responses(client):
         responses = paths[path]["post"]["responses"]
         for code in codes:
             assert responses[code]["content"]["application/json"]["schema"] == error, (path, code)
+
+
+def test_a_body_that_is_not_json_is_said_so(client):
+    """A body that is not JSON (or not a JSON object, or none): one line saying so and what to
+    send, not FastAPI's "0: JSON decode error"."""
+    for body, ctype, message in (
+        (
+            b"not json",
+            "application/json",
+            r"^the request body is not JSON: Expecting value at character 0; send a JSON object such as \{\"text\": ",
+        ),
+        (
+            b'{"text": "\xce\xb1 [..]",',
+            "application/json",
+            r"^the request body is not JSON: .* at character \d+; send ",
+        ),
+        (
+            b"not json",
+            "text/plain",
+            r"^the request body is not a JSON object \(it is text\); send ",
+        ),
+        (
+            b"[1]",
+            "application/json",
+            r"^the request body is not a JSON object \(it is list\); send ",
+        ),
+        (b"", "application/json", r"^the request body is empty; send "),
+    ):
+        r = client.post("/restore", content=body, headers={"content-type": ctype})
+        assert r.status_code == 422 and set(r.json()) == {"error"}, r.text
+        assert re.search(message, r.json()["error"]), r.json()["error"]
+        assert "\n" not in r.json()["error"] and "JSON decode error" not in r.json()["error"]
+
+
+def test_api_wording_names_the_fields():
+    from stoicheia.serve.app import api_wording
+
+    assert api_wording("x; use --respace to predict word division") == (
+        'x; send "respace": true to predict word division'
+    )
+    assert (
+        api_wording("y; give --unknown-width 94 or less") == 'y; send "unknown_width": 94 or less'
+    )
+    assert api_wording("give a smaller --about-margin or a narrower lacuna") == (
+        'give a smaller "about_margin" or a narrower lacuna'
+    )
+    # an option the API does not take is left as the command line says it
+    assert api_wording("a larger window (--window)") == "a larger window (--window)"
+
+
+def test_restored_name_and_gap_header():
+    from types import SimpleNamespace
+
+    from stoicheia.serve.app import gaps_header, restored_name
+
+    assert restored_name("ISic001020.xml") == "ISic001020.restored.xml"
+    assert restored_name("dir/Ἐπί 1.XML") == "____1.restored.xml"
+    assert restored_name(None) == "inscription.restored.xml"
+    assert restored_name("notes") == "notes.restored.xml"
+    gaps = [SimpleNamespace(status=s) for s in ("restored", "restored")]
+    assert gaps_header(gaps) == "restored=2 left=0 refused=0"
+    assert gaps_header([]) == "restored=0 left=0 refused=0"

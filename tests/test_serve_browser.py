@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -262,7 +263,10 @@ def test_epidoc_upload_downloads_the_restored_file(server, browser, corpus_root,
     assert not browser.find_element("id", "epidoc-error").is_displayed()
     data = got.read_bytes()
     assert data != src.read_bytes() and b'resp="#stoicheia"' in data
-    assert browser.find_element("id", "epidoc-status").text.startswith("downloaded (gaps: ")
+    assert re.fullmatch(  # every count, from the X-Stoicheia-Gaps header
+        r"downloaded \(gaps: restored [1-9]\d* left \d+ refused \d+\)",
+        browser.find_element("id", "epidoc-status").text,
+    ), browser.find_element("id", "epidoc-status").text
     # a file that is not XML: the one line, next to the upload
     bad = tmp_path / "bad.xml"
     bad.write_text("<notxml", encoding="utf-8")
@@ -287,6 +291,11 @@ def test_bad_input_shows_the_one_line_message(server, browser):
     _restore(browser, "καὶ [τοῦ")  # a new error hides the restoration of the text before
     assert browser.find_element("id", "error").is_displayed()
     assert not browser.find_element("id", "result").is_displayed()
+    # the API's advice names the request's field ("respace": true), the page its checkbox
+    _restore(browser, "καὶ τοῦ")
+    assert browser.find_element("id", "error").text.endswith(
+        "; tick respace to predict word division, accents and punctuation"
+    )
 
 
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):

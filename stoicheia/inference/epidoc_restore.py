@@ -40,7 +40,13 @@ replaced, at its byte offsets, by::
     <certainty target="#stoicheia-1" locus="value" degree="0.62" resp="#stoicheia"/>
     <certainty target="#stoicheia-1" locus="value" assertedValue="τῶν" degree="0.21" resp="#stoicheia"/>
 
-(one line in the file): the best reading, then one ``<certainty>`` for it and one per
+(one line in the file). The ``<supplied>`` keeps the gap's attributes that say what the
+element is and where it stands (``xml:id``, so links into the edition still resolve, and the
+pointers above use it; ``n``, a word number; ``xml:lang``, ``rend``, ...), written as the file
+had them; those that describe the loss (``reason``, ``agent``, ``quantity``, ``unit``,
+``extent``, ``precision``, ``atLeast``/``atMost``, ...) or the editor's judgement of it
+(``resp``, ``cert``, ``evidence``) go (:data:`GAP_ONLY_ATTRIBUTES`). After it come the best
+reading's ``<certainty>`` and one per
 alternative (``@assertedValue``), with ``@degree`` its probability. ``<certainty>`` rather than
 ``<app type="alternative">``: the running text of the edition stays one reading (the
 ``<supplied>`` stands where the ``<gap>`` stood, in the same parent), so every reader that
@@ -255,7 +261,9 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
             f'{name}: no <div type="edition"> (primary): an EpiDoc file keeps its text there; '
             "give an EpiDoc edition"
         )
-    opts, counts = EpiDocOptions(), Counter()
+    # an <orig>'s capitals as written: a gap among them is filled in capitals, as restore does
+    # for the same Leiden text (the training reader lower-cases them)
+    opts, counts = EpiDocOptions(orig_case="as written"), Counter()
     units: list[_Unit] = []
     langs: list[str] = []
     for ed in editions:
@@ -425,16 +433,73 @@ def _fmt_prob(p: float) -> str:
     return f"{min(max(p, 0.0), 1.0):.4f}"
 
 
+#: attributes of a ``<gap>`` that describe the loss (TEI ``gap``'s own ``@reason``/``@agent``,
+#: ``att.dimensions``/``att.ranging``: the extent of what is lost) or the editor's judgement of
+#: it (``att.global.responsibility``'s ``@resp``/``@cert``, ``att.editLike``'s ``@evidence``/
+#: ``@instant``): they do not carry over to the ``<supplied>`` that replaces the gap, which has
+#: its own (``reason="lost"``, the model's ``resp`` and ``cert``). Every other attribute (its
+#: identity and place: ``xml:id``, ``n``, ``xml:lang``, ``rend``, ``corresp``, ...) is kept.
+GAP_ONLY_ATTRIBUTES = frozenset(
+    {
+        "reason",
+        "agent",
+        "quantity",
+        "unit",
+        "extent",
+        "precision",
+        "scope",
+        "atLeast",
+        "atMost",
+        "min",
+        "max",
+        "confidence",
+        "resp",
+        "cert",
+        "evidence",
+        "instant",
+    }
+)
+
+_ATTRIBUTE = re.compile(rb"""([^\s=/>]+)\s*=\s*("[^"]*"|'[^']*')""")
+
+
+def _kept_attributes(data: bytes, span: _Span) -> list[tuple[str, bytes]]:
+    """``[(name, bytes as written)]``: the attributes of the ``<gap>`` at ``span`` that the
+    ``<supplied>`` replacing it keeps (:data:`GAP_ONLY_ATTRIBUTES`), in their order, each
+    written as in the file (quotes and character references untouched)."""
+    tag = data[span.start : span.tag_end]
+    tag = tag[1 + len(span.name) :]  # the attributes after '<name'
+    out = []
+    for m in _ATTRIBUTE.finditer(tag):
+        name = m.group(1).decode("utf-8")
+        if name not in GAP_ONLY_ATTRIBUTES:  # a prefixed one (xml:id, xml:lang) is never dropped
+            out.append((name, m.group(0)))
+    return out
+
+
 def _supplied_xml(
-    pre: str, xid: str, resp: str, fill: str, prob: float, alts: list[tuple[str, float]]
+    pre: str,
+    xid: str,
+    resp: str,
+    fill: str,
+    prob: float,
+    alts: list[tuple[str, float]],
+    kept: list[tuple[str, bytes]] = (),  # type: ignore[assignment]
 ) -> str:
+    """The ``<supplied>`` and its ``<certainty>`` entries for one restored gap (module
+    docstring). ``kept``: the gap's attributes it keeps (:func:`_kept_attributes`); when they
+    hold the gap's ``xml:id``, ``xid`` must be its value (the one the pointers use), and the
+    ``xml:id`` is written as the gap had it."""
+    own = "" if any(n == "xml:id" for n, _ in kept) else f' xml:id="{xid}"'
+    more = "".join(" " + raw.decode("utf-8") for _, raw in kept)
+    target = quoteattr(f"#{xid}")
     out = [
-        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}" xml:id="{xid}">{escape(fill)}</{pre}supplied>',
-        f'<{pre}certainty target="#{xid}" locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"/>',
+        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}"{own}{more}>{escape(fill)}</{pre}supplied>',
+        f'<{pre}certainty target={target} locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"/>',
     ]
     for f, p in alts:
         out.append(
-            f'<{pre}certainty target="#{xid}" locus="value" assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
+            f'<{pre}certainty target={target} locus="value" assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
         )
     return "".join(out)
 
@@ -457,7 +522,12 @@ def _append_child(
         nl = before.rfind(b"\n")
         nl -= 1 if nl > 0 and before[nl - 1 : nl] == b"\r" else 0  # keep a CRLF file CRLF
         indent = before[nl:] if nl >= 0 and not before.strip() else b""
-        return last.end, last.end, indent + entry.encode()
+        # after the spaces and tabs that end the last child's line (its tail up to the line
+        # break): they stay where they are, the entry goes on a line of its own after them
+        at = last.end
+        while data[at : at + 1] in (b" ", b"\t"):
+            at += 1
+        return at, at, indent + entry.encode()
     close = data.rfind(b"</", ps.tag_end, ps.end)
     return close, close, entry.encode()
 
@@ -773,13 +843,17 @@ def restore_epidoc(
     taken = {v for v in (e.get(_XML_ID) for e in doc.iter() if isinstance(e.tag, str)) if v}
     resp = _unique_id(RESP_ID, taken)
     edits: list[tuple[int, int, bytes]] = []
+    at_byte = {sp.start: el for el, sp in spans.items()}
     for o in outcomes:
         if o.index in fills:
             f, p, alts = fills[o.index]
-            pre = _prefix(plan.gap_spans[o.index])
-            xid = _unique_id(f"{resp}-{o.index + 1}", taken)
+            span = plan.gap_spans[o.index]
+            pre = _prefix(span)
+            kept = _kept_attributes(data, span)  # the gap's xml:id, n, ...: links stay valid
+            own = at_byte[o.start].get(_XML_ID) if any(n == "xml:id" for n, _ in kept) else None
+            xid = own or _unique_id(f"{resp}-{o.index + 1}", taken)
             edits.append(
-                (o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts).encode("utf-8"))
+                (o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts, kept).encode("utf-8"))
             )
     when = when or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     edits += _header_edits(doc, data, spans, name, resp, loaded, len(fills), top_k, when)

@@ -30,7 +30,8 @@ lock when its client leaves never starts.
 Errors. Every refusal is ``{"error": "one line"}``: a body over the limit 413 (checked
 on ``Content-Length`` and while the body streams in), input the restorer refuses 422 with
 :class:`~stoicheia.inference.restore.RestoreError`'s message (the line ``stoicheia restore``
-prints), a malformed request 422 with the field and the fix.
+prints, its command-line options named as the request's fields: :func:`api_wording`), a
+malformed request 422 with the field and the fix (a body that is not JSON said so).
 """
 
 from __future__ import annotations
@@ -213,13 +214,80 @@ async def run_cancellable(request: Request, lock: threading.Lock, work: Any) -> 
         raise
 
 
+#: what a ``POST /restore`` body looks like, for the errors of a body that is not one
+_JSON_HINT = 'send a JSON object such as {"text": "καὶ [...] τοῦ"}, content-type: application/json'
+
+
 def _one_line(err: RequestValidationError) -> str:
-    """A malformed request as one line: the first problem, its field and what is expected."""
+    """A malformed request as one line: the first problem, its field and what is expected (a
+    body that is not JSON, not a JSON object, or empty, said as such: FastAPI's own words for
+    them, "0: JSON decode error", name neither the body nor the fix)."""
     first = err.errors()[0] if err.errors() else {}
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type")
+    if kind == "json_invalid" and loc[:1] == ("body",):
+        why = (first.get("ctx") or {}).get("error") or "JSON decode error"
+        at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+        return f"the request body is not JSON: {why}{at}; {_JSON_HINT}"
+    if loc == ("body",) and kind in ("model_attributes_type", "dict_type"):
+        got = first.get("input")
+        shown = "text" if isinstance(got, (bytes, str)) else type(got).__name__
+        return f"the request body is not a JSON object (it is {shown}); {_JSON_HINT}"
+    if loc == ("body",) and kind == "missing":
+        return f"the request body is empty; {_JSON_HINT}"
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
     msg = first.get("msg", "invalid request")
     extra = f" ({len(err.errors()) - 1} more problems)" if len(err.errors()) > 1 else ""
     return f"{where}: {msg}{extra}; see /openapi.json for the fields of this request"
+
+
+#: the options of ``stoicheia restore`` that the API takes as request fields, as a request
+#: spells them (the restorer's messages name the command line's)
+API_FIELDS = {
+    "--respace": '"respace": true',
+    "--repredict-supplements": '"supplements": "repredict"',
+    "--unknown-width": '"unknown_width"',
+    "--about-margin": '"about_margin"',
+    "--top-k": '"top_k"',
+}
+_VALUE = re.compile(r'("unknown_width"|"about_margin"|"top_k") (\d)')
+_FLAG = re.compile(r"(?:use |give )?(" + "|".join(map(re.escape, API_FIELDS)) + r")(?![\w-])")
+
+
+def api_wording(message: str) -> str:
+    """``message`` (a :class:`~stoicheia.inference.restore.RestoreError`'s line, worded for
+    the command line) with each command-line option the API has as a field named as that
+    field: ``use --respace`` becomes ``send "respace": true``, ``give --unknown-width 94`` becomes
+    ``send "unknown_width": 94``. Options the API does not take (``--window``) are left."""
+
+    def field(m: re.Match[str]) -> str:
+        return ("send " if m.group(0) != m.group(1) else "") + API_FIELDS[m.group(1)]
+
+    # a value after the field's name: "unknown_width": 94
+    return _VALUE.sub(r"\1: \2", _FLAG.sub(field, message))
+
+
+def restored_name(filename: str | None) -> str:
+    """The name the restored file is downloaded as: ``NAME.restored.xml`` for an upload named
+    ``NAME.xml`` (or ``NAME``), so that it does not overwrite the original beside it; the name
+    as ASCII letters, digits, dots, dashes and underscores (a header is Latin-1), others ``_``;
+    ``inscription.restored.xml`` without a name."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename or "").name)
+    stem = re.sub(r"\.xml$", "", name, flags=re.I).strip(".") or "inscription"
+    return f"{stem}.restored.xml"
+
+
+#: the outcomes of a gap that ``X-Stoicheia-Gaps`` always counts, in this order
+GAP_OUTCOMES = ("restored", "left", "refused")
+
+
+def gaps_header(gaps: list[Any]) -> str:
+    """``X-Stoicheia-Gaps``: the file's gaps counted by outcome, every outcome of
+    :data:`GAP_OUTCOMES` given, 0 included (``restored=2 left=0 refused=0``), then any other
+    outcome; ``gaps``: objects with a ``status``."""
+    counts = Counter(str(getattr(g, "status", "?")) for g in gaps)
+    order = [*GAP_OUTCOMES, *sorted(set(counts) - set(GAP_OUTCOMES))]
+    return " ".join(f"{k}={counts[k]}" for k in order)
 
 
 def _restore_epidoc_function() -> Any:
@@ -336,7 +404,7 @@ def create_app(
         except GapTooWideError:
             pass  # said by restore() below, with the limit of the loaded model
         except RestoreError as err:
-            return JSONResponse({"error": str(err)}, status_code=422)
+            return JSONResponse({"error": api_wording(str(err))}, status_code=422)
 
         def work(check: Any) -> Any:
             return restore(
@@ -353,7 +421,7 @@ def create_app(
         try:
             result = await run_cancellable(request, lock, work)
         except RestoreError as err:
-            return JSONResponse({"error": str(err)}, status_code=422)
+            return JSONResponse({"error": api_wording(str(err))}, status_code=422)
         except Cancelled:
             return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         data = result.to_json()
@@ -372,7 +440,7 @@ def create_app(
                 "description": "the restored EpiDoc file",
                 "headers": {
                     "X-Stoicheia-Gaps": {
-                        "description": "the file's gaps counted by outcome, e.g. 'left=1 restored=3'",
+                        "description": "the file's gaps counted by outcome, every outcome given, e.g. 'restored=3 left=1 refused=0'",
                         "schema": {"type": "string"},
                     }
                 },
@@ -398,7 +466,8 @@ def create_app(
         ] = 20,
     ) -> Response:
         """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``); answers the
-        restored file, with ``X-Stoicheia-Gaps`` counting its gaps by outcome (e.g. ``restored=3 left=1``)."""
+        restored file, downloaded as ``NAME.restored.xml``, with ``X-Stoicheia-Gaps`` counting its gaps by
+        outcome (``restored=3 left=1 refused=0``)."""
         fn = _restore_epidoc_function()
         if fn is None:
             return JSONResponse(
@@ -431,16 +500,10 @@ def create_app(
                 {"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},
                 status_code=500,
             )
-        # a header is Latin-1: the name as ASCII letters, digits, dots, dashes and underscores
-        name = (
-            re.sub(r"[^A-Za-z0-9._-]", "_", Path(file.filename or "inscription.xml").name)
-            or "inscription.xml"
-        )
-        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
-        outcomes = Counter(str(getattr(g, "status", "?")) for g in getattr(out, "gaps", []) or [])
-        headers["X-Stoicheia-Gaps"] = (
-            " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) or "none"
-        )
+        headers = {
+            "Content-Disposition": f'attachment; filename="{restored_name(file.filename)}"',
+            "X-Stoicheia-Gaps": gaps_header(getattr(out, "gaps", []) or []),
+        }
         return Response(
             body if isinstance(body, bytes) else body.encode("utf-8"),
             media_type="application/xml",
@@ -462,7 +525,12 @@ __all__ = [
     "MAX_UPLOAD_BYTES",
     "FONT_FILES",
     "STATIC",
+    "API_FIELDS",
+    "GAP_OUTCOMES",
+    "api_wording",
     "create_app",
+    "gaps_header",
+    "restored_name",
     "greek_fonts",
     "run_cancellable",
 ]

@@ -1,7 +1,8 @@
 """Request and response bodies of the restoration server's JSON API (pydantic models; FastAPI
 publishes them as the OpenAPI schema at ``/openapi.json``, served locally; FastAPI's ``/docs`` page is off because it loads Swagger UI from a CDN).
 
-The response mirrors the restore result JSON shared with ``stoicheia restore --json`` (see
+The response is the restore result JSON of ``stoicheia restore --json`` (every field of
+:meth:`~stoicheia.inference.restore.RestoreResult.to_json`, nothing dropped; see
 ``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration) and
 ``respaced`` (the model's rendering of each restoration, when ``respace`` was asked).
 """
@@ -90,7 +91,11 @@ class RestorationOut(BaseModel):
 
     text: str = Field(description="the input with each gap replaced by its fill, in Leiden")
     logprob: float = Field(description="natural-log score of the restored letters")
-    fills: list[str] = Field(description="fills[j] is the fill of gaps[j]")
+    fills: list[str] = Field(description="fills[j] is the fill of gaps[j], as printed")
+    letters: list[str] = Field(
+        description="letters[j] is the same fill in base letters (lower case, no marks, "
+        "no word breaks), as in stoicheia restore --json"
+    )
 
 
 class RestoreResponse(BaseModel):

@@ -75,7 +75,9 @@ any other element                 its text is kept (an inline element of the edi
                                   ``unknown_element:<name>`` so a new kind of markup shows
                                   in ``stats.json`` (``reader_counts``)
 ``<orig>`` outside ``<choice>``   its letters, lower-cased (a diplomatic transcription in
-                                  capitals: the capitals are not the editor's)
+                                  capitals: the capitals are not the editor's; option
+                                  ``orig_case="as written"`` keeps them, for the EpiDoc
+                                  restorer, which fills a capital stretch in capitals)
 ``<note>``, ``<certainty>``,      left out, counted ``excluded:<tag>``
 ``<desc>``, ``<link>``,
 ``<milestone>``, ``<cb>``
@@ -186,18 +188,24 @@ class EpiDocOptions:
     ``supplied_lost``: ``"text"`` (keep the editor's letters) or ``"lacuna"`` (a lost-letter
     slot per supplied letter). ``expansions``: ``"expanded"`` or ``"abbreviated"``.
     ``choice``: ``"regularised"`` (``reg``/``corr``) or ``"original"`` (``orig``/``sic``).
-    Raises ``ValueError`` for another value.
+    ``orig_case``: the letters of an ``<orig>`` outside ``<choice>`` ``"lower"``-cased (the
+    training data: a diplomatic transcription's capitals are not the editor's) or ``"as
+    written"`` (:mod:`stoicheia.inference.epidoc_restore`: a gap among capitals is filled in
+    capitals, as ``restore`` does for the same Leiden text). Raises ``ValueError`` for another
+    value.
     """
 
     supplied_lost: str = "text"
     expansions: str = "expanded"
     choice: str = "regularised"
+    orig_case: str = "lower"
 
     def __post_init__(self) -> None:
         for name, allowed in (
             ("supplied_lost", ("text", "lacuna")),
             ("expansions", ("expanded", "abbreviated")),
             ("choice", ("regularised", "original")),
+            ("orig_case", ("lower", "as written")),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
@@ -467,7 +475,7 @@ class _Walker:
                 if k == _GAP:
                     em.raw(s)
                 else:
-                    em.pieces.append((s.lower(), k))
+                    em.pieces.append((s.lower() if self.opts.orig_case == "lower" else s, k))
         else:  # w, name, persName, num, hi, seg, add, c, l, ab, ...: their text
             if name not in _TEXT_ELEMENTS:
                 self.counts[f"unknown_element:{name}"] += 1

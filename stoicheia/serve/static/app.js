@@ -52,6 +52,15 @@ async function errorOf(resp) {
   return `the server answered HTTP ${resp.status}; see the console where stoicheia serve runs`;
 }
 
+// the API names the request's fields ("respace": true); on the page, the options' labels
+function pageWording(message) {
+  return message
+    .replaceAll('send "respace": true', "tick respace")
+    .replaceAll('send "supplements": "repredict"', "tick re-predict supplements")
+    .replace(/send "unknown_width": (\d+)/g, "set unknown width ≤ $1")
+    .replaceAll('"unknown_width"', "unknown width");
+}
+
 // the probabilities of the letters of gap g as filled by restoration r
 function letterProbs(g, r) {
   const fill = current.restorations[r].fills[g.index];
@@ -215,7 +224,7 @@ async function restoreText() {
   try {
     const resp = await fetch("/restore", { method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify(payload), signal: inflight.signal });
-    if (!resp.ok) { showError(await errorOf(resp)); return; }
+    if (!resp.ok) { showError(pageWording(await errorOf(resp))); return; }
     current = await resp.json();
     shown = 0;
     $("result").hidden = false;
