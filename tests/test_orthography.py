@@ -119,3 +119,14 @@ def test_choose_marks_one_accent_a_word_and_a_breathing_where_a_word_starts():
     # before punctuation a last-syllable accent is acute, not grave
     got = _choose(["τον", "θεον"], _prefer((2, 0, 0, 0), acute), punct_last=A.PUNCT_COMMA)
     assert got[1][0] == 2 and all(f[0] != 2 for f in got[3:])  # τὸν, and no grave before the comma
+
+
+def test_an_acute_on_the_last_syllable_turns_grave_before_another_word_and_back():
+    acute, grave = (1, 0, 0, 0), (2, 0, 0, 0)
+    oxytone = _choose(["τον", "λογον"], lambda i, c: _prefer(acute if i == 1 else (0, 0, 0, 0))(i, c))
+    assert oxytone[1][0] == 2, "τόν before another word is τὸν"
+    # the head's grave where none may stand (before punctuation, at the text's end) is acute
+    end = _choose(["και"], _prefer(grave))
+    assert end[2][0] == 1 and end[1][0] == 0
+    comma = _choose(["και", "τον"], _prefer(grave), punct_last=A.PUNCT_COMMA)
+    assert comma[2][0] == 2 and comma[4][0] == 1

@@ -423,6 +423,7 @@ def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
     assert near_capitals("ΘΕΟΙΣ ΚΑΤΑ[.......] | Φαβία Μελ[---]", 10, 19) is True
     assert near_capitals("Φαχθοβάρ [..]ΑΧ", 9, 13) is True
     assert near_capitals("Φαβία Μελ[---] ΚΑΙ", 9, 14) is False
+    assert near_capitals("ἐπὶ δυῶν ἀνδρῶν Λ [---]", 18, 23) is None  # a lone Λ: the text decides
 
 
 def test_dots_in_an_erasure_are_not_a_lacuna_and_the_error_says_so():
@@ -651,3 +652,39 @@ def test_latin_capitals_that_look_greek_and_an_ellipsis_are_noted():
     res = restore(STUB, "ἐνθάδε κεῖ[…]αι", top_k=1)
     assert any(n.startswith("[…] is read as a lacuna of 3 letters") for n in res.notes)
     assert res.gaps[0].min_letters == res.gaps[0].max_letters == 3
+
+
+def test_the_letters_around_a_gap_decide_its_last_letter():
+    """Letters Greek cannot write there are not offered (the fresh user's 'ψ̣ὐχὴν', '[σ]ὐνοίας',
+    'ἢ̣’', '[δὲ]’', 'ἀλλὰ [ς] δῆμος'); a gap glued to a word with a breathing ends a word."""
+    from stoicheia.inference.restore.reading import parse_input
+
+    vowels = {A.LETTERS.index(c) for c in "αεηιουω"}
+
+    def last(text: str, k: int = 0) -> set[int] | None:
+        g = parse_input(text)[1][k]
+        return None if g.last_letters is None else set(np.flatnonzero(g.last_letters).tolist())
+
+    assert last("ὁ δῆμος κ̣αὶ ε̣ὐχὴν ἀνέθηκε", 1) == {A.LETTERS.index(c) for c in "αεηοω"}
+    assert last("θεοῖς πᾶσι [.]ἱ στρατευσάμενοι") == {A.LETTERS.index(c) for c in "αεου"}
+    assert last("ον δαπαν δ̣’ ἐμ μέσσαις") == set(range(24)) - vowels
+    assert last("ἀλλὰ ἐγὼ [..]’ ἐμοῦ") == set(range(24)) - vowels
+    assert last("ἀλλὰ [.] δῆμος") == vowels
+    assert last("καὶ τὸν [...]ν λόγον") is None
+    glued = parse_input("Ἀθηναῖοι [...]ἐν Σικελίᾳ")[1][0]
+    assert glued.last_letters is None and glued.end_boundary == A.BOUNDARY_WORD
+    # and the decoder keeps to them: the stub's favourite letters are consonants
+    res = restore(STUB, "θεοῖς πᾶσι [.]ἱ στρατευσάμενοι", top_k=3)
+    assert res.gaps[0].alternatives and all(a.fill in "αεου" for a in res.gaps[0].alternatives)
+
+
+def test_respace_starts_a_word_at_a_typed_breathing_and_names_what_it_drops():
+    res = restore(STUB, "ἀλλ’ ἐγὼ οὐκ οἶδα [...]· δι’ ὅτι, ὦ ἄνδρες.", top_k=1, respace=True)
+    text = unicodedata.normalize("NFC", res.restorations[0].text)
+    for start in ("ἐ", "οὐ", "ὅ", "ὦ", "ἄ"):  # the stub divides the rest of the words at will
+        assert f" {start}" in text, (start, text)  # each typed breathing begins a word
+    (note,) = [n for n in res.notes if "--respace" in n]
+    assert "elision marks ’" in note
+    lines = restore(STUB, "ὁ δῆ̣μος\nἐτίμησεν [...]", top_k=1, respace=True)
+    (note,) = [n for n in lines.notes if "--respace" in n]
+    assert "line breaks" in note and "dots below" in note

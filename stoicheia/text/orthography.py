@@ -27,7 +27,7 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 
-__all__ = ["choose_marks", "possible_marks"]
+__all__ = ["DIPHTHONGS", "choose_marks", "possible_marks"]
 
 _VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
 _SHORT = frozenset(A.LETTERS.index(c) for c in "εο")
@@ -36,10 +36,9 @@ _DIAERESIS = frozenset(A.LETTERS.index(c) for c in "ιυ")
 _RHO = A.LETTERS.index("ρ")
 _UPSILON = A.LETTERS.index("υ")
 #: (first, second) letter ids of the diphthongs whose second vowel takes the breathing
-_DIPHTHONGS = frozenset(
-    (A.LETTERS.index(a), A.LETTERS.index(b))
-    for a, b in ("αι", "ει", "οι", "υι", "αυ", "ευ", "ηυ", "ου", "ωυ")
-)
+#: the diphthongs whose second vowel takes the breathing (``αἰ``, ``εὐ``)
+DIPHTHONGS = ("αι", "ει", "οι", "υι", "αυ", "ευ", "ηυ", "ου", "ωυ")
+_DIPHTHONGS = frozenset((A.LETTERS.index(a), A.LETTERS.index(b)) for a, b in DIPHTHONGS)
 _ENDS = (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
 
 
@@ -106,6 +105,15 @@ def possible_marks(chars: np.ndarray, boundary: np.ndarray) -> np.ndarray:
     return out
 
 
+#: (grave ids, the acute ids with the same other marks)
+_ACUTE_OF_GRAVE = (
+    np.array([d for d in range(A.NUM_DIA) if A.dia_fields(d)[0] == 2]),
+    np.array(
+        [A.dia_id(1, *A.dia_fields(d)[1:]) for d in range(A.NUM_DIA) if A.dia_fields(d)[0] == 2]
+    ),
+)
+
+
 def _words(boundary: np.ndarray) -> list[tuple[int, int]]:
     """``[start, end)`` of each run of letters joined by certain ``BOUNDARY_INTERNAL``."""
     out, start = [], 0
@@ -128,11 +136,14 @@ def choose_marks(
     order; ``logp``: float ``(n, NUM_DIA)`` log-probabilities of the ``dia`` head. Besides
     :func:`possible_marks`, for the letters chosen here:
 
+    * no accent or breathing on the first vowel of a diphthong (``καί``, ``αἰ``);
     * at most one accent per word (a word is a run of letters joined by a certain
       ``BOUNDARY_INTERNAL``): none where a known letter of the word has one, else the accent
       on the one letter (or on none) that gives the word's letters the highest summed ``logp``;
     * a grave only on a word that another word follows without punctuation (before a
-      punctuation mark and at the end of a text the accent of the last syllable stays acute);
+      punctuation mark and at the end of a text the accent of the last syllable stays acute),
+      and there an acute on the last syllable turns grave (``τὸν λόγον``; an enclitic after
+      it, which keeps the acute, is not provided for);
     * a word that certainly starts at a vowel gets its breathing on it, or on the diphthong's
       second vowel (``αἰ``), rough on an initial υ (``ὑπό``); an initial ρ takes the rough
       breathing (``ῥ``).
@@ -156,6 +167,13 @@ def choose_marks(
     fields = [A.dia_fields(d) for d in range(A.NUM_DIA)]
     accent = np.array([f[0] > 0 for f in fields])
     rough = np.array([f[1] == 2 for f in fields])
+    # the first vowel of a diphthong takes no accent or breathing: they go on the second
+    # (καί, αἰ), unless a typed diaeresis on the second splits them (ἀΐδιος)
+    for i in np.flatnonzero(todo[:-1]).tolist():
+        if boundary[i] == A.BOUNDARY_INTERNAL and (int(chars[i]), int(chars[i + 1])) in _DIPHTHONGS:
+            nd = int(dia[i + 1])
+            if not (0 <= nd < A.NUM_DIA and fields[nd][3]):
+                allowed[i] &= ~(accent | t["breathing"])
     for a, e in _words(boundary):
         last = e - 1
         # a grave needs a word after it, with no punctuation between
@@ -165,6 +183,13 @@ def choose_marks(
         )
         if not open_end:
             allowed[a:e] &= ~t["grave"]
+            # the head's grave on the last syllable means an accent there: acute here
+            ult = [i for i in range(a, e) if not any(int(c) in _VOWELS for c in chars[i + 1 : e])]
+            logp = logp.copy()
+            for i in ult:
+                logp[i, _ACUTE_OF_GRAVE[1]] = np.logaddexp(
+                    logp[i, _ACUTE_OF_GRAVE[1]], logp[i, _ACUTE_OF_GRAVE[0]]
+                )
         starts = a == 0 or boundary[a - 1] in _ENDS  # the word certainly starts at a
         if starts and e > a:
             c0 = int(chars[a])
@@ -196,9 +221,14 @@ def choose_marks(
             k = int(np.argmax(gain))
             if np.isfinite(gain[k]) and gain[k] > 0:
                 choice = k
+        # an acute on the last syllable becomes grave before another word (τὸν λόγον)
+        followed = boundary[last] == A.BOUNDARY_WORD and punct[last] == A.PUNCT_NONE
         for k, i in enumerate(mine):
             row = with_acc[k] if k == choice else none[k]
             if not np.isfinite(row).any():  # nothing left (cannot happen: dia 0 is allowed)
                 row = masked[k]
             dia[i] = int(np.argmax(row))
+            acc, br, io, di = fields[dia[i]]
+            if acc == 1 and followed and not any(int(c) in _VOWELS for c in chars[i + 1 : e]):
+                dia[i] = A.dia_id(2, br, io, di)
     return dia

@@ -108,7 +108,7 @@ class _Ticker:
 
 #: the editor's and the stone's signs that ``--respace``, which rebuilds the text from the
 #: planes, does not print (a note says so when the input has any outside its gaps)
-EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖" + DOT_BELOW)
+EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖’'ʼ\n" + DOT_BELOW)
 
 
 #: a word of Latin capitals that all look like Greek ones, touching no other letter: the encoder
@@ -245,7 +245,16 @@ def restore(
         for g in sorted(gaps, key=lambda g: -g.start):
             rest = rest[: g.start] + rest[g.end :]
         dropped = sorted({ch for ch in rest if ch in EDITORIAL_SIGNS})
-        shown = " ".join("a dot below" if ch == DOT_BELOW else ch for ch in dropped)
+        if any(g.kind == "uncertain" for g in gaps) and DOT_BELOW not in dropped:
+            dropped.append(DOT_BELOW)  # a kept uncertain letter prints without its dot
+        names = {
+            DOT_BELOW: "dots below",
+            "\n": "line breaks",
+            "’": "elision marks ’",
+            "'": "'",
+            "ʼ": "ʼ",
+        }
+        shown = " ".join(names.get(ch, ch) for ch in dropped)
         kept = [x for x in ("accents", "punctuation") if x not in predicted]
         note = f"--respace rebuilds the text from the planes, in lower case, with the model's {_and(predicted)}"
         if kept:

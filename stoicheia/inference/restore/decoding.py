@@ -271,6 +271,9 @@ def decode_gaps(
         gap = gaps[g]
         lo, hi = window_around(items, gaps, g, window)
         logp = gap_logp(model, items, gaps, best, g, lo, hi, respace)
+        if gap.last_letters is not None:  # what Greek allows there (reading.letter_rules)
+            logp = logp.copy()
+            logp[gap.slots - 1, : A.NUM_LETTERS][~gap.last_letters] = -np.inf
         if on_step is not None:
             on_step()
         left, right = (

@@ -39,6 +39,7 @@ from stoicheia.text.leiden import (
     Text,
     parse_leiden,
 )
+from stoicheia.text.orthography import DIPHTHONGS
 
 _GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 
@@ -128,6 +129,9 @@ class Gap:
     #: set by restore for a supplement scored but kept as printed: the model sees its letters
     #: and their marks wherever another gap is decoded or rendered
     held: bool = False
+    #: bool ``(24,)``: the letters Greek allows as the gap's last letter where the text around
+    #: it decides (:func:`letter_rules`); None: any. Only for a gap of known width
+    last_letters: np.ndarray | None = None
 
     @property
     def fixed_width(self) -> bool:
@@ -221,7 +225,13 @@ def near_capitals(text: str, start: int, end: int, near: int = NEAR_LETTERS) -> 
     # a gap inside a word (no space between it and the letters on a side) follows that word:
     # ΚΑΤΑ[.......] | Φαβία, Φαχθοβάρ [..]ΑΧ
     inside = _word_part(reversed(text[:start]), near) + _word_part(text[end:], near)
-    seen = inside or (_nearest_word(reversed(text[:start]), near) + _nearest_word(text[end:], near))
+    # a lone letter (an abbreviation, a numeral: ἀνδρῶν Λ [---]) says nothing of the stretch
+    seen = inside or [
+        ch
+        for word in (_nearest_word(reversed(text[:start]), near), _nearest_word(text[end:], near))
+        if len(word) > 1
+        for ch in word
+    ]
     if not seen:
         return None
     return all(ch.isupper() for ch in seen)
@@ -570,7 +580,70 @@ def parse_input(
         i += 1
     for k, g in enumerate(gaps):
         g.index = k
+    letter_rules(text, items, gaps)
     return items, gaps
+
+
+#: the elision mark as scholars type it (right single quotation mark, apostrophe, modifier
+#: letter apostrophe, Greek koronis/psili)
+ELISION = frozenset("’'ʼ᾽᾿")
+_VOWEL_IDS = np.array([c in "αεηιουω" for c in A.LETTERS])
+#: (first vowel, second vowel) of the diphthongs, whose second vowel takes the breathing
+_DIPHTHONG_FIRST = {
+    A.LETTERS.index(second): np.array([f + second in DIPHTHONGS for f in A.LETTERS])
+    for second in "ιυ"
+}
+
+
+def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
+    """Set each gap of known width's ``last_letters`` (and ``end_boundary``) where the letters
+    typed around it decide what Greek allows (in place):
+
+    * before an elision mark (``δ’``, ``[..]’``) the last letter is a consonant: elision drops
+      a vowel;
+    * right before a letter of the same word that bears a breathing, the gap ends a word
+      (``[...]ἐν``: its ``end_boundary`` becomes a word break), unless that letter is the ι or
+      υ of a diphthong (``[.]ἱ``, ``ε̣ὐχὴν``): then the last letter is the diphthong's first
+      vowel;
+    * a word of one letter (a gap of one letter between word breaks, no elision mark after it)
+      is a vowel (ὁ, ἡ, ἤ, ὦ).
+    """
+    for pos, it in enumerate(items):
+        if it.gap is None or not gaps[it.gap].fixed_width:
+            continue
+        g = gaps[it.gap]
+        allowed = np.ones(A.NUM_LETTERS, bool)
+        elided = text[g.end : g.end + 1] in ELISION
+        if elided:
+            allowed &= ~_VOWEL_IDS
+        nxt = items[pos + 1] if pos + 1 < len(items) else None
+        if (
+            g.end_boundary == A.BOUNDARY_INTERNAL
+            and nxt is not None
+            and nxt.gap is None
+            and nxt.values is not None
+            and nxt.values[2] < A.NUM_DIA
+            and A.dia_fields(nxt.values[2])[1] > 0
+        ):
+            if nxt.values[0] in _DIPHTHONG_FIRST:
+                allowed &= _DIPHTHONG_FIRST[nxt.values[0]]
+            else:
+                g.end_boundary = A.BOUNDARY_WORD
+        prev = items[pos - 1] if pos > 0 else None
+        starts = prev is None or (
+            prev.gap is None
+            and prev.values is not None
+            and prev.values[1] in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+        )
+        if (
+            g.max_letters == 1
+            and not elided
+            and starts
+            and g.end_boundary in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+        ):
+            allowed &= _VOWEL_IDS
+        if not allowed.all() and allowed.any():
+            g.last_letters = allowed
 
 
 __all__ = [

@@ -27,7 +27,7 @@ from stoicheia.inference.restore.decoding import forward
 from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
 from stoicheia.text import alphabet as A
 from stoicheia.text.leiden import DOT_BELOW
-from stoicheia.text.orthography import choose_marks
+from stoicheia.text.orthography import DIPHTHONGS, choose_marks
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
 
@@ -148,7 +148,12 @@ def _head_rows(letters: list[_Letter], respace: bool) -> dict[str, np.ndarray]:
 
 
 def _channels(
-    letters: list[_Letter], gaps: list[Gap], out: dict[str, np.ndarray], r: int, respace: bool
+    letters: list[_Letter],
+    gaps: list[Gap],
+    out: dict[str, np.ndarray],
+    r: int,
+    respace: bool,
+    text_end: bool = True,
 ) -> list[tuple[int, int, int, int, int]]:
     """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
     heads' argmax for restored ones (the boundary after a gap's last letter as the input says;
@@ -190,7 +195,11 @@ def _channels(
                 d = -1  # a changed reading: marks for its new letter, not the typed ones
         if i == n - 1 and b == A.BOUNDARY_UNKNOWN:
             b = A.BOUNDARY_INTERNAL
+        if i == n - 1 and text_end:
+            b = A.BOUNDARY_SENTENCE  # the text ends here (no grave on its last word)
         res.append((x.char, b, d, cap, pu))
+    if respace:
+        _typed_breathings_start_words(letters, res)
     planes = np.array(res, dtype=np.int64).reshape(-1, 5)
     if (planes[:, 2] < 0).any():
         dia = choose_marks(
@@ -198,6 +207,21 @@ def _channels(
         )
         res = [(c, b, int(d), cap, pu) for (c, b, _, cap, pu), d in zip(res, dia, strict=True)]
     return res
+
+
+def _typed_breathings_start_words(letters: list[_Letter], res: list[tuple]) -> None:
+    """With ``respace``: a typed breathing starts a word (``δι’ ὅτι`` must not become
+    ``διὅτι``): the letter before the word ends one (in place on ``res``)."""
+    for i, x in enumerate(letters):
+        v = x.values
+        if i == 0 or v is None or v[2] >= A.NUM_DIA or not A.dia_fields(v[2])[1]:
+            continue
+        start = i
+        if i >= 2 and A.LETTERS[res[i - 1][0]] + A.LETTERS[x.char] in DIPHTHONGS:
+            start = i - 1  # αἰ: the word starts at the diphthong's first vowel
+        if start > 0 and res[start - 1][1] == A.BOUNDARY_INTERNAL:
+            c, _, d, cap, pu = res[start - 1]
+            res[start - 1] = (c, A.BOUNDARY_WORD, d, cap, pu)
 
 
 def _printed_fill(
@@ -252,10 +276,11 @@ def render_fills(
         idx = [i for i, x in enumerate(letters) if x.gap == gi]
         spans.append((idx[0], idx[-1] + 1) if idx else (0, 0))
     widest = max(b - a for a, b in spans)
-    crops = []
+    crops, ends = [], []  # ends[k]: crop k ends where the text does
     for letters, (a, b) in zip(per, spans, strict=True):
         lo = max(0, a - context - (widest - (b - a)))
         crops.append(letters[lo : min(len(letters), b + context)])
+        ends.append(b + context >= len(letters))
     by_len: dict[int, list[int]] = {}
     for k, crop in enumerate(crops):
         by_len.setdefault(len(crop), []).append(k)
@@ -263,7 +288,7 @@ def render_fills(
     for ks in by_len.values():
         out = forward(model, [_head_rows(crops[k], respace) for k in ks])
         for r, k in enumerate(ks):
-            chans = _channels(crops[k], gaps, out, r, respace)
+            chans = _channels(crops[k], gaps, out, r, respace, text_end=ends[k])
             rows = [(x, ch) for x, ch in zip(crops[k], chans, strict=True) if x.gap == gi]
             printed[k] = _printed_fill(gaps[gi], rows, style)
     return printed
