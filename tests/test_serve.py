@@ -626,9 +626,10 @@ def test_uncertain_letters_and_supplements_in_the_json():
         ("[..]", "[..]"),
         ("ὁ̣", "ὁ̣"),
     ]
-    assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "ρ"]
+    # α̣ before ὐ stays a vowel: ρὐτοῦ is no Greek (a breathing on υ: the α is a diphthong's)
+    assert [_strip(f) for f in data["restorations"][0]["fills"]] == ["ρ", "ρρ", "α"]
     assert [len(g["letter_probs"]) for g in data["gaps"]] == [1, 2, 1]
-    assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] ρ̣ὐτοῦ")
+    assert _strip(data["restorations"][0]["text"]) == _strip("[καὶ] ρ̣οῦ [ρρ] α̣ὐτοῦ")
     repredicted = restore(stub, text, top_k=1, supplements="repredict").to_json()
     assert [g["kind"] for g in repredicted["gaps"]] == [
         "supplement",
@@ -636,7 +637,7 @@ def test_uncertain_letters_and_supplements_in_the_json():
         "lacuna",
         "uncertain",
     ]
-    assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "ρ"]
+    assert [_strip(f) for f in repredicted["restorations"][0]["fills"]] == ["ρρρ", "ρ", "ρρ", "α"]
     assert repredicted["gaps"][0]["notation"] == "[καὶ]" and repredicted["gaps"][0]["start"] == 0
 
 
