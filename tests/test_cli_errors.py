@@ -676,3 +676,21 @@ def test_an_unquoted_text_is_answered_with_the_command_quoted(capsys):
         "unrecognized arguments: κεῖ[..]αι",
         f'a text of several words goes in quotes: stoicheia restore {MISSING} "ἐνθάδε κεῖ[..]αι"',
     )
+
+
+def test_a_utf16_stdin_and_a_file_name_as_text_are_answered_plainly(tmp_path, capsys, monkeypatch):
+    import io
+
+    class _Stdin:
+        buffer = io.BytesIO("ἐνθάδε κεῖ[..]αι\r\n".encode("utf-16"))
+
+    monkeypatch.setattr("sys.stdin", _Stdin())
+    one_error(["restore", MISSING, "-"], capsys, "the text on stdin is not UTF-8 (it is UTF-16")
+    text_file = tmp_path / "edition.txt"
+    text_file.write_text("ἐνθάδε κεῖ[..]αι\n", encoding="utf-8")
+    one_error(
+        ["restore", MISSING, str(text_file)],
+        capsys,
+        "is a file, not a Greek text",
+        f"stoicheia restore CHECKPOINT - < {text_file}",
+    )

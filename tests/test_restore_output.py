@@ -688,3 +688,10 @@ def test_respace_starts_a_word_at_a_typed_breathing_and_names_what_it_drops():
     lines = restore(STUB, "ὁ δῆ̣μος\nἐτίμησεν [...]", top_k=1, respace=True)
     (note,) = [n for n in lines.notes if "--respace" in n]
     assert "line breaks" in note and "dots below" in note
+
+
+def test_letters_of_other_scripts_and_latin_inside_greek_words_are_noted():
+    res = restore(STUB, "ἐνθάδε שלום κεῖ[..]αι toῦ", top_k=1)
+    assert any("4 letter(s) of another script (שלום)" in n for n in res.notes)
+    assert any("Latin letters inside Greek words (toῦ)" in n for n in res.notes)
+    assert not [n for n in restore(STUB, "ἐνθάδε κεῖ[..]αι", top_k=1).notes if "left out" in n]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from stoicheia.cli_args import OneLineParser, float_in, int_in
 from stoicheia.commands.common import fail, load, model_args
@@ -130,7 +131,24 @@ def run(args: argparse.Namespace) -> int:
         )
     text = args.text
     if text == "-":
-        text = sys.stdin.read().strip()
+        buffer = getattr(sys.stdin, "buffer", None)  # None: a str stream (tests, embedding)
+        raw = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+        try:
+            text = raw.decode("utf-8-sig").strip()  # a byte-order mark is no part of the text
+        except UnicodeDecodeError:
+            utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+            return fail(
+                "restore",
+                "the text on stdin is not UTF-8"
+                + (" (it is UTF-16, as some Windows editors save)" if utf16 else "")
+                + "; save it as UTF-8 and give it again",
+            )
+    elif "\n" not in text and Path(text).is_file():
+        return fail(
+            "restore",
+            f"{text} is a file, not a Greek text: to restore what it holds, give '-' and the file "
+            f"on stdin: stoicheia restore CHECKPOINT - < {text}",
+        )
     if args.beam is not None and args.beam < args.top_k:
         return fail(
             "restore",

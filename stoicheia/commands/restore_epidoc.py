@@ -70,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.files and summary.refused == summary.files:
         # nothing could be read: a script calling this must not take it for a finished run
         print(
-            "stoicheia restore: error: every file was refused (see the lines above); give EpiDoc files "
-            "with a Greek edition",
+            "stoicheia restore: error: every file was refused; each line above says why and what to do",
             file=sys.stderr,
         )
         return 2

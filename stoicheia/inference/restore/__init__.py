@@ -20,6 +20,7 @@ This module holds the API: :func:`restore`, :func:`restore_planes` and :class:`R
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,7 @@ from stoicheia.inference.restore.rendering import (
     spliced_restoration,
 )
 from stoicheia.text import alphabet as A
-from stoicheia.text.encode import text_to_planes
+from stoicheia.text.encode import encode_text, text_to_planes
 from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.planes import Planes
 
@@ -113,6 +114,7 @@ EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖’'ʼ\n" 
 
 #: a word of Latin capitals that all look like Greek ones, touching no other letter: the encoder
 #: reads it as Latin and leaves it out (the Latin A I of ΚΕΙ[..]AI)
+_GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 _LATIN_CAPITALS = re.compile(r"(?<![^\W\d_])[ABEZHIKMNOPTXY]+(?![^\W\d_])")
 
 
@@ -120,6 +122,25 @@ def _reading_notes(text: str, gaps: list[Gap]) -> list[str]:
     """Notes on how ``text`` was read where a scholar may have meant otherwise: words of Latin
     capitals that look Greek (left out of what the model sees), and ``[…]`` (three letters)."""
     notes = []
+    dropped = encode_text(text).dropped
+    if dropped.get("other"):
+        foreign = "".join(
+            dict.fromkeys(
+                c
+                for c in text
+                if unicodedata.category(c).startswith("L")
+                and not unicodedata.name(c, "").startswith(("GREEK", "LATIN"))
+            )
+        )
+        notes.append(
+            f"left out, not Greek: {dropped['other']} letter(s) of another script ({foreign[:20]})"
+        )
+    mixed = [w for w in text.split() if re.search("[A-Za-z]", w) and _GREEK_LETTER.search(w)]
+    if dropped.get("latin_in_word") and mixed:
+        notes.append(
+            f"left out: Latin letters inside Greek words ({', '.join(dict.fromkeys(mixed))}); "
+            "type them in Greek letters if they are Greek"
+        )
     latin = list(dict.fromkeys(_LATIN_CAPITALS.findall(text)))
     if latin:
         notes.append(
