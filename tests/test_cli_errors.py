@@ -694,3 +694,7 @@ def test_a_utf16_stdin_and_a_file_name_as_text_are_answered_plainly(tmp_path, ca
         "is a file, not a Greek text",
         f"stoicheia restore CHECKPOINT - < {text_file}",
     )
+    # a long one-line text is no file name: it goes on to the checkpoint (which is missing here),
+    # not to a traceback from the file system ('File name too long')
+    long_text = "καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρ[...]αι μέν " * 12
+    one_error(["restore", MISSING, long_text], capsys, "checkpoint")

@@ -101,6 +101,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _names_a_file(text: str) -> bool:
+    """Whether TEXT is the name of an existing file (a text long or odd enough to be no file
+    name is not: the system refuses to look it up)."""
+    if "\n" in text or len(text.encode("utf-8")) > 4096:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL character
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Restore the text of ``args`` (or its EpiDoc files) and print the restorations; returns the
     exit status (0, or 2 after one line on stderr)."""
@@ -143,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                 + (" (it is UTF-16, as some Windows editors save)" if utf16 else "")
                 + "; save it as UTF-8 and give it again",
             )
-    elif "\n" not in text and Path(text).is_file():
+    elif _names_a_file(text):
         return fail(
             "restore",
             f"{text} is a file, not a Greek text: to restore what it holds, give '-' and the file "
