@@ -123,7 +123,9 @@ def test_choose_marks_one_accent_a_word_and_a_breathing_where_a_word_starts():
 
 def test_an_acute_on_the_last_syllable_turns_grave_before_another_word_and_back():
     acute, grave = (1, 0, 0, 0), (2, 0, 0, 0)
-    oxytone = _choose(["τον", "λογον"], lambda i, c: _prefer(acute if i == 1 else (0, 0, 0, 0))(i, c))
+    oxytone = _choose(
+        ["τον", "λογον"], lambda i, c: _prefer(acute if i == 1 else (0, 0, 0, 0))(i, c)
+    )
     assert oxytone[1][0] == 2, "τόν before another word is τὸν"
     # the head's grave where none may stand (before punctuation, at the text's end) is acute
     end = _choose(["και"], _prefer(grave))
