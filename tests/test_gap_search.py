@@ -85,3 +85,19 @@ def test_a_short_left_side_scores_as_its_padded_context():
     alone = search_gap(logp, shape, 5, fusion, None, None)
     assert [c.score for c in got] != pytest.approx([c.score for c in alone])
     assert score_fill(logp, shape, got[0].letters, fusion, short) == pytest.approx(got[0].score)
+
+
+def test_a_one_letter_fill_of_a_whole_word_gap_is_a_vowel():
+    """A gap of uncertain width between word breaks ([---] alone on a line) was filled 'ς': with
+    ``one_letter`` a fill of one letter must be one of those letters (vowels); longer fills are
+    free."""
+    logp = np.full((4, 27), -20.0)
+    sigma, alpha = A.LETTERS.index("σ"), A.LETTERS.index("α")
+    logp[0, sigma], logp[0, alpha] = -0.1, -3.0
+    logp[1:, A.BLANK] = -0.01  # end after the first letter
+    vowels = np.array([c in "αεηιουω" for c in A.LETTERS])
+    free = search_gap(logp, GapShape(1, 4, False), 3)
+    assert free[0].text() == "σ"
+    kept = search_gap(logp, GapShape(1, 4, False, vowels), 3)
+    assert all(len(c.letters) > 1 or vowels[c.letters[0]] for c in kept)
+    assert kept[0].text() == "α"

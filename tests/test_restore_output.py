@@ -671,6 +671,9 @@ def test_the_letters_around_a_gap_decide_its_last_letter():
     assert last("ἀλλὰ ἐγὼ [..]’ ἐμοῦ") == set(range(24)) - vowels
     assert last("ἀλλὰ [.] δῆμος") == vowels
     assert last("καὶ τὸν [...]ν λόγον") is None
+    alone = parse_input("ἐνθάδε κεῖται\n[---]\nΔιονύσιος")[1][0]  # a whole word: [ς] was its fill
+    assert set(np.flatnonzero(alone.one_letter).tolist()) == vowels
+    assert parse_input("καὶ [---]ος")[1][0].one_letter is None
     glued = parse_input("Ἀθηναῖοι [...]ἐν Σικελίᾳ")[1][0]
     assert glued.last_letters is None and glued.end_boundary == A.BOUNDARY_WORD
     # and the decoder keeps to them: the stub's favourite letters are consonants

@@ -281,7 +281,7 @@ def decode_gaps(
         )
         found = search_gap(
             logp,
-            GapShape(gap.min_letters, gap.max_letters, gap.fixed_width),
+            GapShape(gap.min_letters, gap.max_letters, gap.fixed_width, gap.one_letter),
             k,
             fusion,
             left,

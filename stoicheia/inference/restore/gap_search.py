@@ -54,11 +54,14 @@ POOL = 64
 
 @dataclass
 class GapShape:
-    """The width of a gap in letters: ``min_letters``..``max_letters``; ``fixed``: a known width."""
+    """The width of a gap in letters: ``min_letters``..``max_letters``; ``fixed``: a known width;
+    ``one_letter``: bool ``(24,)`` the letters a fill of exactly one letter may be (a gap that is
+    a whole word: a vowel, :func:`stoicheia.inference.restore.reading.letter_rules`), None: any."""
 
     min_letters: int
     max_letters: int
     fixed: bool
+    one_letter: np.ndarray | None = None
 
 
 @dataclass
@@ -195,7 +198,10 @@ def search_gap(
         if not shape.fixed and j >= shape.min_letters:
             allowed = np.concatenate([row[:L], row[BLANK : BLANK + 1]])
             lb = float(row[BLANK] - np.logaddexp.reduce(allowed))
-            close(np.arange(len(seqs)), np.full(len(seqs), (1.0 - w) * lb), np.full(len(seqs), lb))
+            idx = np.arange(len(seqs))
+            if j == 1 and shape.one_letter is not None:  # a one-letter word is a vowel
+                idx = idx[shape.one_letter[seqs[:, 0]]]
+            close(idx, np.full(len(idx), (1.0 - w) * lb), np.full(len(idx), lb))
         lm = _log_norm(row[None, :L])[0]
         if fusion.ngram is not None:
             lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))

@@ -132,6 +132,9 @@ class Gap:
     #: bool ``(24,)``: the letters Greek allows as the gap's last letter where the text around
     #: it decides (:func:`letter_rules`); None: any. Only for a gap of known width
     last_letters: np.ndarray | None = None
+    #: bool ``(24,)``: for a gap of uncertain width that is a whole word, the letters a fill
+    #: of one letter may be (vowels: :func:`letter_rules`); None: any
+    one_letter: np.ndarray | None = None
 
     @property
     def fixed_width(self) -> bool:
@@ -595,6 +598,18 @@ _DIPHTHONG_FIRST = {
 }
 
 
+def _whole_word(text: str, items: list[Item], pos: int, g: Gap) -> bool:
+    """Whether gap ``g`` (item ``pos``) stands between word breaks, no elision mark after it."""
+    prev = items[pos - 1] if pos > 0 else None
+    starts = prev is None or (
+        prev.gap is None
+        and prev.values is not None
+        and prev.values[1] in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+    )
+    ends = g.end_boundary in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+    return starts and ends and text[g.end : g.end + 1] not in ELISION
+
+
 def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
     """Set each gap of known width's ``last_letters`` (and ``end_boundary``) where the letters
     typed around it decide what Greek allows (in place):
@@ -606,12 +621,17 @@ def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
       υ of a diphthong (``[.]ἱ``, ``ε̣ὐχὴν``): then the last letter is the diphthong's first
       vowel;
     * a word of one letter (a gap of one letter between word breaks, no elision mark after it)
-      is a vowel (ὁ, ἡ, ἤ, ὦ).
+      is a vowel (ὁ, ἡ, ἤ, ὦ); for a gap of uncertain width between word breaks, a fill of one
+      letter (its ``one_letter``).
     """
     for pos, it in enumerate(items):
-        if it.gap is None or not gaps[it.gap].fixed_width:
+        if it.gap is None:
             continue
         g = gaps[it.gap]
+        if not g.fixed_width:
+            if g.min_letters <= 1 and _whole_word(text, items, pos, g):
+                g.one_letter = _VOWEL_IDS  # ([---] alone was filled [ς])
+            continue
         allowed = np.ones(A.NUM_LETTERS, bool)
         elided = text[g.end : g.end + 1] in ELISION
         if elided:
@@ -629,18 +649,7 @@ def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
                 allowed &= _DIPHTHONG_FIRST[nxt.values[0]]
             else:
                 g.end_boundary = A.BOUNDARY_WORD
-        prev = items[pos - 1] if pos > 0 else None
-        starts = prev is None or (
-            prev.gap is None
-            and prev.values is not None
-            and prev.values[1] in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
-        )
-        if (
-            g.max_letters == 1
-            and not elided
-            and starts
-            and g.end_boundary in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
-        ):
+        if g.max_letters == 1 and _whole_word(text, items, pos, g):
             allowed &= _VOWEL_IDS
         if not allowed.all() and allowed.any():
             g.last_letters = allowed
