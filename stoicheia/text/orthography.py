@@ -162,6 +162,7 @@ def choose_marks(
     todo = dia < 0
     if not todo.any():
         return dia
+    logp = np.array(logp, dtype=np.float64)  # one copy: graves are folded into acutes below
     t = _tables()
     allowed = possible_marks(chars, boundary)
     fields = [A.dia_fields(d) for d in range(A.NUM_DIA)]
@@ -185,7 +186,6 @@ def choose_marks(
             allowed[a:e] &= ~t["grave"]
             # the head's grave on the last syllable means an accent there: acute here
             ult = [i for i in range(a, e) if not any(int(c) in _VOWELS for c in chars[i + 1 : e])]
-            logp = logp.copy()
             for i in ult:
                 logp[i, _ACUTE_OF_GRAVE[1]] = np.logaddexp(
                     logp[i, _ACUTE_OF_GRAVE[1]], logp[i, _ACUTE_OF_GRAVE[0]]
