@@ -42,7 +42,7 @@ import numpy as np
 from stoicheia.inference.benchmark_bootstrap import RESAMPLES, add_differences
 from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
 from stoicheia.inference.benchmark_fusion import Decoder, FusedFamily, sweep_family
-from stoicheia.inference.benchmark_halves import RULE, SELECTION, half_of, split_halves
+from stoicheia.inference.benchmark_halves import RULE, half_of, selection_tasks, split_halves
 from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
 from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
@@ -330,7 +330,7 @@ def benchmark(
         except FileNotFoundError as err:
             raise BenchmarkError(f"{err} (or give --twin-threshold 0 to leave it out)") from None
     twins = set(contamination["dev_texts_with_twin"]) if contamination else set()
-    selection = {p: [t for t in ts if half_of(t.text_id) == SELECTION] for p, ts in tasks.items()}
+    selection = selection_tasks(tasks)
     model_decoder = ModelDecoder(model, unknown_width=unknown_width)
     decs: dict[str, Decoder] = {"model": model_decoder}
     if ngram is not None:

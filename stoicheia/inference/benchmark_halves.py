@@ -25,7 +25,8 @@ deviation).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from stoicheia.inference.benchmark_bootstrap import inscription_of
 
@@ -57,4 +58,11 @@ def split_halves(text_ids: Iterable[str]) -> dict[str, list[str]]:
     return {h: sorted(v) for h, v in out.items()}
 
 
-__all__ = ["HALVES", "REPORT", "RULE", "SELECTION", "half_of", "inscription_of", "split_halves"]
+def selection_tasks(tasks: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    """The tasks of the selection half, per protocol: ``{protocol: [task]}`` from ``{protocol:
+    [task]}`` (:class:`~.benchmark_protocols.Task`, by its ``text_id``), order kept. Only
+    these choose the fusion weights."""
+    return {p: [t for t in ts if half_of(t.text_id) == SELECTION] for p, ts in tasks.items()}
+
+
+__all__ = ["HALVES", "REPORT", "RULE", "SELECTION", "half_of", "selection_tasks", "split_halves"]
