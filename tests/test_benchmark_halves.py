@@ -5,6 +5,9 @@ decoder is compared with the n-gram and with fused, and an old folder still gets
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ from stoicheia.inference.benchmark_protocols import Task
 from stoicheia.inference.benchmark_report import format_table, summary_lines
 from stoicheia.inference.benchmark_views import add_views, rows_of
 
+REPO = Path(__file__).resolve().parents[1]
 # I.Sicily numbers: ISic000014 falls in the report half, ISic000024 in the selection half (the
 # rule's hash, fixed: a test below checks these two)
 REPORT_ID, SELECTION_ID = "ISic000014.xml", "ISic000024.xml"
@@ -268,6 +272,22 @@ def test_an_old_or_new_benchmark_folder_gets_its_intervals_again(tmp_path):
     got = json.loads(paths[0].read_text(encoding="utf-8"))
     assert "differences" in got["protocols"]["unknown"]["views"]["report"]
     assert got["protocols"]["unknown"]["views"]["report"]["decoders"]["fused"]["length_right"] >= 0
+    # the script prints the report half's differences
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "benchmark_intervals.py"),
+            str(new),
+            "--bootstrap",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "hidden spans, width given [....]: 10 gaps, report half " in run.stdout
+    assert "\n  parallels - fused top-1 " in run.stdout
     # an old folder (no halves in its gaps, the fusion weight chosen on all gaps): as before
     old = _result()
     for res in old["protocols"].values():
