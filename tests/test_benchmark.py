@@ -419,7 +419,10 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         workers=1,
         progress=False,
     )
-    monkeypatch.setattr(benchmark_command, "load", lambda args, command: _Stub(2))
+    stub = _Stub(2)
+    (tmp_path / "run").mkdir()
+    stub.source = str(tmp_path / "run" / "best.pt")  # --save-ngram writes beside it
+    monkeypatch.setattr(benchmark_command, "load", lambda args, command: stub)
     out = tmp_path / "bench"
     args = [
         "benchmark",
@@ -434,6 +437,7 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         "10",
         "--ngram-order",
         "3",
+        "--save-ngram",
     ]
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
@@ -485,6 +489,11 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     assert res["contamination"]["threshold"] == 0.75
     assert (out / "contamination.tsv").read_text().startswith("dev_text\ttier\twork")
     assert "contamination: 0 of 2 dev texts" in printed
+    # the weight chosen on the selection half is the one stored beside the checkpoint
+    from stoicheia.inference.ngram import load_ngram
+
+    _, meta = load_ngram(tmp_path / "run" / "ngram.npz")
+    assert meta["weight"] == fu["chosen"]["ngram"] and meta["chosen_on"] == fu["chosen_on"]
     assert (out / "reliability.png").stat().st_size > 1000
     assert (
         cli.main(
