@@ -255,7 +255,7 @@ def test_intervals_on_each_view_and_band_and_the_table():
     assert again["protocols"]["hidden"]["views"] == p["views"]
     table = format_table(res)
     text = "\n".join(table)
-    assert "report half (headline; the fusion weights were chosen on the other half)" in text
+    assert "10 gaps; report half: 6 gaps of 3 inscriptions" in text, "no fusion: no word of it"
     assert "report half without the texts that have a training twin" in text
     assert "  4-10 parallels - n-gram" in text and "  parallels - fused" in text
     assert "contamination: 1 of 5 dev texts (1 inscriptions)" in text

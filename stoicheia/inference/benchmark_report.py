@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stoicheia.inference.benchmark_views import VIEW_NAMES
+from stoicheia.inference.benchmark_views import view_name
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
 PROTOCOL_NAMES = {
@@ -154,6 +154,7 @@ def _head_lines(result: dict) -> list[str]:
         lines.append(
             f"halves: {len(halves['selection']):,} inscriptions choose the fusion weights (selection), "
             f"{len(halves['report']):,} report the figures (report; the headline); {halves['rule']}"
+            + ("" if result.get("fusion") else " (no fusion weight was tried in this run)")
         )
     m = result.get("model") or {}
     if m:
@@ -213,6 +214,7 @@ def format_table(result: dict) -> list[str]:
     result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
     truth letters; ECE over 10 bins of the top-1 probability."""
     lines = _head_lines(result)
+    fused = bool(result.get("fusion"))
     for protocol, res in result["protocols"].items():
         name = PROTOCOL_NAMES.get(protocol, protocol)
         views = res.get("views")
@@ -224,7 +226,7 @@ def format_table(result: dict) -> list[str]:
         rep = views["report"]
         lines += [
             "",
-            f"{name}: {res['gaps']:,} gaps; {VIEW_NAMES['report']}: {rep['gaps']:,} gaps of "
+            f"{name}: {res['gaps']:,} gaps; {view_name('report', fused)}: {rep['gaps']:,} gaps of "
             f"{rep['inscriptions']:,} inscriptions",
             HEAD,
         ]
@@ -237,7 +239,7 @@ def format_table(result: dict) -> list[str]:
             ):
                 continue  # twins not measured: the same gaps
             lines += [
-                f"  {VIEW_NAMES[view]}: {v['gaps']:,} gaps of {v['inscriptions']:,} inscriptions"
+                f"  {view_name(view, fused)}: {v['gaps']:,} gaps of {v['inscriptions']:,} inscriptions"
             ]
             lines += _decoder_rows(v["decoders"], bands=False)
             if view != "selection":

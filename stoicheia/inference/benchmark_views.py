@@ -32,13 +32,23 @@ VIEWS: dict[str, Callable[[dict], bool]] = {
     "selection": lambda r: r.get("half") == "selection",
     "all_without_twins": lambda r: not r.get("twin"),
 }
-#: how the table names each view
+#: how the table names each view (the parenthesis where fusion weights were chosen)
 VIEW_NAMES = {
-    "report": "report half (headline; the fusion weights were chosen on the other half)",
-    "report_without_twins": "report half without the texts that have a training twin",
-    "selection": "selection half (the fusion weights were chosen on these gaps: an upper estimate)",
-    "all_without_twins": "both halves without the texts that have a training twin",
+    "report": ("report half", " (headline; the fusion weights were chosen on the other half)"),
+    "report_without_twins": ("report half without the texts that have a training twin", ""),
+    "selection": (
+        "selection half",
+        " (the fusion weights were chosen on these gaps: an upper estimate)",
+    ),
+    "all_without_twins": ("both halves without the texts that have a training twin", ""),
 }
+
+
+def view_name(view: str, fused: bool) -> str:
+    """How the table names ``view``; ``fused``: fusion weights were chosen on the selection
+    half (the name then says which half chose them)."""
+    name, why = VIEW_NAMES[view]
+    return name + (why if fused else "")
 
 
 def rows_of(examples: list[dict], view: str) -> list[dict]:
@@ -71,4 +81,4 @@ def add_views(result: dict) -> dict:
     return result
 
 
-__all__ = ["VIEWS", "VIEW_NAMES", "add_views", "rows_of"]
+__all__ = ["VIEWS", "VIEW_NAMES", "add_views", "rows_of", "view_name"]
