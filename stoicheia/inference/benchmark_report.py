@@ -273,8 +273,12 @@ def summary_lines(result: dict) -> list[str]:
     lines = [
         f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters"
         + (
-            f"; figures on the report half ({len(halves['report']):,} inscriptions), the fusion weights "
-            f"chosen on the other {len(halves['selection']):,}"
+            f"; figures on the report half ({len(halves['report']):,} inscriptions)"
+            + (
+                f", the fusion weights chosen on the other {len(halves['selection']):,}"
+                if fams
+                else ""
+            )
             if halves
             else ""
         ),
