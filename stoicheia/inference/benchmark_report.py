@@ -20,6 +20,8 @@ from pathlib import Path
 from stoicheia.inference.benchmark_views import view_name
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
+#: how the table names the experts of a fused decoder (its weight axes)
+EXPERTS = {"ngram": "the n-gram", "parallels": "the parallels"}
 PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
     "supplements": "editors' supplements, width given",
@@ -169,8 +171,9 @@ def _head_lines(result: dict) -> list[str]:
         )
     for name, fam in fusion_families(result).items():
         lines.append(
-            f"{NAMES.get(name, name)}: the model's search fused with {' and '.join(fam['axes'])} at weights "
-            f"{_weights(fam['chosen'])}, chosen on {fam['chosen_on']} "
+            f"{NAMES.get(name, name)}: the model's search fused with "
+            f"{' and '.join(EXPERTS.get(x, x) for x in fam['axes'])} (weights {_weights(fam['chosen'])}), "
+            f"chosen on {fam['chosen_on']} "
             "(best mean top-1 over the protocols; weight 0 leaves an expert out)"
         )
     cont = result.get("contamination")
