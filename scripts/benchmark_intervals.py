@@ -1,10 +1,12 @@
 """Add the paired bootstrap intervals to a benchmark folder written before they existed.
 
 `stoicheia benchmark` writes them itself (`--bootstrap 1000`, the default); for an older
-`--out` folder this reads its `benchmark.json` (the per-gap examples: no decoder runs again),
-adds fused - n-gram and model - n-gram with their 95 % intervals
-(`stoicheia.inference.benchmark_bootstrap`) and writes `benchmark.json`, `benchmark.txt`,
-`summary.txt` and `reliability.png` again, into the folder or `--out`:
+`--out` folder (or to resample again) this reads its `benchmark.json` (the per-gap examples: no
+decoder runs again), adds every decoder against the n-gram and against fused with their 95 %
+intervals, per length band too (`stoicheia.inference.benchmark_bootstrap`), on the report half
+and its other views where the folder has the halves, on all gaps where it predates them, and
+writes `benchmark.json`, `benchmark.txt`, `summary.txt`, `reliability.png` (and
+`contamination.tsv` where the twins were measured) again, into the folder or `--out`:
 
     .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo
     .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo --out /tmp/intervals --bootstrap 5000
@@ -50,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark_intervals: {err}", file=sys.stderr)
         return 2
     result = json.loads(paths[0].read_text(encoding="utf-8"))
-    lines = [
-        line
-        for protocol, res in result["protocols"].items()
-        for line in [
-            f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps",
-            *difference_lines(res),
+    lines = []
+    for protocol, res in result["protocols"].items():
+        shown = (res.get("views") or {}).get("report")  # the headline: the report half
+        where = f", report half {shown['gaps']:,}" if shown else ""
+        lines += [
+            f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps{where}",
+            *difference_lines(shown or res),
         ]
-    ]
     print("\n".join([*lines, f"wrote {', '.join(map(str, paths))}"]))
     return 0
 

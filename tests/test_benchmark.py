@@ -346,12 +346,29 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
             assert 0 <= f["top1"] <= f["top5"] <= f["top20"] <= 1 and 0 <= f["ece"] <= 1
     # model - n-gram with the intervals of a paired bootstrap over the 2 inscriptions (no fusion)
     assert res["bootstrap"]["inscriptions"] == {"hidden": 2, "supplements": 2}
-    assert list(sup["differences"]) == ["model-ngram"]
-    d = sup["differences"]["model-ngram"]["cer"]
+    # both inscriptions fall in the report half: its view holds every gap, with the same figures
+    assert res["halves"]["report"] == ["ISic000824.xml", "ISic000864.xml"]
+    assert res["halves"]["selection"] == [] and res["halves"]["gaps"]["supplements"] == {
+        "selection": 0,
+        "report": 12,
+    }
+    rep = sup["views"]["report"]
+    assert rep["gaps"] == 12 and sup["views"]["selection"]["gaps"] == 0
+    for name, f in sup["decoders"].items():
+        for key in ("cer", "top1", "top5", "top20", "ece", "by_length", "reliability"):
+            assert rep["decoders"][name][key] == f[key], (name, key)
+    assert "differences" not in sup, "no interval on all gaps when there are halves"
+    assert list(rep["differences"]) == ["model-ngram"]
+    d = rep["differences"]["model-ngram"]["cer"]
     assert (
         d["diff"]
         == pytest.approx(sup["decoders"]["model"]["cer"] - sup["decoders"]["ngram"]["cer"])
         and -1 <= d["low"] <= d["high"] <= 1
+    )
+    # the training inscriptions hold no twin of these two texts
+    assert (
+        res["contamination"]["dev_texts_with_twin"] == []
+        and res["contamination"]["training"]["records"] >= 5
     )
     with pytest.raises(SystemExit) as exc:
         cli_main(
@@ -394,14 +411,18 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     isic = corpus_root / "isicily" / "inscriptions"
     shards = tmp_path / "shards"
     convert(
-        {"bronze": [isic / f"ISic000{n}.xml" for n in (864, 635, 636, 640, 641, 795)]},
+        # ISic000864 falls in the report half, ISic000874 in the selection half
+        {"bronze": [isic / f"ISic000{n}.xml" for n in (864, 874, 635, 636, 640, 641, 795)]},
         shards,
         val_fraction=0.0,
         inscription_dev_digits=[4],
         workers=1,
         progress=False,
     )
-    monkeypatch.setattr(benchmark_command, "load", lambda args, command: _Stub(2))
+    stub = _Stub(2)
+    (tmp_path / "run").mkdir()
+    stub.source = str(tmp_path / "run" / "best.pt")  # --save-ngram writes beside it
+    monkeypatch.setattr(benchmark_command, "load", lambda args, command: stub)
     out = tmp_path / "bench"
     args = [
         "benchmark",
@@ -416,31 +437,63 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         "10",
         "--ngram-order",
         "3",
+        "--save-ngram",
     ]
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
     assert (
         "n-gram baseline: order 3" in printed
-        and "hidden spans, width given [....]: 2 gaps" in printed
+        and "hidden spans, width given [....]: 4 gaps; report half" in printed
     )
+    # ISic000864: [ωνια] [ἔτη] [έρας]; ISic000874: [Μην]
     assert (
-        "editors' supplements, width given: 3 gaps" in printed
-        and "hidden spans, unknown width [---]: 2 gaps" in printed
+        "editors' supplements, width given: 4 gaps; report half (headline; the fusion weights were "
+        "chosen on the other half): 3 gaps of 1 inscriptions"
+        in printed
+        and "hidden spans, unknown width [---]: 4 gaps" in printed
     )
+    assert "halves: 1 inscriptions choose the fusion weights (selection), 1 report" in printed
     res = json.loads((out / "benchmark.json").read_text())
-    assert res["corpus"]["inscriptions"] == 1 and res["ngram"]["order"] == 3
+    assert res["corpus"]["inscriptions"] == 2 and res["ngram"]["order"] == 3
+    assert res["halves"]["selection"] == ["ISic000874.xml"]
+    assert res["halves"]["report"] == ["ISic000864.xml"]
     assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram", "fused"}
-    # the fusion weight swept at the default weights, the best mean top-1 chosen
-    fu = res["fusion"]
-    assert [float(w) for w in fu["weights"]] == [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0]
-    mean_top1 = {
-        float(w): sum(p["top1"] for p in per.values()) / 3 for w, per in fu["weights"].items()
-    }
-    assert mean_top1[fu["chosen"]] == max(mean_top1.values())
-    assert (
-        res["protocols"]["hidden"]["decoders"]["fused"]["top1"]
-        == fu["weights"][str(fu["chosen"])]["hidden"]["top1"]
+    # the fusion weight swept at the default weights on the selection half only, the best mean
+    # top-1 chosen, and fused at that weight restores every gap
+    fu = res["fusion"]["fused"]
+    assert fu["axes"] == {"ngram": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0]}
+    # 2 hidden spans, [Μην], the 2 spans as [---]
+    assert fu["chosen_on"].startswith("5 gaps of the selection half")
+    assert all(
+        [e["figures"][p]["gaps"] for p in ("hidden", "supplements", "unknown")] == [2, 1, 2]
+        for e in fu["sweep"]
     )
+    mean_top1 = {
+        e["weights"]["ngram"]: sum(p["top1"] for p in e["figures"].values()) / 3
+        for e in fu["sweep"]
+    }
+    assert mean_top1[fu["chosen"]["ngram"]] == max(mean_top1.values())
+    sel = res["protocols"]["hidden"]["views"]["selection"]["decoders"]["fused"]
+    chosen = next(e for e in fu["sweep"] if e["weights"] == fu["chosen"])
+    assert sel["top1"] == chosen["figures"]["hidden"]["top1"]
+    assert [r["half"] for r in res["protocols"]["supplements"]["examples"]] == [
+        "report",
+        "report",
+        "report",
+        "selection",
+    ]
+    # every decoder against the n-gram and against fused, on the report half
+    rep = res["protocols"]["supplements"]["views"]["report"]
+    assert list(rep["differences"]) == ["fused-ngram", "model-ngram", "model-fused"]
+    # contamination measured against the training records, listed in its own file
+    assert res["contamination"]["threshold"] == 0.75
+    assert (out / "contamination.tsv").read_text().startswith("dev_text\ttier\twork")
+    assert "contamination: 0 of 2 dev texts" in printed
+    # the weight chosen on the selection half is the one stored beside the checkpoint
+    from stoicheia.inference.ngram import load_ngram
+
+    _, meta = load_ngram(tmp_path / "run" / "ngram.npz")
+    assert meta["weight"] == fu["chosen"]["ngram"] and meta["chosen_on"] == fu["chosen_on"]
     assert (out / "reliability.png").stat().st_size > 1000
     assert (
         cli.main(

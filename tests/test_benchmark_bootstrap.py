@@ -176,7 +176,16 @@ def _result(candidates: int = 20) -> dict:
 def test_add_differences_to_a_result_and_its_table():
     res = add_differences(_result(), resamples=200)
     diffs = res["protocols"]["hidden"]["differences"]
-    assert list(diffs) == ["fused-ngram", "model-ngram"]
+    # every decoder against the n-gram, and the others against today's fused decoder
+    assert list(diffs) == ["fused-ngram", "model-ngram", "model-fused"]
+    assert diffs["model-fused"]["top1"]["diff"] == pytest.approx(-1.0)
+    assert diffs["model-fused"]["top20"]["diff"] == pytest.approx(0.0)
+    # and on each length band: 1-3 letters are α, βγ, δεζ, ηθ, ν; 4-6 and 4-10 the ικλμ alone
+    bands = res["protocols"]["hidden"]["band_differences"]
+    assert list(bands) == ["1-3", "4-6", "4-10"], "7-10 has no gap"
+    assert bands["1-3"]["fused-ngram"]["top1"]["diff"] == pytest.approx(1 / 5)
+    assert bands["4-10"]["fused-ngram"]["top1"]["diff"] == pytest.approx(1.0)
+    assert bands["4-6"]["fused-ngram"]["top1"]["low"] is None, "one inscription: no interval"
     # n-gram: wrong on δεζ and ικλμ (2 of 6 gaps; 3 + 4 of 13 letters); fused: all right
     assert diffs["fused-ngram"]["top1"]["diff"] == pytest.approx(2 / 6)
     assert diffs["fused-ngram"]["cer"]["diff"] == pytest.approx(-7 / 13)

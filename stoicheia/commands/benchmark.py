@@ -7,8 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from stoicheia.cli_args import fusion_weights, int_in, out_dir_problem
+from stoicheia.cli_args import float_in, fusion_weights, int_in, out_dir_problem
 from stoicheia.commands.common import fail, load, model_args, ngram_args
+from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 
@@ -71,7 +72,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=fusion_weights,
         default=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0],
         help="n-gram weights at which the model's search is fused with the n-gram (comma-separated, in [0, 1]; "
-        "the best on these gaps is reported as 'fused'; default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
+        "the best on the selection half of the dev set is reported on the other half as 'fused'; "
+        "default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
+    )
+    p.add_argument(
+        "--twin-threshold",
+        type=float_in(0.0, 1.0),
+        default=TWIN_THRESHOLD,
+        help="Jaccard similarity (3-letter shingles) at which a dev text and a training record are twins "
+        f"(near-duplicates; listed in contamination.tsv, figures given without them; default {TWIN_THRESHOLD}; "
+        "0: not measured)",
     )
     p.add_argument(
         "--save-ngram",
@@ -154,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress,
                 fusion_weights=args.fusion_weights,
                 bootstrap=args.bootstrap,
+                twin_threshold=args.twin_threshold or None,
             )
         except BenchmarkError as err:
             return fail("benchmark", str(err))
@@ -173,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
         from stoicheia.inference.restore.fusion_file import beside
 
         target = beside(str(model.source))
-        fusion = result.get("fusion") or {}
+        fusion = (result.get("fusion") or {}).get("fused") or {}
+        weight = float((fusion.get("chosen") or {}).get("ngram", 0.0))
         if ngram is None or target is None:
             return fail(
                 "benchmark",
@@ -182,13 +194,14 @@ def run(args: argparse.Namespace) -> int:
         save_ngram(
             ngram,
             target,
-            weight=float(fusion.get("chosen", 0.0)),
+            weight=weight,
             chosen_on=fusion.get("chosen_on", "no fusion weights tried"),
             trained_on=ngram_info,
             checkpoint=str(model.source),
             step=model.step,
         )
         print(
-            f"wrote {target}: restore fuses this n-gram at weight {float(fusion.get('chosen', 0.0)):g} (0: the model alone)"
+            f"wrote {target}: restore fuses this n-gram at weight {weight:g}, chosen on the selection half "
+            "(0: the model alone)"
         )
     return 0

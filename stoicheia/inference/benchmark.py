@@ -6,9 +6,13 @@ decoder (the one ``restore`` runs: one forward pass with the target's slots MASK
 search of :func:`stoicheia.inference.restore.gap_search.search_gap`, 20 candidates kept), a
 letter n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards
 as ``evaluate`` trains it) fills exactly the same gaps, and, with fusion weights, the model's
-search fused with that n-gram at each weight ("fused", the best weight on these gaps).
-Scores: :mod:`.benchmark_scoring`; whether a difference between two decoders is larger than
-chance: :mod:`.benchmark_bootstrap`; table, JSON and reliability plot: :mod:`.benchmark_report`.
+search fused with that n-gram ("fused"), its weight chosen on the selection half of the dev
+set and reported on the other half (:mod:`.benchmark_halves`, :mod:`.benchmark_fusion`: a
+grid over named experts, so that a third expert is one more axis). Scores:
+:mod:`.benchmark_scoring`; views by half and without the texts that have a training twin:
+:mod:`.benchmark_views`, :mod:`.benchmark_contamination`; whether a difference between two
+decoders is larger than chance: :mod:`.benchmark_bootstrap`; table, JSON and reliability
+plot: :mod:`.benchmark_report`.
 
 Decoding a task. Only the target gap is decoded; every other lacuna of the text stays a
 lacuna (MASK slots the model sees, never filled; it cuts the n-gram's context), uncertain
@@ -36,6 +40,9 @@ from typing import Any
 import numpy as np
 
 from stoicheia.inference.benchmark_bootstrap import RESAMPLES, add_differences
+from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
+from stoicheia.inference.benchmark_fusion import Decoder, FusedFamily, sweep_family
+from stoicheia.inference.benchmark_halves import RULE, half_of, selection_tasks, split_halves
 from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
 from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
@@ -43,10 +50,6 @@ from stoicheia.inference.restore.gap_search import Fusion, GapShape, search_gap
 from stoicheia.inference.restore.reading import Gap, Item
 
 log = logging.getLogger(__name__)
-
-#: A decoder: a task -> its candidates (base letters or letters with marks, best first,
-#: distinct) and the probability of the first, in [0, 1].
-Decoder = Callable[[Task], tuple[list[str], float]]
 
 #: Published figures on the same task, other corpora and far larger models (see the docs).
 PUBLISHED = [
@@ -251,6 +254,16 @@ def run_tasks(
     return out
 
 
+def ngram_family(model_decoder: ModelDecoder, ngram: LetterNgram, weights: list[float]):
+    """Today's fused decoder as a :class:`~.benchmark_fusion.FusedFamily`: ``"fused"``, the
+    model's search with ``ngram`` fused in, one axis ``"ngram"`` over ``weights``."""
+    return FusedFamily(
+        "fused",
+        {"ngram": tuple(weights)},
+        lambda w: model_decoder.with_fusion(Fusion(ngram, w["ngram"])),
+    )
+
+
 def benchmark(
     model: Any,
     shard_root: str | Path,
@@ -265,24 +278,40 @@ def benchmark(
     progress: Callable[[str, int, int], None] | None = None,
     fusion_weights: list[float] | None = None,
     bootstrap: int = RESAMPLES,
+    twin_threshold: float | None = TWIN_THRESHOLD,
+    decoders: dict[str, Callable[[ModelDecoder], Decoder]] | None = None,
+    families: list[Callable[[ModelDecoder], FusedFamily]] | None = None,
 ) -> dict:
     """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
     ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
     (the tier's folder, e.g. ``../shared/corpus/isicily``) instead of the paths ``stats.json``
-    recorded at conversion (shards converted on another machine). ``fusion_weights``: with an
-    ``ngram``, the model's search fused with it (:mod:`~stoicheia.inference.restore.gap_search`)
-    at each weight; the weight with the best mean top-1 over the protocols (then the lowest mean
-    CER, then the smaller weight) is chosen and its figures are the decoder ``"fused"``.
-    ``bootstrap``: resamples of the paired bootstrap intervals of fused − n-gram and model −
-    n-gram (:func:`~.benchmark_bootstrap.add_differences`, seeded with ``seed``; 0: none).
-    Returns ``{"corpus": {...}, "protocols": (see :func:`run_tasks`), "settings": {...},
-    "published": PUBLISHED, "fusion": {"weights": {w: {protocol: {"top1", "cer"}}}, "chosen": w}
-    (with ``fusion_weights``), "bootstrap": {...} (with ``bootstrap``)}``, each protocol with
-    its ``"differences"``. Raises
+    recorded at conversion (shards converted on another machine).
+
+    ``fusion_weights``: with an ``ngram``, the model's search fused with it
+    (:mod:`~stoicheia.inference.restore.gap_search`) at each weight, on the gaps of the
+    selection half only (:mod:`.benchmark_halves`); the weight with the best mean top-1 over
+    the protocols (then the lowest mean CER, then the smaller weight) is chosen and the decoder
+    ``"fused"`` at that weight restores every gap. ``decoders``: more decoders by name, each
+    made from the model's decoder (e.g. ``{"parallels": lambda md: ParallelsDecoder(...)}``);
+    ``families``: more fused decoders whose weights are chosen the same way, each a function
+    of the model's decoder returning a :class:`~.benchmark_fusion.FusedFamily` (e.g.
+    ``"fused3"`` over the axes ``ngram`` and ``parallels``). ``twin_threshold``: measure the
+    dev texts' near-duplicates among the training records (:mod:`.benchmark_contamination`;
+    None: not measured, no text counts as a twin). ``bootstrap``: resamples of the paired
+    bootstrap intervals (:func:`~.benchmark_bootstrap.add_differences`, seeded with
+    ``seed``; 0: none).
+
+    Returns ``{"corpus": {...}, "halves": {"rule", "selection": [inscriptions], "report":
+    [...], "gaps": {protocol: {half: n}}}, "protocols": (see :func:`run_tasks`; each gap's
+    entry with its ``half`` and ``twin``, each protocol with its ``views``, see
+    :mod:`.benchmark_views`), "settings": {...}, "published": PUBLISHED, "fusion": {name:
+    {"axes", "sweep", "chosen", "chosen_on"}} (with fused decoders), "contamination": {...}
+    (with ``twin_threshold``), "bootstrap": {...} (with ``bootstrap``)}``. Raises
     :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
     from stoicheia.data.shards import read_stats
     from stoicheia.inference.benchmark_protocols import BenchmarkError
+    from stoicheia.inference.benchmark_views import add_views
     from stoicheia.text.encode import encode_text
 
     counts: Counter = Counter()
@@ -292,47 +321,39 @@ def benchmark(
         raise BenchmarkError(
             f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}"
         )
+    contamination = None
+    if twin_threshold is not None:
+        from stoicheia.inference.benchmark_contamination import measure
+
+        try:
+            contamination = measure(texts, shard_root, twin_threshold)
+        except FileNotFoundError as err:
+            raise BenchmarkError(f"{err} (or give --twin-threshold 0 to leave it out)") from None
+    twins = set(contamination["dev_texts_with_twin"]) if contamination else set()
+    selection = selection_tasks(tasks)
     model_decoder = ModelDecoder(model, unknown_width=unknown_width)
-    decoders: dict[str, Decoder] = {"model": model_decoder}
+    decs: dict[str, Decoder] = {"model": model_decoder}
     if ngram is not None:
-        decoders["ngram"] = NgramDecoder(ngram, unknown_width=unknown_width)
-    results = run_tasks(decoders, tasks, progress)
+        decs["ngram"] = NgramDecoder(ngram, unknown_width=unknown_width)
+    for name, make in (decoders or {}).items():
+        decs[name] = make(model_decoder)
+    fams = [ngram_family(model_decoder, ngram, fusion_weights)] if ngram and fusion_weights else []
+    fams += [make(model_decoder) for make in families or []]
     fusion: dict[str, Any] = {}
-    if ngram is not None and fusion_weights:
-        runs = {}
-        n_all = len(fusion_weights) * sum(len(t) for t in tasks.values())
-        count = [0]
-
-        def one_bar(label: str, done: int, total: int) -> None:  # the sweep reports as one task
-            count[0] += 1
-            if progress is not None:
-                progress(f"fusion sweep ({len(fusion_weights)} weights)", count[0], n_all)
-
-        for w in fusion_weights:
-            runs[w] = run_tasks(
-                {f"fused {w:g}": model_decoder.with_fusion(Fusion(ngram, w))}, tasks, one_bar
-            )
-        table = {
-            w: {p: {k: r[p]["decoders"][f"fused {w:g}"][k] for k in ("top1", "cer")} for p in r}
-            for w, r in runs.items()
-        }
-        chosen = max(
-            fusion_weights,
-            key=lambda w: (
-                round(float(np.mean([f["top1"] for f in table[w].values()])), 9),
-                -round(float(np.mean([f["cer"] for f in table[w].values()])), 9),
-                -w,
-            ),
+    if fams and not any(selection.values()):
+        raise BenchmarkError(
+            f"no gap in the selection half of the {len(texts)} dev texts read from {shard_root}, so no fusion "
+            "weight can be chosen: give more texts (--max-texts) or no fusion (--fusion-weights '')"
         )
-        for p, res in results.items():
-            res["decoders"]["fused"] = runs[chosen][p]["decoders"][f"fused {chosen:g}"]
-            for row, other in zip(res["examples"], runs[chosen][p]["examples"], strict=True):
-                row["fused"] = other[f"fused {chosen:g}"]
-        fusion = {
-            "weights": table,
-            "chosen": chosen,
-            "chosen_on": f"{sum(len(t) for t in tasks.values()):,} gaps of the inscription dev set",
-        }
+    for fam in fams:
+        fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)
+        decs[fam.name] = fam.make(fusion[fam.name]["chosen"])
+    results = run_tasks(decs, tasks, progress)
+    for res in results.values():
+        for row in res["examples"]:
+            row["half"] = half_of(row["text"])
+            row["twin"] = row["text"] in twins
+    halves = split_halves(t.id for t in texts)
     dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     corpus = {
         "shards": str(shard_root),
@@ -347,6 +368,14 @@ def benchmark(
     }
     result = {
         "corpus": corpus,
+        "halves": {
+            "rule": RULE,
+            **halves,
+            "gaps": {
+                p: {h: sum(1 for r in res["examples"] if r["half"] == h) for h in halves}
+                for p, res in results.items()
+            },
+        },
         "settings": {
             "protocols": protocols,
             "spans_per_text": spans_per_text,
@@ -357,12 +386,22 @@ def benchmark(
             "top_k": list(TOP_KS),
             "fusion_weights": list(fusion_weights or []),
             "bootstrap": bootstrap,
+            "twin_threshold": twin_threshold,
         },
         "protocols": results,
         "published": PUBLISHED,
         **({"fusion": fusion} if fusion else {}),
+        **({"contamination": contamination} if contamination else {}),
     }
-    return add_differences(result, bootstrap, seed)
+    return add_differences(add_views(result), bootstrap, seed)
 
 
-__all__ = ["PUBLISHED", "Decoder", "ModelDecoder", "NgramDecoder", "benchmark", "run_tasks"]
+__all__ = [
+    "PUBLISHED",
+    "Decoder",
+    "ModelDecoder",
+    "NgramDecoder",
+    "benchmark",
+    "ngram_family",
+    "run_tasks",
+]

@@ -1,8 +1,12 @@
 """Is a decoder's lead over the n-gram larger than chance? Paired bootstrap intervals.
 
 For each protocol of a :func:`~stoicheia.inference.benchmark.benchmark` result and each pair
-of :data:`PAIRS` (fused − n-gram, model − n-gram), the difference of the two decoders' top-1,
-top-20 and CER on the same gaps, with a 95 % percentile interval from a paired bootstrap:
+of decoders of :func:`pairs_for` (every decoder against the n-gram, and every other decoder
+against ``fused``, today's network + n-gram: fused − n-gram, model − n-gram, model − fused;
+a ``parallels`` or ``fused3`` row gets both comparisons as soon as it is in the result), the
+difference of the two decoders' top-1, top-20 and CER on the same gaps, with a 95 %
+percentile interval from a paired bootstrap, on the whole protocol and on each length band of
+:data:`BANDS` (1-3, 4-6, 7-10 letters, and 4-10 together):
 
 * **resampling unit**: the inscription (the EpiDoc file, the text id before ``#``). The gaps of
   one inscription share its formulae, its hand and its state, so they are not independent; the
@@ -25,8 +29,13 @@ top-20 and CER on the same gaps, with a 95 % percentile interval from a paired b
 
 A difference whose interval excludes 0 is larger than the resampling of these inscriptions
 explains; one whose interval holds 0 is not shown to be a difference. The interval speaks of
-other inscriptions like these (the same protocol, the same decoders): it does not cover the
-choice of the fusion weight, made on these same gaps (the ``fused`` row is an upper estimate).
+other inscriptions like these (the same protocol, the same decoders). Where the result has the
+two halves of the dev set (:mod:`.benchmark_halves`; the fusion weights chosen on the
+selection half), the intervals are given for each of its views (:mod:`.benchmark_views`:
+the report half, the report half without the texts that have a training twin, the selection
+half), never for all gaps together (the fused row there would include the gaps its weights
+were chosen on); a result written before the halves existed gets them on all its gaps, as
+before (its fused weight was chosen on those same gaps: an upper estimate).
 
 Everything comes from the per-gap ``examples`` of the result (truth, each decoder's top-1 and
 rank), so an existing ``benchmark.json`` is enough: :func:`add_differences`,
@@ -38,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +56,33 @@ from stoicheia.inference.benchmark_scoring import edit_distance, pooled_figures
 
 log = logging.getLogger(__name__)
 
-#: The decoder pairs compared, ``(a, b)`` for ``a − b``, each where both decoders ran.
-PAIRS = (("fused", "ngram"), ("model", "ngram"))
+#: The reference decoders every other decoder is compared with, in this order: the letter
+#: n-gram, then today's fused decoder (network + n-gram).
+REFERENCES = ("ngram", "fused")
+#: The length bands of the intervals: the table's three, and the long gaps together.
+BANDS = ((1, 3), (4, 6), (7, 10), (4, 10))
 #: The figures compared (top-20 only where the benchmark kept 20 candidates).
 FIGURES = ("top1", "top20", "cer")
 LEVEL = 0.95
 RESAMPLES = 1000
 #: Resamples weighed at a time (a float64 matrix of CHUNK x gaps: 6.5 MB for 814 gaps).
 CHUNK = 1000
+
+
+def pairs_for(decoders: Iterable[str]) -> list[tuple[str, str]]:
+    """The pairs ``(a, b)`` compared as ``a − b`` among ``decoders`` (names): every decoder
+    against each of :data:`REFERENCES` that is present, fused decoders (names starting with
+    ``fused``) first, then the others in the order given; a reference is not compared again
+    with an earlier one (``fused − n-gram``, never ``n-gram − fused``). ``["model", "ngram",
+    "fused"]`` gives fused − n-gram, model − n-gram, model − fused."""
+    names = list(dict.fromkeys(decoders))
+    order = sorted(names, key=lambda n: (not n.startswith("fused"), names.index(n)))
+    out = []
+    for i, ref in enumerate(REFERENCES):
+        if ref not in names:
+            continue
+        out += [(d, ref) for d in order if d != ref and d not in REFERENCES[:i]]
+    return out
 
 
 def inscription_of(text_id: str) -> str:
@@ -156,21 +185,51 @@ def _protocol_seed(seed: int, protocol: str) -> list[int]:
     return [int(seed), zlib.crc32(protocol.encode("utf-8"))]
 
 
+def _differences(
+    examples: list[dict],
+    pairs: list[tuple[str, str]],
+    figures: tuple[str, ...],
+    resamples: int,
+    seed: int,
+    label: str,
+    level: float,
+) -> tuple[dict, dict]:
+    """The differences of ``pairs`` on ``examples`` and on each band of :data:`BANDS` that
+    has a gap: ``(differences, {band: differences})``; the generator of each seeded with
+    ``seed`` and ``label`` (and the band)."""
+    whole = paired_differences(
+        examples, pairs, figures, resamples, _protocol_seed(seed, label), level
+    )
+    bands = {}
+    for lo, hi in BANDS:
+        rows = [r for r in examples if lo <= len(r["truth"]) <= hi]
+        if rows:
+            bands[f"{lo}-{hi}"] = paired_differences(
+                rows, pairs, figures, resamples, _protocol_seed(seed, f"{label}|{lo}-{hi}"), level
+            )
+    return whole, bands
+
+
 def add_differences(
     result: dict, resamples: int = RESAMPLES, seed: int | None = None, level: float = LEVEL
 ) -> dict:
-    """Add the paired bootstrap intervals (module docstring) to a benchmark result, in place:
-    ``result["protocols"][p]["differences"]`` (see :func:`paired_differences`) for each pair
-    of :data:`PAIRS` whose decoders both ran, and ``result["bootstrap"] = {"resamples", "seed",
-    "level", "unit", "inscriptions": {protocol: n}}``; top-20 only where the result kept 20
-    candidates. ``resamples`` 0 leaves the result as it is; ``seed`` defaults to the result's
-    ``settings.seed``. Returns ``result``.
+    """Add the paired bootstrap intervals (module docstring) to a benchmark result, in place.
+
+    For each pair of :func:`pairs_for` among the decoders that ran, on each protocol: where
+    the protocol has ``views`` (:func:`~.benchmark_views.add_views`; a result with the
+    halves), ``views[v]["differences"]`` and ``views[v]["band_differences"][band]`` for each
+    view (see :func:`paired_differences`); otherwise ``differences`` and
+    ``band_differences`` of the protocol itself, over all its gaps (a result written before
+    the halves; the whole protocol's generator seeded as it was then). Then
+    ``result["bootstrap"] = {"resamples", "seed", "level", "unit", "inscriptions": {protocol:
+    n}}``; top-20 only where the result kept 20 candidates. ``resamples`` 0 leaves the result
+    as it is; ``seed`` defaults to the result's ``settings.seed``. Returns ``result``.
 
     Before resampling, the figures of every decoder are recomputed from the examples and must
     equal those recorded: raises ``ValueError`` (naming the protocol, decoder and figure) when
     they do not (a result edited by hand or written by another version), or when a protocol
-    has no ``examples`` or fewer than its gaps. A protocol without a gap gets no differences
-    (and no count in ``inscriptions``)."""
+    has no ``examples`` or fewer than its gaps. A protocol or view without a gap gets no
+    differences (and no count in ``inscriptions``)."""
     if resamples == 0:
         return result
     seed = int((result.get("settings") or {}).get("seed", 0) if seed is None else seed)
@@ -184,7 +243,7 @@ def add_differences(
                 f"protocol {protocol} has no per-gap examples to resample; run the benchmark again"
             )
         decs = res.get("decoders", {})
-        pairs = [(a, b) for a, b in PAIRS if a in decs and b in decs]
+        pairs = pairs_for(decs)
         if not pairs or not examples:  # no pair to compare, or a protocol without a gap
             continue
         ks = [int(f[3:]) for f in figures if f.startswith("top")]
@@ -196,9 +255,24 @@ def add_differences(
                         f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result records "
                         f"{decs[name][f]:.6f}; the file was edited or written by another version: run the benchmark again"
                     )
-        res["differences"] = paired_differences(
-            examples, pairs, figures, resamples, _protocol_seed(seed, protocol), level
-        )
+        views = res.get("views")
+        if views:
+            from stoicheia.inference.benchmark_views import rows_of
+
+            for view, got in views.items():
+                rows = rows_of(examples, view)
+                if not rows:
+                    continue
+                got["differences"], got["band_differences"] = _differences(
+                    rows, pairs, figures, resamples, seed, f"{protocol}|{view}", level
+                )
+        else:
+            res["differences"] = paired_differences(
+                examples, pairs, figures, resamples, _protocol_seed(seed, protocol), level
+            )
+            res["band_differences"] = _differences(
+                examples, pairs, figures, resamples, seed, protocol, level
+            )[1]
         units[protocol] = len({inscription_of(str(r.get("text", ""))) for r in examples})
         log.info(
             "[benchmark] %s: bootstrap over %d inscriptions, %d resamples",
@@ -245,20 +319,24 @@ def rewrite_folder(
             f"{path}: no 'protocols' in it; give a benchmark.json of `stoicheia benchmark`"
         )
     try:
-        add_differences(result, resamples, seed)
+        from stoicheia.inference.benchmark_views import add_views
+
+        add_differences(add_views(result), resamples, seed)
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from None
     return write_outputs(result, Path(out) if out is not None else Path(folder))
 
 
 __all__ = [
+    "BANDS",
     "FIGURES",
     "LEVEL",
-    "PAIRS",
+    "REFERENCES",
     "RESAMPLES",
     "add_differences",
     "gap_arrays",
     "inscription_of",
     "paired_differences",
+    "pairs_for",
     "rewrite_folder",
 ]

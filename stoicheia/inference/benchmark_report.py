@@ -1,12 +1,15 @@
 """The restoration benchmark's outputs: a readable table, ``benchmark.json`` and a reliability plot.
 
 :func:`format_table` gives the table printed by ``stoicheia benchmark`` (and written as
-``benchmark.txt``): per protocol, the number of gaps and, for the model and the n-gram side by
-side, CER, top-1/5/20 exact match, the share of right widths (unknown width), the expected
-calibration error and restorations per second, then the same by gap length and the differences
-between decoders with their bootstrap intervals (:mod:`.benchmark_bootstrap`), then the
-published figures of other systems (other corpora, far larger models).
-:func:`write_outputs` writes the three files into a folder.
+``benchmark.txt``): per protocol, the number of gaps and, for every decoder side by side, CER,
+top-1/5/20 exact match, the share of right widths (unknown width), the expected calibration
+error and restorations per second, then the same by gap length band and the differences
+between decoders with their bootstrap intervals (:mod:`.benchmark_bootstrap`), on the report
+half of the dev set (the headline), then without the texts that have a training twin and on
+the selection half (:mod:`.benchmark_views`); then the fusion sweep on the selection half and
+the published figures of other systems (other corpora, far larger models). A result written
+before the halves is shown as it was (all gaps). :func:`write_outputs` writes the files into
+a folder.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from stoicheia.inference.benchmark_views import view_name
+
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
+#: how the table names the experts of a fused decoder (its weight axes)
+EXPERTS = {"ngram": "the n-gram", "parallels": "the parallels"}
 PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
     "supplements": "editors' supplements, width given",
@@ -63,6 +70,44 @@ def difference_lines(protocol_result: dict, indent: str = "  ") -> list[str]:
     return lines
 
 
+def band_difference_lines(view: dict, indent: str = "  ") -> list[str]:
+    """One line per length band and decoder pair of a view's ``band_differences`` (as
+    :func:`difference_lines`, the band before the pair)."""
+    lines = []
+    for band, pairs in (view.get("band_differences") or {}).items():
+        for pair, figs in pairs.items():
+            a, _, b = pair.partition("-")
+            label = f"{band} {NAMES.get(a, a)} - {NAMES.get(b, b)}"
+            cells = "  ".join(_interval(f, d) for f, d in figs.items())
+            lines.append(f"{indent}{label:<24} {cells}".rstrip())
+    return lines
+
+
+def fusion_families(result: dict) -> dict[str, dict]:
+    """The result's fused decoders ``{name: {"axes", "sweep", "chosen": {expert: w},
+    "chosen_on"}}``; a result written before the halves (``{"weights", "chosen": w,
+    "chosen_on"}``, one n-gram weight chosen on all gaps) is read as one family ``fused``
+    whose sweep holds its figures on all gaps."""
+    fu = result.get("fusion") or {}
+    if "weights" in fu and not isinstance(fu.get("chosen"), dict):
+        return {
+            "fused": {
+                "axes": {"ngram": [float(w) for w in fu["weights"]]},
+                "sweep": [
+                    {"weights": {"ngram": float(w)}, "figures": per}
+                    for w, per in fu["weights"].items()
+                ],
+                "chosen": {"ngram": float(fu["chosen"])},
+                "chosen_on": fu.get("chosen_on", "?"),
+            }
+        }
+    return fu
+
+
+def _weights(w: dict) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in w.items())
+
+
 def _bootstrap_legend(result: dict) -> str | None:
     bs = result.get("bootstrap")
     if not bs:
@@ -74,16 +119,45 @@ def _bootstrap_legend(result: dict) -> str | None:
     )
 
 
-def format_table(result: dict) -> list[str]:
-    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
-    result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
-    truth letters; ECE over 10 bins of the top-1 probability."""
+def _decoder_rows(decs: dict, speed_from: dict | None = None, bands: bool = True) -> list[str]:
+    """The rows of each decoder (``speed_from``: the figures that hold the speed), then their
+    failures, then (``bands``) the rows of each length band."""
+    lines = []
+    for name, f in decs.items():
+        rate = (speed_from or {}).get(name, f).get("restorations_per_second")
+        lines.append(_row(NAMES.get(name, name), {**f, "restorations_per_second": rate}))
+    for name, f in (speed_from or decs).items():
+        if f.get("failed"):
+            lines.append(
+                f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)"
+            )
+    if bands and decs:
+        for span in next(iter(decs.values())).get("by_length", {}):
+            for name, f in decs.items():
+                lines.append(
+                    _row(
+                        f"{span} letters {NAMES.get(name, name)}",
+                        {**f["by_length"][span], "ece": None},
+                        speed=False,
+                    )
+                )
+    return lines
+
+
+def _head_lines(result: dict) -> list[str]:
     c = result["corpus"]
     digits = ", ".join(map(str, c.get("digits", [])))
     lines = [
         f"Restoration benchmark on the inscription dev set of {c['shards']} (I.Sicily numbers ending in {digits}; never "
         f"trained on): {c['inscriptions']:,} inscriptions, {c['texts']:,} texts, {c['letters']:,} letters",
     ]
+    halves = result.get("halves")
+    if halves:
+        lines.append(
+            f"halves: {len(halves['selection']):,} inscriptions choose the fusion weights (selection), "
+            f"{len(halves['report']):,} report the figures (report; the headline); {halves['rule']}"
+            + ("" if result.get("fusion") else " (no fusion weight was tried in this run)")
+        )
     m = result.get("model") or {}
     if m:
         lines.append(
@@ -95,49 +169,85 @@ def format_table(result: dict) -> list[str]:
         lines.append(
             f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}"
         )
-    fu = result.get("fusion")
-    if fu:
+    for name, fam in fusion_families(result).items():
         lines.append(
-            f"fused: the model's search fused with the n-gram at weight {fu['chosen']:g}, chosen on {fu['chosen_on']} "
-            "(best mean top-1 over the protocols; 0 is the model alone)"
+            f"{NAMES.get(name, name)}: the model's search fused with "
+            f"{' and '.join(EXPERTS.get(x, x) for x in fam['axes'])} (weights {_weights(fam['chosen'])}), "
+            f"chosen on {fam['chosen_on']} "
+            "(best mean top-1 over the protocols; weight 0 leaves an expert out)"
         )
+    cont = result.get("contamination")
+    if cont:
+        from stoicheia.inference.benchmark_contamination import summary_line
+
+        lines.append(summary_line(cont))
     if c.get("left_out"):
         lines.append(f"left out: {', '.join(f'{k} {v}' for k, v in c['left_out'].items())}")
     legend = _bootstrap_legend(result)
     if legend:
         lines.append(legend)
-    head = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
-    for protocol, res in result["protocols"].items():
-        lines += ["", f"{PROTOCOL_NAMES.get(protocol, protocol)}: {res['gaps']:,} gaps", head]
-        decs = res["decoders"]
-        for name, f in decs.items():
-            lines.append(_row(NAMES.get(name, name), f))
-        for name, f in decs.items():
-            if f.get("failed"):
-                lines.append(
-                    f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)"
-                )
-        for span in next(iter(decs.values()))["by_length"]:
-            for name, f in decs.items():
-                lines.append(
-                    _row(
-                        f"{span} letters {NAMES.get(name, name)}",
-                        {**f["by_length"][span], "ece": None},
-                        speed=False,
-                    )
-                )
-        lines += difference_lines(res)
-    if fu:
-        protos = list(result["protocols"])
+    return lines
+
+
+HEAD = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
+
+
+def _sweep_lines(result: dict) -> list[str]:
+    protos = list(result["protocols"])
+    lines = []
+    where = "on the selection half" if result.get("halves") else "on all gaps"
+    for name, fam in fusion_families(result).items():
         lines += [
             "",
-            "fusion weight (0: the model alone): top-1 / CER per protocol",
-            "  " + f"{'weight':>6}  " + "  ".join(f"{p:>18}" for p in protos),
+            f"{NAMES.get(name, name)}: fusion weights {where}, top-1 / CER per protocol",
+            "  " + f"{'weights':>22}  " + "  ".join(f"{p:>18}" for p in protos),
         ]
-        for w, per in fu["weights"].items():
-            mark = " <- chosen" if float(w) == float(fu["chosen"]) else ""
-            cells = "  ".join(f"{_pct(per[p]['top1'])} / {_pct(per[p]['cer'])}" for p in protos)
-            lines.append(f"  {float(w):>6g}  {cells}{mark}")
+        for entry in fam["sweep"]:
+            mark = " <- chosen" if entry["weights"] == fam["chosen"] else ""
+            cells = "  ".join(
+                f"{_pct(entry['figures'].get(p, {}).get('top1'))} / {_pct(entry['figures'].get(p, {}).get('cer'))}"
+                for p in protos
+            )
+            lines.append(f"  {_weights(entry['weights']):>22}  {cells}{mark}")
+    return lines
+
+
+def format_table(result: dict) -> list[str]:
+    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
+    result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
+    truth letters; ECE over 10 bins of the top-1 probability."""
+    lines = _head_lines(result)
+    fused = bool(result.get("fusion"))
+    for protocol, res in result["protocols"].items():
+        name = PROTOCOL_NAMES.get(protocol, protocol)
+        views = res.get("views")
+        if not views:
+            lines += ["", f"{name}: {res['gaps']:,} gaps", HEAD]
+            lines += _decoder_rows(res["decoders"])
+            lines += difference_lines(res) + band_difference_lines(res)
+            continue
+        rep = views["report"]
+        lines += [
+            "",
+            f"{name}: {res['gaps']:,} gaps; {view_name('report', fused)}: {rep['gaps']:,} gaps of "
+            f"{rep['inscriptions']:,} inscriptions",
+            HEAD,
+        ]
+        lines += _decoder_rows(rep["decoders"], res["decoders"])
+        lines += difference_lines(rep) + band_difference_lines(rep)
+        for view in ("report_without_twins", "selection"):
+            v = views[view]
+            if view == "report_without_twins" and (
+                v["gaps"] == rep["gaps"] and not result.get("contamination")
+            ):
+                continue  # twins not measured: the same gaps
+            lines += [
+                f"  {view_name(view, fused)}: {v['gaps']:,} gaps of {v['inscriptions']:,} inscriptions"
+            ]
+            lines += _decoder_rows(v["decoders"], bands=False)
+            if view != "selection":
+                lines += difference_lines(v)
+    lines += _sweep_lines(result)
     lines += ["", "published (other corpora, far larger models; not comparable figure for figure):"]
     for p in result.get("published", []):
         figs = ", ".join(
@@ -152,33 +262,60 @@ def format_table(result: dict) -> list[str]:
 def summary_lines(result: dict) -> list[str]:
     """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
     ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
-    for the unknown width, the share of right lengths, then the differences between decoders
-    with their bootstrap intervals (:func:`difference_lines`); then the published anchors."""
+    for the unknown width, the share of right lengths, on the report half (all gaps for a
+    result written before the halves), then the differences between decoders with their
+    bootstrap intervals (:func:`difference_lines`) there and without the texts that have a
+    training twin; then the contamination line and the published anchors."""
     c = result["corpus"]
-    fu = result.get("fusion") or {}
-    names = {**NAMES, "fused": f"fused (w={fu['chosen']:g})" if fu else "fused"}
+    fams = fusion_families(result)
+    names = {
+        **NAMES,
+        **{n: f"{NAMES.get(n, n)} ({_weights(f['chosen'])})" for n, f in fams.items()},
+    }
+    halves = result.get("halves")
     lines = [
-        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters",
+        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters"
+        + (
+            f"; figures on the report half ({len(halves['report']):,} inscriptions)"
+            + (
+                f", the fusion weights chosen on the other {len(halves['selection']):,}"
+                if fams
+                else ""
+            )
+            if halves
+            else ""
+        ),
     ]
+    smallest = []
     for protocol, res in result["protocols"].items():
         label = {
             "hidden": "hidden spans [....]",
             "supplements": "editors' supplements [....]",
             "unknown": "hidden spans, width unknown [---]",
         }.get(protocol, protocol)
-        lines.append(f"{label}, {res['gaps']:,} gaps")
-        for name, f in res["decoders"].items():
+        view = (res.get("views") or {}).get("report") or res
+        smallest.append(view["gaps"])
+        lines.append(f"{label}, {view['gaps']:,} gaps")
+        for name, f in view["decoders"].items():
             row = f"  {names.get(name, name):<13} CER {_pct(f.get('cer'))}  top-1 {_pct(f.get('top1'))}  top-20 {_pct(f.get('top20'))}"
             lines.append(
                 row
                 + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
             )
-        lines += difference_lines(res)
-    few = min(res["gaps"] for res in result["protocols"].values())
+        lines += difference_lines(view)
+        clean = (res.get("views") or {}).get("report_without_twins")
+        if clean and result.get("contamination"):
+            lines.append(f"  without the texts that have a training twin, {clean['gaps']:,} gaps:")
+            lines += difference_lines(clean, indent="    ")
+    few = min(smallest) if smallest else 0
     if few < 200:
         lines.append(
             f"few gaps ({few:,} in the smallest protocol): these figures move by several points with other texts"
         )
+    if result.get("contamination"):
+        from stoicheia.inference.benchmark_contamination import summary_line
+
+        lines.append(summary_line(result["contamination"]))
     legend = _bootstrap_legend(result)
     if legend:
         lines.append(legend)
@@ -198,7 +335,8 @@ def summary_lines(result: dict) -> list[str]:
 def reliability_plot(result: dict, path: Path) -> None:
     """A reliability diagram per protocol (accuracy of the top-1 against its probability, 10
     bins, the diagonal is perfect calibration; the point size grows with the bin's gaps),
-    model and n-gram on the same axes, written as PNG to ``path``."""
+    every decoder on the same axes, on the report half (all gaps for a result written before
+    the halves), written as PNG to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,7 +346,9 @@ def reliability_plot(result: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 4.2), squeeze=False)
     for ax, protocol in zip(axes[0], protocols, strict=True):
         ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="perfect calibration")
-        for name, f in result["protocols"][protocol]["decoders"].items():
+        res = result["protocols"][protocol]
+        shown = (res.get("views") or {}).get("report") or res  # the headline gaps
+        for name, f in shown["decoders"].items():
             bins = [b for b in f.get("reliability", []) if b["n"]]
             if not bins:
                 continue
@@ -222,7 +362,7 @@ def reliability_plot(result: dict, path: Path) -> None:
         ax.set_ylim(0, 1)
         ax.set_xlabel("top-1 probability")
         ax.set_ylabel("top-1 exact")
-        ax.set_title(f"{protocol} ({result['protocols'][protocol]['gaps']:,} gaps)")
+        ax.set_title(f"{protocol} ({shown['gaps']:,} gaps)")
         ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -231,8 +371,10 @@ def reliability_plot(result: dict, path: Path) -> None:
 
 def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     """Write ``benchmark.json``, ``benchmark.txt`` (the table), ``summary.txt`` (the short
-    table) and ``reliability.png`` into
-    ``out_dir`` (made if missing); returns their paths."""
+    table) and ``reliability.png`` into ``out_dir`` (made if missing), and
+    ``contamination.tsv`` (the dev texts' training twins,
+    :func:`~.benchmark_contamination.twin_lines`) when the result measured them; returns
+    their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [
@@ -247,7 +389,20 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
     paths[2].write_text("\n".join(summary_lines(result)) + "\n", encoding="utf-8")
     reliability_plot(result, paths[3])
+    if result.get("contamination"):
+        from stoicheia.inference.benchmark_contamination import twin_lines
+
+        paths.append(out / "contamination.tsv")
+        paths[4].write_text("\n".join(twin_lines(result["contamination"])) + "\n", encoding="utf-8")
     return paths
 
 
-__all__ = ["difference_lines", "format_table", "reliability_plot", "summary_lines", "write_outputs"]
+__all__ = [
+    "band_difference_lines",
+    "difference_lines",
+    "format_table",
+    "fusion_families",
+    "reliability_plot",
+    "summary_lines",
+    "write_outputs",
+]

@@ -16,7 +16,13 @@ All on base letters (:func:`stoicheia.inference.benchmark_protocols.base_letters
   with ``acc_b`` the share of exact top-1 answers in bin ``b`` and ``conf_b`` their mean
   probability.
 
-Every figure is also given by truth length: 1-3, 4-6 and 7-10 letters.
+Every figure is also given by truth length, in bands that partition the gaps (:func:`band_of`):
+1-3, 4-6 and 7-10 letters (a longer truth, which no protocol makes today, would get a band
+``11+`` of its own, so that the bands always add up to the whole).
+
+The edit distance is rapidfuzz's (``rapidfuzz.distance.Levenshtein``, a C++ implementation of
+the Wagner-Fischer/Hyyrö bit-parallel algorithms): the same integers as the textbook dynamic
+programme, without a Python loop per letter pair.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from rapidfuzz.distance import Levenshtein
 
 TOP_KS = (1, 5, 20)
 LENGTH_BINS = ((1, 3), (4, 6), (7, 10))
@@ -32,14 +39,20 @@ ECE_BINS = 10
 
 
 def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions, each 1) between ``a`` and ``b``."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+    """Levenshtein distance (insertions, deletions, substitutions, each 1) between ``a`` and
+    ``b``, in edit operations (an int >= 0): ``rapidfuzz.distance.Levenshtein.distance``."""
+    return int(Levenshtein.distance(a, b))
+
+
+def band_of(letters: int) -> str:
+    """The length band (``"1-3"``, ``"4-6"``, ``"7-10"``, of :data:`LENGTH_BINS`) of a truth of
+    ``letters`` letters; ``"11+"`` above the last band. Raises ``ValueError`` below 1."""
+    if letters < 1:
+        raise ValueError(f"band_of: a truth of {letters} letters; a gap holds at least 1")
+    for lo, hi in LENGTH_BINS:
+        if lo <= letters <= hi:
+            return f"{lo}-{hi}"
+    return f"{LENGTH_BINS[-1][1] + 1}+"
 
 
 @dataclass(frozen=True)
@@ -149,37 +162,84 @@ def pooled_figures(
     return out
 
 
-def _figures(scores: Sequence[GapScore]) -> dict:
-    n = len(scores)
-    letters = sum(len(s.truth) for s in scores)
-    out: dict = {"gaps": n, "truth_letters": letters}
+def _figures(
+    letters: np.ndarray, dist: np.ndarray, ranks: np.ndarray, top1_len: np.ndarray, known: bool
+) -> dict:
+    n = int(letters.size)
+    out: dict = {"gaps": n, "truth_letters": int(letters.sum())}
     if not n:
         return out
-    out.update(
-        pooled_figures(
-            np.array([len(s.truth) for s in scores]),
-            np.array([s.distance for s in scores]),
-            np.array([s.rank or 0 for s in scores]),
-        )
-    )
-    if not all(s.known_width for s in scores):
-        out["length_right"] = sum(1 for s in scores if len(s.top1) == len(s.truth)) / n
+    out.update(pooled_figures(letters, dist, ranks))
+    if not known:
+        out["length_right"] = float(np.mean(top1_len == letters))
+    return out
+
+
+def summarise_arrays(
+    truth_letters: np.ndarray,
+    distances: np.ndarray,
+    ranks: np.ndarray,
+    probs: np.ndarray,
+    top1_letters: np.ndarray,
+    known_width: bool,
+) -> dict:
+    """The figures of one decoder on a set of gaps from per-gap arrays, all of shape ``(n,)``:
+    ``truth_letters`` (int), ``distances`` (int, edit distance of the top-1 to the truth),
+    ``ranks`` (int, 1-based rank of the truth, 0 where absent), ``probs`` (float, top-1
+    probability in [0, 1]), ``top1_letters`` (int, letters of the top-1). ``known_width``:
+    False adds ``length_right``. Returns what :func:`summarise` returns; ``by_length`` holds
+    the bands that have a gap besides the three of :data:`LENGTH_BINS` (so the bands' gaps add
+    up to ``gaps``). Raises ``ValueError`` for arrays of unequal length."""
+    letters = np.asarray(truth_letters, dtype=np.int64)
+    dist = np.asarray(distances, dtype=np.int64)
+    rank = np.asarray(ranks, dtype=np.int64)
+    prob = np.asarray(probs, dtype=np.float64)
+    top1 = np.asarray(top1_letters, dtype=np.int64)
+    if not letters.shape == dist.shape == rank.shape == prob.shape == top1.shape:
+        raise ValueError("summarise_arrays: per-gap arrays of unequal shapes")
+    out = _figures(letters, dist, rank, top1, known_width)
+    cal = calibration(prob, rank == 1)
+    out["ece"] = cal["ece"]
+    out["reliability"] = cal["bins"]
+    bands = np.array([band_of(int(x)) for x in letters], dtype=object)
+    names = [f"{lo}-{hi}" for lo, hi in LENGTH_BINS]
+    names += sorted({str(b) for b in bands} - set(names))
+    out["by_length"] = {
+        b: _figures(letters[m], dist[m], rank[m], top1[m], known_width)
+        for b in names
+        for m in [bands == b]
+    }
     return out
 
 
 def summarise(scores: Sequence[GapScore]) -> dict:
     """The figures of one decoder on one protocol: ``{"gaps", "truth_letters", "cer", "top1",
     "top5", "top20", ["length_right"], "ece", "reliability": [bins], "by_length": {"1-3":
-    {...}, "4-6": {...}, "7-10": {...}}}`` (module docstring). Shares are fractions in [0, 1]."""
-    out = _figures(scores)
-    cal = calibration([s.prob for s in scores], [s.rank == 1 for s in scores])
-    out["ece"] = cal["ece"]
-    out["reliability"] = cal["bins"]
-    out["by_length"] = {
-        f"{lo}-{hi}": _figures([s for s in scores if lo <= len(s.truth) <= hi])
-        for lo, hi in LENGTH_BINS
-    }
-    return out
+    {...}, "4-6": {...}, "7-10": {...}}}`` (module docstring). Shares are fractions in [0, 1];
+    ``length_right`` only when some gap's width was not given."""
+    return summarise_arrays(
+        np.array([len(s.truth) for s in scores], dtype=np.int64),
+        np.array([s.distance for s in scores], dtype=np.int64),
+        np.array([s.rank or 0 for s in scores], dtype=np.int64),
+        np.array([s.prob for s in scores], dtype=np.float64),
+        np.array([len(s.top1) for s in scores], dtype=np.int64),
+        all(s.known_width for s in scores),
+    )
+
+
+def summarise_rows(rows: Sequence[dict], decoder: str, known_width: bool) -> dict:
+    """:func:`summarise` of ``decoder`` on a subset of a protocol's per-gap ``examples`` (each
+    with ``truth`` and, under the decoder's name, ``top1``, ``rank`` (None: absent) and
+    ``prob``): the same figures as the benchmark's own on those gaps. Raises ``KeyError``
+    naming nothing more than the missing key for an incomplete row."""
+    return summarise_arrays(
+        np.array([len(r["truth"]) for r in rows], dtype=np.int64),
+        np.array([edit_distance(r[decoder]["top1"], r["truth"]) for r in rows], dtype=np.int64),
+        np.array([int(r[decoder]["rank"] or 0) for r in rows], dtype=np.int64),
+        np.array([float(r[decoder]["prob"]) for r in rows], dtype=np.float64),
+        np.array([len(r[decoder]["top1"]) for r in rows], dtype=np.int64),
+        known_width,
+    )
 
 
 __all__ = [
@@ -187,8 +247,11 @@ __all__ = [
     "LENGTH_BINS",
     "TOP_KS",
     "GapScore",
+    "band_of",
     "calibration",
     "edit_distance",
     "pooled_figures",
     "summarise",
+    "summarise_arrays",
+    "summarise_rows",
 ]
