@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from stoicheia.publish import atomic_path, atomic_write
+
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
 PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
@@ -225,7 +227,8 @@ def reliability_plot(result: dict, path: Path) -> None:
         ax.set_title(f"{protocol} ({result['protocols'][protocol]['gaps']:,} gaps)")
         ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # whole or not at all (stoicheia.publish)
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
 
@@ -241,11 +244,9 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
         out / "summary.txt",
         out / "reliability.png",
     ]
-    paths[0].write_text(
-        json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
-    )
-    paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
-    paths[2].write_text("\n".join(summary_lines(result)) + "\n", encoding="utf-8")
+    atomic_write(paths[0], json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n")
+    atomic_write(paths[1], "\n".join(format_table(result)) + "\n")
+    atomic_write(paths[2], "\n".join(summary_lines(result)) + "\n")
     reliability_plot(result, paths[3])
     return paths
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.publish import atomic_open
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
 
 BOS = NUM_LETTERS  #: record-start symbol in histories
@@ -186,10 +187,8 @@ def save_ngram(model: LetterNgram, path: str | Path, **meta: object) -> None:
         h, ch, n1 = model._hist[m]
         arrays[f"hist{m}"], arrays[f"ch{m}"], arrays[f"n1{m}"] = h, ch, n1
     arrays["meta"] = np.array(json.dumps(meta))
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_open(path, "wb") as f:  # a full disk: WriteError, no half file
         np.savez_compressed(f, **arrays)
-    tmp.replace(path)
 
 
 def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
