@@ -56,9 +56,13 @@ class WriteError(OSError):
         self.path = Path(path)
         self.cause = cause
 
+    @property
+    def fix(self) -> str:
+        """What to do about it (``free some space or write elsewhere`` for a full disk)."""
+        return _FIXES.get(self.errno or -1, "write elsewhere")
+
     def __str__(self) -> str:
-        fix = _FIXES.get(self.errno or -1, "write elsewhere")
-        return f"cannot write {self.path} ({self.cause}); {fix}"
+        return f"cannot write {self.path} ({self.cause}); {self.fix}"
 
 
 def _os_error_in(err: BaseException) -> OSError | None:

@@ -42,6 +42,7 @@ from stoicheia.train.exit_status import ExitCode
 
 if TYPE_CHECKING:
     from stoicheia.train.builder import Built
+    from stoicheia.train.save_guard import CheckpointNotSaved
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ def _train(cfg: RunConfig, save_folder: str, run_folder: Path) -> ExitCode:
     return ExitCode.OK
 
 
-def _not_saved(built: Built, err: Exception) -> ExitCode:
+def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:
     """A run whose checkpoint (or marker, or log) could not be written: one line on rank 0's
     console naming the path and the cause, and the exit of a SIGTERM (143): the last good
     checkpoint (``latest-rank0.pt``, which a failed write never moves) is the one the same
@@ -246,12 +247,13 @@ def _not_saved(built: Built, err: Exception) -> ExitCode:
 
     if dist.get_global_rank() == 0:
         last_good = last_good_checkpoint(built.run_folder)
+        what = f"{err.path} not saved ({err.cause})" if isinstance(err, WriteError) else str(err)
         print(
-            f"train.py: {err}; the run stopped at batch {int(built.trainer.state.timestamp.batch)}: "
+            f"train.py: {what}; the run stopped at batch {int(built.trainer.state.timestamp.batch)}: "
             + (
-                f"free space and run the same command to resume from {built.run_folder / last_good}"
+                f"{err.fix}, then run the same command to resume from {built.run_folder / last_good}"
                 if last_good
-                else "no checkpoint was saved yet: free space and run the same command to start again"
+                else f"no checkpoint was saved yet: {err.fix}, then run the same command to start again"
             ),
             file=sys.stderr,
             flush=True,

@@ -29,7 +29,12 @@ T = TypeVar("T")
 
 class CheckpointNotSaved(RuntimeError):
     """A checkpoint could not be written (full disk, quota, file size limit); raised on every
-    rank together. ``str()`` is one line: the path, the cause and the fix."""
+    rank together. ``str()`` is one line: ``cannot save checkpoint PATH (CAUSE)``; ``fix`` what
+    to do (free some space, raise the file size limit)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 def last_good_checkpoint(folder: Path) -> str | None:
@@ -71,7 +76,7 @@ def collective_write(
         found = write_failure(err, path, partial)
         if found is None:
             raise
-        failure = f"cannot save checkpoint {path.name}: {found}"
+        failure = f"cannot save checkpoint {path} ({found.cause})\n{found.fix}"
         if before_barrier():  # the write itself failed: its file is half-written
             from composer.utils import dist
 
@@ -79,5 +84,5 @@ def collective_write(
             dist.barrier()  # the barrier the other ranks wait at inside Composer's save_checkpoint
     agreed = agree(failure)
     if agreed is not None:
-        raise CheckpointNotSaved(agreed)
+        raise CheckpointNotSaved(*agreed.split("\n", 1))
     return result  # type: ignore[return-value]
