@@ -124,7 +124,7 @@ def test_two_processes_stop_together_when_rank_0_cannot_save(small_shards, tmp_p
             env=env,
             capture_output=True,
             text=True,
-            timeout=240,  # a rank left at the barrier would wait 300 s
+            timeout=600,  # a rank left at the barrier would fail after 300 s with a traceback
         )
         out = proc.stdout + proc.stderr
         assert proc.returncode == ExitCode.PREEMPTED, out[-4000:]
