@@ -137,3 +137,30 @@ def test_two_processes_stop_together_when_rank_0_cannot_save(small_shards, tmp_p
         assert "Traceback" not in out, out[-4000:]
         folder = mnt / "two"
         assert leftovers(mnt) == [] and not list(folder.glob("*.pt")), sorted(os.listdir(folder))
+
+
+def test_a_log_line_the_disk_refuses_is_counted_not_fatal(tmp_path, caplog):
+    """metrics.jsonl and evals.jsonl lines that a full disk refuses are dropped and counted
+    (one warning per file); the run goes on to its next checkpoint save, which stops it."""
+    from stoicheia.train import run_files
+    from stoicheia.train.loggers.jsonl_logger import JSONLLogger
+
+    run_files.DROPPED_LOG_LINES.clear()
+    with small_disk(tmp_path, "1m") as mnt:
+        fill(mnt)
+        metrics = JSONLLogger(mnt / "metrics.jsonl")
+        for step in range(1, 5):
+            metrics.log_metrics({"loss/total": 1.0}, step=step)
+        metrics.close(None, None)
+        with pytest.raises(run_files.WriteError):  # the plain helper raises; its callers count
+            run_files.append_jsonl(mnt / "evals.jsonl", [{"step": 1}])
+        assert run_files.DROPPED_LOG_LINES == {str(mnt / "metrics.jsonl"): 4}
+        warned = [r for r in caplog.records if "metrics.jsonl" in r.getMessage()]
+        assert len(warned) == 1 and FULL in warned[0].getMessage()
+        (mnt / ".filler").unlink()
+        metrics.log_metrics({"loss/total": 0.5}, step=5)
+        metrics.close(None, None)
+        assert run_files.read_jsonl(mnt / "metrics.jsonl") == [
+            {"step": 5, "time": pytest.approx(0, abs=1e10), "loss/total": 0.5}
+        ]
+    run_files.DROPPED_LOG_LINES.clear()

@@ -247,6 +247,7 @@ def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:
 
     if dist.get_global_rank() == 0:
         last_good = last_good_checkpoint(built.run_folder)
+        dropped = sum(run_files.DROPPED_LOG_LINES.values())
         what = f"{err.path} not saved ({err.cause})" if isinstance(err, WriteError) else str(err)
         print(
             f"train.py: {what}; the run stopped at batch {int(built.trainer.state.timestamp.batch)}: "
@@ -254,7 +255,8 @@ def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:
                 f"{err.fix}, then run the same command to resume from {built.run_folder / last_good}"
                 if last_good
                 else f"no checkpoint was saved yet: {err.fix}, then run the same command to start again"
-            ),
+            )
+            + (f" ({dropped} log lines could not be written either)" if dropped else ""),
             file=sys.stderr,
             flush=True,
         )

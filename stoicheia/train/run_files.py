@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from stoicheia.publish import append_text, atomic_write
+from stoicheia.publish import WriteError, append_text, atomic_write
 
 if (
     TYPE_CHECKING
@@ -167,6 +167,26 @@ def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     :class:`~stoicheia.publish.WriteError` on a full disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
     append_text(path, "".join(json.dumps(row, default=float) + "\n" for row in rows))
+
+
+#: log lines a full disk refused, by file (:func:`drop_log_lines`)
+DROPPED_LOG_LINES: dict[str, int] = {}
+
+
+def drop_log_lines(err: WriteError, lines: int) -> None:
+    """Count ``lines`` of a log (``metrics.jsonl``, ``evals.jsonl``) that ``err`` (a full disk,
+    a file size limit) kept from being written, and warn once per file. The run goes on: a log
+    line is not worth stopping for, and the next checkpoint save stops the run cleanly if the
+    disk is still full (:mod:`stoicheia.train.save_guard`)."""
+    key = str(err.path)
+    first = key not in DROPPED_LOG_LINES
+    DROPPED_LOG_LINES[key] = DROPPED_LOG_LINES.get(key, 0) + lines
+    if first:
+        log.warning(
+            "[log] %s: its lines are dropped (and counted) until there is space; "
+            "the next checkpoint that cannot be saved stops the run",
+            err,
+        )
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
