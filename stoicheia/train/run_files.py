@@ -26,6 +26,7 @@ object-store ``save_folder``, also uploaded through Composer's remote uploader.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from stoicheia.publish import WriteError, append_text, atomic_write
+from stoicheia.publish import WriteError, append_text, atomic_write, write_failure
 
 if (
     TYPE_CHECKING
@@ -283,16 +284,13 @@ def _publish_named(
     """Rank 0: rename the written checkpoint to ``path`` if it is complete, and upload it."""
     from stoicheia.checkpoint_files import checkpoint_is_complete
 
-    ok = checkpoint_is_complete(written)
-    if ok:
-        os.replace(written, path)
-    else:  # never replace a good file by a bad one; the next start moves it to corrupt/
-        log.error(
-            "[checkpoint] %s was written incomplete (disk full?): %s is left as it was",
-            written,
-            path,
-        )
-    if ok and "://" in save_folder:
+    if not checkpoint_is_complete(written):
+        # never replace a good file by a bad one, nor keep the bad one: stop as for a full disk
+        failure = write_failure(RuntimeError("incomplete"), path, written)  # its size tells
+        Path(written).unlink(missing_ok=True)
+        raise failure or WriteError(path, errno.EIO, "the written file is incomplete")
+    os.replace(written, path)
+    if "://" in save_folder:
         prefix = urlparse(save_folder).path.strip("/")
         logger.upload_file(
             remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt",
