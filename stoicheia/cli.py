@@ -19,6 +19,8 @@ Examples::
 
 Exit status 0 on success, 2 on a usage or input error: one line on stderr that names the
 argument or file and the fix (no traceback; the argument checks are in ``stoicheia.cli_args``).
+A write that fails (full disk, quota, file size limit) is an exit 2 too, with one line naming
+the path and the cause; every output is written whole or not at all (``stoicheia.publish``).
 
 Each command is a module of :mod:`stoicheia.commands` (``serve``: :mod:`stoicheia.serve.command`)
 that holds its arguments and its job; this module builds the parser and dispatches.
@@ -31,6 +33,7 @@ import sys
 from stoicheia.cli_args import OneLineParser
 from stoicheia.commands import benchmark, convert, evaluate, export, report, restore, status
 from stoicheia.commands.common import exit_now, model_args, quiet_stdout
+from stoicheia.publish import WriteError, ignore_file_size_signal
 
 
 def build_parser() -> OneLineParser:
@@ -56,8 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         SystemExit
     ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
         return stop.code if isinstance(stop.code, int) else 0
+    ignore_file_size_signal()  # past `ulimit -f` a write fails with EFBIG (one line), no core dump
     try:
         code = args.func(args)
+    except WriteError as err:  # a full disk, a quota, a file size limit: nothing half-written stays
+        print(f"stoicheia {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         # convert and export write OUT.partial and rename it whole, so nothing half-written stays
         print(f"stoicheia {args.command}: interrupted (Ctrl-C)", file=sys.stderr)

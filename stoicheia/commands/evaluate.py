@@ -181,11 +181,10 @@ def run(args: argparse.Namespace) -> int:
     lines = format_table(result, args.max_works)
     print("\n".join(lines))
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
-        )
-        out.with_suffix(".txt").write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
+        from stoicheia.publish import atomic_write
+
+        atomic_write(out, json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n")
+        atomic_write(out.with_suffix(".txt"), "\n".join(format_table(result)) + "\n")
         print(f"wrote {out} and {out.with_suffix('.txt')}")
     return 0
 

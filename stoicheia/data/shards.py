@@ -36,7 +36,7 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.data.shard_index import index_samples  # noqa: F401  (its home before; kept importable)
-from stoicheia.publish import partial_folder, publish_folder
+from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
@@ -490,9 +490,12 @@ def convert(
         (tmp / "stats.json").write_text(
             json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-    except BaseException:
+    except BaseException as err:
         # Nothing half-written survives a failure (or Ctrl-C): the output appears whole or not at all.
         shutil.rmtree(tmp, ignore_errors=True)
+        failure = write_failure(err, out)  # a full disk or a size limit: one line, not a traceback
+        if failure is not None and failure is not err:
+            raise failure from err
         raise
     # Publish atomically: a killed conversion never leaves a half-written OUT behind.
     # With --overwrite the old output is replaced only now, after the new one is complete.

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from stoicheia.inference.benchmark_views import view_name
+from stoicheia.publish import atomic_path, atomic_write
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
 #: how the table names the experts of a fused decoder (its weight axes)
@@ -365,7 +366,8 @@ def reliability_plot(result: dict, path: Path) -> None:
         ax.set_title(f"{protocol} ({shown['gaps']:,} gaps)")
         ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # whole or not at all (stoicheia.publish)
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
 
@@ -383,17 +385,15 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
         out / "summary.txt",
         out / "reliability.png",
     ]
-    paths[0].write_text(
-        json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n", encoding="utf-8"
-    )
-    paths[1].write_text("\n".join(format_table(result)) + "\n", encoding="utf-8")
-    paths[2].write_text("\n".join(summary_lines(result)) + "\n", encoding="utf-8")
+    atomic_write(paths[0], json.dumps(result, indent=2, ensure_ascii=False, default=float) + "\n")
+    atomic_write(paths[1], "\n".join(format_table(result)) + "\n")
+    atomic_write(paths[2], "\n".join(summary_lines(result)) + "\n")
     reliability_plot(result, paths[3])
     if result.get("contamination"):
         from stoicheia.inference.benchmark_contamination import twin_lines
 
         paths.append(out / "contamination.tsv")
-        paths[4].write_text("\n".join(twin_lines(result["contamination"])) + "\n", encoding="utf-8")
+        atomic_write(paths[4], "\n".join(twin_lines(result["contamination"])) + "\n")
     return paths
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stoicheia.publish import atomic_write
+
 __all__ = ["CorpusSummary", "epidoc_inputs", "restore_corpus"]
 
 log = logging.getLogger(__name__)
@@ -239,7 +241,7 @@ def restore_corpus(
                     continue
                 finally:
                     within.close()
-                _write_atomic(dst, result.xml)
+                atomic_write(dst, result.xml)
                 summary.written += 1
                 for g in result.gaps:
                     if g.status == "restored":
@@ -264,19 +266,3 @@ def restore_corpus(
             bar.stop()
     summary.seconds = time.perf_counter() - t0
     return summary
-
-
-def _write_atomic(dst: Path, data: bytes) -> None:
-    """Write ``data`` to ``dst`` through ``.<name>.partial`` beside it and a rename, so ``dst``
-    either does not exist or is whole."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.partial")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.inference.loading import EXPORT_CONFIG, EXPORT_WEIGHTS, LoadedModel
-from stoicheia.publish import partial_folder, publish_folder
+from stoicheia.publish import publishing
 
 _PKG = Path(__file__).resolve().parents[1]
 #: the Hugging Face modules an export carries as they are (see ``stoicheia/inference/hf``)
@@ -206,11 +206,11 @@ def export_model(
     {"dev": {"bits_per_char": 2.94, ...}}}``; ``training_data``: what the model was trained on
     (:func:`describe_training_data`). The folder is written whole as ``OUT.partial`` and then
     renamed, so an interrupted export leaves the old folder (or none), never a mixture. Raises
+    :class:`~stoicheia.publish.WriteError` (one line: the folder and the cause) when the disk is
+    full or a file size limit is reached, and
     ``FileExistsError`` for a non-empty ``out_dir`` unless ``overwrite``, and, even with it,
     for a folder holding files an export does not write (a run folder, say).
     """
-    import shutil
-
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         if not overwrite:
@@ -228,13 +228,8 @@ def export_model(
             )
     # Written whole into OUT.partial, then renamed: a Ctrl-C or a full disk never leaves a
     # folder whose weights and config.json come from two different exports.
-    tmp = partial_folder(out)
-    try:
+    with publishing(out) as tmp:  # a failed write: WriteError naming OUT, no OUT.partial left
         _write_export(model, tmp, held_out, training_data)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    publish_folder(tmp, out)
     return out
 
 

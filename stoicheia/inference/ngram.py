@@ -17,12 +17,14 @@ with ``np.searchsorted``, so the model trains on tens of millions of letters in 
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
+from stoicheia.publish import atomic_write
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
 
 BOS = NUM_LETTERS  #: record-start symbol in histories
@@ -186,10 +188,9 @@ def save_ngram(model: LetterNgram, path: str | Path, **meta: object) -> None:
         h, ch, n1 = model._hist[m]
         arrays[f"hist{m}"], arrays[f"ch{m}"], arrays[f"n1{m}"] = h, ch, n1
     arrays["meta"] = np.array(json.dumps(meta))
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    tmp.replace(path)
+    buf = io.BytesIO()  # built in memory: numpy's zip writer never meets the failing disk
+    np.savez_compressed(buf, **arrays)
+    atomic_write(path, buf.getvalue())  # a full disk: WriteError, no half file
 
 
 def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:

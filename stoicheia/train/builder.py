@@ -35,6 +35,7 @@ from stoicheia.model.optim import param_groups
 from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
+from stoicheia.train.callbacks.checkpoint_saver import GuardedCheckpointSaver
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
 from stoicheia.train.checkpoints import CheckpointError, repair_checkpoint_folder
@@ -350,6 +351,20 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     ] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"
+    # Composer's periodic checkpoints, with the names the Trainer would give its own saver; a
+    # full disk stops every rank together (stoicheia.train.save_guard)
+    callbacks.append(
+        GuardedCheckpointSaver(
+            folder=str(run_folder),
+            filename="ep{epoch}-ba{batch}-rank{rank}.pt",
+            remote_file_name=str(Path(run_folder) / "ep{epoch}-ba{batch}-rank{rank}.pt"),
+            latest_filename="latest-rank{rank}.pt",
+            latest_remote_file_name=str(Path(run_folder) / "latest-rank{rank}.pt"),
+            save_interval=interval,
+            overwrite=True,
+            num_checkpoints_to_keep=cfg.train.save_num_checkpoints_to_keep,
+        )
+    )
     # with an object-store save_folder, Composer works in the local run folder and the
     # store_uploader destination mirrors it to the store
     log_ctx = registry.LoggerContext(
@@ -380,11 +395,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         callbacks=callbacks,
         loggers=list(loggers.values()),
         run_name=run_name,
-        save_folder=str(run_folder),
-        save_filename="ep{epoch}-ba{batch}-rank{rank}.pt",
-        save_interval=interval,
-        save_overwrite=True,
-        save_num_checkpoints_to_keep=cfg.train.save_num_checkpoints_to_keep,
+        save_folder=str(run_folder),  # the saver above writes there; autoresume reads it
         autoresume=cfg.train.autoresume,
         load_path=cfg.train.load_path,
         seed=cfg.seed,

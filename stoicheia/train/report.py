@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stoicheia.publish import atomic_path, atomic_write
 from stoicheia.train import run_files
 from stoicheia.train.run_files import read_history
 
@@ -276,7 +277,8 @@ def plot_run(curves: RunCurves, png: str | Path) -> Path:
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     png = Path(png)
-    fig.savefig(png, dpi=100)
+    with atomic_path(png) as tmp:  # whole or not at all; a full disk: WriteError, one line
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
     return png
 
@@ -306,7 +308,8 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Pat
         )
     marks += [f"<li>tier-mix phase {ph} from step {s}</li>" for s, ph in curves.phase_switches]
     last_step = curves.steps[-1] if curves.steps else None
-    page.write_text(
+    atomic_write(
+        page,
         "<!doctype html><html><head><meta charset='utf-8'><title>Stoicheia run "
         f"{html.escape(curves.folder.name)}</title><style>body{{font-family:sans-serif;max-width:60em}}"
         "td,th{padding:0 .6em;text-align:right}</style></head><body>"
@@ -315,6 +318,5 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Pat
         + f".</p><ul>{''.join(marks) or '<li>no anneal yet</li>'}</ul>"
         f"<h2>Last held-out evaluation</h2>{''.join(rows) or '<p>none yet</p>'}"
         f"<h2>Curves</h2><img src='{png.name}' alt='training curves' style='max-width:100%'></body></html>\n",
-        encoding="utf-8",
     )
     return png, page

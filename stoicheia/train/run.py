@@ -16,6 +16,9 @@ from the YAML.
 Exit status: see :class:`~stoicheia.train.exit_status.ExitCode` (0 done or nothing to do,
 2 configuration or input error, 3 diverged, 4 object store unreachable, 130 stopped by Ctrl-C
 and 143 stopped by SIGTERM after saving the batch in progress: run the same command to resume).
+A checkpoint that cannot be written (full disk, file size limit) stops the run as SIGTERM does
+(143, one line naming the path and the cause; the last good checkpoint is the one to resume
+from, nothing half-written is left: :mod:`stoicheia.train.save_guard`).
 
 The order follows llm-foundry's ``command_utils/train.py``: check the configuration (no
 Composer or torch imported, no folder made, so a typo answers at once), check the folders and
@@ -33,11 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 from stoicheia.config import ConfigError, RunConfig, batch_split, load_config
 from stoicheia.data.shard_index import check_local_tiers
+from stoicheia.publish import WriteError, ignore_file_size_signal
 from stoicheia.train import object_store, run_files
 from stoicheia.train.exit_status import ExitCode
 
 if TYPE_CHECKING:
     from stoicheia.train.builder import Built
+    from stoicheia.train.save_guard import CheckpointNotSaved
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 1 or argv[0] in ("-h", "--help"):
         print(__doc__)
         return ExitCode.OK if argv else ExitCode.CONFIG
+    ignore_file_size_signal()  # past `ulimit -f` a save fails with EFBIG and is reported (no core dump)
     try:
         cfg = load_config(argv[0], argv[1:])
     except ConfigError as err:
@@ -200,6 +206,7 @@ def _train(cfg: RunConfig, save_folder: str, run_folder: Path) -> ExitCode:
     from stoicheia.train import builder
     from stoicheia.train.algorithms.gradient_guard import TrainingDiverged
     from stoicheia.train.loggers.store_uploader import StoreUnavailable
+    from stoicheia.train.save_guard import CheckpointNotSaved
 
     try:
         built = builder.build_trainer(cfg)  # looked up on the module: tests wrap it
@@ -220,11 +227,47 @@ def _train(cfg: RunConfig, save_folder: str, run_folder: Path) -> ExitCode:
         return ExitCode.CONFIG
     except TrainingDiverged as err:
         return _diverged(built, err)
+    except (CheckpointNotSaved, WriteError) as err:  # a full disk, a file size limit
+        return _not_saved(built, err)
     built.trainer.close()
     preemption = built.plugins.get("preemption")
     if preemption is not None and preemption.stopped and not built.control.complete:
         return preemption.exit_code
     return ExitCode.OK
+
+
+def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:
+    """A run whose checkpoint (or marker, or log) could not be written: one line on rank 0's
+    console naming the path and the cause, and the exit of a SIGTERM (143): the last good
+    checkpoint (``latest-rank0.pt``, which a failed write never moves) is the one the same
+    command resumes from once there is space. Nothing half-written is left (save_guard)."""
+    from composer.utils import dist
+
+    from stoicheia.train.save_guard import last_good_checkpoint
+
+    if dist.get_global_rank() == 0:
+        last_good = last_good_checkpoint(built.run_folder)
+        dropped = sum(run_files.DROPPED_LOG_LINES.values())
+        what = f"{err.path} not saved ({err.cause})" if isinstance(err, WriteError) else str(err)
+        print(
+            f"train.py: {what}; the run stopped at batch {int(built.trainer.state.timestamp.batch)}: "
+            + (
+                f"{err.fix}, then run the same command to resume from {built.run_folder / last_good}"
+                if last_good
+                else f"no checkpoint was saved yet: {err.fix}, then run the same command to start again"
+            )
+            + (f" ({dropped} log lines could not be written either)" if dropped else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        built.trainer.close()
+    except (
+        OSError,
+        RuntimeError,
+    ) as close_err:  # the loggers' last flush may meet the full disk too
+        log.debug("closing the trainer after a failed save: %s", close_err)
+    return ExitCode.PREEMPTED
 
 
 def _diverged(built: Built, err: Exception) -> ExitCode:

@@ -26,6 +26,7 @@ object-store ``save_folder``, also uploaded through Composer's remote uploader.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+from stoicheia.publish import WriteError, append_text, atomic_write, write_failure
 
 if (
     TYPE_CHECKING
@@ -56,13 +59,9 @@ def local_run_folder(save_folder: str, run_name: str) -> Path:
 
 
 def write_json(folder: Path, name: str, obj: dict[str, Any]) -> Path:
-    """Write ``obj`` as indented JSON to ``folder/name`` atomically; returns the path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    tmp = folder / f".{name}.tmp"
-    tmp.write_text(json.dumps(obj, indent=2, default=float) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write ``obj`` as indented JSON to ``folder/name`` atomically; returns the path. Raises
+    :class:`~stoicheia.publish.WriteError` (nothing half-written) on a full disk."""
+    return atomic_write(Path(folder) / name, json.dumps(obj, indent=2, default=float) + "\n")
 
 
 def write_anneal(
@@ -165,12 +164,30 @@ def read_json(folder: Path, name: str) -> dict[str, Any] | None:
 
 
 def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Append ``rows`` (one JSON object per line) to ``path`` and flush."""
+    """Append ``rows`` (one JSON object per line) to ``path`` and flush. Raises
+    :class:`~stoicheia.publish.WriteError` on a full disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, default=float) + "\n")
-        fh.flush()
+    append_text(path, "".join(json.dumps(row, default=float) + "\n" for row in rows))
+
+
+#: log lines a full disk refused, by file (:func:`drop_log_lines`)
+DROPPED_LOG_LINES: dict[str, int] = {}
+
+
+def drop_log_lines(err: WriteError, lines: int) -> None:
+    """Count ``lines`` of a log (``metrics.jsonl``, ``evals.jsonl``) that ``err`` (a full disk,
+    a file size limit) kept from being written, and warn once per file. The run goes on: a log
+    line is not worth stopping for, and the next checkpoint save stops the run cleanly if the
+    disk is still full (:mod:`stoicheia.train.save_guard`)."""
+    key = str(err.path)
+    first = key not in DROPPED_LOG_LINES
+    DROPPED_LOG_LINES[key] = DROPPED_LOG_LINES.get(key, 0) + lines
+    if first:
+        log.warning(
+            "[log] %s: its lines are dropped (and counted) until there is space; "
+            "the next checkpoint that cannot be saved stops the run",
+            err,
+        )
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -237,37 +254,50 @@ def save_named_checkpoint(
     and upload it to ``save_folder`` when that is an object-store URI.
 
     Collective: every rank must call it (the data position is gathered from all ranks);
-    only rank 0 writes. Returns the local path.
+    only rank 0 writes. Returns the local path. Raises
+    :class:`~stoicheia.train.save_guard.CheckpointNotSaved` on every rank when the file cannot
+    be written (full disk, file size limit): nothing half-written is left.
     """
     from composer.utils import dist
     from composer.utils.checkpoint import save_checkpoint
 
+    from stoicheia.train.save_guard import collective_write
+
     folder = Path(folder)
     path = folder / f"{name}.pt"
     tmp = folder / f".{name}.partial.pt"
-    written = save_checkpoint(state, filename=str(tmp), weights_only=False)
-    if dist.get_global_rank() == 0 and written is not None:
-        from stoicheia.checkpoint_files import checkpoint_is_complete
+    written_at: list[str | None] = []  # Composer's save_checkpoint returned (its barrier passed)
 
-        ok = checkpoint_is_complete(written)
-        if ok:
-            os.replace(written, path)
-        else:  # never replace a good file by a bad one; the next start moves it to corrupt/
-            log.error(
-                "[checkpoint] %s was written incomplete (disk full?): %s is left as it was",
-                written,
-                path,
-            )
-        if ok and "://" in save_folder:
-            prefix = urlparse(save_folder).path.strip("/")
-            logger.upload_file(
-                remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt",
-                file_path=path,
-                overwrite=True,
-            )
-        log.debug("step %d: saved %s", int(state.timestamp.batch), path)
-    dist.barrier()
+    def write() -> None:
+        written_at.append(save_checkpoint(state, filename=str(tmp), weights_only=False))
+        if dist.get_global_rank() == 0 and written_at[0] is not None:
+            _publish_named(written_at[0], path, state, logger, save_folder, name)
+
+    # a full disk: no .NAME.partial.pt left, NAME.pt as it was, CheckpointNotSaved on every rank
+    collective_write(write, path, tmp, before_barrier=lambda: not written_at)
     return path
+
+
+def _publish_named(
+    written: str, path: Path, state: State, logger: Logger, save_folder: str, name: str
+) -> None:
+    """Rank 0: rename the written checkpoint to ``path`` if it is complete, and upload it."""
+    from stoicheia.checkpoint_files import checkpoint_is_complete
+
+    if not checkpoint_is_complete(written):
+        # never replace a good file by a bad one, nor keep the bad one: stop as for a full disk
+        failure = write_failure(RuntimeError("incomplete"), path, written)  # its size tells
+        Path(written).unlink(missing_ok=True)
+        raise failure or WriteError(path, errno.EIO, "the written file is incomplete")
+    os.replace(written, path)
+    if "://" in save_folder:
+        prefix = urlparse(save_folder).path.strip("/")
+        logger.upload_file(
+            remote_file_name=f"{prefix}/{name}.pt" if prefix else f"{name}.pt",
+            file_path=path,
+            overwrite=True,
+        )
+    log.debug("step %d: saved %s", int(state.timestamp.batch), path)
 
 
 def now() -> float:

@@ -9,6 +9,7 @@ from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
+from stoicheia.publish import WriteError
 from stoicheia.train import run_files
 from stoicheia.train.console import eval_lines
 from stoicheia.train.run_files import read_history  # noqa: F401  (its home before; kept importable)
@@ -45,7 +46,10 @@ class EvalHistory(Callback):
         if dist.get_global_rank() != 0:
             return
         if self.path is not None:
-            run_files.append_jsonl(self.path, rows)
+            try:
+                run_files.append_jsonl(self.path, rows)
+            except WriteError as err:  # a full disk: counted; the next checkpoint save stops
+                run_files.drop_log_lines(err, len(rows))
         for line in eval_lines(
             step, {row["set"]: row["metrics"] for row in rows}, self.unigram_bits
         ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -10,6 +11,9 @@ from typing import Any
 import torch
 from composer.core import State
 from composer.loggers import Logger, LoggerDestination
+
+from stoicheia.publish import write_failure
+from stoicheia.train import run_files
 
 
 class JSONLLogger(LoggerDestination):
@@ -71,12 +75,28 @@ class JSONLLogger(LoggerDestination):
             self._row = {}
             return
         if self._row and self._open() is not None:
-            self._fh.write(
-                json.dumps({"step": self._step, "time": time.time(), **self._row}, default=float)
-                + "\n"
-            )
-            self._fh.flush()
+            try:
+                self._fh.write(
+                    json.dumps(
+                        {"step": self._step, "time": time.time(), **self._row}, default=float
+                    )
+                    + "\n"
+                )
+                self._fh.flush()
+            except OSError as err:
+                self._dropped(err)
         self._row = {}
+
+    def _dropped(self, err: OSError) -> None:
+        """A line the disk refused (full, size limit): counted and warned about once; the file
+        is reopened for the next line (a cut line is ended then). Other errors are raised."""
+        failure = write_failure(err, self.path)
+        if failure is None:
+            raise err
+        fh, self._fh = self._fh, None
+        with contextlib.suppress(OSError):
+            fh.close()
+        run_files.drop_log_lines(failure, 1)
 
     def batch_start(self, state: State, logger: Logger) -> None:
         self._batch_from = int(state.timestamp.batch)
