@@ -186,3 +186,56 @@ def test_convert_counts_controls_and_reads_the_papyrological_signs(tmp_path):
     assert st["leiden"]["expansion_letters"] == 7 and st["leiden"]["added_letters"] == 1
     assert st["leiden"]["lacuna_slots"] == 2 and st["leiden"]["lacunae_unknown_width"] == 1
     assert "leiden_repaired" not in st["leiden"]
+
+
+# --- restore with a model: the same readings, filled -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model(small_shards, tmp_path_factory):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny import train_tiny
+
+    from stoicheia.inference.loading import load_model
+
+    run = train_tiny(
+        small_shards,
+        tmp_path_factory.mktemp("runs"),
+        "papyri",
+        "train.nominal_steps=2",
+        "train.max_steps=2",
+        "train.save_interval=2",
+        "train.log_every=1",
+    )
+    return load_model(run, device="cpu")
+
+
+def test_restore_fills_plus_runs_min_lacunae_and_reads_the_signs(model):
+    from stoicheia.inference.restore import restore
+    from stoicheia.text.leiden import DOT_BELOW
+
+    fast = {"top_k": 2, "beam": 2, "unknown_width": 4}
+    # "++": two lost letters (restore said there was nothing to restore), filled as traces
+    res = restore(model, "ὁ λό++ος καὶ", **fast)
+    (g,) = res.gaps
+    assert (g.notation, g.min_letters, g.max_letters) == ("++", 2, 2)
+    best = res.restorations[0].text
+    assert "+" not in best and best.startswith("ὁ λό") and best.endswith("ος καὶ")
+    assert best.count(DOT_BELOW) == 2  # two letters, each dotted: traces, as "̣ ̣" are
+    # "[-min.2-]": two letters or more (it was 1 to 20, and came back with one letter)
+    res = restore(model, "τὸν [-min.2-] καὶ τὸν δῆμον", **fast)
+    (g,) = res.gaps
+    assert (g.min_letters, g.max_letters) == (2, 4)
+    assert set(g.width_probs) == {2, 3, 4} and abs(sum(g.width_probs.values()) - 1) < 1e-6
+    for r in res.restorations:
+        (letters,) = r.fills
+        assert len(letters) >= 2, r.fills
+    # the papyrological signs around a gap are read, not refused as nested brackets
+    res = restore(model, "ἀργυρίου ((δραχμὰς)) ἐ\\π/ὶ τ[..] vac. 〚καὶ〛 ⸢τοῦ⸣", **fast)
+    assert [g.notation for g in res.gaps] == ["[..]"]
+    # a control character: left out, said in a note, the word whole
+    res = restore(model, "λό\x07γος κ[.]ὶ", **fast)
+    assert any("control character" in n and "U+0007" in n for n in res.notes), res.notes
