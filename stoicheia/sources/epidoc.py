@@ -50,7 +50,11 @@ evidence="previouseditor">``
                                   abbreviation mark) is never a letter
 ``<choice>``                      one reading: ``<reg>`` (or ``<orig>`` with option
                                   ``choice="original"``), ``<corr>`` (or ``<sic>``),
-                                  ``<expan>`` (or ``<abbr>``); never both
+                                  ``<expan>`` (or ``<abbr>``); of an editor's alternatives
+                                  (``<unclear>``/``<unclear>``, ``<seg>``/``<seg>``) the
+                                  first, its letters uncertain (dot below); never both: the
+                                  others counted ``reading_left_out:<tag>``
+                                  (:mod:`stoicheia.sources.epidoc_choice`)
 ``<lb/>`` / ``<lb break="no"/>``  a word break / nothing (the word goes on; the layout
                                   whitespace around it is ignored); a hyphen typed before an
                                   ``<lb/>`` after a letter (``χρη-<lb/>στέ``) divides a word:
@@ -78,9 +82,15 @@ any other element                 its text is kept (an inline element of the edi
                                   capitals: the capitals are not the editor's; option
                                   ``orig_case="as written"`` keeps them, for the EpiDoc
                                   restorer, which fills a capital stretch in capitals)
-``<note>``, ``<certainty>``,      left out, counted ``excluded:<tag>``
-``<desc>``, ``<link>``,
-``<milestone>``, ``<cb>``
+``<note>``, ``<certainty>``,      left out with their content, counted ``excluded:<tag>``,
+``<index>`` (with its ``<term>``  never glued into a word (``_EXCLUDED``: also ``<desc>``,
+entries), ``<bibl>``,             ``<link>``, ``<milestone>``, ``<cb>``, ``<pb>``,
+``<figure>``, ``<fw>``, ...       ``<head>``, ``<ptr>``, ``<interp>``, ``<span>``, ...)
+``<ref>``                         left out (``excluded:ref``) when it holds no Greek letter
+                                  (a footnote mark, a pointer); else its text
+``&name;`` declared in the        expanded (counted ``entity_expanded``); an external
+DOCTYPE                           (``SYSTEM``/``PUBLIC``) or undeclared entity is never read
+                                  and the file is refused (:mod:`.xml_entities`)
 ================================  =========================================================
 
 Brackets typed as characters in the XML text would be read as Leiden; they are removed and
