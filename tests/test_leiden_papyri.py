@@ -237,5 +237,8 @@ def test_restore_fills_plus_runs_min_lacunae_and_reads_the_signs(model):
     res = restore(model, "ἀργυρίου ((δραχμὰς)) ἐ\\π/ὶ τ[..] vac. 〚καὶ〛 ⸢τοῦ⸣", **fast)
     assert [g.notation for g in res.gaps] == ["[..]"]
     # a control character: left out, said in a note, the word whole
-    res = restore(model, "λό\x07γος κ[.]ὶ", **fast)
+    res = restore(model, "λό\x07γος κ[.]ὶ\x1b", **fast)
     assert any("control character" in n and "U+0007" in n for n in res.notes), res.notes
+    for r in res.restorations:  # printed without them (an ESC would reach the terminal)
+        assert r.text.startswith("λόγος κ[") and r.text.endswith("]ὶ"), r.text
+        assert len(r.marks) <= len(r.text)
