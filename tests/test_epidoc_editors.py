@@ -253,3 +253,13 @@ def test_elements_that_are_not_text_are_left_out_counted_and_never_glued(tmp_pat
     stats = convert({"bronze": [path]}, tmp_path / "out", val_fraction=0.0, progress=False)
     rc = stats["tiers"]["bronze"]["reader_counts"]
     assert rc["excluded:index"] == 1 and rc["excluded:note"] == 1
+
+
+def test_plus_and_backslash_typed_in_the_xml_are_not_read_as_leiden(tmp_path):
+    """EpiDoc writes a loss as <gap> and a cross as <g>: a "++" or "\\" typed in the XML text
+    would be a lacuna or an opening bracket to the Leiden parser; removed and counted."""
+    path = _tei(tmp_path, "++ Ἐν ὀνόματι τοῦ θε\\οῦ", header="")
+    text, counts = _read(path)
+    assert text == "Ἐν ὀνόματι τοῦ θεοῦ"
+    assert counts["literal_plus"] == 2 and counts["literal_bracket"] == 1
+    assert encode_text(text, strict=True).leiden["lacunae"] == 0

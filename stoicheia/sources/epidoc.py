@@ -94,7 +94,8 @@ DOCTYPE                           (``SYSTEM``/``PUBLIC``) or undeclared entity i
 ================================  =========================================================
 
 Brackets typed as characters in the XML text would be read as Leiden; they are removed and
-counted ``literal_bracket``. Counts go to ``counts`` like the other readers (``records``,
+counted ``literal_bracket`` (``\\`` too, the opening sign of ``\\ /``), and ``+`` (a run of
+them is a lacuna in Leiden) ``literal_plus``. Counts go to ``counts`` like the other readers (``records``,
 ``chars``, and the kinds above).
 """
 
@@ -127,7 +128,10 @@ __all__ = [
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 _T = "{" + TEI_NS + "}"
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
-_BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323]")
+_BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323\\\\]")
+#: "+" typed in the XML text: Leiden would read a run of them as lost letters (EpiDoc writes a
+#: loss as <gap>, a cross as <g>); removed and counted ``literal_plus``
+_PLUS = re.compile("\\+")
 _WS = re.compile(r"\s+")
 #: The widest gap written as counted letters: stoicheia.text.leiden.MAX_LACUNA_WIDTH (not
 #: imported: sources sit upstream of text).
@@ -264,6 +268,9 @@ class _Emitter:
     def text(self, s: str | None, kind: str | None, in_w: bool) -> None:
         if not s:
             return
+        if "+" in s:
+            s, k = _PLUS.subn("", s)
+            self.counts["literal_plus"] += k
         if _BRACKET_CHARS.search(s):
             s, k = _BRACKET_CHARS.subn("", s)
             self.counts["literal_bracket"] += k
