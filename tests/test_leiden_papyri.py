@@ -188,6 +188,16 @@ def test_convert_counts_controls_and_reads_the_papyrological_signs(tmp_path):
     assert "leiden_repaired" not in st["leiden"]
 
 
+def test_a_word_divided_at_a_line_end_next_to_the_signs_is_joined():
+    from collections import Counter
+
+    from stoicheia.sources.plain import normalise_text
+
+    counts = Counter()
+    assert normalise_text("πο-\n\\π/τῷ λό+-\n+ος ἐ\\π/-\nτῷ", counts) == "πο\\π/τῷ λό++ος ἐ\\π/τῷ"
+    assert counts["hyphen_joined"] == 3
+
+
 # --- restore with a model: the same readings, filled -------------------------------------
 
 
