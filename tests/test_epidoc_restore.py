@@ -725,3 +725,24 @@ def test_entity_references_stay_as_written_in_the_restored_file(tmp_path, model)
     assert stripped == before[: g.start] + b"\x00GAP\x00" + before[g.end :]
     assert res.xml.count(b"&kai;") == before.count(b"&kai;") == 4  # header 2, edition 2
     assert _EDITOR_DOCTYPE.encode() in res.xml
+
+
+def test_a_gap_with_only_a_least_or_a_most_width_is_filled_within_it(tmp_path):
+    """<gap atLeast="2"/> alone is [-min.2-] (it was an unreadable width, left), atMost alone
+    [-max.3-]: convert writes them so and restore fills them within those bounds."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.restore import parse_input
+    from stoicheia.sources import read_epidoc
+
+    path = _editors_file(
+        tmp_path,
+        'ὁ δῆμος <gap reason="lost" atLeast="2" unit="character"/> καὶ '
+        '<gap reason="lost" atMost="3" unit="character"/> βουλὴ',
+    )
+    (rec,) = read_epidoc(path)
+    assert rec.text == "ὁ δῆμος [-min.2-] καὶ [-max.3-] βουλὴ"
+    plan = plan_epidoc(path, unknown_width=5)
+    assert [g.status for g in plan.gaps] == ["refused", "refused"]  # to fill: none left
+    assert plan.to_fill == 2
+    _, gaps = parse_input(plan.pieces[0].text, unknown_width=5)
+    assert [(g.min_letters, g.max_letters) for g in gaps] == [(2, 5), (1, 3)]

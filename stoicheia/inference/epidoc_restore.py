@@ -417,7 +417,11 @@ def _plan(
         return _Plan("cut", "too wide")
     if (el.get("reason") or "").strip() != "lost":
         return _Plan("context", (el.get("reason") or "").strip() or "no reason", slots)
-    if lac.max_width is None and (el.get("extent") or "").strip() != "unknown":
+    if (
+        lac.max_width is None
+        and lac.min_width == 0  # [-min.N-] (atLeast alone) has a readable least width
+        and (el.get("extent") or "").strip() != "unknown"
+    ):
         return _Plan("context", "width unreadable", slots)
     return _Plan("fill", slots=slots)
 

@@ -19,7 +19,9 @@ same thing:
 ================================  =========================================================
 ``<gap unit="character"           ``[....]`` one lost letter per dot: a real lacuna of known
 quantity="N"/>``                  width (``reason="illegible"`` too: the letters are unknown)
-``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``
+``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``;
+                                  ``atLeast`` alone ``[-min.a-]``, ``atMost`` alone
+                                  ``[-max.b-]``
 ``extent="unknown"``              ``[---]``: unknown width (also a unit such as ``cm``:
                                   counted ``gap_unit:<unit>``)
 no readable width                 ``[---]``, an unknown width, counted by what was wrong:
@@ -550,6 +552,12 @@ class _Walker:
             return
         if a and b and a <= b:
             em.raw(f"[.{a}-{b}.]")
+            return
+        if a and hi is None:  # atLeast alone: at least a letters, open-ended
+            em.raw(f"[-min.{a}-]")
+            return
+        if b and lo is None:  # atMost alone: 1 to b letters
+            em.raw(f"[-max.{b}-]")
             return
         # no readable width: a lacuna of unknown width, counted by what was wrong with it
         if qty is not None:
