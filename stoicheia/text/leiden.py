@@ -223,7 +223,7 @@ Segment = Text | Lacuna | Editorial | Comment
 _PAIRS: dict[str, tuple[str, str]] = {
     "[[": ("]]", "erased"),
     "((": ("))", "abbreviation"),  # DDbDP: the resolution of a symbol, ((δραχμὰς))
-    "\\": ("/", "added"),  # DDbDP: letters the scribe added above the line (\\ then /)
+    "\\": ("/", "added"),  # DDbDP: letters the scribe added above the line (a backslash, /)
     "⟦": ("⟧", "erased"),
     "〚": ("〛", "erased"),
     "[": ("]", "lost"),
@@ -239,7 +239,7 @@ _PAIRS: dict[str, tuple[str, str]] = {
     "⌊": ("⌋", "partly_lost"),
     "˹": ("˺", "partly_lost"),
 }
-#: a "/" alone is a line division or a slash, not a closing bracket: only "\\" opens "\\ /"
+#: a "/" alone is a line division or a slash, not a closing bracket: only a backslash opens one
 _CLOSERS = {closer for closer, _ in _PAIRS.values()} - {"/"}
 _SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
 _VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
