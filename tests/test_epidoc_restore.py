@@ -640,3 +640,109 @@ def test_a_run_where_every_file_is_refused_fails(trained, tmp_path, capsys):
     )
     assert code == 2 and "every file was refused" in err
     assert "2 refused" in out  # the summary line is still printed
+
+
+# --- EpiDoc as editors write it (issue 23, part 2): restore reads it as convert does --------
+
+_EDITOR_HEADER = (
+    "<teiHeader><fileDesc><titleStmt><title>t &kai; u</title></titleStmt></fileDesc>"
+    '<profileDesc><textLang mainLang="grc"/></profileDesc>'
+    "<revisionDesc><listChange><change>&kai;</change></listChange></revisionDesc></teiHeader>"
+)
+_EDITOR_DOCTYPE = '<!DOCTYPE TEI [\n<!ENTITY kai "καὶ">\n<!ENTITY rs "]">\n]>\n'
+
+
+def _editors_file(folder: Path, body: str, doctype: str = _EDITOR_DOCTYPE) -> Path:
+    path = folder / "editors.xml"
+    path.write_text(
+        f'<?xml version="1.0" encoding="UTF-8"?>\n{doctype}'
+        f'<TEI xmlns="http://www.tei-c.org/ns/1.0">{_EDITOR_HEADER}\n<text><body>'
+        f'<div type="edition" xml:lang="grc"><ab>{body}</ab></div></body></text></TEI>\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+_EDITOR_BODY = (
+    'ὁ δῆμος<index><term>δῆμος</term></index> &kai; ἡ βουλὴ <gap reason="lost" quantity="3" '
+    'unit="character"/> ἔδ<choice><unclear>κ</unclear><unclear>χ</unclear></choice>ε '
+    "<note>lege ἔδωκε</note>τῷ &kai; <choice><sic>τοῖ</sic><corr>τοῖς</corr></choice> θεοῖς"
+)
+
+
+def test_restore_reads_entities_choices_and_left_out_elements_as_convert(tmp_path):
+    """The context the model sees: the entity's word (it vanished), one uncertain letter for an
+    editor's alternatives (it gave nothing), no index term glued to its word (δῆμοσδῆμος), no
+    note; the same text convert reads, dots below aside."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.sources import read_epidoc
+    from stoicheia.text.leiden import DOT_BELOW
+
+    path = _editors_file(tmp_path, _EDITOR_BODY)
+    plan = plan_epidoc(path)
+    (piece,) = plan.pieces
+    assert piece.text == "ὁ δῆμος καὶ ἡ βουλὴ [...] ἔδκε τῷ καὶ τοῖς θεοῖς"
+    (rec,) = read_epidoc(path)
+    assert rec.text == "ὁ δῆμος καὶ ἡ βουλὴ [...] ἔδκ̣ε τῷ καὶ τοῖς θεοῖς"
+    assert rec.text.replace(DOT_BELOW, "") == piece.text
+
+
+def test_restore_refuses_external_and_markup_entities_in_one_line(tmp_path):
+    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRETWORD", encoding="utf-8")
+    ext = _editors_file(
+        tmp_path,
+        'λόγος &ext; <gap reason="lost" quantity="3" unit="character"/>',
+        f'<!DOCTYPE TEI [<!ENTITY kai "καὶ"><!ENTITY ext SYSTEM "{secret.as_uri()}">]>\n',
+    )
+    with pytest.raises(EpiDocRestoreError, match=r"editors\.xml:\d+: the entity &ext; is external"):
+        restore_epidoc(None, ext)
+    markup = _editors_file(
+        tmp_path,
+        'λόγος &w; <gap reason="lost" quantity="3" unit="character"/>',
+        '<!DOCTYPE TEI [<!ENTITY kai "καὶ"><!ENTITY w "<w>καὶ</w>">]>\n',
+    )
+    with pytest.raises(EpiDocRestoreError, match=r"the entity &w; holds markup") as e:
+        restore_epidoc(None, markup)
+    assert "\n" not in str(e.value)
+
+
+def test_entity_references_stay_as_written_in_the_restored_file(tmp_path, model):
+    """restore --epidoc edits the bytes at the gap: the DOCTYPE, every &kai; (header and
+    edition) and every other byte stay as they were."""
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+
+    path = _editors_file(tmp_path, _EDITOR_BODY)
+    before = path.read_bytes()
+    res = restore_epidoc(model, path, **FAST)
+    (g,) = res.gaps
+    assert g.status == "restored" and before[g.start : g.start + 4] == b"<gap"
+    stripped, n = _ADDED_GAP.subn(b"\x00GAP\x00", res.xml)
+    stripped, n_header = _ADDED_HEADER.subn(b"", stripped)
+    assert n == 1 and n_header == 2
+    assert stripped == before[: g.start] + b"\x00GAP\x00" + before[g.end :]
+    assert res.xml.count(b"&kai;") == before.count(b"&kai;") == 4  # header 2, edition 2
+    assert _EDITOR_DOCTYPE.encode() in res.xml
+
+
+def test_a_gap_with_only_a_least_or_a_most_width_is_filled_within_it(tmp_path):
+    """<gap atLeast="2"/> alone is [-min.2-] (it was an unreadable width, left), atMost alone
+    [-max.3-]: convert writes them so and restore fills them within those bounds."""
+    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.restore import parse_input
+    from stoicheia.sources import read_epidoc
+
+    path = _editors_file(
+        tmp_path,
+        'ὁ δῆμος <gap reason="lost" atLeast="2" unit="character"/> καὶ '
+        '<gap reason="lost" atMost="3" unit="character"/> βουλὴ',
+    )
+    (rec,) = read_epidoc(path)
+    assert rec.text == "ὁ δῆμος [-min.2-] καὶ [-max.3-] βουλὴ"
+    plan = plan_epidoc(path, unknown_width=5)
+    assert [g.status for g in plan.gaps] == ["refused", "refused"]  # to fill: none left
+    assert plan.to_fill == 2
+    _, gaps = parse_input(plan.pieces[0].text, unknown_width=5)
+    assert [(g.min_letters, g.max_letters) for g in gaps] == [(2, 5), (1, 3)]

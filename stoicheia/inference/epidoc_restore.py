@@ -83,6 +83,7 @@ from stoicheia.sources.epidoc import (
     unit_language,
     unit_leiden,
 )
+from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
 __all__ = [
@@ -107,7 +108,7 @@ _TOKEN = re.compile(
     rb"""<!--.*?-->
     | <!\[CDATA\[.*?\]\]>
     | <\?.*?\?>
-    | <!DOCTYPE(?:[^\[>]|\[.*?\])*>
+    | <!DOCTYPE(?:[^\[>"']|"[^"]*"|'[^']*'|\[(?:"[^"]*"|'[^']*'|<!--.*?-->|[^\]"'])*\])*>
     | </(?P<end>[^\s>]+)\s*>
     | <(?P<start>[^\s/>!?]+)(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*(?P<empty>/?)>""",
     re.S | re.X,
@@ -416,7 +417,11 @@ def _plan(
         return _Plan("cut", "too wide")
     if (el.get("reason") or "").strip() != "lost":
         return _Plan("context", (el.get("reason") or "").strip() or "no reason", slots)
-    if lac.max_width is None and (el.get("extent") or "").strip() != "unknown":
+    if (
+        lac.max_width is None
+        and lac.min_width == 0  # [-min.N-] (atLeast alone) has a readable least width
+        and (el.get("extent") or "").strip() != "unknown"
+    ):
         return _Plan("context", "width unreadable", slots)
     return _Plan("fill", slots=slots)
 
@@ -614,16 +619,13 @@ def _parse(data: bytes, name: str) -> etree._Element:
         raise EpiDocRestoreError(
             f"{name}:{line}: bytes are not UTF-8 ({e.reason}); re-save the file as UTF-8"
         ) from None
-    parser = etree.XMLParser(
-        recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True
-    )
-    try:
-        return etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as e:
-        line = e.lineno or (e.position[0] if e.position else 0)
-        raise EpiDocRestoreError(
-            f"{name}:{line}: malformed XML ({e.msg}); repair the markup at that line"
-        ) from None
+    try:  # internal entities expanded, external ones never read (no file, no network)
+        return parse_tei(data).root
+    except XmlReadError as e:
+        msg = e.message
+        if msg.startswith("malformed XML: "):
+            msg = f"malformed XML ({msg[len('malformed XML: ') :]})"
+        raise EpiDocRestoreError(f"{name}:{e.line}: {msg}; {e.fix}") from None
 
 
 @dataclass
@@ -692,6 +694,14 @@ def _read_edition(
     try:
         spans = _locate(doc, data)
     except ValueError as err:
+        marked = markup_entities(doc)
+        if marked:
+            raise EpiDocRestoreError(
+                f"{name}: the entit{'y' if len(marked) == 1 else 'ies'} "
+                f"{', '.join('&' + m + ';' for m in marked)} hold{'s' if len(marked) == 1 else ''} "
+                "markup, whose elements have no place in the file's bytes to write around; write "
+                "the markup in place of the references"
+            ) from None
         raise EpiDocRestoreError(
             f"{name}: the elements cannot be located in the bytes ({err}); report this file"
         ) from None

@@ -19,7 +19,9 @@ same thing:
 ================================  =========================================================
 ``<gap unit="character"           ``[....]`` one lost letter per dot: a real lacuna of known
 quantity="N"/>``                  width (``reason="illegible"`` too: the letters are unknown)
-``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``
+``precision="low"`` (+ N)         ``[-ca.N-]``: about N; ``atLeast``/``atMost`` ``[.a-b.]``;
+                                  ``atLeast`` alone ``[-min.a-]``, ``atMost`` alone
+                                  ``[-max.b-]``
 ``extent="unknown"``              ``[---]``: unknown width (also a unit such as ``cm``:
                                   counted ``gap_unit:<unit>``)
 no readable width                 ``[---]``, an unknown width, counted by what was wrong:
@@ -50,7 +52,11 @@ evidence="previouseditor">``
                                   abbreviation mark) is never a letter
 ``<choice>``                      one reading: ``<reg>`` (or ``<orig>`` with option
                                   ``choice="original"``), ``<corr>`` (or ``<sic>``),
-                                  ``<expan>`` (or ``<abbr>``); never both
+                                  ``<expan>`` (or ``<abbr>``); of an editor's alternatives
+                                  (``<unclear>``/``<unclear>``, ``<seg>``/``<seg>``) the
+                                  first, its letters uncertain (dot below); never both: the
+                                  others counted ``reading_left_out:<tag>``
+                                  (:mod:`stoicheia.sources.epidoc_choice`)
 ``<lb/>`` / ``<lb break="no"/>``  a word break / nothing (the word goes on; the layout
                                   whitespace around it is ignored); a hyphen typed before an
                                   ``<lb/>`` after a letter (``χρη-<lb/>στέ``) divides a word:
@@ -78,13 +84,20 @@ any other element                 its text is kept (an inline element of the edi
                                   capitals: the capitals are not the editor's; option
                                   ``orig_case="as written"`` keeps them, for the EpiDoc
                                   restorer, which fills a capital stretch in capitals)
-``<note>``, ``<certainty>``,      left out, counted ``excluded:<tag>``
-``<desc>``, ``<link>``,
-``<milestone>``, ``<cb>``
+``<note>``, ``<certainty>``,      left out with their content, counted ``excluded:<tag>``,
+``<index>`` (with its ``<term>``  never glued into a word (``_EXCLUDED``: also ``<desc>``,
+entries), ``<bibl>``,             ``<link>``, ``<milestone>``, ``<cb>``, ``<pb>``,
+``<figure>``, ``<fw>``, ...       ``<head>``, ``<ptr>``, ``<interp>``, ``<span>``, ...)
+``<ref>``                         left out (``excluded:ref``) when it holds no Greek letter
+                                  (a footnote mark, a pointer); else its text
+``&name;`` declared in the        expanded (counted ``entity_expanded``); an external
+DOCTYPE                           (``SYSTEM``/``PUBLIC``) or undeclared entity is never read
+                                  and the file is refused (:mod:`.xml_entities`)
 ================================  =========================================================
 
 Brackets typed as characters in the XML text would be read as Leiden; they are removed and
-counted ``literal_bracket``. Counts go to ``counts`` like the other readers (``records``,
+counted ``literal_bracket`` (``\\`` too, the opening sign of ``\\ /``), and ``+`` (a run of
+them is a lacuna in Leiden) ``literal_plus``. Counts go to ``counts`` like the other readers (``records``,
 ``chars``, and the kinds above).
 """
 
@@ -100,7 +113,9 @@ from types import MappingProxyType
 
 from lxml import etree
 
+from .epidoc_choice import choose
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
+from .xml_entities import XmlReadError, parse_tei
 
 __all__ = [
     "TEI_NS",
@@ -115,7 +130,10 @@ __all__ = [
 TEI_NS = "http://www.tei-c.org/ns/1.0"
 _T = "{" + TEI_NS + "}"
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
-_BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323]")
+_BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺\u0323\\\\]")
+#: "+" typed in the XML text: Leiden would read a run of them as lost letters (EpiDoc writes a
+#: loss as <gap>, a cross as <g>); removed and counted ``literal_plus``
+_PLUS = re.compile("\\+")
 _WS = re.compile(r"\s+")
 #: The widest gap written as counted letters: stoicheia.text.leiden.MAX_LACUNA_WIDTH (not
 #: imported: sources sit upstream of text).
@@ -129,12 +147,17 @@ _BRACKETS = {
     "partly_lost": ("⸢", "⸣"),
     "abbreviation": ("(", ")"),
 }
-#: elements left out with their content (their tail is read)
+#: elements left out with their content, counted ``excluded:<name>`` (their tail is read):
+#: the editor's notes and apparatus, index entries (``<index><term>``), bibliography,
+#: pictures, running heads, pointers and the TEI's other annotations that stand in a text
+#: but are not its letters (``model.noteLike``, ``model.global.meta``, ``model.milestoneLike``)
 _EXCLUDED = frozenset(
-    {"note", "certainty", "desc", "link", "milestone", "cb", "handShift", "fw", "figure", "pb"}
+    """note noteGrp certainty precision respons desc link linkGrp milestone cb gb pb handShift
+    fw figure figDesc graphic media index interp interpGrp span spanGrp alt altGrp join joinGrp
+    anchor ptr bibl biblStruct listBibl witDetail head addSpan delSpan damageSpan metamark""".split()
 )
 #: elements that break words where they stand
-_BREAKS = frozenset({"milestone", "cb", "pb", "ab", "l", "lg", "p", "div"})
+_BREAKS = frozenset({"milestone", "cb", "gb", "pb", "head", "ab", "l", "lg", "p", "div"})
 #: elements whose content is text of the edition, read as it stands (the other elements the
 #: walker does not handle by name are read the same way but counted ``unknown_element:<name>``)
 _TEXT_ELEMENTS = frozenset(
@@ -164,9 +187,11 @@ _TEXT_ELEMENTS = frozenset(
         "reg",
         "corr",
         "sic",
+        "ref",
     }
 )
 _WHOLE = re.compile(r"[0-9]+")
+_GREEK_IN = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 _SPECIAL_IN_SQUARE = re.compile("([.\\d\\-\u2010-\u2015\u2212]+)")
 #: dashes typed inside <supplied reason="lost"> ("— —", a legacy I.Sicily encoding of a
 #: lacuna of unknown width): spaces between the dashes belong to the run
@@ -245,6 +270,9 @@ class _Emitter:
     def text(self, s: str | None, kind: str | None, in_w: bool) -> None:
         if not s:
             return
+        if "+" in s:
+            s, k = _PLUS.subn("", s)
+            self.counts["literal_plus"] += k
         if _BRACKET_CHARS.search(s):
             s, k = _BRACKET_CHARS.subn("", s)
             self.counts["literal_bracket"] += k
@@ -460,13 +488,11 @@ class _Walker:
             else:
                 self._children(el, em, "erased", lang, in_w)
         elif name == "unclear":
-            sub = _Emitter(self.opts, self.counts)
-            self._children(el, sub, kind, lang, in_w)
-            for s, k in sub.pieces:
-                if k == _GAP:
-                    em.raw(s)
-                else:  # already filtered by sub.text: append, so the dots stay
-                    em.pieces.append((_dot_below(s), k))
+            self._dotted(el, em, kind, lang, in_w)
+        elif name == "ref" and not _GREEK_IN.search("".join(el.itertext())):
+            # a pointer or a footnote mark ("1", "cf. l. 3"): not text; a <ref> that wraps
+            # Greek letters is read as text below
+            self.counts["excluded:ref"] += 1
         elif name == "orig":
             sub = _Emitter(self.opts, self.counts)
             self._children(el, sub, kind, lang, in_w)
@@ -527,6 +553,12 @@ class _Walker:
         if a and b and a <= b:
             em.raw(f"[.{a}-{b}.]")
             return
+        if a and hi is None:  # atLeast alone: at least a letters, open-ended
+            em.raw(f"[-min.{a}-]")
+            return
+        if b and lo is None:  # atMost alone: 1 to b letters
+            em.raw(f"[-max.{b}-]")
+            return
         # no readable width: a lacuna of unknown width, counted by what was wrong with it
         if qty is not None:
             self.counts["gap_quantity_unreadable"] += 1
@@ -539,24 +571,43 @@ class _Walker:
     def _choice(
         self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
     ) -> None:
-        kids = {_local(c): c for c in el if _local(c)}
-        prefer = (
-            ("reg", "corr", "expan", "orig", "sic", "abbr")
-            if self.opts.choice == "regularised"
-            else ("orig", "sic", "reg", "corr", "expan", "abbr")
+        """``<choice>``: one reading, as :mod:`stoicheia.sources.epidoc_choice` decides; the
+        others counted ``reading_left_out:<name>``, never glued to it."""
+        kids = [c for c in el if _local(c)]
+        res = choose(
+            [_local(c) for c in kids], choice=self.opts.choice, expansions=self.opts.expansions
         )
-        if self.opts.expansions == "abbreviated":
-            prefer = tuple(p for p in prefer if p != "expan") + ("expan",)
-        pick = next((kids[p] for p in prefer if p in kids), None)
         self.counts["choice"] += 1
-        if pick is None:
+        for i in res.left_out:
+            self.counts[f"reading_left_out:{_local(kids[i])}"] += 1
+        if res.pick is None:
             self.counts["choice_unreadable"] += 1
             return
-        if _local(pick) == "orig":
+        pick = kids[res.pick]
+        if res.alternatives:
+            # the editor's alternatives for one place: the first, as an uncertain reading
+            self.counts["choice_alternatives"] += 1
+            if _local(pick) == "unclear":
+                self.visit(pick, em, kind, lang, in_w, tail=False)
+            else:
+                self._dotted(pick, em, kind, lang, in_w)
+        elif _local(pick) == "orig":
             # the reading as written: its letters as they are (no lower-casing in a choice)
             self._children(pick, em, kind, lang, in_w)
         else:
             self.visit(pick, em, kind, lang, in_w, tail=False)
+
+    def _dotted(
+        self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
+        """The content of ``el`` with a dot below on every letter (an uncertain reading)."""
+        sub = _Emitter(self.opts, self.counts)
+        self._children(el, sub, kind, lang, in_w)
+        for s, k in sub.pieces:
+            if k == _GAP:
+                em.raw(s)
+            else:  # already filtered by sub.text: append, so the dots stay
+                em.pieces.append((_dot_below(s), k))
 
     def _app(
         self, el: etree._Element, em: _Emitter, kind: str | None, lang: str | None, in_w: bool
@@ -626,21 +677,20 @@ def _dot_below(s: str) -> str:
     return "".join(out)
 
 
-def _parse(path: Path) -> etree._Element:
+def _parse(path: Path, counts: Counter[str]) -> etree._Element:
+    """The parsed file, its internal entities expanded (counted ``entity_expanded``), its
+    external ones never read (:mod:`stoicheia.sources.xml_entities`)."""
     raw = read_utf8(path)
-    parser = etree.XMLParser(
-        recover=False, resolve_entities=False, load_dtd=False, no_network=True, huge_tree=True
-    )
     data = raw.encode("utf-8")
     if raw.startswith("<?xml"):
         data = re.sub(rb"^<\?xml[^>]*\?>", b'<?xml version="1.0" encoding="UTF-8"?>', data)
     try:
-        return etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as e:
-        line = e.lineno or (e.position[0] if e.position else 0)
-        raise SourceError(
-            path, line, f"malformed XML: {e.msg}", "repair the markup at that line"
-        ) from None
+        parsed = parse_tei(data)
+    except XmlReadError as e:
+        raise SourceError(path, e.line, e.message, e.fix) from None
+    if parsed.entities_expanded:
+        counts["entity_expanded"] += parsed.entities_expanded
+    return parsed.root
 
 
 def unit_language(unit: etree._Element, default: str | None) -> str | None:
@@ -695,7 +745,7 @@ def read_epidoc(
     counts = counts if counts is not None else Counter()
     opts = options or EpiDocOptions()
     rel = relative_name(path, root)
-    doc = tree if tree is not None else _parse(path)
+    doc = tree if tree is not None else _parse(path, counts)
     if not is_tei_p5(doc):
         raise SourceError(
             path,

@@ -27,13 +27,15 @@ _CONSONANT_PSILI = re.compile(r"(?<=[βγδζθκλμνξπρσςτφχψΒΓΔ�
 _PLANES = frozenset({"chars", "boundary", "dia", "cap", "punct"})
 
 
-#: A word divided at a line end: a letter (its marks, or a closing Leiden bracket), a hyphen
+#: A word divided at a line end: a letter (its marks, a closing Leiden bracket, the ``/`` of
+#: ``\ /`` or a lost-letter ``+``), a hyphen
 #: (``-``, soft hyphen U+00AD, U+2010, U+2011, the double hyphen ``=`` U+2E17 U+2E40 of
-#: papyrological editions), the line end, then a letter or an opening bracket on the next line.
+#: papyrological editions), the line end, then a letter, an opening bracket (``\`` too) or a
+#: lost-letter ``+`` on the next line.
 _LINE_END_HYPHEN = re.compile(
-    "(?<=[^\\W\\d_]|[\u0300-\u036f\\])⟩〉⟧〛}⸣⌉⸥⌋˺>])"
+    "(?<=[^\\W\\d_]|[\u0300-\u036f\\])⟩〉⟧〛}⸣⌉⸥⌋˺>/+])"
     "[\\-\u00ad\u2010\u2011=\u2e17\u2e40][ \t]*(?:\r\n|[\n\r\u2028\u2029\u0085])\\s*"
-    "(?=[^\\W\\d_]|[\\[(⟨〈⟦〚{⸢⌈⸤⌊˹<])"
+    "(?=[^\\W\\d_]|[\\[(⟨〈⟦〚{⸢⌈⸤⌊˹<\\\\+])"
 )
 
 

@@ -19,7 +19,10 @@ from .record import SourceError, SourceRecord, read_utf8
 
 __all__ = ["read_tei", "xml_root_name"]
 
-_PROLOG = re.compile(r"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>|\s+)*", re.S)
+_PROLOG = re.compile(
+    r"""\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>"']|"[^"]*"|'[^']*'|\[(?:"[^"]*"|'[^']*'|<!--.*?-->|[^\]"'])*\])*>|\s+)*""",
+    re.S,
+)
 _START = re.compile(r"<([A-Za-z_][\w.:-]*)([^>]*)>")
 
 

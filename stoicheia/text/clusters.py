@@ -217,8 +217,18 @@ def _spacing_fields(base: str) -> tuple[int, int, int, int] | None:
     return fields[0], fields[1], fields[2], fields[3]
 
 
+#: The control characters (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F) that are not Unicode
+#: White_Space (tab, line feed, vertical tab, form feed, carriage return and next line U+0085
+#: separate words): debris of a conversion, dropped as ``control`` without a word break.
+CONTROLS = frozenset(
+    chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\t\n\x0b\x0c\r\x85"
+)
+
+
 def _char_kind(ch: str) -> str:
     """Drop kind of a single non-letter, non-punctuation character."""
+    if ch in CONTROLS:
+        return "control"
     if ch.isspace() or ch == "\u200b":
         return "space"
     if ch in NUMERAL_SIGNS:
@@ -319,7 +329,7 @@ def classify(cl: str) -> tuple[int, int, int, tuple[tuple[str, int], ...]]:
         return K_SEP, 0, 1, tuple(drops.items())
     drops[kind] += 1
     _mark_drops(marks, drops)
-    if kind == "format":
+    if kind in ("format", "control"):
         return K_FORMAT, 0, 0, tuple(drops.items())
     return K_SEP, 0, 1, tuple(drops.items())
 

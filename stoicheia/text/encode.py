@@ -20,7 +20,7 @@ Dropped characters are counted by kind in a ``collections.Counter``:
 * ``punctuation_other`` punctuation and symbols we do not model (brackets outside Leiden
   reading, dashes, quotes, †, a ``'``/U+2019/U+02BC that does not follow a letter, ...);
 * ``latin`` Latin letters; ``digit`` any Unicode number; ``archaic`` ϝ ϙ ϡ ϛ ϟ ϻ ϸ ͱ ͳ ͷ ϳ
-  Ϳ and their capitals; ``other`` anything else (Coptic, other scripts, controls);
+  Ϳ and their capitals; ``other`` anything else (Coptic, other scripts);
 * ``numeral_sign`` the Greek numeral sign (keraia U+0374, which NFC turns into U+02B9, U+02B9
   and U+2032 alike; U+0375 lower numeral sign): not counted against the record being Greek;
 * ``heta`` Latin ``h`` (or U+210E) before a vowel or ρ at the start of a word, the
@@ -73,10 +73,13 @@ Dropped characters are counted by kind in a ``collections.Counter``:
 * ``punctuation_extra`` a modelled punctuation mark on a letter that already has one
   (the stronger by :data:`PUNCT_STRENGTH` survives); ``punctuation_orphan`` a modelled
   punctuation mark with no letter before it; ``format`` invisible format characters
-  (category Cf: soft hyphen, ZWJ, BOM, ...), which do not separate words.
+  (category Cf: soft hyphen, ZWJ, BOM, ...), which do not separate words; ``control`` control
+  characters (C0, DEL, C1) other than the whitespace ones (tab, line feed, vertical tab, form
+  feed, carriage return, U+0085): debris of a conversion, dropped without a word break and
+  not counted against the record being Greek.
 
 Word boundaries come only from separators between two letters: every dropped or
-punctuation character except ``format`` ones, and elision. The shape of sigma plays no
+punctuation character except ``format`` and ``control`` ones, and elision. The shape of sigma plays no
 part (a final ς inside a token does not end a word). Leiden signs never separate words.
 """
 
@@ -631,7 +634,7 @@ class Encoded(NamedTuple):
     notation held, counted: ``lacunae``, ``lacuna_slots`` (slots with ``lacuna`` 1 or 2),
     ``lacunae_unknown_width`` (stand-in slots), ``supplied_letters`` (letters supplied in a
     ``[ ]``), ``expansion_letters``, ``omitted_letters``, ``erased_letters``,
-    ``partly_lost_letters``, ``surplus_letters`` (dropped: not part of the text),
+    ``partly_lost_letters``, ``added_letters`` (``\\ /``: added above the line), ``surplus_letters`` (dropped: not part of the text),
     ``uncertain_letters`` (dots below), ``editorial_comments``, ``leiden_repaired``,
     ``lacuna_too_wide``: a counted lacuna above ``MAX_LACUNA_WIDTH`` letters, read as ``[---]``).
     """
@@ -652,6 +655,7 @@ _KEPT = {
     "omitted": "omitted_letters",
     "erased": "erased_letters",
     "partly_lost": "partly_lost_letters",
+    "added": "added_letters",
 }
 
 
@@ -664,7 +668,7 @@ def encode_text(
     one slot per lost letter (``lacuna`` 1), of estimated width (``ca. N``, ``a..b``) N or b
     slots (``lacuna`` 2), of unknown width one stand-in slot (``lacuna`` 3); every lacuna slot
     has ``chars`` MASK. Letters in ``[ ]``, ``( )``, ``⟨ ⟩``, ``⟦ ⟧``, ``⸢ ⸣`` are kept as
-    letters where they stand, with no word break at the signs (``ἔλα[σ]εν`` is one word);
+    letters where they stand (and in ``\\ /``, added above the line), with no word break at the signs (``ἔλα[σ]εν`` is one word);
     letters in ``{ }`` (surplus) are left out, also without a word break; dots below are
     removed (the letters counted uncertain); comments (``(?)``, ``vac.``) separate words.
 

@@ -41,11 +41,17 @@ The notation read
 ``α(ὐτοῦ)``            expansion of an abbreviation -> Text ``α`` + ``Editorial("ὐτοῦ",
                        "abbreviation")``; a parenthesis without a Greek letter (``(?)``,
                        ``(!)``, ``(sic)``, ``(vac.)``) is an editor's remark -> ``Comment``
+``((δραχμὰς))``        the resolution of a symbol (DDbDP: the sign for drachmas written
+                       out) -> ``Editorial("δραχμὰς", "abbreviation")``, as EpiDoc's
+                       ``<expan><abbr><g/></abbr><ex>`` is read
 ``⟨καὶ⟩``              letters omitted by the scribe, added by the editor ->
                        ``"omitted"``; also ``〈 〉`` and ASCII ``< >``
 ``⟦καὶ⟧``              letters erased in antiquity (still read) -> ``"erased"``; also
                        ``〚 〛`` and ``[[ ]]``
 ``{καὶ}``              letters the scribe wrote in error (surplus) -> ``"surplus"``
+``\\π/``                letters the scribe added above the line (DDbDP) -> ``"added"``,
+                       kept as text; a ``/`` with no ``\\`` before it is no bracket (a line
+                       division, ``Διονύ/σιος``)
 ``⸢καὶ⸣``              half brackets (also ``⌈ ⌉`` ``⸤ ⸥`` ``⌊ ⌋`` ``˹ ˺``): letters read by an
                        earlier editor or only partly preserved -> ``"partly_lost"``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
@@ -54,10 +60,15 @@ The notation read
 ``[.?]`` ``[ca.?]``    ``[ca.?]`` (IAph, DDbDP Leiden+): unknown width ->
                        ``Lacuna(0, None)``; ``[-min.2-]`` (IGCyr) at least 2 ->
 ``[-min.2-]``          ``Lacuna(2, None)``; ``[-max.5-]`` at most 5 -> ``Lacuna(1, 5)``;
+                       ``[-min.2 max.4-]`` 2 to 4 -> ``Lacuna(2, 4)``;
 ``[+3+]`` ``[+++]``    ``[+3+]`` and one ``+`` per letter (``[+++]``) -> ``Lacuna(3, 3)``;
                        ``[.5]`` ``[.1-3]`` (DDbDP) read as ``[.5.]`` ``[.1-3.]``
 ``̣`` on no letter      a dot below on a space or at the start (``̣ ̣ ̣``): traces of an
                        illegible letter each -> ``Lacuna(1, 1)`` per dot (merged)
+``++`` ``λό+ος``       outside brackets, a run of ``+`` (EDH and others: letters too damaged
+                       to read) -> ``Lacuna(2, 2)``, one lost letter per ``+``, when the run
+                       is two or more long or touches a letter; a lone ``+`` standing apart
+                       (``+ Ἐν ὀνόματι``) is a cross, a symbol, and stays text
 ``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
 =====================  =================================================================
 
@@ -106,7 +117,7 @@ __all__ = [
 ]
 
 #: Values of :attr:`Editorial.reason`.
-REASONS = ("lost", "abbreviation", "omitted", "erased", "surplus", "partly_lost")
+REASONS = ("lost", "abbreviation", "omitted", "erased", "surplus", "partly_lost", "added")
 
 DOT_BELOW = "\u0323"
 
@@ -211,6 +222,8 @@ Segment = Text | Lacuna | Editorial | Comment
 # opener -> (closer, reason); two-character openers are tried first
 _PAIRS: dict[str, tuple[str, str]] = {
     "[[": ("]]", "erased"),
+    "((": ("))", "abbreviation"),  # DDbDP: the resolution of a symbol, ((δραχμὰς))
+    "\\": ("/", "added"),  # DDbDP: letters the scribe added above the line (a backslash, /)
     "⟦": ("⟧", "erased"),
     "〚": ("〛", "erased"),
     "[": ("]", "lost"),
@@ -226,7 +239,8 @@ _PAIRS: dict[str, tuple[str, str]] = {
     "⌊": ("⌋", "partly_lost"),
     "˹": ("˺", "partly_lost"),
 }
-_CLOSERS = {closer for closer, _ in _PAIRS.values()}
+#: a "/" alone is a line division or a slash, not a closing bracket: only a backslash opens one
+_CLOSERS = {closer for closer, _ in _PAIRS.values()} - {"/"}
 _SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
 _VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
 _GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
@@ -245,8 +259,12 @@ _DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width
 _FOREIGN_UNKNOWN = re.compile(
     rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}"
 )
-# "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters
-_FOREIGN_MINMAX = re.compile(rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+){_DECOR}")
+# "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters; both, a range:
+# "[-min.2 max.4-]"
+_FOREIGN_MINMAX = re.compile(
+    rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+)"
+    rf"(?:[\s,;{_DASH_CLASS}]*(?P<mm2>min|max)\.?\s*(?P<n2>\d+))?{_DECOR}"
+)
 # "[+3+]" (N letters), "[+++]" (one lost letter per '+'), as EDH-style projects print them
 _FOREIGN_PLUS = re.compile(r"\+\s*(?P<n>\d+)\s*\+|\+(?:\s*\+)*")
 # "[ca.]" / "[c.]" with no number after it
@@ -255,10 +273,22 @@ _CA_NO_NUMBER = re.compile(rf"{_DECOR}ca?\.?\s*")
 _DECIMAL = re.compile(r"\d+[.,]\d")
 
 
+#: Outside brackets, a run of "+" is lost letters, one per "+" (EDH and other projects: a
+#: letter of which too little is left to read), when it is two or more long or touches a
+#: letter ("λό+ος"); a lone "+" standing apart ("+ Ἐν ὀνόματι") is the cross that opens a
+#: Christian text, a symbol and no letter.
+_PLUS_RUN = re.compile("\\+{2,}|(?<=[^\\W\\d_])\\+|(?<=[\u0300-\u036f])\\+|\\+(?=[^\\W\\d_])")
+
+
 def has_leiden(text: str) -> bool:
     """True if ``text`` holds any sign :func:`parse_leiden` interprets (brackets of any kind,
-    a dot below, ``vac.``). Text without them parses to one :class:`Text` segment."""
-    return any(c in _SIGNS for c in text) or bool(_VACAT.search(text))
+    a dot below, ``vac.``, lost-letter ``+``). Text without them parses to one :class:`Text`
+    segment."""
+    return (
+        any(c in _SIGNS for c in text)
+        or bool(_VACAT.search(text))
+        or ("+" in text and bool(_PLUS_RUN.search(text)))
+    )
 
 
 def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
@@ -288,14 +318,23 @@ def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
 
 
 def _text_segments(text: str, start: int, end: int) -> list[Segment]:
-    """Plain text between brackets: Text runs, ``vac.`` comments, illegible-dot lacunae."""
+    """Plain text between brackets: Text runs, ``vac.`` comments, illegible-dot lacunae,
+    runs of lost-letter ``+`` (:data:`_PLUS_RUN`)."""
     segs: list[Segment] = []
     pos = start
     chunk = text[start:end]
-    for m in _VACAT.finditer(chunk):
+    signs = list(_VACAT.finditer(chunk))
+    if "+" in chunk:
+        signs = sorted(signs + list(_PLUS_RUN.finditer(chunk)), key=lambda m: m.start())
+    for m in signs:
         a, b = start + m.start(), start + m.end()
+        if a < pos:  # inside the sign before (cannot happen: "vac." holds no "+")
+            continue
         segs.extend(_dotted_text(text, pos, a))
-        segs.append(Comment(text[a:b], a, b))
+        if m.re is _PLUS_RUN:
+            segs.append(Lacuna(b - a, b - a, False, a, b))
+        else:
+            segs.append(Comment(text[a:b], a, b))
         pos = b
     segs.extend(_dotted_text(text, pos, end))
     return segs
@@ -451,21 +490,7 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
         return Lacuna(0, None, False, i, m.end())
     m = _FOREIGN_MINMAX.match(text, i, end)
     if m is not None:
-        n = int(m.group("n"))
-        if n == 0:
-            raise LeidenError(
-                text, i, "a lacuna of at least/at most 0 letters; give a number above 0"
-            )
-        if n > MAX_LACUNA_WIDTH:
-            raise LeidenError(
-                text,
-                i,
-                f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
-                "lacuna may hold; write [---] for a loss that long",
-            )
-        if m.group("mm") == "min":  # at least n: the width is open-ended
-            return Lacuna(n, None, False, i, m.end())
-        return Lacuna(1, n, False, i, m.end())
+        return _min_max_lacuna(text, m, i)
     m = _FOREIGN_PLUS.match(text, i, end)
     if m is not None:
         n = int(m.group("n")) if m.group("n") else m.group().count("+")
@@ -513,6 +538,39 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
                     "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
                 )
     return None
+
+
+def _min_max_lacuna(text: str, m: re.Match, i: int) -> Lacuna:
+    """The lacuna of ``[-min.N-]`` (at least N, open-ended), ``[-max.N-]`` (1 to N) or
+    ``[-min.A max.B-]`` (A to B) matched by ``m`` at ``i``; raises :class:`LeidenError` for a
+    number 0 or above :data:`MAX_LACUNA_WIDTH`, two bounds of one kind, or A > B."""
+    bounds = {m.group("mm"): int(m.group("n"))}
+    if m.group("mm2"):
+        if m.group("mm2") in bounds:
+            raise LeidenError(
+                text,
+                i,
+                f"{m.group().strip()!r} gives {m.group('mm2')}. twice; write [-min.A max.B-]",
+            )
+        bounds[m.group("mm2")] = int(m.group("n2"))
+    for n in bounds.values():
+        if n == 0:
+            raise LeidenError(
+                text, i, "a lacuna of at least/at most 0 letters; give a number above 0"
+            )
+        if n > MAX_LACUNA_WIDTH:
+            raise LeidenError(
+                text,
+                i,
+                f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
+                "lacuna may hold; write [---] for a loss that long",
+            )
+    lo, hi = bounds.get("min", 1), bounds.get("max")
+    if hi is not None and lo > hi:
+        raise LeidenError(
+            text, i, f"{m.group().strip()!r}: at least {lo} but at most {hi} letters; swap them"
+        )
+    return Lacuna(lo, hi, False, i, m.end())  # hi None: at least lo, open-ended
 
 
 def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> None:

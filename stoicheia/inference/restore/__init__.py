@@ -52,6 +52,7 @@ from stoicheia.inference.restore.rendering import (
     spliced_restoration,
 )
 from stoicheia.text import alphabet as A
+from stoicheia.text.clusters import CONTROLS
 from stoicheia.text.encode import encode_text, text_to_planes
 from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.planes import Planes
@@ -109,7 +110,7 @@ class _Ticker:
 
 #: the editor's and the stone's signs that ``--respace``, which rebuilds the text from the
 #: planes, does not print (a note says so when the input has any outside its gaps)
-EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/❦⁝⁞⁙‖’'ʼ\n" + DOT_BELOW)
+EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/\\❦⁝⁞⁙‖’'ʼ\n" + DOT_BELOW)
 
 
 #: a word of Latin capitals that all look like Greek ones, touching no other letter: the encoder
@@ -134,6 +135,11 @@ def _reading_notes(text: str, gaps: list[Gap]) -> list[str]:
         )
         notes.append(
             f"left out, not Greek: {dropped['other']} letter(s) of another script ({foreign[:20]})"
+        )
+    if dropped.get("control"):
+        codes = ", ".join(dict.fromkeys(f"U+{ord(c):04X}" for c in text if c in CONTROLS))
+        notes.append(
+            f"left out: {dropped['control']} control character(s) ({codes[:40]}), no word break"
         )
     mixed = [w for w in text.split() if re.search("[A-Za-z]", w) and _GREEK_LETTER.search(w)]
     if dropped.get("latin_in_word") and mixed:

@@ -7,7 +7,10 @@ The text goes through the project's Leiden parser
 * ``[...]``, ``[.5.]``: exactly N letters;
 * ``[5±3]``, ``[.3-6.]``: between the two bounds; ``[-ca.5-]``: about N, read as
   ``N - m .. N + m`` with ``m = max(1, round(about_margin * N))``;
-* ``[---]``: at least 1 and at most ``unknown_width`` letters.
+* ``[---]``: at least 1 and at most ``unknown_width`` letters; ``[-min.N-]``: at least N and
+  at most ``max(N, unknown_width)``; ``[-max.N-]`` 1 to N, ``[-min.A max.B-]`` A to B;
+* ``++`` (a run of ``+`` outside brackets): one lost letter per ``+``, filled like the traces
+  of a dot below on no letter (dotted letters in place of the signs).
 
 A gap of uncertain width gets its *maximum* width plus 2 slots, all MASK, as the elastic
 noise of training makes them (a word of L letters becomes L + 2 + u MASK slots whose targets
@@ -142,8 +145,13 @@ class Gap:
 
     @property
     def traces(self) -> bool:
-        """Dots below on no letter (``̣ ̣ ̣``): illegible traces, filled as dotted letters."""
-        return self.kind == "lacuna" and not self.bracketed and DOT_BELOW in self.notation
+        """Dots below on no letter (``̣ ̣ ̣``) or lost-letter ``+`` signs (``++``): illegible
+        traces, filled as dotted letters."""
+        return (
+            self.kind == "lacuna"
+            and not self.bracketed
+            and (DOT_BELOW in self.notation or "+" in self.notation)
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The gap as in the restore JSON contract (docs/restoring.md)."""
@@ -279,8 +287,9 @@ def _letter_flags(segments: list[Any]) -> tuple[list[bool], list[bool], list[int
 
 
 def _gap_bounds(seg: Lacuna, unknown_width: int, about_margin: float) -> tuple[int, int]:
-    if seg.max_width is None:
-        return 1, unknown_width
+    if seg.max_width is None:  # [---]: 1 or more; [-min.N-]: N or more
+        lo = max(1, seg.min_width)
+        return lo, max(unknown_width, lo)
     if seg.approximate:
         m = max(1, round(about_margin * seg.max_width))
         return max(1, seg.max_width - m), seg.max_width + m

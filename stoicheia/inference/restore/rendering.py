@@ -26,6 +26,7 @@ import numpy as np
 from stoicheia.inference.restore.decoding import forward
 from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
 from stoicheia.text import alphabet as A
+from stoicheia.text.clusters import CONTROLS
 from stoicheia.text.leiden import DOT_BELOW
 from stoicheia.text.orthography import DIPHTHONGS, choose_marks
 from stoicheia.text.planes import Planes
@@ -40,7 +41,8 @@ class Restoration:
     """One restoration of the whole text.
 
     ``text``: the input with each gap's notation replaced by its fill (``[fill]`` where the
-    notation held its brackets), equal to the input character for character everywhere else;
+    notation held its brackets), equal to the input character for character everywhere else
+    (control characters aside: left out, as the encoder leaves them out);
     with ``respace`` the text rebuilt from the planes with the heads' word division, accents
     and punctuation, restored letters in square brackets. ``marks``: a line as wide as ``text``
     on screen with ``^`` under every restored letter and ``.`` under a changed uncertain
@@ -368,12 +370,13 @@ def _spliced(
     text: str, gaps: list[Gap], printed: list[str], kept: set[int] = frozenset()
 ) -> tuple[str, str]:  # type: ignore[assignment]
     """``text`` with each gap's notation replaced by its printed fill, and the marks line (no
-    mark under the gaps in ``kept``)."""
+    mark under the gaps in ``kept``). Control characters are left out, as the encoder does."""
     out, marks = [], []
     pos = 0
     for g, f in sorted(zip(gaps, printed, strict=True), key=lambda t: t[0].start):
-        out.append(text[pos : g.start])
-        marks.append(" " * _width(text[pos : g.start]))
+        typed = text[pos : g.start].translate(_NO_CONTROLS)
+        out.append(typed)
+        marks.append(" " * _width(typed))
         piece = f"[{f}]" if g.bracketed else f
         out.append(piece)
         if g.index in kept:
@@ -388,8 +391,12 @@ def _spliced(
                 )
             )
         pos = g.end
-    out.append(text[pos:])
+    out.append(text[pos:].translate(_NO_CONTROLS))
     return "".join(out), "".join(marks).rstrip()
+
+
+#: :data:`~stoicheia.text.clusters.CONTROLS` removed by ``str.translate``
+_NO_CONTROLS = dict.fromkeys(map(ord, CONTROLS))
 
 
 def finish(
