@@ -205,6 +205,44 @@ def test_bf16_trains_on_cpu_through_the_builder(small_shards, tmp_path, capsys):
     ]
     assert len(evals) == 2 and all(0 < v < 10 for v in evals)
     assert built.control.complete
+    # the trained checkpoint for inference, both ways: log-probabilities within LOGP_TOL
+    from stoicheia.inference.loading import load_model
+
+    fp, bf = (load_model(tmp_path / "bf", device="cpu", precision=p) for p in ("fp32", "bf16"))
+    assert (fp.precision, bf.precision) == ("fp32", "bf16")
+    batch = _eval_batch(small_shards)
+    sup = batch["seg_id"] != 0
+    lp_fp, lp_bf = (m(batch)["char"].log_softmax(-1)[sup] for m in (fp, bf))
+    assert lp_bf.dtype == torch.float32
+    assert 0 < float((lp_fp - lp_bf).abs().max()) < LOGP_TOL
+
+
+def test_inference_auto_chooses_by_cpu_and_width(tmp_path, monkeypatch):
+    from stoicheia.inference.loading import LoadedModel, ModelLoadError, _with_precision
+    from stoicheia.model.config import EncoderConfig
+    from stoicheia.model.encoder import CharBertEncoder
+    from stoicheia.model.precision import INFERENCE_BF16_MIN_WIDTH, inference_precision
+
+    units, none = _cpuinfo(tmp_path, "avx512_bf16"), _cpuinfo(tmp_path, "avx2")
+    wide, narrow = INFERENCE_BF16_MIN_WIDTH, INFERENCE_BF16_MIN_WIDTH - 32
+    assert inference_precision("auto", "cpu", wide, units).precision == "bf16"
+    assert inference_precision("auto", "cpu", narrow, units).precision == "fp32"
+    assert inference_precision("auto", "cpu", wide, none).precision == "fp32"
+    assert inference_precision("auto", "cuda", wide, units).precision == "fp32"
+    assert inference_precision("bf16", "cpu", 32, none).precision == "bf16"
+    assert inference_precision("fp32", "cpu", wide, units).precision == "fp32"
+    with pytest.raises(ValueError, match="mps"):
+        inference_precision("bf16", "mps", wide, units)
+    # load_model's choice, with the CPU's flags mocked
+    monkeypatch.setattr(prec, "CPUINFO", units)
+    for width, want in ((wide, "bf16"), (narrow, "fp32")):
+        enc = CharBertEncoder(EncoderConfig(d_model=width, n_layers=1, n_heads=2)).eval()
+        loaded = _with_precision(LoadedModel(enc, {}, "m", "export"), "auto")
+        assert loaded.precision == want
+    with pytest.raises(ModelLoadError, match="precision 'fp16'"):
+        from stoicheia.inference.loading import load_model
+
+        load_model(tmp_path, precision="fp16")
 
 
 def test_bf16_resumes_bit_identically(small_shards, tmp_path):

@@ -23,14 +23,20 @@ def load(args: argparse.Namespace, command: str):
     from stoicheia.inference.loading import ModelLoadError, load_model
 
     try:
-        return load_model(args.checkpoint, config=args.config, device=args.device)
+        return load_model(
+            args.checkpoint,
+            config=args.config,
+            device=args.device,
+            precision=getattr(args, "precision", "auto"),
+        )
     except ModelLoadError as err:
         print(f"stoicheia {command}: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 def model_args(p: argparse.ArgumentParser) -> None:
-    """The ``CHECKPOINT``, ``--config`` and ``--device`` arguments every model command takes."""
+    """The ``CHECKPOINT``, ``--config``, ``--device`` and ``--precision`` arguments every model
+    command takes."""
     p.add_argument(
         "checkpoint",
         metavar="CHECKPOINT",
@@ -45,6 +51,13 @@ def model_args(p: argparse.ArgumentParser) -> None:
         default="auto",
         type=device_name,
         help="auto (GPU if any), cpu, cuda, cuda:1 ...",
+    )
+    p.add_argument(
+        "--precision",
+        default="auto",
+        choices=("auto", "fp32", "bf16"),
+        help="auto (bf16 autocast on a CPU with bf16 instructions for a model of d_model >= 192, "
+        "else fp32), fp32 or bf16",
     )
 
 

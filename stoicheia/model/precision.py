@@ -132,3 +132,49 @@ def cpu_autocast(enabled: bool) -> Iterator[None]:
         return
     with torch.autocast("cpu", dtype=torch.bfloat16):
         yield
+
+
+#: Inference precisions (``--precision`` of the model commands, ``load_model(precision=...)``).
+INFERENCE_PRECISIONS = ("auto", "fp32", "bf16")
+#: The narrowest ``d_model`` at which ``auto`` runs inference in bf16 on a CPU with bf16
+#: instructions: below it the casts cost more than the products save (benchmarks/bf16.py,
+#: docs/benchmarks.md).
+INFERENCE_BF16_MIN_WIDTH = 192
+
+
+def inference_precision(
+    requested: str, device_type: str, d_model: int, cpuinfo: str | Path | None = None
+) -> PrecisionChoice:
+    """The precision of inference (``restore``, ``evaluate``, ``benchmark``, ``serve``) for a
+    model of width ``d_model`` on ``device_type`` (``cpu``, ``cuda``, ``mps``).
+
+    ``auto``: bf16 autocast on a CPU with bf16 instructions (:func:`cpu_bf16_units`) for a
+    model at least :data:`INFERENCE_BF16_MIN_WIDTH` wide, else fp32 (on a GPU too: inference
+    there is not the bottleneck). ``bf16`` forces bf16 autocast on a CPU or CUDA GPU; ``fp32``
+    forces fp32. Returns ``precision`` ``"bf16"`` or ``"fp32"``. Raises ``ValueError`` for
+    another name, or ``bf16`` on a device autocast does not serve here (``mps``).
+    """
+    if requested not in INFERENCE_PRECISIONS:
+        raise ValueError(f"precision {requested!r}: give one of {', '.join(INFERENCE_PRECISIONS)}")
+    if requested == "fp32":
+        return PrecisionChoice("fp32", "fp32 (asked for)", device_type)
+    if requested == "bf16":
+        if device_type not in ("cpu", "cuda"):
+            raise ValueError(
+                f"precision bf16 on {device_type}: bf16 autocast is offered on cpu and cuda only; "
+                "give --precision fp32 or another --device"
+            )
+        return PrecisionChoice("bf16", "bf16 autocast (asked for)", device_type)
+    if device_type != "cpu":
+        return PrecisionChoice("fp32", f"fp32 (auto: inference on {device_type})", device_type)
+    cpu = cpu_bf16_units(cpuinfo)
+    if not cpu.present:
+        return PrecisionChoice("fp32", f"fp32 (auto: {cpu.model} has no bf16 instructions)")
+    if d_model < INFERENCE_BF16_MIN_WIDTH:
+        return PrecisionChoice(
+            "fp32",
+            f"fp32 (auto: d_model {d_model} < {INFERENCE_BF16_MIN_WIDTH}, where bf16 does not pay)",
+        )
+    return PrecisionChoice(
+        "bf16", f"bf16 autocast (auto: {cpu.model} has {cpu.flag}, d_model {d_model})"
+    )
