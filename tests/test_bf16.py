@@ -331,7 +331,7 @@ def test_two_processes_train_in_bf16(small_shards, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=900,  # a loaded 2-core machine took 6 minutes
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("[run] precision: amp_bf16 on the CPU") == 1  # rank 0 only
