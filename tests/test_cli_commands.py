@@ -21,12 +21,12 @@ USAGE = {
     "[--skip-bad] [--workers WORKERS] [--overwrite] [--supplied-lost {text,lacuna}] "
     "[--expansions {expanded,abbreviated}] [--choice {regularised,original}] TIER=PATH [TIER=PATH ...]",
     "status": "usage: stoicheia status [-h] RUN_FOLDER",
-    "evaluate": "usage: stoicheia evaluate [-h] [--config CONFIG] [--device DEVICE] --shards DIR_OR_FILE "
+    "evaluate": "usage: stoicheia evaluate [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] --shards DIR_OR_FILE "
     "[DIR_OR_FILE ...] [--split {val,train,inscription_dev}] [--tiers TIERS [TIERS ...]] "
     "[--max-records MAX_RECORDS] [--train-shards TRAIN_SHARDS] [--ngram-order NGRAM_ORDER] "
     "[--ngram-letters NGRAM_LETTERS] [--seq-len SEQ_LEN] [--rows ROWS] [--t T] [--seed SEED] "
     "[--word-rate WORD_RATE] [--max-works MAX_WORKS] [--out OUT] CHECKPOINT",
-    "benchmark": "usage: stoicheia benchmark [-h] [--config CONFIG] [--device DEVICE] [--shards SHARDS] "
+    "benchmark": "usage: stoicheia benchmark [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--shards SHARDS] "
     "--out OUT [--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
     "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] [--epidoc-root EPIDOC_ROOT] "
     "[--unknown-width UNKNOWN_WIDTH] [--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
@@ -35,11 +35,11 @@ USAGE = {
     "export": "usage: stoicheia export [-h] [--config CONFIG] [--device DEVICE] [--overwrite] "
     "[--shards SHARDS] CHECKPOINT OUT_DIR",
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
-    "restore": "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] [--epidoc PATH [PATH ...]] "
+    "restore": "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] "
     "[--out OUT] [--top-k TOP_K] [--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--respace] "
     "[--repredict-supplements] [--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] "
     "[--window WINDOW] [--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]",
-    "serve": "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] [--host HOST] [--port PORT] "
+    "serve": "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] "
     "CHECKPOINT",
 }
 

@@ -17,20 +17,27 @@ def fail(command: str, message: str) -> int:
 
 
 def load(args: argparse.Namespace, command: str):
-    """The model of ``args.checkpoint`` (with ``args.config``, on ``args.device``), as
+    """The model of ``args.checkpoint`` (with ``args.config``, on ``args.device``, in
+    ``args.precision``, fp32 for a command without that option), as
     :func:`stoicheia.inference.loading.load_model` returns it. A checkpoint that does not load
     prints the one-line error of ``stoicheia COMMAND`` and raises ``SystemExit(2)``."""
     from stoicheia.inference.loading import ModelLoadError, load_model
 
     try:
-        return load_model(args.checkpoint, config=args.config, device=args.device)
+        return load_model(
+            args.checkpoint,
+            config=args.config,
+            device=args.device,
+            precision=getattr(args, "precision", "fp32"),  # export: no --precision, fp32
+        )
     except ModelLoadError as err:
         print(f"stoicheia {command}: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
-def model_args(p: argparse.ArgumentParser) -> None:
-    """The ``CHECKPOINT``, ``--config`` and ``--device`` arguments every model command takes."""
+def model_args(p: argparse.ArgumentParser, precision: bool = True) -> None:
+    """The ``CHECKPOINT``, ``--config``, ``--device`` and (unless ``precision`` is false: a
+    command that runs no forward pass) ``--precision`` arguments every model command takes."""
     p.add_argument(
         "checkpoint",
         metavar="CHECKPOINT",
@@ -45,6 +52,15 @@ def model_args(p: argparse.ArgumentParser) -> None:
         default="auto",
         type=device_name,
         help="auto (GPU if any), cpu, cuda, cuda:1 ...",
+    )
+    if not precision:
+        return
+    p.add_argument(
+        "--precision",
+        default="auto",
+        choices=("auto", "fp32", "bf16"),
+        help="auto (bf16 autocast on a CPU with bf16 instructions for a model of d_model >= 192, "
+        "else fp32), fp32 or bf16",
     )
 
 

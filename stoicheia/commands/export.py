@@ -16,7 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export", help="write a Hugging Face model folder (safetensors, config, code, model card)"
     )
-    model_args(p)
+    model_args(p, precision=False)  # the weights are exported in fp32 as trained
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument(

@@ -27,6 +27,7 @@ import torch
 
 from stoicheia.model.config import EncoderConfig
 from stoicheia.model.encoder import CharBertEncoder
+from stoicheia.model.precision import INFERENCE_PRECISIONS, inference_precision
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class LoadedModel:
         kind: ``"checkpoint"`` or ``"export"``.
         step: the training batch of the weights (``None`` when unknown).
         info: extra facts of an export (held-out figures, training data), else ``{}``.
+        precision: ``"fp32"`` or ``"bf16"`` (the forward under bf16 autocast; weights and
+            logits stay float32), chosen by
+            :func:`~stoicheia.model.precision.inference_precision`.
     """
 
     encoder: CharBertEncoder
@@ -59,6 +63,7 @@ class LoadedModel:
     kind: str
     step: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    precision: str = "fp32"
 
     @property
     def device(self) -> torch.device:
@@ -72,9 +77,14 @@ class LoadedModel:
 
     @torch.no_grad()
     def __call__(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Logits of :meth:`CharBertEncoder.forward` for a collated batch (moved to the model's device)."""
+        """Float32 logits of :meth:`CharBertEncoder.forward` for a collated batch (moved to the
+        model's device), under bf16 autocast when ``precision`` is ``"bf16"``."""
         dev = self.device
-        return self.encoder({k: v.to(dev) for k, v in batch.items()})
+        batch = {k: v.to(dev) for k, v in batch.items()}
+        if self.precision == "bf16":
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                return self.encoder(batch)
+        return self.encoder(batch)
 
 
 def available_devices() -> list[str]:
@@ -286,8 +296,14 @@ def load_model(
     *,
     config: str | Path | dict[str, Any] | None = None,
     device: str | torch.device | None = "auto",
+    precision: str = "auto",
 ) -> LoadedModel:
     """Load a trained encoder (module docstring) on ``device`` (``"auto"``: GPU if any).
+
+    ``precision``: ``auto``, ``fp32`` or ``bf16``, resolved by
+    :func:`~stoicheia.model.precision.inference_precision` (``auto``: bf16 autocast on a CPU
+    with bf16 instructions for a model wide enough that it pays, else fp32); the result is the
+    returned model's ``precision``.
 
     ``config``: a YAML run config (or its dict) to take the model shape from, for checkpoints
     that carry none. Raises :class:`ModelLoadError` (a ``ValueError``) naming the path and the
@@ -298,6 +314,10 @@ def load_model(
     On the CPU it sets torch's threads to :func:`inference_threads`.
     """
     dev = resolve_device(device)
+    if precision not in INFERENCE_PRECISIONS:
+        raise ModelLoadError(
+            f"precision {precision!r}: give one of {', '.join(INFERENCE_PRECISIONS)}"
+        )
     if dev.type == "cpu":
         torch.set_num_threads(inference_threads())
     source = str(path)
@@ -305,7 +325,7 @@ def load_model(
         _config_from_yaml(config) if config is not None else None
     )  # a wrong --config fails first
     if "://" not in source and is_export_dir(source):
-        return _load_export(Path(source), dev, config)
+        return _with_precision(_load_export(Path(source), dev, config), precision)
     file, folder = _checkpoint_file(source)
     from stoicheia.checkpoint_files import checkpoint_is_complete
 
@@ -359,7 +379,18 @@ def load_model(
         step = int(ts["Timestamp"]["batch"]) if isinstance(ts, dict) else int(ts.batch)
     except (KeyError, TypeError, AttributeError):
         pass
-    return LoadedModel(encoder, run_config, source, "checkpoint", step)
+    return _with_precision(LoadedModel(encoder, run_config, source, "checkpoint", step), precision)
+
+
+def _with_precision(model: LoadedModel, precision: str) -> LoadedModel:
+    """``model`` with the precision :func:`inference_precision` chooses for it (logged)."""
+    try:
+        choice = inference_precision(precision, model.device.type, model.encoder_config.d_model)
+    except ValueError as err:
+        raise ModelLoadError(f"{model.source}: {err}") from None
+    model.precision = choice.precision
+    log.info("[model] precision: %s", choice.reason)
+    return model
 
 
 def _load_export(folder: Path, dev: torch.device, config: Any) -> LoadedModel:

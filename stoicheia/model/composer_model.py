@@ -32,6 +32,7 @@ from torchmetrics import Metric
 from stoicheia.model.config import EncoderConfig
 from stoicheia.model.encoder import CharBertEncoder
 from stoicheia.model.metrics import BitsPerChar, eval_metrics, update_metric
+from stoicheia.model.precision import cpu_autocast
 from stoicheia.text.alphabet import IGNORE_INDEX
 
 #: (head, target key) of the auxiliary losses.
@@ -95,14 +96,22 @@ class StoicheiaModel(ComposerModel):
     After each :meth:`loss` call, ``last_loss_terms`` holds the detached 0-dim tensors of
     :func:`loss_terms` (``char``, ``boundary``, ``dia``, ``cap``, ``punct``, ``total``); they stay
     tensors to avoid a device sync per step, call ``float()`` when logging.
+
+    ``cpu_bf16``: run :meth:`forward` (training and evaluation) under CPU bf16 autocast
+    (:func:`stoicheia.model.precision.cpu_autocast`; Composer autocasts only on CUDA, so a CPU
+    run asks Composer for ``fp32`` and sets this). Weights, optimizer state, logits and loss
+    stay float32.
     """
 
-    def __init__(self, cfg: EncoderConfig | None = None, aux_weight: float = 0.1) -> None:
+    def __init__(
+        self, cfg: EncoderConfig | None = None, aux_weight: float = 0.1, cpu_bf16: bool = False
+    ) -> None:
         super().__init__()
         if not aux_weight >= 0:
             raise ValueError(f"aux_weight={aux_weight!r}: must be a number >= 0 (train.aux_weight)")
         self.encoder = CharBertEncoder(cfg)
         self.aux_weight = float(aux_weight)
+        self.cpu_bf16 = bool(cpu_bf16)
         self.last_loss_terms: dict[str, Tensor] = {}
         self.train_metrics: dict[str, Metric] = {"bits_per_char": BitsPerChar()}
         self.eval_metrics: dict[str, Metric] = eval_metrics()
@@ -113,8 +122,10 @@ class StoicheiaModel(ComposerModel):
         return self.encoder.cfg
 
     def forward(self, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        """Logits dict of :meth:`CharBertEncoder.forward` for a batch dict."""
-        return self.encoder(batch)
+        """Logits dict of :meth:`CharBertEncoder.forward` for a batch dict (float32; under CPU
+        bf16 autocast when ``cpu_bf16``)."""
+        with cpu_autocast(self.cpu_bf16):
+            return self.encoder(batch)
 
     def loss(
         self, outputs: Mapping[str, Tensor], batch: Mapping[str, Tensor], *args: Any, **kwargs: Any

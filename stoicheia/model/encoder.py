@@ -18,6 +18,10 @@ Read top to bottom:
    see only their own document (``seg_id``); see :mod:`stoicheia.model.attention`.
 5. **Output.** A final RMSNorm and five bias-free linear heads; logits are returned as float32.
 
+Precision: under bf16 autocast (:mod:`stoicheia.model.precision`) the block matrix products
+and attention run in bf16; the residual stream, the norms, RoPE, the heads and the logits
+stay float32.
+
 Init: every linear and embedding weight ~ N(0, init_std); the two residual output projections
 of each block (attention ``out`` and MLP ``wo``) use ``init_std / sqrt(2 * n_layers)`` so the
 residual stream's variance does not grow with depth (GPT-2, Radford et al. 2019). Norm weights
@@ -105,9 +109,10 @@ class Attention(nn.Module):
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Mask, impl: str) -> Tensor:
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        # Under autocast the norms may return float32; attention needs one dtype for q, k, v.
-        q = apply_rope(self.q_norm(q), cos, sin).to(v.dtype)
-        k = apply_rope(self.k_norm(k), cos, sin).to(v.dtype)
+        # The QK norms and RoPE run in float32 (under bf16 autocast q, k come out of qkv in
+        # bf16); attention needs one dtype for q, k, v.
+        q = apply_rope(self.q_norm(q.float()), cos, sin).to(v.dtype)
+        k = apply_rope(self.k_norm(k.float()), cos, sin).to(v.dtype)
         y = attend(q, k, v, mask, impl)  # (B, H, T, head_dim)
         return self.out(y.transpose(1, 2).reshape(B, T, D))
 
@@ -239,7 +244,11 @@ class CharBertEncoder(nn.Module):
         for block in self.blocks:
             x = block(x, cos, sin, masks)
         x = self.final_norm(x)
-        return {name: head(x).float() for name, head in self.heads.items()}
+        # The heads run in float32 even under autocast: the logits feed the loss and the
+        # bits/char, and the heads are a small share of the work (86 outputs).
+        with torch.autocast(x.device.type, enabled=False):
+            x = x.float()
+            return {name: head(x) for name, head in self.heads.items()}
 
     def _check(self, planes: dict[str, Tensor], seg_id: Tensor, pos: Tensor) -> None:
         """Shape/dtype checks (free) and, if ``check_inputs``, one id-range check (one sync)."""

@@ -57,7 +57,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        model = load_model(args.checkpoint, config=args.config, device=args.device)
+        model = load_model(
+            args.checkpoint, config=args.config, device=args.device, precision=args.precision
+        )
     except ModelLoadError as err:
         print(f"stoicheia serve: error: {err}", file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ from stoicheia.data.stream import TierMixFactory, fetch_remote_stats
 from stoicheia.model.composer_model import StoicheiaModel
 from stoicheia.model.metrics import EVAL_METRICS
 from stoicheia.model.optim import param_groups
+from stoicheia.model.precision import PrecisionChoice, choose_precision
 from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
@@ -80,9 +81,12 @@ class _ListDataset(torch.utils.data.Dataset):
         return self.items[i]
 
 
-def resolve_device(cfg: RunConfig) -> tuple[str, str]:
-    """``(device, precision)``: GPU with bf16 autocast (and TF32 matmuls) when one is present,
-    else CPU with fp32 (Composer allows only fp32 on CPU)."""
+def resolve_device(cfg: RunConfig) -> tuple[str, PrecisionChoice]:
+    """``(device, precision choice)``: the GPU when one is present (``train.device=auto``),
+    else the CPU; the precision by :func:`~stoicheia.model.precision.choose_precision`
+    (``auto``: bf16 autocast and TF32 matmuls on a GPU; on a CPU bf16 autocast where the CPU
+    has bf16 matrix instructions, else fp32). Raises ``RuntimeError`` for ``gpu`` without CUDA.
+    """
     device = cfg.train.device
     if device == "auto":
         device = "gpu" if torch.cuda.is_available() else "cpu"
@@ -90,15 +94,11 @@ def resolve_device(cfg: RunConfig) -> tuple[str, str]:
         raise RuntimeError(
             "train.device is 'gpu' but torch sees no CUDA device; use train.device=cpu or auto"
         )
-    precision = cfg.train.precision
-    if precision == "auto":
-        precision = "amp_bf16" if device == "gpu" else "fp32"
-    if device == "cpu" and precision != "fp32":
-        raise RuntimeError(f"train.precision={precision} is not available on CPU; use fp32 or auto")
+    choice = choose_precision(cfg.train.precision, device)
     if device == "gpu":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    return device, precision
+    return device, choice
 
 
 def _unigram_bits(cfg: RunConfig, stats_root: str | Path) -> float | None:
@@ -193,10 +193,10 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     Raises ``FileNotFoundError`` for missing shards (with the convert command to run),
     :class:`~stoicheia.config.ConfigError` for a bad plugin section, ``ValueError`` for
     unusable evaluation sets, :class:`CheckpointShapeError` (a ``ValueError``) for a
-    checkpoint to load of another model shape, and ``RuntimeError`` for an impossible device/precision choice.
+    checkpoint to load of another model shape, and ``RuntimeError`` for a GPU device without CUDA.
     """
     registry.check_plugins(cfg)
-    device, precision = resolve_device(cfg)
+    device, choice = resolve_device(cfg)
     # The last eval batch may hold fewer rows than data.eval_rows; Composer warns about it on
     # every evaluation although nothing is wrong.
     warnings.filterwarnings("ignore", message="Cannot split tensor of length", category=UserWarning)
@@ -204,6 +204,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     if not dist.is_initialized():
         dist.initialize_dist(device)
     configure_console(dist.get_global_rank())
+    log.info("[run] precision: %s", choice.reason)
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
     # on the first rank of each node, before any dataset of this run exists. Only segments
     # that no live process maps are removed, so other jobs on the node are left alone.
@@ -304,7 +305,8 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
             )
         )
 
-    model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
+    # bf16 on a CPU: Composer autocasts only on CUDA, so it runs in fp32 and the model autocasts
+    model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight, cpu_bf16=choice.cpu_bf16)
     optimizer = torch.optim.AdamW(
         param_groups(model, cfg.train.weight_decay),
         lr=cfg.train.lr,
@@ -389,7 +391,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         schedulers=WSDScheduler(control.shape, lambda: control.effective_start),
         step_schedulers_every_batch=True,
         device=device,
-        precision=precision,
+        precision="fp32" if choice.cpu_bf16 else choice.precision,
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         algorithms=algorithms,
         callbacks=callbacks,
