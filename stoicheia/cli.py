@@ -29,7 +29,17 @@ from __future__ import annotations
 import sys
 
 from stoicheia.cli_args import OneLineParser
-from stoicheia.commands import benchmark, convert, evaluate, export, report, restore, status
+from stoicheia.commands import (
+    benchmark,
+    convert,
+    evaluate,
+    export,
+    index,
+    parallels,
+    report,
+    restore,
+    status,
+)
 from stoicheia.commands.common import exit_now, model_args, quiet_stdout
 
 
@@ -39,7 +49,17 @@ def build_parser() -> OneLineParser:
     library it needs when it runs (``benchmarks/startup.py`` times ``stoicheia --help``)."""
     parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (convert, status, evaluate, benchmark, restore, report, export):
+    for command in (
+        convert,
+        index,
+        status,
+        evaluate,
+        benchmark,
+        restore,
+        parallels,
+        report,
+        export,
+    ):
         command.add_parser(sub)  # in this order in --help
     from stoicheia.serve.command import add_serve_parser
 
