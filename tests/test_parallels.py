@@ -192,3 +192,161 @@ def test_shared_passages_finds_the_text_it_was_given(corpus):
     assert key[1] in {index.record_id(m.record_index) for m in found if m.longest == 60}
     row = found[0].to_json(index)
     assert row["pieces"][2].replace(" ", "").replace("ς", "σ")  # the shared run, as printed
+
+
+# --- the parallels in the decoder -------------------------------------------------------
+
+
+class _Stub:
+    """A deterministic stand-in network (as in test_restore_output): letters that vary with the
+    slot, BLANK now and then."""
+
+    def __call__(self, batch):
+        import torch
+
+        chars = batch["chars"]
+        B, T = chars.shape
+        t = torch.arange(T)
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
+        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
+        out["char"][:, t, ((t * 7) + 3) % A.NUM_LETTERS] = 3.0
+        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
+        out["boundary"][:, :, 0] = 1.0
+        out["punct"][:, :, 0] = 1.0
+        return out
+
+
+def _stub():
+    from stoicheia.inference.loading import LoadedModel
+
+    class Loaded(LoadedModel):
+        def __call__(self, batch):
+            return self.encoder(batch)
+
+    return Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+
+
+def _summary(res):
+    return (
+        [(r.text, r.logprob) for r in res.restorations],
+        [[(a.fill, a.prob) for a in g.alternatives] for g in res.gaps],
+        [g.width_probs for g in res.gaps],
+        [g.letter_probs for g in res.gaps],
+    )
+
+
+def _hesiod_text(corpus, start: int, gap: int, around: int = 40) -> tuple[str, str]:
+    """A stretch of the gold train record as letters, with ``gap`` letters in brackets."""
+    train = _records(corpus, "train")
+    key = next(k for k in sorted(train) if k[0] == "gold")
+    s = train[key][1]
+    a, b = start, start + gap
+    return s[a - around : a] + "[" + "." * gap + "]" + s[b : b + around], s[a:b]
+
+
+def test_the_decoder_with_parallels_at_weight_0_or_without_fills_is_todays(corpus):
+    from stoicheia.inference.ngram import LetterNgram
+    from stoicheia.inference.restore import restore
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    index = ParallelsIndex(corpus / "parallels")
+    stub = _stub()
+    t = np.asarray(index.text[:20000]).astype(np.int64)
+    ngram = LetterNgram(3).fit([np.where(t == 0, A.MASK, t - 1)])
+    hes, _ = _hesiod_text(corpus, 2000, 5)
+    nowhere = "ζψζψζξ[...]ξψζψξζ [---] ψξψζξ"  # no fill: the index holds none of this
+    for text in (hes, nowhere, hes.replace("[.....]", "[---]")):
+        for ng, w in ((None, 0.0), (ngram, 0.4)):
+            today = restore(stub, text, top_k=3, fusion=Fusion(ng, w))
+            shown = restore(stub, text, top_k=3, fusion=Fusion(ng, w, index, 0.0))
+            assert _summary(shown) == _summary(today)
+            assert all(g.parallels is not None for g in shown.gaps)
+            assert "parallels" in shown.to_json()["gaps"][0]
+            assert "parallels" not in today.to_json()["gaps"][0]
+            if text is nowhere:
+                fused = restore(stub, text, top_k=3, fusion=Fusion(ng, w, index, 0.9))
+                assert all(not g.parallels.fills for g in fused.gaps)
+                assert _summary(fused) == _summary(today)
+
+
+@pytest.mark.parametrize("unknown", [False, True])
+def test_fused_parallels_restore_a_gap_the_network_alone_misses(corpus, unknown):
+    from stoicheia.inference.restore import format_result, restore
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    index = ParallelsIndex(corpus / "parallels")
+    stub = _stub()
+    text, truth = _hesiod_text(corpus, 3000, 6)
+    if unknown:
+        text = text.replace("[......]", "[---]")
+    alone = restore(stub, text, top_k=2, unknown_width=12, fusion=Fusion(None, 0.0))
+    fused = restore(stub, text, top_k=2, unknown_width=12, fusion=Fusion(None, 0.0, index, 0.9))
+    assert alone.restorations[0].fills[0] != truth
+    assert _letters_only(fused.restorations[0].fills[0]) == truth
+    gap = fused.to_json()["gaps"][0]
+    top = gap["parallels"][0]
+    assert top["fill"] == truth and top["letters_matched"] == 80
+    assert top["parallels"][0]["record"] and "⟪" in top["parallels"][0]["passage"]
+    lines = "\n".join(format_result(fused))
+    assert "parallels (corpus passages" in lines and "fused at weight 0.9" in lines
+
+
+def _letters_only(s: str) -> str:
+    from stoicheia.text.encode import text_to_planes
+
+    return "".join(A.LETTERS[c] for c in text_to_planes(s)[0].chars)
+
+
+def test_search_gap_with_an_empty_prior_is_todays_to_the_bit():
+    from stoicheia.inference.parallels.prior import FillPrior
+    from stoicheia.inference.parallels.search import FillParallels
+    from stoicheia.inference.restore.gap_search import Fusion, GapShape, score_fill, search_gap
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(8, A.NUM_LETTERS + 2)) * 2
+    logp = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+    fill = FillParallels(_ids("δημου"), 30, (15, 15), 3, 0, weight=1.0, evidence=3.0)
+    for shape in (GapShape(5, 5, True), GapShape(2, 8, False)):
+        today = search_gap(logp, shape, 12, Fusion(None, 0.0))
+        for prior in (FillPrior([fill], 0.0), FillPrior([], 0.8), None):
+            same = search_gap(logp, shape, 12, Fusion(None, 0.0), prior=prior)
+            for a, b in zip(today, same, strict=True):
+                assert np.array_equal(a.letters, b.letters) and a.score == b.score
+                assert a.prob == b.prob and np.array_equal(a.steps, b.steps)
+        fused = search_gap(logp, shape, 12, Fusion(None, 0.0), prior=FillPrior([fill], 0.9))
+        assert fused[0].text() == "δημου"
+        for c in fused:  # the editor's reading is scored as the search ranks it
+            assert score_fill(
+                logp, shape, c.letters, Fusion(None, 0.0), prior=FillPrior([fill], 0.9)
+            ) == pytest.approx(c.score)
+
+
+def test_the_page_api_carries_the_parallels_and_links_to_their_records(corpus):
+    from fastapi.testclient import TestClient
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    class Loaded(LoadedModel):
+        def __call__(self, batch):
+            return self.encoder(batch)
+
+    # the run's shards hold the index: restore finds it there (no fusion.json: weight 0)
+    model = Loaded(_Stub(), {"data": {"seq_len": 512, "shard_root": str(corpus)}}, "stub", "x")
+    text, truth = _hesiod_text(corpus, 3000, 6)
+    client = TestClient(create_app(model))
+    got = client.post("/restore", json={"text": text, "top_k": 2})
+    assert got.status_code == 200, got.text
+    gap = got.json()["gaps"][0]
+    top = gap["parallels"][0]
+    assert top["fill"] == truth and top["sources"] >= 1
+    p = top["parallels"][0]
+    assert p["pieces"][2].strip() == p["supplies"]
+    page = client.get(f"/source/{p['record_index']}?start={p['at'][0]}&end={p['at'][1]}")
+    assert page.status_code == 200 and "<mark>" in page.text
+    assert p["supplies"] in page.text
+    assert client.get("/source/999999").status_code == 404
+    assert any("shown, not fused" in n for n in got.json()["notes"])

@@ -510,6 +510,9 @@ def create_app(
             headers=headers,
         )
 
+    from stoicheia.serve.source_page import add_source_routes
+
+    add_source_routes(app, model)  # GET /source/{row}: a parallel's record
     upload_paths = {"/restore-epidoc"}
     app.add_middleware(
         BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes

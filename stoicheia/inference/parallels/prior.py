@@ -15,9 +15,10 @@ neural model)::
     lam(h)   = v * E(h) / (E(h) + 1)
 
 with ``v`` the parallels weight in [0, 1] and ``E(h)`` the evidence of the fills under ``h``: per
-independent source ``min(1, (a + b) / FULL_CONTEXT)``, ``a + b`` the letters of context it
-matches. So one source with 16 letters of context moves a step half of ``v`` towards its fill,
-many sources nearly all of it, and a hypothesis that leaves every fill (``c(h) = 0``) is the
+independent source ``(a + b) / FULL_CONTEXT``, ``a + b`` the letters of context it matches. So
+one source with 16 letters of context moves a step half of ``v`` towards its fill, one with 48
+letters or three with 16 three quarters of it (the longer the context, the surer the parallel,
+as Infini-gram trusts a larger effective n more), and a hypothesis that leaves every fill (``c(h) = 0``) is the
 network and the n-gram alone (``lam = 0``): the back-off. With ``v = 0`` or no fill the search
 is today's to the bit (its arithmetic is not touched: the mixing is applied only where
 ``lam > 0``).
@@ -29,7 +30,7 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 
-#: letters of two-sided context at which one source counts fully as evidence
+#: letters of two-sided context that count as one unit of evidence
 FULL_CONTEXT = 16.0
 
 

@@ -37,6 +37,7 @@ effective n.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -94,6 +95,8 @@ class Parallel:
             "record": self.source.record,
             "label": self.source.label(),
             "url": self.source.url,
+            "record_index": self.source.record_index,
+            "at": [self.pos - self.left - r0, q + self.right - r0],
             "letters_matched": [self.left, self.right],
             "supplies": pieces[2].strip() or fill,
             "pieces": pieces,
@@ -116,7 +119,7 @@ class FillParallels:
     """One fill the parallels supply: ``letters`` int64 ``(w,)``, ``context`` the best ``a + b``,
     ``sides`` ``(a, b)`` of that best, ``sources`` independent sources, ``weight`` (module
     docstring), ``prob`` its share of the gap's weights, ``evidence`` sum over its sources of
-    ``min(1, (a + b) / FULL_CONTEXT)`` (see :mod:`.prior`), ``parallels`` best first."""
+    ``(a + b) / FULL_CONTEXT`` (see :mod:`.prior`), ``parallels`` best first."""
 
     letters: np.ndarray
     context: int
@@ -142,8 +145,19 @@ class GapParallels:
     right: np.ndarray
     widths: tuple[int, ...]
     occurrences: int = 0
+    #: the index searched (for display)
+    index: ParallelsIndex | None = None
+    #: the decoder's :class:`~.prior.FillPrior` built from these fills (None: not fused)
+    prior: Any = None
 
-    def to_json(self, index: ParallelsIndex, top: int = 5, per_fill: int = 3) -> list[dict]:
+    def to_json(
+        self, index: ParallelsIndex | None = None, top: int = 5, per_fill: int = 3
+    ) -> list[dict]:
+        """The ``top`` fills, each with its ``per_fill`` best parallels (:meth:`Parallel.to_json`)
+        and what they supply, for ``--json``, the page and the API."""
+        index = index or self.index
+        if index is None:
+            return []
         out = []
         for f in self.fills[:top]:
             out.append(
@@ -266,7 +280,7 @@ def gap_parallels(
     widths = tuple(int(w) for w in widths if w >= 1)
     text = index.text
     n = len(text)
-    empty = GapParallels([], left, right, widths)
+    empty = GapParallels([], left, right, widths, index=index)
     if not widths or len(left) + len(right) < min_context or n == 0:
         return empty
     need_l = min(2, len(left))
@@ -302,7 +316,7 @@ def gap_parallels(
         for p, x, y in zip(cand[keep].tolist(), a[keep].tolist(), b[keep].tolist(), strict=True):
             rows.append((p, w, x, y))
     if not rows:
-        return GapParallels([], left, right, widths, len(ends) + len(starts))
+        return GapParallels([], left, right, widths, len(ends) + len(starts), index)
     best_ctx = max(x + y for _, _, x, y in rows)
     rec = index.record_of(np.array([r[0] for r in rows]))
     by_fill: dict[bytes, list[tuple[int, int, int, int, int]]] = {}
@@ -325,7 +339,7 @@ def gap_parallels(
             windows.setdefault(win, o)
         indep = list(windows.values())
         weight = float(sum(np.exp(TAU * (o[2] + o[3] - best_ctx)) for o in indep))
-        evidence = float(sum(min(1.0, (o[2] + o[3]) / FULL_CONTEXT) for o in indep))
+        evidence = float(sum((o[2] + o[3]) / FULL_CONTEXT for o in indep))
         head = occ[0]
         tier = min(int(index.rec_tier[o[4]]) for o in indep)
         shown = sorted(indep, key=lambda o: (-(o[2] + o[3]), int(index.rec_tier[o[4]]), o[0]))
@@ -347,7 +361,7 @@ def gap_parallels(
     for f in fills:
         f.prob = f.weight / total
     fills.sort(key=lambda f: (-f.context, -f.sources, -min(f.sides), f.tier, f.text()))
-    return GapParallels(fills, left, right, widths, len(ends) + len(starts))
+    return GapParallels(fills, left, right, widths, len(ends) + len(starts), index)
 
 
 __all__ = [
