@@ -79,6 +79,7 @@ def build_index(
     *,
     progress: bool | str = True,
     overwrite: bool = True,
+    fraction: float = 1.0,
 ) -> dict:
     """Build the parallels index of the converted corpus at ``shard_root`` into ``out`` (default
     ``shard_root/parallels``); returns the manifest (also written to ``manifest.json``).
@@ -87,7 +88,8 @@ def build_index(
     writes the arrays of the module docstring and sorts the suffixes with libdivsufsort
     (``pydivsufsort.divsufsort``; int32 positions, so at most 2**31 - 1 letter slots).
     ``progress``: ``True`` a rich bar (samples read per tier, then the sort), ``"lines"`` one line
-    per stage on stderr, ``False`` nothing.
+    per stage on stderr, ``False`` nothing. ``fraction`` in (0, 1]: only the first share of each
+    tier's train samples (``benchmarks/parallels_index.py`` measures growth with it).
 
     Raises :class:`IndexBuildError` when ``stats.json`` is missing, no tier has train records, a
     train record belongs to a val work or a dev inscription, ``out`` exists and ``overwrite`` is
@@ -104,6 +106,8 @@ def build_index(
     out = Path(out) if out is not None else root / INDEX_DIR
     if out.exists() and not overwrite:
         raise IndexBuildError(f"{out} exists; pass overwrite=True (--overwrite) to rebuild it")
+    if not 0.0 < fraction <= 1.0:
+        raise IndexBuildError(f"fraction {fraction}: give a share in (0, 1]")
     tiers = list(stats.get("tiers", {}))
     held_works = set(stats.get("val_works", []))
     dev_works = {(w["tier"], w["work"]) for w in stats.get("inscription_dev", {}).get("works", [])}
@@ -133,6 +137,7 @@ def build_index(
                 per_tier[tier] = {"records": 0, "letters": 0}
                 continue
             ds, n = _train_samples(split)
+            n = max(1, round(n * fraction)) if fraction < 1.0 else n
             task = bar.add_task(f"indexing {tier}", total=n)
             if progress == "lines":
                 print(f"index: reading {tier}/train ({n:,} samples)", file=sys.stderr, flush=True)
@@ -198,6 +203,7 @@ def build_index(
         "letters": int(np.count_nonzero(text)),
         "works": len(works),
         "indexed_split": "train",
+        "fraction": fraction,
         "kept_out": {
             "val_works": len(held_works),
             "inscription_dev_works": len(dev_works),

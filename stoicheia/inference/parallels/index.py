@@ -79,15 +79,17 @@ class ParallelsIndex:
             )
 
         def load(name: str) -> np.ndarray:
-            return np.load(folder / f"{name}.npy", mmap_mode="c")
+            # a plain ndarray view of the map: numpy.memmap's indexing costs microseconds a call
+            return np.load(folder / f"{name}.npy", mmap_mode="c").view(np.ndarray)
 
         self.text = load("text")
         self.sa = load("sa")
         self.look = load("look")
         self.flow = load("flow")
-        self.rec_start = load("rec_start")
-        self.rec_tier = load("rec_tier")
-        self.rec_work = load("rec_work")
+        # one entry per record (thousands): read into memory, indexed element by element
+        self.rec_start = np.load(folder / "rec_start.npy")
+        self.rec_tier = np.load(folder / "rec_tier.npy")
+        self.rec_work = np.load(folder / "rec_work.npy")
         self._ids, self._ids_off = load("ids"), load("ids_off")
         self._works, self._works_off = load("works"), load("works_off")
         self.tiers: list[str] = list(self.manifest["tiers"])

@@ -48,14 +48,19 @@ class FillPrior:
         self.weight = float(weight)
         # prefix bytes -> (counts of the 24 letters and of the end, evidence)
         self._tree: dict[bytes, tuple[np.ndarray, float]] = {}
+        counts: dict[bytes, np.ndarray] = {}
+        evidence: dict[bytes, float] = {}
         for f in fills:
-            letters = np.asarray(f.letters, dtype=np.int64)
-            for j in range(len(letters) + 1):
-                key = letters[:j].astype(np.uint8).tobytes()
-                counts, ev = self._tree.get(key, (np.zeros(A.NUM_LETTERS + 1), 0.0))
-                counts = counts.copy()
-                counts[int(letters[j]) if j < len(letters) else A.NUM_LETTERS] += f.weight
-                self._tree[key] = (counts, ev + f.evidence)
+            letters = np.asarray(f.letters, dtype=np.uint8)
+            raw = letters.tobytes()
+            for j in range(len(raw) + 1):
+                key = raw[:j]
+                c = counts.get(key)
+                if c is None:
+                    c = counts[key] = np.zeros(A.NUM_LETTERS + 1)
+                c[letters[j] if j < len(raw) else A.NUM_LETTERS] += f.weight
+                evidence[key] = evidence.get(key, 0.0) + f.evidence
+        self._tree = {k: (c, evidence[k]) for k, c in counts.items()}
 
     def __bool__(self) -> bool:
         return self.weight > 0 and bool(self._tree)

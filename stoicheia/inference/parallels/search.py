@@ -52,6 +52,12 @@ MAX_OCCURRENCES = 3000
 MIN_CONTEXT = 5
 #: a fill's weight per source: exp(TAU * (a + b - M)), per letter of context
 TAU = 0.5
+#: occurrences more than this many letters of context below the best are left out (weight e^-6)
+PRUNE = 12
+#: fills whose parallels are looked up (source, passage) for display
+SHOWN_FILLS = 10
+#: fills kept per gap, the heaviest (their probabilities are normalised over these)
+MAX_FILLS = 300
 
 
 def cut_context(letters: np.ndarray, side: str, n: int = MAX_CONTEXT) -> np.ndarray:
@@ -130,6 +136,7 @@ class FillParallels:
     prob: float = 0.0
     evidence: float = 0.0
     parallels: list[Parallel] = field(default_factory=list)
+    _group: int = field(default=-1, repr=False)
 
     def text(self) -> str:
         return "".join(A.LETTERS[int(i)] for i in self.letters)
@@ -223,38 +230,58 @@ def _collect(
     return np.concatenate(got) if got else np.zeros(0, dtype=np.int64)
 
 
-def _match_back(text: np.ndarray, end: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-    """Int64 per slot in ``end``: how many letters before it equal the last letters of ``ctx``."""
-    out = np.zeros(len(end), dtype=np.int64)
-    alive = np.ones(len(end), dtype=bool)
-    sym = ctx[::-1] + 1
-    for k in range(len(ctx)):
-        at = end - 1 - k
-        ok = alive & (at >= 0)
-        vals = np.zeros(len(end), dtype=np.int64)
-        vals[ok] = text[at[ok]]
-        alive = ok & (vals == sym[k])
-        out += alive
-        if not alive.any():
-            break
-    return out
-
-
-def _match_fwd(text: np.ndarray, start: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-    """Int64 per slot in ``start``: how many letters from it equal the first letters of ``ctx``."""
-    out = np.zeros(len(start), dtype=np.int64)
-    alive = np.ones(len(start), dtype=bool)
+def _match(text: np.ndarray, at: np.ndarray, ctx: np.ndarray, step: int) -> np.ndarray:
+    """Int64 per slot in ``at``: how many letters of ``ctx`` match going from ``at`` by ``step``
+    (``+1``: ``text[at + k] == ctx[k]``; ``-1``: ``text[at - 1 - k] == ctx[-1 - k]``). The slots
+    still matching are compacted after each letter, so the cost is the letters matched."""
+    out = np.zeros(len(at), dtype=np.int64)
+    sym = (ctx if step > 0 else ctx[::-1]) + 1
+    idx = np.arange(len(at))
+    pos = np.asarray(at, dtype=np.int64) if step > 0 else np.asarray(at, dtype=np.int64) - 1
     n = len(text)
-    for k in range(len(ctx)):
-        at = start + k
-        ok = alive & (at < n)
-        vals = np.zeros(len(start), dtype=np.int64)
-        vals[ok] = text[at[ok]]
-        alive = ok & (vals == ctx[k] + 1)
-        out += alive
-        if not alive.any():
+    for k in range(len(sym)):
+        ok = (pos >= 0) & (pos < n)
+        idx, pos = idx[ok], pos[ok]
+        if not len(idx):
             break
+        same = text[pos] == sym[k]
+        idx, pos = idx[same], pos[same]
+        if not len(idx):
+            break
+        out[idx] += 1
+        pos = pos + step
     return out
+
+
+def _run(text: np.ndarray, at: np.ndarray, most: int, step: int) -> np.ndarray:
+    """Int64 per slot: letters (no separator) from ``at`` forwards (``step`` 1) or before it
+    backwards (``step`` -1), counted up to ``most``."""
+    out = np.zeros(len(at), dtype=np.int64)
+    idx = np.arange(len(at))
+    pos = np.asarray(at, dtype=np.int64) if step > 0 else np.asarray(at, dtype=np.int64) - 1
+    n = len(text)
+    for _ in range(most):
+        ok = (pos >= 0) & (pos < n)
+        idx, pos = idx[ok], pos[ok]
+        if not len(idx):
+            break
+        ok = text[pos] > 0
+        idx, pos = idx[ok], pos[ok]
+        if not len(idx):
+            break
+        out[idx] += 1
+        pos = pos + step
+    return out
+
+
+def _row_keys(rows: np.ndarray) -> np.ndarray:
+    """One uint64 per row of a small int matrix, equal for equal rows: a multiplicative hash
+    with fixed odd multipliers (wrapping arithmetic; two different rows of the few thousand
+    compared collide with probability about 2**-64 per pair)."""
+    mult = np.random.default_rng(12345).integers(1, 2**63, size=rows.shape[1], dtype=np.uint64)
+    mult |= np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (rows.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
 
 
 def gap_parallels(
@@ -297,77 +324,112 @@ def gap_parallels(
         if len(right)
         else np.zeros(0, np.int64)
     )
-    rows = []  # (fill start, width, a, b)
+    top = max(widths)
+    # slots after a left match: a is the same for every width; b is measured at p + w
+    ends = np.unique(ends)
+    a_e = _match(text, ends, left, -1)
+    room_e = _run(text, ends, top, +1)  # the letters a fill may take from there
+    starts = np.unique(starts)
+    b_s = _match(text, starts, right, +1)
+    room_s = _run(text, starts, top, -1)
+    parts: list[tuple[np.ndarray, ...]] = []
     for w in widths:
-        cand = np.unique(np.concatenate([ends, starts - w]))
-        cand = cand[(cand >= 0) & (cand + w <= n)]
-        if not len(cand):
-            continue
-        # the fill must be letters of one record: no separator inside
-        inside = np.ones(len(cand), dtype=bool)
-        for k in range(w):
-            inside &= text[cand + k] > 0
-        cand = cand[inside]
-        if not len(cand):
-            continue
-        a = _match_back(text, cand, left)
-        b = _match_fwd(text, cand + w, right)
-        keep = (a >= need_l) & (b >= need_r) & (a + b >= min_context)
-        for p, x, y in zip(cand[keep].tolist(), a[keep].tolist(), b[keep].tolist(), strict=True):
-            rows.append((p, w, x, y))
-    if not rows:
-        return GapParallels([], left, right, widths, len(ends) + len(starts), index)
-    best_ctx = max(x + y for _, _, x, y in rows)
-    rec = index.record_of(np.array([r[0] for r in rows]))
-    by_fill: dict[bytes, list[tuple[int, int, int, int, int]]] = {}
-    for (p, w, x, y), r in zip(rows, rec.tolist(), strict=True):
-        by_fill.setdefault(bytes(text[p : p + w]), []).append((p, w, x, y, r))
+        for cand, fixed, room, side in ((ends, a_e, room_e, "l"), (starts - w, b_s, room_s, "r")):
+            ok = room >= w
+            cand, fixed = cand[ok], fixed[ok]
+            if not len(cand):
+                continue
+            if side == "l":
+                a, b = fixed, _match(text, cand + w, right, +1)
+            else:
+                a, b = _match(text, cand, left, -1), fixed
+            keep = (a >= need_l) & (b >= need_r) & (a + b >= min_context)
+            parts.append((cand[keep], np.full(int(keep.sum()), w), a[keep], b[keep]))
+    n_occ = len(ends) + len(starts)
+    if not parts or not sum(len(x[0]) for x in parts):
+        return GapParallels([], left, right, widths, n_occ, index)
+    P, W, A_, B_ = (np.concatenate([x[i] for x in parts]) for i in range(4))
+    _, first = np.unique(P * 4096 + W, return_index=True)  # a (slot, width) found from both sides
+    P, W, A_, B_ = P[first], W[first], A_[first], B_[first]
+    ctx = A_ + B_
+    best_ctx = int(ctx.max())
+    # a fill PRUNE letters of context below the best weighs exp(-TAU * PRUNE) or less: left out
+    keep = ctx >= best_ctx - PRUNE
+    P, W, A_, B_, ctx = P[keep], W[keep], A_[keep], B_[keep], ctx[keep]
+    order = np.lexsort((P, -np.minimum(A_, B_), -ctx))  # best occurrence first
+    P, W, A_, B_, ctx = P[order], W[order], A_[order], B_[order], ctx[order]
+    rec = index.record_of(P)
+    work = index.rec_work[rec].astype(np.int64)
+    tier = index.rec_tier[rec].astype(np.int64)
+    r0 = index.rec_start[rec]
+    r1 = index.rec_start[rec + 1] - 1
+    # the fill's letters (0 past its width) and the passage around it, as rows to group by
+    k = np.arange(top)
+    fill_mat = np.where(k[None, :] < W[:, None], text[np.minimum(P[:, None] + k, len(text) - 1)], 0)
+    fill_mat = np.concatenate([fill_mat, W[:, None]], axis=1).astype(np.int64)
+    _, head, group = np.unique(_row_keys(fill_mat), return_index=True, return_inverse=True)
+    kw = np.arange(-20, top + 20)
+    at = P[:, None] + kw[None, :]
+    inside = (at >= r0[:, None]) & (at < np.minimum(r1, P + W + 20)[:, None])
+    win = np.where(inside, text[np.clip(at, 0, len(text) - 1)], 255).astype(np.int64)
+    _, win_id = np.unique(_row_keys(win), return_inverse=True)
+    # independent sources: the best occurrence per (fill, work), then per (fill, passage)
+    _, per_work = np.unique(group * (work.max() + 1) + work, return_index=True)
+    per_work = np.sort(per_work)
+    _, per_win = np.unique(
+        group[per_work] * (win_id.max() + 1) + win_id[per_work], return_index=True
+    )
+    indep = np.sort(per_work[per_win])
     from stoicheia.inference.parallels.prior import FULL_CONTEXT
 
+    n_fill = int(group.max()) + 1
+    weight = np.zeros(n_fill)
+    evidence = np.zeros(n_fill)
+    sources = np.zeros(n_fill, dtype=np.int64)
+    min_tier = np.full(n_fill, 255, dtype=np.int64)
+    np.add.at(weight, group[indep], np.exp(TAU * (ctx[indep] - best_ctx)))
+    np.add.at(evidence, group[indep], ctx[indep] / FULL_CONTEXT)
+    np.add.at(sources, group[indep], 1)
+    np.minimum.at(min_tier, group[indep], tier[indep])
+    # head: each fill's first row, its best occurrence (rows are sorted best first)
+    # the MAX_FILLS heaviest fills (the rest share little of the weight)
+    kept = np.argsort(-weight, kind="stable")[:MAX_FILLS]
+    total = weight[kept].sum()
     fills: list[FillParallels] = []
-    for key, occ in by_fill.items():
-        occ.sort(key=lambda o: (-(o[2] + o[3]), -min(o[2], o[3]), o[0]))
-        # independent sources: one per work, and works with the same passage around the fill once
-        per_work: dict[int, tuple] = {}
-        for o in occ:
-            per_work.setdefault(int(index.rec_work[o[4]]), o)
-        windows: dict[bytes, tuple] = {}
-        for o in per_work.values():
-            p, w = o[0], o[1]
-            r0, r1 = index.record_span(o[4])
-            win = bytes(text[max(r0, p - 20) : min(r1, p + w + 20)])
-            windows.setdefault(win, o)
-        indep = list(windows.values())
-        weight = float(sum(np.exp(TAU * (o[2] + o[3] - best_ctx)) for o in indep))
-        evidence = float(sum((o[2] + o[3]) / FULL_CONTEXT for o in indep))
-        head = occ[0]
-        tier = min(int(index.rec_tier[o[4]]) for o in indep)
-        shown = sorted(indep, key=lambda o: (-(o[2] + o[3]), int(index.rec_tier[o[4]]), o[0]))
+    for g_id in sorted(kept.tolist()):
+        h = int(head[g_id])
+        w = int(W[h])
         fills.append(
             FillParallels(
-                letters=np.frombuffer(key, dtype=np.uint8).astype(np.int64) - 1,
-                context=head[2] + head[3],
-                sides=(head[2], head[3]),
-                sources=len(indep),
-                tier=tier,
-                weight=weight,
-                evidence=evidence,
-                parallels=[
-                    Parallel(o[0], o[1], o[2], o[3], index.source(o[0])) for o in shown[:per_fill]
-                ],
+                letters=fill_mat[h, :w] - 1,
+                context=int(ctx[h]),
+                sides=(int(A_[h]), int(B_[h])),
+                sources=int(sources[g_id]),
+                tier=int(min_tier[g_id]),
+                weight=float(weight[g_id]),
+                prob=float(weight[g_id] / total),
+                evidence=float(evidence[g_id]),
+                _group=g_id,
             )
         )
-    total = sum(f.weight for f in fills)
-    for f in fills:
-        f.prob = f.weight / total
-    fills.sort(key=lambda f: (-f.context, -f.sources, -min(f.sides), f.tier, f.text()))
-    return GapParallels(fills, left, right, widths, len(ends) + len(starts), index)
+    fills.sort(key=lambda f: (-f.context, -f.sources, -min(f.sides), f.tier, f.letters.tobytes()))
+    for f in fills[:SHOWN_FILLS]:  # the sources of the fills a reader is shown
+        mine = indep[group[indep] == f._group].tolist()
+        mine.sort(key=lambda i: (-int(ctx[i]), int(tier[i]), int(P[i])))
+        f.parallels = [
+            Parallel(int(P[i]), int(W[i]), int(A_[i]), int(B_[i]), index.source(int(P[i])))
+            for i in mine[:per_fill]
+        ]
+    return GapParallels(fills, left, right, widths, n_occ, index)
 
 
 __all__ = [
     "MAX_CONTEXT",
+    "MAX_FILLS",
     "MAX_OCCURRENCES",
     "MIN_CONTEXT",
+    "PRUNE",
+    "SHOWN_FILLS",
     "TAU",
     "FillParallels",
     "GapParallels",
