@@ -1,6 +1,8 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``, ``parallels``.
 
-``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
+``convert`` turns source files into MDS shards (and the parallels index; ``index`` builds it for
+shards converted before); ``parallels`` lists the training passages sharing the longest stretches
+with a text; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
 ``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
 writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;

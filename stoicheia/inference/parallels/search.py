@@ -47,7 +47,7 @@ from stoicheia.text import alphabet as A
 #: context letters looked at on each side (the search is unbounded up to this)
 MAX_CONTEXT = 64
 #: occurrences collected per side before the back-off stops
-MAX_OCCURRENCES = 3000
+MAX_OCCURRENCES = 1000
 #: at least this many context letters matched in all (a + b)
 MIN_CONTEXT = 5
 #: a fill's weight per source: exp(TAU * (a + b - M)), per letter of context
@@ -198,36 +198,44 @@ def _collect(
     index: ParallelsIndex, ctx: np.ndarray, side: str, budget: int, floor: int
 ) -> np.ndarray:
     """Int64 slots: for ``left``, where a suffix of ``ctx`` ends; for ``right``, where a prefix of
-    ``ctx`` begins; longest contexts first, down to ``floor`` letters, at most ``budget``."""
+    ``ctx`` begins; longest contexts first, down to ``floor`` letters, at most ``budget``.
+
+    The slots of a context of ``k`` letters include those of ``k + 1`` (a longer suffix ends
+    where its shorter suffix does; a longer prefix starts where its shorter one does), so the
+    shortest context whose occurrences fit the budget gives them all; the next shorter one, if
+    any, adds an evenly spaced sample of its suffix-array range to fill the budget."""
     top = _longest(index, ctx, side)
-    got: list[np.ndarray] = []
-    seen = np.zeros(0, dtype=np.int64)
-    n = 0
-    for k in range(top, max(floor, 1) - 1, -1):
-        pat = ctx[len(ctx) - k :] if side == "left" else ctx[:k]
-        lo, hi = index.find(pat)
-        left_over = budget - n
-        if hi - lo > 4 * left_over:  # a short, common context: an even sample of its range
-            pick = np.unique(np.linspace(lo, hi - 1, 2 * left_over).round().astype(np.int64))
-            pos = np.asarray(index.sa[pick], dtype=np.int64)
-        else:
-            pos = np.asarray(index.sa[lo:hi], dtype=np.int64)
-        if side == "left":
-            pos = pos + k
-        new = np.setdiff1d(pos, seen, assume_unique=False)
-        if not len(new):
-            continue
-        if n + len(new) > budget:
-            take = budget - n
-            if take <= 0:
-                break
-            new = new[np.linspace(0, len(new) - 1, take).round().astype(np.int64)]
-        got.append(new)
-        seen = np.union1d(seen, new)
-        n += len(new)
-        if n >= budget:
-            break
-    return np.concatenate(got) if got else np.zeros(0, dtype=np.int64)
+    if top < max(floor, 1):
+        return np.zeros(0, dtype=np.int64)
+
+    def slots(k: int, lo: int, hi: int, take: int | None = None) -> np.ndarray:
+        pick = (
+            np.arange(lo, hi)
+            if take is None or hi - lo <= take
+            else np.unique(np.linspace(lo, hi - 1, take).round().astype(np.int64))
+        )
+        pos = np.asarray(index.sa[pick], dtype=np.int64)
+        return pos + k if side == "left" else pos
+
+    def pattern(k: int) -> np.ndarray:
+        return ctx[len(ctx) - k :] if side == "left" else ctx[:k]
+
+    k = top
+    lo, hi = index.find(pattern(k))
+    if hi - lo > budget:  # even the longest context is common: a sample of it
+        return slots(k, lo, hi, budget)
+    while k - 1 >= max(floor, 1):
+        lo2, hi2 = index.find(pattern(k - 1))
+        if hi2 - lo2 > budget:
+            got = slots(k, lo, hi)
+            extra = np.setdiff1d(slots(k - 1, lo2, hi2, 2 * budget), got)
+            if len(extra) > budget - len(got):
+                extra = extra[
+                    np.linspace(0, len(extra) - 1, budget - len(got)).round().astype(np.int64)
+                ]
+            return np.concatenate([got, extra])
+        k, lo, hi = k - 1, lo2, hi2
+    return slots(k, lo, hi)
 
 
 def _match(text: np.ndarray, at: np.ndarray, ctx: np.ndarray, step: int) -> np.ndarray:
