@@ -45,11 +45,13 @@ class Source:
     url: str = ""
 
     def label(self) -> str:
-        """``ISic000154 (I.Sicily)`` for an inscription, else the work and record."""
+        """``ISic000154, text 1`` for an inscription (its file's name and the record of the file),
+        else the record id (``Homer/hom.od_gk.xml#1``: work and section)."""
         number = inscription_number(self.work)
         if number is not None:
             name = self.work.rsplit("/", 1)[-1].removesuffix(".xml")
-            return f"{name}, {self.record.split('#', 1)[-1] if '#' in self.record else 'text'}"
+            part = self.record.split("#", 1)[-1] if "#" in self.record else "1"
+            return f"{name}, text {part}"
         return self.record
 
 
