@@ -350,3 +350,29 @@ def test_the_page_api_carries_the_parallels_and_links_to_their_records(corpus):
     assert p["supplies"] in page.text
     assert client.get("/source/999999").status_code == 404
     assert any("shown, not fused" in n for n in got.json()["notes"])
+
+
+def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
+    corpus, tmp_path, monkeypatch
+):
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
+    from stoicheia.inference.restore.reading import RestoreError
+
+    model = _stub()
+    model.source = str(tmp_path / "best.pt")
+    monkeypatch.chdir(tmp_path)  # no data/shards/parallels here
+    assert find_fusion(model) is None
+    FusionConfig(
+        parallels_weight=0.4, parallels_index=str(corpus / "parallels"), chosen_on="dev half A"
+    ).save(tmp_path / FUSION_FILE)
+    fusion = find_fusion(model)
+    assert fusion.ngram is None and fusion.parallels_weight == 0.4
+    assert fusion.parallels.records == ParallelsIndex(corpus / "parallels").records
+    assert "chosen on dev half A" in fusion.parallels_source
+    assert find_fusion(model, parallels_weight=0.0).parallels_weight == 0.0
+    assert find_fusion(model, parallels="") is None  # no index, no n-gram: the model alone
+    (tmp_path / FUSION_FILE).write_text('{"parallels_weight": 3}')
+    with pytest.raises(RestoreError, match="parallels_weight"):
+        find_fusion(model)
+    with pytest.raises(RestoreError, match="no parallels index"):
+        find_fusion(model, parallels=str(tmp_path), config=FusionConfig())
