@@ -58,8 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--parallels",
         metavar="INDEX",
-        help="parallels index folder (default: fusion.json's, else the run's shards' parallels folder, else "
-        "data/shards/parallels, if any; '' for none): each gap's corpus parallels are listed",
+        help="parallels index folder (default: fusion.json's, else the run's shards' parallels folder, if "
+        "any; '' for none): each gap's corpus parallels are listed",
     )
     p.add_argument(
         "--parallels-weight",

@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 NGRAM_FILE = "ngram.npz"
 #: the fusion weights beside a checkpoint
 FUSION_FILE = "fusion.json"
-#: where the parallels index is looked for when fusion.json does not name it
-DEFAULT_INDEX = "data/shards/parallels"
 
 
 @dataclass
@@ -43,8 +41,8 @@ class FusionConfig:
     ``ngram_weight``: the n-gram's weight in [0, 1] (``None``: the one stored in ``ngram.npz``);
     ``parallels_weight``: the parallels' interpolation weight ``v`` in [0, 1]
     (:mod:`stoicheia.inference.parallels.prior`; 0: the search is today's); ``parallels_index``:
-    the index folder (``None``: the run's ``data.shard_root``/parallels, else
-    :data:`DEFAULT_INDEX`); ``chosen_on``: what the weights were chosen on, for the notes.
+    the index folder (``None``: the run's ``data.shard_root``/parallels, when it exists);
+    ``chosen_on``: what the weights were chosen on, for the notes.
     """
 
     ngram_weight: float | None = None
@@ -104,7 +102,7 @@ def find_fusion(
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
     n-gram), at ``weight`` (default ``fusion.json``'s ``ngram_weight``, else the weight stored in
     the n-gram file); and the parallels index ``parallels`` (default ``fusion.json``'s, else the
-    run's shards' ``parallels`` folder, else :data:`DEFAULT_INDEX`, when it exists; ``""``: none)
+    run's shards' ``parallels`` folder, when it exists; ``""``: none)
     at ``parallels_weight`` (default ``fusion.json``'s, else 0). ``config`` replaces
     ``fusion.json``. Returns ``None`` for the model alone (no n-gram and no index). Raises
     :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given and missing
@@ -149,7 +147,6 @@ def _open_parallels(loaded: Any, given: str | Path | None, config: FusionConfig)
     shard_root = ((getattr(loaded, "config", None) or {}).get("data") or {}).get("shard_root")
     if shard_root:
         roots.append(Path(shard_root) / "parallels")
-    roots.append(Path(DEFAULT_INDEX))
     for folder in roots:
         if (folder / "manifest.json").exists():
             try:
@@ -186,4 +183,4 @@ def _ngram_fusion(
     return fusion
 
 
-__all__ = ["DEFAULT_INDEX", "FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion"]
+__all__ = ["FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion"]
