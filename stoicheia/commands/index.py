@@ -32,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         m = build_index(args.shards, args.out, progress=True if sys.stderr.isatty() else "lines")
     except IndexBuildError as err:
         return fail("index", str(err))
+    except OSError as err:  # a read-only shards folder, a full disk
+        return fail("index", f"{err}; give --out a folder you can write to")
     out = Path(args.out) if args.out else Path(args.shards) / INDEX_DIR
     tiers = ", ".join(f"{t} {v['letters']:,}" for t, v in m["per_tier"].items())
     print(
