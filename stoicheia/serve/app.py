@@ -383,6 +383,8 @@ def create_app(
     @app.post(
         "/restore",
         response_model=RestoreResponse,
+        # a gap's "parallels" only when there is an index: keys the answer does not set stay out
+        response_model_exclude_unset=True,
         responses={
             400: {"model": ErrorResponse},
             413: {"model": ErrorResponse},
