@@ -1,6 +1,8 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``, ``parallels``.
 
-``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
+``convert`` turns source files into MDS shards (and the parallels index; ``index`` builds it for
+shards converted before); ``parallels`` lists the training passages sharing the longest stretches
+with a text; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
 ``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
 writes a model folder that ``transformers`` loads; ``report`` draws a run's curves;
@@ -31,7 +33,17 @@ from __future__ import annotations
 import sys
 
 from stoicheia.cli_args import OneLineParser
-from stoicheia.commands import benchmark, convert, evaluate, export, report, restore, status
+from stoicheia.commands import (
+    benchmark,
+    convert,
+    evaluate,
+    export,
+    index,
+    parallels,
+    report,
+    restore,
+    status,
+)
 from stoicheia.commands.common import exit_now, model_args, quiet_stdout
 from stoicheia.publish import WriteError, ignore_file_size_signal
 
@@ -42,7 +54,17 @@ def build_parser() -> OneLineParser:
     library it needs when it runs (``benchmarks/startup.py`` times ``stoicheia --help``)."""
     parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (convert, status, evaluate, benchmark, restore, report, export):
+    for command in (
+        convert,
+        index,
+        status,
+        evaluate,
+        benchmark,
+        restore,
+        parallels,
+        report,
+        export,
+    ):
         command.add_parser(sub)  # in this order in --help
     from stoicheia.serve.command import add_serve_parser
 

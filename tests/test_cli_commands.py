@@ -15,11 +15,16 @@ from stoicheia.cli import build_parser, main
 REPO = Path(__file__).resolve().parents[1]
 
 USAGE = {
-    "": "usage: stoicheia [-h] {convert,status,evaluate,benchmark,restore,report,export,serve} ...",
+    "": "usage: stoicheia [-h] {convert,index,status,evaluate,benchmark,restore,parallels,report,export,"
+    "serve} ...",
     "convert": "usage: stoicheia convert [-h] --out OUT [--val-fraction VAL_FRACTION] [--val-work WORK] "
     "[--inscription-dev-digit DIGIT] [--max-record-letters MAX_RECORD_LETTERS] [--min-greek MIN_GREEK] "
     "[--skip-bad] [--workers WORKERS] [--overwrite] [--supplied-lost {text,lacuna}] "
-    "[--expansions {expanded,abbreviated}] [--choice {regularised,original}] TIER=PATH [TIER=PATH ...]",
+    "[--expansions {expanded,abbreviated}] [--choice {regularised,original}] [--no-parallels-index] "
+    "TIER=PATH [TIER=PATH ...]",
+    "index": "usage: stoicheia index [-h] [--out OUT] SHARDS_DIR",
+    "parallels": "usage: stoicheia parallels [-h] [--index INDEX] [--top TOP] [--min-letters MIN_LETTERS] "
+    "[--json] TEXT",
     "status": "usage: stoicheia status [-h] RUN_FOLDER",
     "evaluate": "usage: stoicheia evaluate [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] --shards DIR_OR_FILE "
     "[DIR_OR_FILE ...] [--split {val,train,inscription_dev}] [--tiers TIERS [TIERS ...]] "
@@ -36,7 +41,8 @@ USAGE = {
     "[--shards SHARDS] CHECKPOINT OUT_DIR",
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
     "restore": "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] "
-    "[--out OUT] [--top-k TOP_K] [--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--respace] "
+    "[--out OUT] [--top-k TOP_K] [--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] "
+    "[--parallels INDEX] [--parallels-weight PARALLELS_WEIGHT] [--respace] "
     "[--repredict-supplements] [--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] "
     "[--window WINDOW] [--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]",
     "serve": "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] "
@@ -63,6 +69,8 @@ def test_every_command_takes_the_arguments_it_took(command, capsys):
         (["benchmark", "c.pt", "--out", "o"], "stoicheia.commands.benchmark"),
         (["restore", "c.pt", "--top-k", "3", "καὶ [...] ἔφη"], "stoicheia.commands.restore"),
         (["report", "run"], "stoicheia.commands.report"),
+        (["index", "shards"], "stoicheia.commands.index"),
+        (["parallels", "καὶ τοῦ"], "stoicheia.commands.parallels"),
         (["export", "c.pt", "o"], "stoicheia.commands.export"),
         (["serve", "c.pt"], "stoicheia.serve.command"),
     ],

@@ -89,6 +89,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="regularised",
         help="EpiDoc <choice>: <reg>/<corr> or <orig>/<sic>",
     )
+    p.add_argument(
+        "--no-parallels-index",
+        action="store_true",
+        help="do not build the parallels index (OUT/parallels; `stoicheia index OUT` builds it later)",
+    )
     p.set_defaults(func=run)
 
 
@@ -118,8 +123,14 @@ def run(args: argparse.Namespace) -> int:
                 supplied_lost=args.supplied_lost, expansions=args.expansions, choice=args.choice
             ),
             inscription_dev_digits=args.inscription_dev_digit or (),
+            parallels_index=not args.no_parallels_index,
         )
     except ConvertError as err:
+        print(f"stoicheia convert: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # the parallels index (IndexBuildError): one line too
+        if type(err).__name__ != "IndexBuildError":
+            raise
         print(f"stoicheia convert: error: {err}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - t0
@@ -171,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         )
     for warning in summary.get("warnings", []):
         print(f"warning: {warning}")
+    if not args.no_parallels_index:
+        print(f"parallels index of the train records in {Path(args.out) / 'parallels'}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
     return 0
 

@@ -56,6 +56,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="weight of the n-gram in the search (default: the weight chosen on the dev set, stored in the file; 0: the model alone)",
     )
     p.add_argument(
+        "--parallels",
+        metavar="INDEX",
+        help="parallels index folder (default: fusion.json's, else the run's shards' parallels folder, if "
+        "any; '' for none): each gap's corpus parallels are listed",
+    )
+    p.add_argument(
+        "--parallels-weight",
+        type=float_in(0, 1, meaning=" (0: parallels shown, not fused)"),
+        help="weight of the parallels in the search (default: fusion.json's beside the checkpoint, else 0)",
+    )
+    p.add_argument(
         "--respace",
         action="store_true",
         help="the text rebuilt in lower case with the model's word division, and its accents, breathings "
@@ -182,7 +193,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         from stoicheia.inference.restore.fusion_file import NGRAM_FILE, find_fusion
 
-        fusion = find_fusion(model, args.ngram, args.ngram_weight)
+        fusion = find_fusion(
+            model,
+            args.ngram,
+            args.ngram_weight,
+            parallels=args.parallels,
+            parallels_weight=args.parallels_weight,
+        )
         result = restore(
             model,
             text,
@@ -203,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
-    if fusion is None and result.gaps:
+    if (fusion is None or fusion.ngram is None) and result.gaps:
         result.notes.append(
             "the model alone, without the letter n-gram: --ngram-weight 0"
             if args.ngram_weight == 0

@@ -28,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
         ("--json", args.json),
         ("--ngram", args.ngram),
         ("--ngram-weight", args.ngram_weight is not None),
+        ("--parallels", args.parallels is not None),
+        ("--parallels-weight", args.parallels_weight is not None),
     ):
         if given:
             return fail(

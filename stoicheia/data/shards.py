@@ -269,6 +269,7 @@ def convert(
     progress: bool | str = True,
     epidoc: EpiDocOptions | None = None,
     inscription_dev_digits: Iterable[int] = (),
+    parallels_index: bool = True,
 ) -> dict:
     """Read every source file of every tier and write MDS shards plus ``stats.json``.
 
@@ -292,6 +293,8 @@ def convert(
             (``ISic000154.xml``: 154, digit 4) form the inscription dev set: their records go to
             the tier's ``inscription_dev`` split, never to ``train`` or ``val``, and
             ``stats.json`` (``inscription_dev.works``) lists each with its EpiDoc file.
+        parallels_index: also build the parallels index of the train records into
+            ``OUT/parallels`` (:func:`stoicheia.data.parallels_index.build_index`).
 
     Returns:
         The statistics written to ``OUT/stats.json``.
@@ -490,6 +493,10 @@ def convert(
         (tmp / "stats.json").write_text(
             json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
+        if parallels_index:
+            from stoicheia.data.parallels_index import build_index
+
+            build_index(tmp, progress=progress)
     except BaseException as err:
         # Nothing half-written survives a failure (or Ctrl-C): the output appears whole or not at all.
         shutil.rmtree(tmp, ignore_errors=True)
@@ -514,7 +521,7 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
     foreign = sorted(
         e.name
         for e in out.iterdir()
-        if e.name != "stats.json" and not (e.is_dir() and e.name in tiers)
+        if e.name not in ("stats.json", "parallels") and not (e.is_dir() and e.name in tiers)
     )
     if foreign:
         shown = ", ".join(foreign[:8]) + (

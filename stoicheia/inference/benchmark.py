@@ -150,7 +150,16 @@ class ModelDecoder:
         logp, shape, g, items, gaps, _ = self.prepared(task)
         n1 = self.fusion.history if self.fusion is not None else 0
         left, right = gap_context(items, gaps, {}, g, n1) if n1 else (None, None)
-        cands = search_gap(logp, shape, self.k, self.fusion, left, right)
+        # --- parallels (branch parallels): the gap's fills from the index as a third expert;
+        # no index or weight 0: prior None, the search as before
+        prior = None
+        if self.fusion is not None and self.fusion.parallels is not None:
+            from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
+
+            found = gap_parallels_for(self.fusion, items, gaps, {}, g)
+            prior = found.prior if found is not None else None
+        # --- end parallels
+        cands = search_gap(logp, shape, self.k, self.fusion, left, right, prior=prior)
         return [c.text() for c in cands], cands[0].prob if cands else 0.0
 
 

@@ -383,6 +383,8 @@ def create_app(
     @app.post(
         "/restore",
         response_model=RestoreResponse,
+        # a gap's "parallels" only when there is an index: keys the answer does not set stay out
+        response_model_exclude_unset=True,
         responses={
             400: {"model": ErrorResponse},
             413: {"model": ErrorResponse},
@@ -510,6 +512,9 @@ def create_app(
             headers=headers,
         )
 
+    from stoicheia.serve.source_page import add_source_routes
+
+    add_source_routes(app, model)  # GET /source/{row}: a parallel's record
     upload_paths = {"/restore-epidoc"}
     app.add_middleware(
         BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes

@@ -67,6 +67,37 @@ class EditorReading(BaseModel):
     rank: int
 
 
+class ParallelOut(BaseModel):
+    """One corpus passage that supplies a fill (docs/parallels.md)."""
+
+    tier: str
+    work: str = Field(description="EpiDoc file or Author/work.xml of the training text")
+    record: str
+    label: str = Field(description="the source as listed, e.g. 'ISic000046, text'")
+    url: str = Field(description="the edition's own page (I.Sicily), or ''")
+    record_index: int = Field(description="row of the parallels index: GET /source/{row}")
+    at: list[int] = Field(
+        description="[start, end) of the matched passage in the record, in letters"
+    )
+    letters_matched: list[int] = Field(description="[before, after]: context letters matched")
+    supplies: str = Field(description="what the passage has in the gap, as printed")
+    pieces: list[str] = Field(
+        description="before, left context matched, fill, right context matched, after (as printed)"
+    )
+    passage: str = Field(description="the pieces joined, matched context in ⟪ ⟫, fill in ⸢ ⸣")
+
+
+class FillParallelsOut(BaseModel):
+    """A fill the parallels supply for a gap, with its best parallels."""
+
+    fill: str = Field(description="the fill's letters (base letters)")
+    letters_matched: int = Field(description="context letters matched, both sides together")
+    sides: list[int] = Field(description="[before, after]")
+    sources: int = Field(description="independent sources (copies of one text count once)")
+    prob: float = Field(description="its share of the gap's parallels, 0 to 1")
+    parallels: list[ParallelOut]
+
+
 class GapOut(BaseModel):
     """One lacuna, uncertain letter or re-predicted supplement of the input."""
 
@@ -84,6 +115,9 @@ class GapOut(BaseModel):
         description="P(width = N letters) for a gap of uncertain width"
     )
     editor: EditorReading | None = None
+    parallels: list[FillParallelsOut] | None = Field(
+        None, description="the gap's parallels, best first (absent without a parallels index)"
+    )
 
 
 class RestorationOut(BaseModel):

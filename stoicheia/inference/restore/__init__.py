@@ -373,6 +373,15 @@ def restore(
         result.notes.append(
             f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} ({fusion.source})"
         )
+    if fusion is not None and fusion.parallels is not None:
+        result.notes.append(
+            f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text, "
+            + (
+                f"fused at weight {fusion.parallels_weight:g} ({fusion.parallels_source})"
+                if fusion.parallels_weight > 0
+                else "shown, not fused (parallels weight 0)"
+            )
+        )
     if len(plan) > 1:
         result.notes.append(f"each gap decoded in a window of at most {win} slots around it")
     if editor:

@@ -88,6 +88,7 @@ def gap_beliefs(
             ]
         if not g.fixed_width:
             fused = fusion is not None and fusion.ngram is not None
+            fused = fused or (g.parallels is not None and g.parallels.prior is not None)
             g.width_probs = (
                 pool_widths(g, cands[g.index]) if fused else width_chain(g, logps[g.index])
             )
@@ -124,7 +125,8 @@ def _editor_score(
     before = {i: v for i, v in best.fill.items() if i < g.index}
     left, right = gap_context(items, gaps, before, g.index, n1) if n1 else (None, None)
     shape = GapShape(g.min_letters, g.max_letters, g.fixed_width)
-    lp = score_fill(logp, shape, letters, fusion, left, right)
+    prior = g.parallels.prior if g.parallels is not None else None
+    lp = score_fill(logp, shape, letters, fusion, left, right, prior=prior)
     reading = "".join(A.LETTERS[int(i)] for i in letters)
     ours = [c.text() for c in cands]
     same = [c.text() for c in cands if len(c.letters) == len(letters)]

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
+from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
 from stoicheia.inference.restore.reading import Gap, Item, RestoreError
 from stoicheia.text import alphabet as A
 
@@ -279,6 +280,8 @@ def decode_gaps(
         left, right = (
             gap_context(items, gaps, best, g, fusion.history) if fusion.history else (None, None)
         )
+        if fusion.parallels is not None:  # the gap's parallels, and their prior when fused
+            gap.parallels = gap_parallels_for(fusion, items, gaps, best, g)
         found = search_gap(
             logp,
             GapShape(gap.min_letters, gap.max_letters, gap.fixed_width, gap.one_letter),
@@ -286,6 +289,7 @@ def decode_gaps(
             fusion,
             left,
             right,
+            prior=gap.parallels.prior if gap.parallels is not None else None,
         )
         cands[g], logps[g] = found, logp
         best[g] = symbols(gap, hold[g] if hold and g in hold else found[0].letters)

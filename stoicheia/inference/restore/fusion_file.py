@@ -6,12 +6,19 @@ did best on the inscription dev set (0 when the fusion did not help there). ``re
 CLI, the page, :func:`stoicheia.inference.restore.restore`) then fuses it in by default;
 ``--ngram PATH`` names another file, ``--ngram-weight W`` overrides the weight (0: the model
 alone).
+
+``fusion.json`` beside the checkpoint (:class:`FusionConfig`) holds the weights of the three
+experts together: the n-gram's (overriding the one in ``ngram.npz``) and the parallels'
+(:mod:`stoicheia.inference.parallels`), and where the parallels index is. Without it, or with a
+parallels weight of 0, the parallels are found and shown but the search is today's.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,47 @@ log = logging.getLogger(__name__)
 
 #: the file name beside a checkpoint
 NGRAM_FILE = "ngram.npz"
+#: the fusion weights beside a checkpoint
+FUSION_FILE = "fusion.json"
+
+
+@dataclass
+class FusionConfig:
+    """The weights of the experts beside the network, stored in ``fusion.json``.
+
+    ``ngram_weight``: the n-gram's weight in [0, 1] (``None``: the one stored in ``ngram.npz``);
+    ``parallels_weight``: the parallels' interpolation weight ``v`` in [0, 1]
+    (:mod:`stoicheia.inference.parallels.prior`; 0: the search is today's); ``parallels_index``:
+    the index folder (``None``: the run's ``data.shard_root``/parallels, when it exists);
+    ``chosen_on``: what the weights were chosen on, for the notes.
+    """
+
+    ngram_weight: float | None = None
+    parallels_weight: float = 0.0
+    parallels_index: str | None = None
+    chosen_on: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("ngram_weight", "parallels_weight"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+                raise RestoreError(f"{FUSION_FILE}: {name} {v!r} must be a number in [0, 1]")
+
+    @classmethod
+    def load(cls, path: str | Path) -> FusionConfig:
+        """Read ``path``; raises :class:`RestoreError` naming the file for bad JSON or keys."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls(**data)
+        except (OSError, ValueError, TypeError) as err:
+            raise RestoreError(
+                f"{path}: not a fusion file ({err}); keys: ngram_weight, parallels_weight, "
+                "parallels_index, chosen_on"
+            ) from None
+
+    def save(self, path: str | Path) -> None:
+        """Write ``path`` (JSON)."""
+        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
 
 
 def beside(source: str) -> Path | None:
@@ -42,13 +90,76 @@ def _load(path: str, mtime_ns: int) -> tuple[Any, dict]:
 
 
 def find_fusion(
-    loaded: Any, path: str | Path | None = None, weight: float | None = None
+    loaded: Any,
+    path: str | Path | None = None,
+    weight: float | None = None,
+    *,
+    parallels: str | Path | None = None,
+    parallels_weight: float | None = None,
+    config: FusionConfig | None = None,
 ) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
-    fusion), at ``weight`` (default the weight stored in the file). Returns ``None`` for the
-    model alone. Raises :class:`RestoreError` naming the file when ``path`` is given and missing
-    or unreadable, or ``weight`` is outside [0, 1]."""
+    n-gram), at ``weight`` (default ``fusion.json``'s ``ngram_weight``, else the weight stored in
+    the n-gram file); and the parallels index ``parallels`` (default ``fusion.json``'s, else the
+    run's shards' ``parallels`` folder, when it exists; ``""``: none)
+    at ``parallels_weight`` (default ``fusion.json``'s, else 0). ``config`` replaces
+    ``fusion.json``. Returns ``None`` for the model alone (no n-gram and no index). Raises
+    :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given and missing
+    or unreadable, or a weight is outside [0, 1]."""
+    if parallels_weight is not None and not 0.0 <= parallels_weight <= 1.0:
+        raise RestoreError(
+            f"--parallels-weight {parallels_weight}: give a weight in [0, 1] (0: shown, not fused)"
+        )
+    if config is None:
+        here = beside(str(loaded.source))
+        fjson = here.with_name(FUSION_FILE) if here is not None else None
+        config = (
+            FusionConfig.load(fjson) if fjson is not None and fjson.exists() else FusionConfig()
+        )
+    if weight is None and config.ngram_weight is not None:
+        weight = config.ngram_weight
+    fusion = _ngram_fusion(loaded, path, weight)
+    index = _open_parallels(loaded, parallels, config)
+    if index is None:
+        return fusion
+    pw = config.parallels_weight if parallels_weight is None else parallels_weight
+    out = fusion or Fusion(None, 0.0)
+    out.parallels = index
+    out.parallels_weight = float(pw)
+    out.parallels_source = f"{index.folder}, weight {'chosen on ' + config.chosen_on if config.chosen_on and parallels_weight is None else 'given'}"
+    return out
+
+
+def _open_parallels(loaded: Any, given: str | Path | None, config: FusionConfig) -> Any:
+    """The :class:`~stoicheia.inference.parallels.ParallelsIndex` to use, or ``None``."""
+    from stoicheia.inference.parallels.index import IndexError_, open_index
+
+    if given is not None and str(given) == "":
+        return None
+    if given is not None or config.parallels_index:
+        folder = str(given if given is not None else config.parallels_index)
+        try:
+            return open_index(folder)
+        except (IndexError_, OSError, ValueError) as err:
+            raise RestoreError(str(err)) from None
+    roots = []
+    shard_root = ((getattr(loaded, "config", None) or {}).get("data") or {}).get("shard_root")
+    if shard_root:
+        roots.append(Path(shard_root) / "parallels")
+    for folder in roots:
+        if (folder / "manifest.json").exists():
+            try:
+                return open_index(str(folder))
+            except (IndexError_, OSError, ValueError) as err:
+                log.warning("parallels index %s not opened: %s", folder, err)
+    return None
+
+
+def _ngram_fusion(
+    loaded: Any, path: str | Path | None = None, weight: float | None = None
+) -> Fusion | None:
+    """The n-gram part of :func:`find_fusion` (its behaviour before the parallels)."""
     if weight is not None and not 0.0 <= weight <= 1.0:
         raise RestoreError(f"--ngram-weight {weight}: give a weight in [0, 1] (0: the model alone)")
     if weight == 0.0:
@@ -72,4 +183,4 @@ def find_fusion(
     return fusion
 
 
-__all__ = ["NGRAM_FILE", "beside", "find_fusion"]
+__all__ = ["FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion"]

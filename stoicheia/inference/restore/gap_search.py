@@ -41,6 +41,7 @@ decodes as well as re-running the encoder after each fixed letter, at a fraction
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,16 +91,37 @@ def _log_norm(x: np.ndarray) -> np.ndarray:
 
 
 class Fusion:
-    """The n-gram side of the search: ``ngram`` and its weight ``weight`` in [0, 1]; ``None``
-    ngram or weight 0 means the model alone. Raises ``ValueError`` for a weight outside [0, 1]."""
+    """The experts beside the network: ``ngram`` and its weight ``weight`` in [0, 1] (``None``
+    ngram or weight 0: no n-gram), and the parallels: ``parallels`` a
+    :class:`~stoicheia.inference.parallels.ParallelsIndex` (or ``None``) and ``parallels_weight``
+    in [0, 1] (:mod:`stoicheia.inference.parallels.prior`; 0: the parallels are found and shown
+    but the search is today's). Raises ``ValueError`` for a weight outside [0, 1]."""
 
-    def __init__(self, ngram: LetterNgram | None, weight: float) -> None:
+    def __init__(
+        self,
+        ngram: LetterNgram | None,
+        weight: float,
+        parallels: Any = None,
+        parallels_weight: float = 0.0,
+    ) -> None:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"n-gram weight {weight} must be in [0, 1] (0: the model alone)")
+        if not 0.0 <= parallels_weight <= 1.0:
+            raise ValueError(
+                f"parallels weight {parallels_weight} must be in [0, 1] (0: not fused)"
+            )
         self.ngram = ngram if weight > 0 else None
         self.weight = float(weight) if self.ngram is not None else 0.0
+        self.parallels = parallels
+        self.parallels_weight = float(parallels_weight) if parallels is not None else 0.0
         #: where the n-gram and its weight came from, for the result's notes
         self.source = "given"
+        self.parallels_source = "given"
+
+    @property
+    def fused(self) -> bool:
+        """True when the search is not the model alone (an n-gram, or parallels at weight > 0)."""
+        return self.ngram is not None or self.parallels_weight > 0
 
     @property
     def history(self) -> int:
@@ -149,8 +171,14 @@ def search_gap(
     left: np.ndarray | None = None,
     right: np.ndarray | None = None,
     pool: int = POOL,
+    prior: Any = None,
 ) -> list[Candidate]:
     """The ``k`` best fills of one gap (module docstring), best first, distinct.
+
+    ``prior``: the parallels' fills as a third expert
+    (:class:`~stoicheia.inference.parallels.prior.FillPrior`): each step's probability is
+    interpolated with theirs where they have the hypothesis's letters (``None`` or an empty
+    prior: the search as without it, to the bit).
 
     ``logp``: float ``(slots, >= 26)`` the model's natural-log probabilities at the gap's slots
     (letters 0..23, BLANK at :data:`BLANK`); ``left``/``right``: letter ids beside the gap for
@@ -159,6 +187,9 @@ def search_gap(
     fusion = fusion or Fusion(None, 0.0)
     w = fusion.weight
     n1 = fusion.history
+    prior = prior if prior else None
+    if prior is not None:
+        from stoicheia.inference.parallels.prior import mix
     if logp.shape[0] < shape.max_letters:
         raise ValueError(
             f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to {shape.max_letters} letters"
@@ -201,19 +232,36 @@ def search_gap(
             idx = np.arange(len(seqs))
             if j == 1 and shape.one_letter is not None:  # a one-letter word is a vowel
                 idx = idx[shape.one_letter[seqs[:, 0]]]
-            close(idx, np.full(len(idx), (1.0 - w) * lb), np.full(len(idx), lb))
+            end_score = np.full(len(idx), (1.0 - w) * lb)
+            end_path = np.full(len(idx), lb)
+            if prior is not None and len(idx):
+                lam, pp = prior.step(seqs[idx])
+                end_score = mix(end_score[:, None], lam, pp[:, L:])[:, 0]
+                end_path = mix(end_path[:, None], lam, pp[:, L:])[:, 0]
+            close(idx, end_score, end_path)
         lm = _log_norm(row[None, :L])[0]
         if fusion.ngram is not None:
             lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))
         else:
             lq = np.broadcast_to(lm, (len(seqs), L))
         go_on = float(np.log1p(-min(np.exp(lb), 1.0 - 1e-12))) if np.isfinite(lb) else 0.0
-        cand = scores[:, None] + lq + (1.0 - w) * go_on
-        best = np.argsort(-cand, axis=None, kind="stable")[:pool]
-        rows, sym = np.divmod(best, L)
-        seqs = np.concatenate([seqs[rows], sym[:, None]], axis=1)
-        steps = np.concatenate([steps[rows], np.exp(lq[rows, sym] + go_on)[:, None]], axis=1)
-        paths = paths[rows] + lq[rows, sym] + go_on
+        if prior is None:  # today's arithmetic, untouched
+            cand = scores[:, None] + lq + (1.0 - w) * go_on
+            best = np.argsort(-cand, axis=None, kind="stable")[:pool]
+            rows, sym = np.divmod(best, L)
+            seqs = np.concatenate([seqs[rows], sym[:, None]], axis=1)
+            steps = np.concatenate([steps[rows], np.exp(lq[rows, sym] + go_on)[:, None]], axis=1)
+            paths = paths[rows] + lq[rows, sym] + go_on
+        else:  # each step interpolated with the parallels' (parallels.prior)
+            lam, pp = prior.step(seqs)
+            step = mix(np.asarray(lq + (1.0 - w) * go_on, dtype=np.float64), lam, pp[:, :L])
+            step_path = mix(np.asarray(lq + go_on, dtype=np.float64), lam, pp[:, :L])
+            cand = scores[:, None] + step
+            best = np.argsort(-cand, axis=None, kind="stable")[:pool]
+            rows, sym = np.divmod(best, L)
+            seqs = np.concatenate([seqs[rows], sym[:, None]], axis=1)
+            steps = np.concatenate([steps[rows], np.exp(step_path[rows, sym])[:, None]], axis=1)
+            paths = paths[rows] + step_path[rows, sym]
         scores = cand.reshape(-1)[best]
         if n1:
             hist = np.concatenate([hist[rows][:, 1:], sym[:, None]], axis=1)
@@ -245,9 +293,11 @@ def score_fill(
     fusion: Fusion | None = None,
     left: np.ndarray | None = None,
     right: np.ndarray | None = None,
+    prior: Any = None,
 ) -> float:
     """The search's score (module docstring) of one given fill ``letters`` (int ids), e.g. an
-    editor's supplement. Raises ``ValueError`` for a fill whose length the gap cannot take."""
+    editor's supplement; ``prior`` as for :func:`search_gap`. Raises ``ValueError`` for a fill
+    whose length the gap cannot take."""
     letters = np.asarray(letters, dtype=np.int64)
     n = len(letters)
     if not shape.min_letters <= n <= shape.max_letters:
@@ -269,7 +319,13 @@ def score_fill(
                 row[BLANK] - np.logaddexp.reduce(np.concatenate([row[:L], row[BLANK : BLANK + 1]]))
             )
         if j == n:
-            score += (1.0 - w) * lb if np.isfinite(lb) else 0.0
+            end = (1.0 - w) * lb if np.isfinite(lb) else 0.0
+            if prior and np.isfinite(lb):
+                from stoicheia.inference.parallels.prior import mix
+
+                lam, pp = prior.step(letters[None, :n])
+                end = float(mix(np.array([[end]]), lam, pp[:, L:])[0, 0])
+            score += end
             break
         lm = _log_norm(row[None, :L])[0]  # type: ignore[index]
         lq = (
@@ -279,6 +335,11 @@ def score_fill(
         )
         if np.isfinite(lb):
             lq = lq + (1.0 - w) * np.log1p(-min(np.exp(lb), 1.0 - 1e-12))
+        if prior:
+            from stoicheia.inference.parallels.prior import mix
+
+            lam, pp = prior.step(letters[None, :j])
+            lq = mix(np.asarray(lq, dtype=np.float64)[None, :], lam, pp[:, :L])[0]
         score += float(lq[letters[j]])
         if n1:
             hist = np.concatenate([hist[:, 1:], letters[j : j + 1][None, :]], axis=1)

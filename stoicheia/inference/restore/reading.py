@@ -138,6 +138,9 @@ class Gap:
     #: bool ``(24,)``: for a gap of uncertain width that is a whole word, the letters a fill
     #: of one letter may be (vowels: :func:`letter_rules`); None: any
     one_letter: np.ndarray | None = None
+    #: set by restore when a parallels index is open: the gap's parallels
+    #: (:class:`stoicheia.inference.parallels.GapParallels`); None: no index
+    parallels: Any = None
 
     @property
     def fixed_width(self) -> bool:
@@ -179,7 +182,7 @@ class Gap:
                 "prob": _sig(self.editor.prob),
                 "rank": self.editor.rank,
             },
-        }
+        } | ({} if self.parallels is None else {"parallels": self.parallels.to_json()})
 
 
 @dataclass(frozen=True)

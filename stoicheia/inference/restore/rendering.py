@@ -544,6 +544,10 @@ def format_result(result: RestoreResult) -> list[str]:
                 "     letters: "
                 + " ".join(f"{c} {_pct(p)}" for c, p in zip(letters, g.letter_probs, strict=False))
             )
+        if g.parallels is not None:
+            from stoicheia.inference.parallels.display import parallel_lines
+
+            lines += parallel_lines(g.parallels)
     lines += [f"({n})" for n in result.notes]
     lines.append(
         "^ restored letter, . changed reading; #k's figure: the natural log of the restoration's probability "

@@ -201,6 +201,41 @@ function drawGaps() {
   }
   const notes = $("notes");
   notes.replaceChildren(...current.notes.map((n) => el("li", {}, n)));
+  drawParallels();
+}
+
+// the parallels of each gap (docs/parallels.md): a section per gap, each passage linking to its
+// record (/source/ROW) and to the edition's own page where there is one
+function drawParallels() {
+  const box = $("parallels");
+  box.replaceChildren();
+  const withIndex = current.gaps.filter((g) => Array.isArray(g.parallels));
+  $("parallels-title").hidden = withIndex.length === 0;
+  for (const g of withIndex) {
+    const sec = el("section", { class: "gap-parallels" },
+      el("h4", {}, `Gap ${g.index + 1} `, el("span", { class: "greek" }, g.notation)));
+    if (!g.parallels.length) {
+      sec.append(el("p", { class: "muted" }, "no passage of the corpus has its context on both sides"));
+    }
+    for (const f of g.parallels) {
+      const shown = f.parallels.length ? f.parallels[0].supplies : f.fill;
+      const list = el("ul", { class: "passages" });
+      for (const p of f.parallels) {
+        const [before, left, fill, right, after] = p.pieces;
+        const src = el("a", { href: `/source/${p.record_index}?start=${p.at[0]}&end=${p.at[1]}`,
+          title: `${p.tier} · ${p.work}` }, p.label);
+        const li = el("li", {}, src);
+        if (p.url) li.append(" ", el("a", { href: p.url, class: "muted", title: "the edition's page" }, "↗"));
+        li.append(": ", el("span", { class: "greek" }, before, el("mark", {}, left),
+          el("b", { class: "fill" }, fill), el("mark", {}, right), after));
+        list.append(li);
+      }
+      sec.append(el("p", {}, el("span", { class: "greek fill" }, shown),
+        el("span", { class: "muted" }, ` ${f.letters_matched} letters matched (${f.sides[0]} before, ${f.sides[1]} after), ` +
+          `${f.sources} source${f.sources === 1 ? "" : "s"}, ${pct(f.prob)} of the parallels`)), list);
+    }
+    box.append(sec);
+  }
 }
 
 async function restoreText() {

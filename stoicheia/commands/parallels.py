@@ -1,0 +1,72 @@
+"""``stoicheia parallels TEXT``: the corpus passages sharing the longest stretches with a text,
+best first, as PHI's search would list them (:mod:`stoicheia.inference.parallels.passages`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from stoicheia.cli_args import int_in
+from stoicheia.commands.common import fail
+
+#: where ``stoicheia convert --out data/shards`` puts the index
+DEFAULT_INDEX = "data/shards/parallels"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``parallels`` on the ``stoicheia`` sub-command parsers."""
+    p = subparsers.add_parser(
+        "parallels", help="corpus passages sharing the longest stretches with a Greek text"
+    )
+    p.add_argument("text", metavar="TEXT", help="Greek text (Leiden allowed); '-' reads stdin")
+    p.add_argument(
+        "--index",
+        default=DEFAULT_INDEX,
+        help=f"parallels index folder, or the shards folder holding it (default {DEFAULT_INDEX})",
+    )
+    p.add_argument(
+        "--top", type=int_in(1, meaning=" passages"), default=10, help="passages listed (10)"
+    )
+    p.add_argument(
+        "--min-letters",
+        type=int_in(2, meaning=" letters"),
+        default=8,
+        help="shortest shared stretch listed, in letters (8)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the passages; 0, or 2 after one line on stderr (no index, no Greek letter)."""
+    from stoicheia.inference.parallels.index import IndexError_, open_index
+    from stoicheia.inference.parallels.passages import shared_passages
+    from stoicheia.text.encode import encode_text
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    try:
+        index = open_index(args.index)
+    except IndexError_ as err:
+        return fail("parallels", str(err))
+    planes = encode_text(text).planes
+    if planes.n_letters() == 0:
+        return fail("parallels", f"no Greek letter in {text[:40]!r}: give Greek text")
+    letters = planes.chars.astype("int64")
+    letters[planes.lacuna > 0] = 24
+    found = shared_passages(index, letters, min_letters=args.min_letters, top=args.top)
+    rows = [m.to_json(index) for m in found]
+    if args.json:
+        print(json.dumps({"text": text, "passages": rows}, ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print(
+            f"no passage of the index shares {args.min_letters} letters or more with the text "
+            "(a formula the corpus lacks cannot be found; try --min-letters lower)"
+        )
+        return 0
+    for k, r in enumerate(rows, 1):
+        where = r["label"] + (f"  {r['url']}" if r["url"] else "")
+        print(f"{k}. {where}  [{r['tier']}]  longest {r['longest']} letters, {r['shared']} shared")
+        print(f"   {r['passage']}")
+    return 0

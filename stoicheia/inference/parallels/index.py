@@ -1,0 +1,192 @@
+"""Reading the parallels index (:mod:`stoicheia.data.parallels_index` writes it).
+
+:class:`ParallelsIndex` memory-maps the arrays (``numpy.load(mmap_mode="c")``: copy-on-write,
+so the clean pages are the page cache's and are shared by every process that opens the index;
+libdivsufsort's search needs a writable buffer, which this gives without copying) and answers:
+where does a letter string occur (:meth:`ParallelsIndex.find`), which record and work a slot
+belongs to (:meth:`ParallelsIndex.source`), and how a stretch of a record is printed
+(:meth:`ParallelsIndex.printed`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from stoicheia.data.parallels_index import INDEX_DIR, VERSION
+from stoicheia.data.shards import inscription_number
+from stoicheia.text import alphabet as A
+from stoicheia.text.planes import Planes
+from stoicheia.text.render import planes_to_text
+
+#: I.Sicily's page of an inscription (the ``idno type="URI"`` of the EpiDoc files)
+ISICILY_URL = "http://sicily.classics.ox.ac.uk/inscription/ISic{number:06d}"
+
+
+class IndexError_(ValueError):
+    """The index folder is missing or unreadable; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a slot of the index comes from: ``tier``, ``work`` (EpiDoc file or
+    ``Author/work.xml``), ``record`` id, ``record_index`` (row of the index), ``offset`` (slot in
+    the record), ``url`` (I.Sicily's page for an I.Sicily inscription, else ``""``)."""
+
+    tier: str
+    work: str
+    record: str
+    record_index: int
+    offset: int
+    url: str = ""
+
+    def label(self) -> str:
+        """``ISic000154, text 1`` for an inscription (its file's name and the record of the file),
+        else the record id (``Homer/hom.od_gk.xml#1``: work and section)."""
+        number = inscription_number(self.work)
+        if number is not None:
+            name = self.work.rsplit("/", 1)[-1].removesuffix(".xml")
+            part = self.record.split("#", 1)[-1] if "#" in self.record else "1"
+            return f"{name}, text {part}"
+        return self.record
+
+
+class ParallelsIndex:
+    """The memory-mapped index at ``folder`` (``SHARDS/parallels``, or the shards folder itself).
+
+    Attributes: ``text`` uint8 ``(N,)`` (letter id + 1, 0 a separator), ``sa`` int32 ``(N,)``,
+    ``rec_start`` int64 ``(R+1,)``, ``manifest`` dict. Raises :class:`IndexError_` for a folder
+    without ``manifest.json`` or of another version (build it with ``stoicheia index``).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        if not (folder / "manifest.json").exists() and (folder / INDEX_DIR).is_dir():
+            folder = folder / INDEX_DIR
+        man = folder / "manifest.json"
+        if not man.exists():
+            raise IndexError_(
+                f"{folder}: no parallels index (manifest.json); build it with `stoicheia index SHARDS_DIR`"
+            )
+        self.folder = folder
+        self.manifest = json.loads(man.read_text(encoding="utf-8"))
+        if self.manifest.get("version") != VERSION:
+            raise IndexError_(
+                f"{man}: index version {self.manifest.get('version')}, expected {VERSION}; rebuild it with "
+                "`stoicheia index SHARDS_DIR`"
+            )
+
+        def load(name: str) -> np.ndarray:
+            # a plain ndarray view of the map: numpy.memmap's indexing costs microseconds a call
+            return np.load(folder / f"{name}.npy", mmap_mode="c").view(np.ndarray)
+
+        self.text = load("text")
+        self.sa = load("sa")
+        self.look = load("look")
+        self.flow = load("flow")
+        # one entry per record (thousands): read into memory, indexed element by element
+        self.rec_start = np.load(folder / "rec_start.npy")
+        self.rec_tier = np.load(folder / "rec_tier.npy")
+        self.rec_work = np.load(folder / "rec_work.npy")
+        self._ids, self._ids_off = load("ids"), load("ids_off")
+        self._works, self._works_off = load("works"), load("works_off")
+        self.tiers: list[str] = list(self.manifest["tiers"])
+
+    def __len__(self) -> int:
+        """Letter slots indexed, separators included."""
+        return int(self.text.shape[0])
+
+    @property
+    def records(self) -> int:
+        return int(self.rec_start.shape[0] - 1)
+
+    def find(self, letters: np.ndarray) -> tuple[int, int]:
+        """The suffix-array range ``[lo, hi)`` of the suffixes that begin with ``letters`` (int
+        letter ids 0..23, shape ``(m,)``, ``m >= 1``): ``sa[lo:hi]`` are the slots where it occurs.
+        libdivsufsort's binary search (``pydivsufsort.sa_search``), O(m log N)."""
+        import pydivsufsort
+
+        pat = (np.asarray(letters, dtype=np.int64) + 1).astype(np.uint8)
+        if len(pat) == 0 or len(self.text) == 0:
+            return 0, 0
+        count, left = pydivsufsort.sa_search(self.text, self.sa, pat)
+        if not count:  # the library answers (0, None) for a pattern that does not occur
+            return 0, 0
+        return int(left), int(left) + int(count)
+
+    def count(self, letters: np.ndarray) -> int:
+        lo, hi = self.find(letters)
+        return hi - lo
+
+    def record_of(self, pos: np.ndarray) -> np.ndarray:
+        """Int64 record rows of slots ``pos`` (any int array)."""
+        return np.searchsorted(self.rec_start, np.asarray(pos, dtype=np.int64), side="right") - 1
+
+    def record_id(self, r: int) -> str:
+        return bytes(self._ids[self._ids_off[r] : self._ids_off[r + 1]]).decode("utf-8")
+
+    def work_name(self, w: int) -> str:
+        return bytes(self._works[self._works_off[w] : self._works_off[w + 1]]).decode("utf-8")
+
+    def source(self, pos: int) -> Source:
+        """The :class:`Source` of slot ``pos``."""
+        r = int(self.record_of(np.array([pos]))[0])
+        work = self.work_name(int(self.rec_work[r]))
+        number = inscription_number(work)
+        url = ISICILY_URL.format(number=number) if number is not None and "ISic" in work else ""
+        return Source(
+            self.tiers[int(self.rec_tier[r])],
+            work,
+            self.record_id(r),
+            r,
+            int(pos - self.rec_start[r]),
+            url,
+        )
+
+    def planes(self, a: int, b: int) -> Planes:
+        """The :class:`Planes` of slots ``[a, b)`` (one record: the caller keeps to it)."""
+        t = np.asarray(self.text[a:b])
+        lk = np.asarray(self.look[a:b])
+        fl = np.asarray(self.flow[a:b])
+        lac = (fl // 28).astype(np.uint8)
+        chars = np.where(lac > 0, A.MASK, np.maximum(t.astype(np.int16) - 1, 0)).astype(np.uint8)
+        return Planes(
+            chars,
+            (fl % 4).astype(np.uint8),
+            (lk // 3).astype(np.uint8),
+            (lk % 3).astype(np.uint8),
+            ((fl // 4) % 7).astype(np.uint8),
+            lac,
+        )
+
+    def printed_parts(self, a: int, b: int, cuts: list[int]) -> list[str]:
+        """Slots ``[a, b)`` as printed (accents, capitals, punctuation, lacunae in Leiden), cut at
+        the absolute slots ``cuts`` (inside ``[a, b]``, ascending): one string per piece, a
+        word space kept at the end of the piece it follows."""
+        edges = [a, *[min(max(c, a), b) for c in cuts], b]
+        out = []
+        for x, y in zip(edges[:-1], edges[1:], strict=True):
+            if x >= y:
+                out.append("")
+                continue
+            piece = planes_to_text(self.planes(x, y))
+            ends = int(self.flow[y - 1]) % 4 in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+            out.append(piece + (" " if ends and y < b else ""))
+        return out
+
+    def record_span(self, r: int) -> tuple[int, int]:
+        """The slots ``[start, end)`` of record row ``r`` (its separator excluded)."""
+        return int(self.rec_start[r]), int(self.rec_start[r + 1]) - 1
+
+
+@functools.lru_cache(maxsize=4)
+def open_index(folder: str) -> ParallelsIndex:
+    """One :class:`ParallelsIndex` per folder and process (opening maps files: milliseconds)."""
+    return ParallelsIndex(folder)
+
+
+__all__ = ["ISICILY_URL", "IndexError_", "ParallelsIndex", "Source", "open_index"]
