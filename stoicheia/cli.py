@@ -1,4 +1,4 @@
-"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``.
+"""Command line: ``stoicheia convert``, ``status``, ``evaluate``, ``benchmark``, ``restore``, ``report``, ``export``, ``serve``.
 
 ``convert`` turns source files into MDS shards; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
@@ -37,13 +37,19 @@ def build_parser() -> OneLineParser:
     """The ``stoicheia`` parser with every subcommand's; the parsed arguments' ``func`` is the
     subcommand's ``run``. Only the argument definitions are imported: each command imports the
     library it needs when it runs (``benchmarks/startup.py`` times ``stoicheia --help``)."""
-    parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="stoicheia")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (convert, status, evaluate, benchmark, restore, report, export):
         command.add_parser(sub)  # in this order in --help
     from stoicheia.serve.command import add_serve_parser
 
     add_serve_parser(sub, model_args)
+    # the description names every command registered above (it once forgot serve)
+    parser.description = (
+        "Stoicheia's commands: "
+        + ", ".join(f"stoicheia {name}" for name in sub.choices)
+        + "; stoicheia COMMAND --help for one"
+    )
     return parser
 
 

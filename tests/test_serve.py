@@ -114,6 +114,42 @@ def test_respace_answers_the_models_rendering(client, model):
     assert [g["notation"] for g in data["gaps"]] == ["[..]"]
 
 
+def test_respace_fragments_keep_the_inputs_case(client):
+    """With respace the fills are the model's lowercase, accented rendering; the EpiDoc
+    fragment, the input's Leiden with each fill in its <supplied>, prints them as the input
+    prints its letters: a text in capitals stays in capitals (not ``ΕΤΗ <supplied>ν
+    ἀ</supplied> ΧΑΙΡΕ``), a capital heading of a lowercase text too, scriptio continua without
+    spaces, and a lowercase accented text keeps the fill as rendered."""
+    from stoicheia.serve.fragment import epidoc_ab, in_input_style
+
+    def data(text, fills):
+        gaps = [m.span() for m in re.finditer(r"\[[^\]]*\]", text)]
+        return {
+            "input": text,
+            "gaps": [
+                {"index": i, "kind": "lacuna", "start": a, "end": b}
+                for i, (a, b) in enumerate(gaps)
+            ],
+            "restorations": [{"text": "", "fills": fills, "letters": [], "logprob": 0.0}],
+        }
+
+    def supplied(d):
+        return re.findall(r"<supplied[^>]*>([^<]*)</supplied>", epidoc_ab(in_input_style(d)))
+
+    assert supplied(data("ΔΙΟΝΥΣΙΟΣ ΕΤΗ [...] ΧΑΙΡΕ", ["ν ἀς"])) == ["Ν ΑΣ"]
+    assert supplied(data("ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", ["ν ἀ"])) == ["ΝΑ"]
+    assert supplied(data("καὶ τοῦ δή[...] τοῦ", ["μου ὁ"])) == ["μου ὁ"]
+    heading = "ΚΑΤΑ ΤΟΝ ΝΟΜΟΝ [....] ΤΟΥ ΔΗΜΟΥ | καὶ τοῦ δή[....] τοῦ ἑαυτοῦ"
+    assert supplied(data(heading, ["τὸν δ", "μου ὁ"])) == ["ΤΟΝ Δ", "μου ὁ"]
+    # the server's fragments are these
+    text = "ΔΙΟΝΥΣΙΟΣ ΕΝΘΑΔΕ ΚΕΙΤΑΙ ΕΖΗΣΕΝ ΕΤΗ [....] ΧΑΙΡΕ"
+    got = client.post("/restore", json={"text": text, "top_k": 2, "respace": True}).json()
+    framed = in_input_style(got)
+    assert got["epidoc"] == [epidoc_ab(framed, i) for i in range(len(got["restorations"]))]
+    plain = client.post("/restore", json={"text": text, "top_k": 2}).json()
+    assert in_input_style(plain)["restorations"] == plain["restorations"]  # already so
+
+
 def _strip(s: str) -> str:
     """The base letters of a printed fill (what ``Restoration.fills`` holds)."""
     nfd = unicodedata.normalize("NFD", s).lower()

@@ -55,7 +55,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from stoicheia.serve.fragment import epidoc_ab
+from stoicheia.serve.fragment import epidoc_ab, in_input_style
 from stoicheia.serve.schemas import (
     MAX_TOP_K,
     ErrorResponse,
@@ -431,7 +431,10 @@ def create_app(
         except Cancelled:
             return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         data = result.to_json()
-        data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
+        # the fragments print the fills as the input prints its letters (with respace they
+        # are the model's lowercase: ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ mixed two cases)
+        framed = in_input_style(data) if req.respace else data
+        data["epidoc"] = [epidoc_ab(framed, i) for i in range(len(data["restorations"]))]
         # with respace every letter's word division, accents and punctuation come from the
         # model: its own rendering of each restoration (restored letters in [ ])
         data["respaced"] = [r.text for r in result.restorations] if req.respace else None
