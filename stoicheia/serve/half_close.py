@@ -42,12 +42,16 @@ class HalfCloseH11Protocol(H11Protocol):
     ``uvicorn.Config(app, http=HalfCloseH11Protocol)``."""
 
     _probe: asyncio.TimerHandle | None = None
+    #: the client's end of input came while a request waited for its answer
+    _half_closed: bool = False
 
     def eof_received(self) -> bool | None:
         """The client's end of input: keep the connection open (``True``) when a whole request
         is waiting for its answer, and start probing the client; else close as uvicorn does
         (``None``: the transport closes itself)."""
         cycle = self.cycle
+        if self._half_closed:
+            return True  # told twice (reading resumed after the end): already handled
         if (
             cycle is None
             or cycle.response_complete
@@ -56,6 +60,7 @@ class HalfCloseH11Protocol(H11Protocol):
         ):
             return None
         cycle.keep_alive = False  # nothing more can come in: close after the answer
+        self._half_closed = True
         if self.conn.their_http_version == b"1.1":
             self._probe = self.loop.call_later(PROBE_S, self._write_probe)
         return True
