@@ -20,7 +20,7 @@ import threading
 import time
 
 #: a long inscription: many gaps of each kind (known width, about N, unknown width)
-LONG = " ".join(["καὶ τοῦ δή[....] τοῦ [-ca.6-] ἑαυτοῦ [---] χαῖρε ἔδοξε τῆι βουλῆι"] * 40)
+LONG = " ".join(["καὶ τοῦ δή[....] τοῦ [-ca.6-] ἑαυτοῦ [---] χαῖρε ἔδοξε τῆι βουλῆι"] * 200)
 SHORT = "ἐνθάδε κεῖ[..]αι"
 
 

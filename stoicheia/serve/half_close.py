@@ -11,8 +11,8 @@ closes the connection once that answer is sent (nothing more can come in on it).
 
 A client that has really gone (the page's Cancel, a client's time-out, a killed client) looks
 the same at that moment: its end of input is the same FIN. What tells them apart is writing:
-a closed socket answers with a reset. So while such a request runs, every
-:data:`PROBE_S` seconds the protocol writes an interim response ``HTTP/1.1 102 Processing``
+a closed socket answers with a reset. So while such a request runs, :data:`FIRST_PROBE_S`
+after the end of input and then every :data:`PROBE_S` seconds, the protocol writes an interim response ``HTTP/1.1 102 Processing``
 (a 1xx response, which RFC 9110 §15.2 requires an HTTP/1.1 client to read and skip before the
 final one; never sent to an HTTP/1.0 client, which the RFC forbids) and reads the socket's
 pending error shortly after: a reset there (``SO_ERROR``) is a client that has gone, and the
@@ -30,6 +30,9 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+#: seconds from the end of input to the first probe (an answer ready sooner, as for the
+#: page's files or /model, is sent without one; a client that has gone is noticed this soon)
+FIRST_PROBE_S = 0.1
 #: seconds between two probes of a half-closed client whose answer is not ready
 PROBE_S = 0.5
 #: seconds between a probe and the read of the socket's error (a reset comes back in a round trip)
@@ -62,7 +65,7 @@ class HalfCloseH11Protocol(H11Protocol):
         cycle.keep_alive = False  # nothing more can come in: close after the answer
         self._half_closed = True
         if self.conn.their_http_version == b"1.1":
-            self._probe = self.loop.call_later(PROBE_S, self._write_probe)
+            self._probe = self.loop.call_later(FIRST_PROBE_S, self._write_probe)
         return True
 
     def _write_probe(self) -> None:
@@ -104,4 +107,4 @@ def server_config(app: Any, host: str, port: int, **options: Any) -> Any:
     return uvicorn.Config(app, host=host, port=port, http=HalfCloseH11Protocol, **options)
 
 
-__all__ = ["PROBE_READ_S", "PROBE_S", "HalfCloseH11Protocol", "server_config"]
+__all__ = ["FIRST_PROBE_S", "PROBE_READ_S", "PROBE_S", "HalfCloseH11Protocol", "server_config"]
