@@ -1,4 +1,5 @@
-"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``, ``export``, ``report``, ``restore``, ``parallels``.
+"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``, ``restore``,
+``parallels``, ``report``, ``export``, ``serve``.
 
 ``convert`` turns source files into MDS shards (and the parallels index; ``index`` builds it for
 shards converted before); ``parallels`` lists the training passages sharing the longest stretches
@@ -52,7 +53,7 @@ def build_parser() -> OneLineParser:
     """The ``stoicheia`` parser with every subcommand's; the parsed arguments' ``func`` is the
     subcommand's ``run``. Only the argument definitions are imported: each command imports the
     library it needs when it runs (``benchmarks/startup.py`` times ``stoicheia --help``)."""
-    parser = OneLineParser(prog="stoicheia", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="stoicheia")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (
         convert,
@@ -69,6 +70,12 @@ def build_parser() -> OneLineParser:
     from stoicheia.serve.command import add_serve_parser
 
     add_serve_parser(sub, model_args)
+    # the description names every command registered above (it once forgot serve)
+    parser.description = (
+        "Stoicheia's commands: "
+        + ", ".join(f"stoicheia {name}" for name in sub.choices)
+        + "; stoicheia COMMAND --help for one"
+    )
     return parser
 
 

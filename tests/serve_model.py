@@ -5,6 +5,9 @@ seeded random weights (no training: the server's behaviour, not the model's skil
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -34,3 +37,24 @@ def serve_model(folder: Path) -> Any:
         "model": asdict(cfg.model),
     }
     return LoadedModel(encoder, config, "tiny random-weight model (tests)", "checkpoint", step=0)
+
+
+def live_server(app: Any) -> tuple[str, Any, threading.Thread]:
+    """``app`` served on 127.0.0.1:<free port> by uvicorn in a thread, as ``stoicheia serve``
+    serves it (:func:`stoicheia.serve.half_close.server_config`): ``(base URL, server,
+    thread)``; set ``server.should_exit`` and join the thread to stop it."""
+    import uvicorn
+
+    from stoicheia.serve.half_close import server_config
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    srv = uvicorn.Server(server_config(app, "127.0.0.1", port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not srv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the test server did not start"
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}", srv, thread

@@ -107,3 +107,16 @@ def test_the_library_never_imports_the_commands():
             hits = [n for n in names if any(n == t or n.startswith(t + ".") for t in top)]
             found += [f"{rel}:{node.lineno} imports {n}" for n in hits]
     assert not found, "the library imports the command line: " + "; ".join(found)
+
+
+def test_help_lists_every_command(capsys):
+    """``stoicheia --help`` names every command in its description and in its list (serve was
+    missing from the description)."""
+    commands = list(build_parser()._subparsers._group_actions[0].choices)
+    assert "serve" in commands and "restore" in commands
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    described = out.split("positional arguments")[0]
+    for name in commands:
+        assert f"stoicheia {name}" in " ".join(described.split()), name
+        assert f"    {name} " in out, name

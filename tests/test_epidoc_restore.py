@@ -77,7 +77,7 @@ def test_header_entries_placed_and_indented_in_place():
     a new <revisionDesc>), indented like their siblings, CRLF kept; nothing else moves."""
     from stoicheia.inference.epidoc_restore import _header_edits, _locate
 
-    model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck&1.pt")
+    model = SimpleNamespace(config={"run_name": "demo&1"}, step=7, source="ck&1.pt")
     head = (
         '<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
         "        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n"
@@ -104,10 +104,10 @@ def test_header_entries_placed_and_indented_in_place():
             at = e
         new = b"".join(out + [data[at:]]).decode()
         assert (
-            '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (demo, step 7)</name>'
+            '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (run demo&amp;1, step 7)</name>'
             in new
         )
-        assert "model ck&amp;1.pt" in new and expect_change in new
+        assert "ck&amp;1.pt" not in new and expect_change in new  # no path of this machine
         assert "\n" not in new.replace("\r\n", "")  # no bare LF in a CRLF file
         assert etree.fromstring(new.encode()) is not None
 
@@ -746,3 +746,35 @@ def test_a_gap_with_only_a_least_or_a_most_width_is_filled_within_it(tmp_path):
     assert plan.to_fill == 2
     _, gaps = parse_input(plan.pieces[0].text, unknown_width=5)
     assert [(g.min_letters, g.max_letters) for g in gaps] == [(2, 5), (1, 3)]
+
+
+def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, model, tmp_path):
+    """``respStmt`` and ``change`` name the model by its run name, its step and the SHA-256 of
+    its weights (the same for its export, loaded from elsewhere; another for one changed
+    weight), never by a path of the machine it ran on."""
+    import copy
+
+    import torch
+
+    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.export import export_model
+    from stoicheia.inference.loading import load_model
+    from stoicheia.inference.model_identity import model_identity, weights_sha256
+
+    ident = model_identity(model)
+    run = model.config["run_name"]
+    assert re.fullmatch(rf"run {re.escape(run)}, step 2, weights sha256:[0-9a-f]{{16}}", ident)
+    exported = load_model(export_model(model, tmp_path / "elsewhere" / "export"), device="cpu")
+    assert weights_sha256(exported.encoder) == weights_sha256(model.encoder)
+    changed = copy.deepcopy(model.encoder)
+    with torch.no_grad():
+        next(changed.parameters()).view(-1)[0] += 1e-3
+    assert weights_sha256(changed) != weights_sha256(model.encoder)
+    name = sorted(FILES)[0]
+    xml = restore_epidoc(model, _isicily(corpus_root, name), **FAST).xml.decode("utf-8")
+    header = xml[: xml.index("</teiHeader>")]
+    assert f'<respStmt><name xml:id="stoicheia">Stoicheia ({ident})</name>' in header
+    assert "Stoicheia restored" in header and f"(model of {ident};" in header
+    source = Path(str(model.source))
+    assert str(source.parent) not in header, "a path of this machine"
+    assert "checkpoints/" not in header and ".pt" not in header

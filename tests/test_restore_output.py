@@ -698,3 +698,93 @@ def test_letters_of_other_scripts_and_latin_inside_greek_words_are_noted():
     assert any("4 letter(s) of another script (שלום)" in n for n in res.notes)
     assert any("Latin letters inside Greek words (toῦ)" in n for n in res.notes)
     assert not [n for n in restore(STUB, "ἐνθάδε κεῖ[..]αι", top_k=1).notes if "left out" in n]
+
+
+class _LoneLetters:
+    """A stand-in model that fills each lacuna's slots with ``letters`` in turn (the first
+    hidden slot of a row gets ``letters[0]``...) and ends a word after every letter in
+    ``breaks_after`` (as it sees the letter: the rendering's pass sees the fill), no word break
+    elsewhere."""
+
+    def __init__(self, letters: str, breaks_after: str) -> None:
+        self.letters = [A.LETTERS.index(c) for c in letters]
+        self.breaks = [A.LETTERS.index(c) for c in breaks_after]
+
+    def __call__(self, batch):
+        chars = batch["chars"]
+        B, T = chars.shape
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
+        out["boundary"][:, :, A.BOUNDARY_INTERNAL] = 1.0
+        out["boundary"][:, :, A.BOUNDARY_WORD] = torch.isin(chars, torch.tensor(self.breaks)) * 2.0
+        for b in range(B):
+            hidden = (chars[b] == A.MASK).nonzero().flatten().tolist()
+            for k, t in enumerate(hidden):
+                out["char"][b, t, self.letters[k % len(self.letters)]] = 6.0
+        return out
+
+
+@pytest.mark.parametrize(
+    "text, letters, breaks_after, lone",
+    [
+        ("καὶ τοῦ [..] τῶν", "σπ", "σπ", "ς π"),  # [ς π]
+        ("καὶ τοῦ [.....] τῶν", "σκαικ", "σι", "ς και κ"),  # [ς καὶ κ]
+        ("ΚΑΙ ΤΟΥ [....] ΤΩΝ", "κπαι", "κ", "Κ ΠΑΙ"),  # a lone κ in capitals
+    ],
+)
+def test_no_fill_makes_a_word_of_a_lone_consonant(text, letters, breaks_after, lone):
+    """The boundary head ends a word after a restored consonant (a lone final sigma: [ς π],
+    [ς καὶ κ]); Greek has no such word, so the break the head holds least likely is dropped,
+    in the restorations, the gap's fill and its alternatives, with or without respace."""
+    model = _Loaded(
+        _LoneLetters(letters, breaks_after), {"data": {"seq_len": 512}}, "lone", "checkpoint"
+    )
+    for respace in (False, True):
+        res = restore(model, text, top_k=1, alternatives=2, respace=respace)
+        (g,) = res.gaps
+        text_out = res.restorations[0].text
+        # the words the fill touches (with respace its first letters may end a typed word)
+        a = text_out.rfind(" ", 0, text_out.index("[")) + 1
+        e = text_out.find(" ", text_out.index("]"))
+        touched = text_out[a : e if e >= 0 else None].replace("[", "").replace("]", "")
+        shown = [touched] if respace else [touched, g.fill, *(x.fill for x in g.alternatives)]
+        for s in shown:
+            words = re.findall(r"[^\W\d_]+", unicodedata.normalize("NFC", s))
+            assert "ς" not in words and "Σ" not in words, (respace, s)
+            assert not any(
+                len(w) == 1 and unicodedata.normalize("NFD", w)[0].lower() not in "αεηιουω"
+                for w in words
+            ), (respace, s)
+        bare = "".join(
+            c for c in unicodedata.normalize("NFD", g.fill) if not unicodedata.combining(c)
+        )
+        assert respace or lone not in bare, g.fill
+        assert _letters(g.fill) == letters[: len(_letters(g.fill))]  # the same letters
+
+
+def test_one_letter_words_greek_writes_are_kept():
+    """A vowel (ὁ, ἡ, ἤ, ὦ) is a word of one letter; so is an elided δ’ τ’ θ’ γ’ μ’, before a
+    word that begins with a vowel only; never a lone σ (ς), nor another consonant."""
+    from stoicheia.inference.restore.word_division import lone_word_allowed, no_lone_consonants
+
+    ids = {c: A.LETTERS.index(c) for c in "οηωδτγμσπκα"}
+    assert all(lone_word_allowed(ids[c], None) for c in "οηω")
+    assert lone_word_allowed(ids["δ"], ids["α"]) and lone_word_allowed(ids["τ"], ids["ο"])
+    assert not lone_word_allowed(ids["δ"], ids["π"]) and not lone_word_allowed(ids["δ"], None)
+    assert not any(lone_word_allowed(ids[c], ids["α"]) for c in "σπκ")
+    W, NB = A.BOUNDARY_WORD, A.BOUNDARY_INTERNAL
+    # "και δ αλλα": the elided δ stays a word; "και σ αλλα": the σ joins the likelier side
+    for lone, kept in (("δ", True), ("σ", False)):
+        word = "και" + lone + "αλλα"
+        chans = [(A.LETTERS.index(c), NB, 0, 0, 0) for c in word]
+        for i in (2, 3):
+            chans[i] = (chans[i][0], W, 0, 0, 0)
+        chans[-1] = (chans[-1][0], A.BOUNDARY_SENTENCE, 0, 0, 0)
+        logb = np.log(np.full((len(word), 3), 1 / 3))
+        logb[2, NB], logb[3, NB] = -3.0, -0.5  # no break after σ is the likelier
+        restored = [i == 3 for i in range(len(word))]
+        removed = no_lone_consonants(chans, restored, [True] * len(word), logb)
+        assert removed == (0 if kept else 1)
+        assert [c[1] for c in chans][2:4] == ([W, W] if kept else [W, NB])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_model import THREE_GAPS, serve_model  # noqa: E402
+from serve_model import THREE_GAPS, live_server, serve_model  # noqa: E402
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -114,6 +114,42 @@ def test_respace_answers_the_models_rendering(client, model):
     assert [g["notation"] for g in data["gaps"]] == ["[..]"]
 
 
+def test_respace_fragments_keep_the_inputs_case(client):
+    """With respace the fills are the model's lowercase, accented rendering; the EpiDoc
+    fragment, the input's Leiden with each fill in its <supplied>, prints them as the input
+    prints its letters: a text in capitals stays in capitals (not ``ΕΤΗ <supplied>ν
+    ἀ</supplied> ΧΑΙΡΕ``), a capital heading of a lowercase text too, scriptio continua without
+    spaces, and a lowercase accented text keeps the fill as rendered."""
+    from stoicheia.serve.fragment import epidoc_ab, in_input_style
+
+    def data(text, fills):
+        gaps = [m.span() for m in re.finditer(r"\[[^\]]*\]", text)]
+        return {
+            "input": text,
+            "gaps": [
+                {"index": i, "kind": "lacuna", "start": a, "end": b}
+                for i, (a, b) in enumerate(gaps)
+            ],
+            "restorations": [{"text": "", "fills": fills, "letters": [], "logprob": 0.0}],
+        }
+
+    def supplied(d):
+        return re.findall(r"<supplied[^>]*>([^<]*)</supplied>", epidoc_ab(in_input_style(d)))
+
+    assert supplied(data("ΔΙΟΝΥΣΙΟΣ ΕΤΗ [...] ΧΑΙΡΕ", ["ν ἀς"])) == ["Ν ΑΣ"]
+    assert supplied(data("ΚΑΙΤΟΥΔΗ[..]ΤΟΥΕΑΥΤΟΥ", ["ν ἀ"])) == ["ΝΑ"]
+    assert supplied(data("καὶ τοῦ δή[...] τοῦ", ["μου ὁ"])) == ["μου ὁ"]
+    heading = "ΚΑΤΑ ΤΟΝ ΝΟΜΟΝ [....] ΤΟΥ ΔΗΜΟΥ | καὶ τοῦ δή[....] τοῦ ἑαυτοῦ"
+    assert supplied(data(heading, ["τὸν δ", "μου ὁ"])) == ["ΤΟΝ Δ", "μου ὁ"]
+    # the server's fragments are these
+    text = "ΔΙΟΝΥΣΙΟΣ ΕΝΘΑΔΕ ΚΕΙΤΑΙ ΕΖΗΣΕΝ ΕΤΗ [....] ΧΑΙΡΕ"
+    got = client.post("/restore", json={"text": text, "top_k": 2, "respace": True}).json()
+    framed = in_input_style(got)
+    assert got["epidoc"] == [epidoc_ab(framed, i) for i in range(len(got["restorations"]))]
+    plain = client.post("/restore", json={"text": text, "top_k": 2}).json()
+    assert in_input_style(plain)["restorations"] == plain["restorations"]  # already so
+
+
 def _strip(s: str) -> str:
     """The base letters of a printed fill (what ``Restoration.fills`` holds)."""
     nfd = unicodedata.normalize("NFD", s).lower()
@@ -178,6 +214,24 @@ def test_fragment_maps_each_leiden_sign():
         ),
         ({"text": "καὶ [...]", "beam": 9}, r"^beam: Extra inputs are not permitted"),
         ({"text": "", "top_k": 2}, r"^text: String should have at least 1 character"),
+        # strict types: a wrong type is refused, never read as 1, True or a number
+        ({"text": "καὶ [...]", "top_k": True}, r"^top_k: Input should be a valid integer; "),
+        ({"text": "καὶ [...]", "top_k": "3"}, r"^top_k: Input should be a valid integer; "),
+        (
+            {"text": "καὶ [...]", "unknown_width": 2.0},
+            r"^unknown_width: Input should be a valid integer",
+        ),
+        ({"text": "καὶ [...]", "respace": "yes"}, r"^respace: Input should be a valid boolean; "),
+        ({"text": "καὶ [...]", "respace": 1}, r"^respace: Input should be a valid boolean; "),
+        (
+            {"text": "καὶ [...]", "about_margin": "0.3"},
+            r"^about_margin: Input should be a valid number",
+        ),
+        ({"text": 5}, r"^text: Input should be a valid string; "),
+        (
+            {"text": "καὶ [...]", "supplements": True},
+            r"^supplements: Input should be 'keep' or 'repredict'",
+        ),
     ],
 )
 def test_bad_input_is_one_line(client, body, message):
@@ -219,6 +273,41 @@ def test_bodies_over_the_limit_are_refused(model):
         assert ok.status_code == 200
 
 
+def test_the_limits_are_the_documented_ones(client):
+    """The request's only limits are those docs/restoration-page.md lists: a 50,000-letter text
+    (about 117 KB of UTF-8, under the 256 KiB body limit) is restored, not refused with a
+    character limit that only /openapi.json mentioned; every bound of the schema's fields is on
+    the page's table; an integer is a number for ``about_margin``."""
+    from stoicheia.serve.app import MAX_JSON_BYTES
+
+    words = ["ἀγαθῆι", "τύχηι", "ἔδοξε", "τῶι", "δήμωι", "καὶ", "τῆι", "βουλῆι"]
+    body = []
+    while sum(map(_letters, body)) < 50_000:
+        body.append(words[len(body) % len(words)])
+    text = " ".join(body[: len(body) // 2] + ["τοῦ", "[..]"] + body[len(body) // 2 :])
+    assert (
+        _letters(text) >= 50_000
+        and 100_000 < len(json.dumps({"text": text}, ensure_ascii=False).encode()) < MAX_JSON_BYTES
+    )
+    r = client.post("/restore", json={"text": text, "top_k": 1})
+    assert r.status_code == 200, r.text[:300]
+    assert [g["notation"] for g in r.json()["gaps"]] == ["[..]"]
+    ok = client.post("/restore", json={"text": "καὶ [...]", "top_k": 1, "about_margin": 0})
+    assert ok.status_code == 200, ok.text
+    page = (REPO / "docs" / "restoration-page.md").read_text(encoding="utf-8")
+    fields = client.get("/openapi.json").json()["components"]["schemas"]["RestoreRequest"]
+    for name, spec in fields["properties"].items():
+        row = next((ln for ln in page.splitlines() if ln.startswith(f"| `{name}` |")), None)
+        assert row is not None, f"{name} is not in the page's table of fields"
+        for bound in ("minimum", "maximum", "maxLength"):
+            if bound in spec:
+                v = spec[bound]
+                shown = f"{int(v):,}" if float(v).is_integer() else str(v)
+                assert shown in row, (name, bound, v, row)
+        assert "maxLength" not in spec or name != "text"
+    assert "256 KiB" in page and "8 MiB" in page
+
+
 def test_concurrent_requests_each_get_their_own_answer(client):
     texts = [
         "καὶ τοῦ δή[...] τοῦ",
@@ -241,23 +330,8 @@ def test_concurrent_requests_each_get_their_own_answer(client):
 
 
 def _uvicorn(app):
-    """``app`` served on 127.0.0.1:<free port> by uvicorn in a thread: ``(base URL, server,
-    thread)`` (set ``server.should_exit`` to stop it)."""
-    import time
-
-    import uvicorn
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the test server did not start"
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", srv, thread
+    """``app`` served as ``stoicheia serve`` serves it (:func:`serve_model.live_server`)."""
+    return live_server(app)
 
 
 def test_a_request_whose_client_leaves_stops_decoding_and_frees_the_model(model, corpus_root):
@@ -691,6 +765,14 @@ def test_the_serve_command_serves(model, tmp_path):
         assert httpx.get(base + "/").text.startswith("<!doctype html>")
         r = httpx.post(base + "/restore", json={"text": "καὶ [..] τοῦ", "top_k": 1}, timeout=120)
         assert r.status_code == 200 and r.json()["gaps"][0]["notation"] == "[..]"
+        # a client that half-closes after its request is answered (serve.half_close)
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as raw:
+            raw.sendall(b"GET /model HTTP/1.1\r\nHost: x\r\n\r\n")
+            raw.shutdown(socket.SHUT_WR)
+            got = b""
+            while chunk := raw.recv(65536):
+                got += chunk
+        assert got.startswith(b"HTTP/1.1 200 ") and b'"run_name"' in got, got[:200]
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

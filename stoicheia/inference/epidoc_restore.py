@@ -75,6 +75,7 @@ from xml.sax.saxutils import escape, quoteattr
 from lxml import etree
 
 from stoicheia.inference.epidoc_restore_pieces import pieces
+from stoicheia.inference.model_identity import model_identity
 from stoicheia.sources.epidoc import (
     MAX_GAP_LETTERS,
     EpiDocOptions,
@@ -564,17 +565,17 @@ def _header_edits(
             f"{name}: no <teiHeader>/<fileDesc>/<titleStmt>: not an EpiDoc file; give EpiDoc files"
         )
     pre = _prefix(spans[title])
-    run = (model.config or {}).get("run_name") or "a Stoicheia model"
-    step = f"step {model.step}" if model.step is not None else "step unknown"
-    source = str(model.source)
+    # the model by run name, step and a hash of its weights, not by a path on this machine
+    model_id = escape(model_identity(model))
     resp_entry = (
-        f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({escape(run)}, {step})</{pre}name>'
-        f"<{pre}resp>machine restoration of lacunae (model {escape(source)}): the supplements marked "
+        f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({model_id})</{pre}name>'
+        f"<{pre}resp>machine restoration of lacunae (the model of {model_id}; the hash is "
+        f"the SHA-256 of its weights, stoicheia.inference.model_identity): the supplements marked "
         f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
     )
     change = (
         f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
-        f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model {escape(source)}, {step}; "
+        f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model of {model_id}; "
         f"top {top_k} restorations, alternatives in certainty/@assertedValue)</{pre}change>"
     )
     edits = [_append_child(data, spans, title, resp_entry)]

@@ -23,8 +23,11 @@ Cancelling. A request whose client goes away (the page's Cancel button aborts it
 closed tab; a client's timeout) stops being decoded: while the decoding runs, the handler
 asks the server every 0.1 s whether the client is still connected
 (``Request.is_disconnected``); when it is not, it sets a flag that the decoder's progress
-callback (called after every forward pass) checks, and the decoding ends there with
-:class:`Cancelled`, releasing the lock for the next request. A request still waiting for the
+callback checks, and so does the decoder before every forward pass and at every beam step
+(:func:`~stoicheia.inference.restore.cancel.cancel_check`: the gaps' passes, and also the
+rendering of the fills and the alternatives, which used to run to the end, 20 s and more on a
+long text), and the decoding ends there with :class:`Cancelled`, releasing the lock for the
+next request. A request still waiting for the
 lock when its client leaves never starts.
 
 Errors. Every refusal is ``{"error": "one line"}``: a body over the limit 413 (checked
@@ -52,7 +55,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from stoicheia.serve.fragment import epidoc_ab
+from stoicheia.serve.fragment import epidoc_ab, in_input_style
 from stoicheia.serve.schemas import (
     MAX_TOP_K,
     ErrorResponse,
@@ -189,11 +192,14 @@ async def run_cancellable(request: Request, lock: threading.Lock, work: Any) -> 
             raise Cancelled("the client went away")
 
     def job() -> Any:
+        from stoicheia.inference.restore.cancel import cancel_check
+
         while not lock.acquire(timeout=DISCONNECT_POLL_S):  # waiting for another tab's decoding
             check()
         try:
             check()
-            return work(check)
+            with cancel_check(check):  # every forward pass and beam step checks (restore.cancel)
+                return work(check)
         finally:
             lock.release()
 
@@ -427,7 +433,10 @@ def create_app(
         except Cancelled:
             return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         data = result.to_json()
-        data["epidoc"] = [epidoc_ab(data, i) for i in range(len(data["restorations"]))]
+        # the fragments print the fills as the input prints its letters (with respace they
+        # are the model's lowercase: ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ mixed two cases)
+        framed = in_input_style(data) if req.respace else data
+        data["epidoc"] = [epidoc_ab(framed, i) for i in range(len(data["restorations"]))]
         # with respace every letter's word division, accents and punctuation come from the
         # model: its own rendering of each restoration (restored letters in [ ])
         data["respaced"] = [r.text for r in result.restorations] if req.respace else None

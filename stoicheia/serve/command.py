@@ -1,8 +1,10 @@
 """``stoicheia serve CHECKPOINT``: the restoration page on a local address.
 
 Loads the model once, then runs the FastAPI application of :mod:`stoicheia.serve.app` with
-uvicorn (one process; requests are served from its thread pool). Exit status 2 with one line
-for a checkpoint that does not load or an address that cannot be bound.
+uvicorn (one process; requests are served from its thread pool), on the h11 protocol of
+:mod:`stoicheia.serve.half_close` (a client that half-closes after its request is answered).
+Exit status 2 with one line for a checkpoint that does not load or an address that cannot be
+bound.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from stoicheia.serve.app import create_app
+    from stoicheia.serve.half_close import HalfCloseH11Protocol
 
     app = create_app(model)
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -73,7 +76,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /openapi.json); Ctrl-C stops",
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # uvicorn's h11 protocol, made to answer a client that half-closes after its request
+    # (serve.half_close: uvicorn took that for a client that had gone, and answered nothing)
+    uvicorn.run(app, host=args.host, port=args.port, http=HalfCloseH11Protocol, log_level="warning")
     return 0
 
 

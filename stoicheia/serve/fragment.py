@@ -111,6 +111,33 @@ class _Lines:
         self.out.append(escape(s[at:]))
 
 
+def in_input_style(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (the contract JSON) with every restoration's ``fills`` printed as the input
+    prints its letters around each gap: for a ``respace`` result, whose fills are the model's
+    lowercase, accented rendering, so that the ``<ab>`` fragment of a text in capitals does not
+    mix the input's capitals with lowercase fills (``ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ``): one
+    case, the input's, as the fills of a restoration without ``respace`` are printed
+    (:func:`stoicheia.inference.restore.rendering.styled`; a gap in a capital stretch of a
+    mixed text in capitals, :func:`~stoicheia.inference.restore.reading.near_capitals`)."""
+    import dataclasses
+
+    from stoicheia.inference.restore.reading import input_style, near_capitals
+    from stoicheia.inference.restore.rendering import styled
+
+    text = data["input"]
+    style = input_style(text)
+    per_gap = []
+    for g in data["gaps"]:
+        near = near_capitals(text, g["start"], g["end"])
+        per_gap.append(style if near is None else dataclasses.replace(style, capitals=near))
+    out = dict(data)
+    out["restorations"] = [
+        {**r, "fills": [styled(f, per_gap[j]) for j, f in enumerate(r["fills"])]}
+        for r in data["restorations"]
+    ]
+    return out
+
+
 def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     """The ``<ab>`` element of restoration ``restoration`` of ``data`` (the contract JSON of
     :meth:`stoicheia.inference.restore.RestoreResult.to_json`), as a string.
@@ -196,4 +223,4 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     return '<ab xml:space="preserve">' + "".join(lines.out) + "</ab>"
 
 
-__all__ = ["epidoc_ab"]
+__all__ = ["epidoc_ab", "in_input_style"]

@@ -15,22 +15,27 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
-#: the most characters of text one request may send (a long papyrus column is ~3,000)
-MAX_TEXT_CHARS = 20_000
 #: the most restorations one request may ask for (each costs beam width in forward passes)
 MAX_TOP_K = 20
 
 
 class RestoreRequest(BaseModel):
-    """What ``POST /restore`` takes: a Leiden text and the options of ``stoicheia restore``."""
+    """What ``POST /restore`` takes: a Leiden text and the options of ``stoicheia restore``.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict types (pydantic ``strict``): ``"top_k": true`` or ``"respace": "yes"`` are refused
+    with the field and the type it must be, not read as 1 or True; an integer is taken for
+    ``about_margin`` (JSON does not tell 1 from 1.0). The text has no length limit of its own:
+    the request body's (256 KiB, ``stoicheia.serve.app.MAX_JSON_BYTES``) is the only one, as
+    ``stoicheia restore`` has none (a 50,000-letter text, 117 KB, is restored window by
+    window)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     text: str = Field(
         ...,
         min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="Greek text in Leiden notation: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣",
+        description="Greek text in Leiden notation: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ "
+        "(no length limit but the request body's, 256 KiB)",
         examples=["καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"],
     )
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="restorations returned, best first")
@@ -167,7 +172,6 @@ class ModelInfo(BaseModel):
 
 
 __all__ = [
-    "MAX_TEXT_CHARS",
     "MAX_TOP_K",
     "Alternative",
     "EditorReading",

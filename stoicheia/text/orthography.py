@@ -169,12 +169,22 @@ def choose_marks(
     accent = np.array([f[0] > 0 for f in fields])
     rough = np.array([f[1] == 2 for f in fields])
     # the first vowel of a diphthong takes no accent or breathing: they go on the second
-    # (καί, αἰ), unless a typed diaeresis on the second splits them (ἀΐδιος)
-    for i in np.flatnonzero(todo[:-1]).tolist():
-        if boundary[i] == A.BOUNDARY_INTERNAL and (int(chars[i]), int(chars[i + 1])) in _DIPHTHONGS:
-            nd = int(dia[i + 1])
-            if not (0 <= nd < A.NUM_DIA and fields[nd][3]):
-                allowed[i] &= ~(accent | t["breathing"])
+    # (καί, αἰ), unless a typed diaeresis on the second splits them (ἀΐδιος). Diphthongs pair
+    # the vowels left to right and never overlap: in αυι the υ closes αυ and the ι stands
+    # alone (αὐΐαχος), so the υ, which bears the word's breathing, is not also taken for the
+    # first vowel of υι (that left it no mark at all, and -inf - -inf, a NaN, below)
+    closes_pair = np.zeros(n, bool)
+    for i in range(n - 1):
+        if closes_pair[i] or boundary[i] != A.BOUNDARY_INTERNAL:
+            continue
+        if (int(chars[i]), int(chars[i + 1])) not in _DIPHTHONGS:
+            continue
+        nd = int(dia[i + 1])
+        if 0 <= nd < A.NUM_DIA and fields[nd][3]:
+            continue  # a typed diaeresis: two syllables
+        closes_pair[i + 1] = True
+        if todo[i]:
+            allowed[i] &= ~(accent | t["breathing"])
     for a, e in _words(boundary):
         last = e - 1
         # a grave needs a word after it, with no punctuation between
@@ -217,7 +227,10 @@ def choose_marks(
         best_acc = with_acc.max(axis=1)
         choice = None  # the letter (index into mine) that takes the word's accent
         if not known_accent:
-            gain = best_acc - best_none
+            # what an accent gains on each letter: +inf where only accented marks are left,
+            # -inf where none is (never inf - inf)
+            gain = np.where(np.isfinite(best_acc), np.inf, -np.inf)
+            np.subtract(best_acc, best_none, out=gain, where=np.isfinite(best_none))
             k = int(np.argmax(gain))
             if np.isfinite(gain[k]) and gain[k] > 0:
                 choice = k

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from stoicheia.inference.restore.cancel import check_cancelled
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
 from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
 from stoicheia.inference.restore.reading import Gap, Item, RestoreError
@@ -91,7 +92,10 @@ def forward(
 ) -> dict[str, np.ndarray]:
     """Float32 ``(B, T, V)`` log-softmax outputs of the ``heads`` asked for (default all) for
     equal-length rows (one per hypothesis), as numpy. The log-softmax is taken in numpy: on a
-    busy CPU, torch's small per-head ops cost more in thread hand-offs than the arithmetic."""
+    busy CPU, torch's small per-head ops cost more in thread hand-offs than the arithmetic.
+    Calls :func:`~stoicheia.inference.restore.cancel.check_cancelled` first (a cancelled
+    restoration stops before its next pass)."""
+    check_cancelled()
     batch = {k: torch.from_numpy(np.concatenate([r[k] for r in rows])) for k in rows[0]}
     with torch.no_grad():
         out = model(batch)

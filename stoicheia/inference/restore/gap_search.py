@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from stoicheia.inference.ngram import BOS, LetterNgram
+from stoicheia.inference.restore.cancel import check_cancelled
 from stoicheia.text import alphabet as A
 
 BLANK = A.BLANK
@@ -224,6 +225,7 @@ def search_gap(
             )
 
     for j in range(shape.max_letters):
+        check_cancelled()  # a cancelled restoration stops at the next slot (restore.cancel)
         row = np.asarray(logp[j], dtype=np.float64)
         lb = -np.inf
         if not shape.fixed and j >= shape.min_letters:

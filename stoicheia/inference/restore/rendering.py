@@ -25,6 +25,7 @@ import numpy as np
 
 from stoicheia.inference.restore.decoding import forward
 from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_style
+from stoicheia.inference.restore.word_division import no_lone_consonants
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import CONTROLS
 from stoicheia.text.leiden import DOT_BELOW
@@ -163,9 +164,11 @@ def _channels(
     inside a word)."""
     n = len(letters)
     res = []
+    free = []  # the break after letter i is the head's choice (word_division may undo it)
     for i, x in enumerate(letters):
         v = x.values
-        if respace or v is None:
+        head = respace or v is None
+        if head:
             b = int(out["boundary"][r, i].argmax())
             last_of_gap = (
                 x.gap is not None and v is None and (i == n - 1 or letters[i + 1].gap != x.gap)
@@ -174,6 +177,7 @@ def _channels(
                 b = gaps[
                     x.gap
                 ].end_boundary  # the input says whether a word break follows the bracket
+                head = False
             cap = int(out["cap"][r, i].argmax())
             # the input's marks and punctuation where it gives them (respace_items; after a gap,
             # the punctuation typed after its bracket), else the heads'; the marks are chosen
@@ -186,6 +190,7 @@ def _channels(
                 pu = given
                 if pu != A.PUNCT_NONE and b == A.BOUNDARY_INTERNAL:
                     b = A.BOUNDARY_WORD  # the input's punctuation ends a word
+                head = head and pu == A.PUNCT_NONE
             else:
                 pu = int(out["punct"][r, i].argmax())
                 if b == A.BOUNDARY_INTERNAL:
@@ -200,8 +205,13 @@ def _channels(
         if i == n - 1 and text_end:
             b = A.BOUNDARY_SENTENCE  # the text ends here (no grave on its last word)
         res.append((x.char, b, d, cap, pu))
+        free.append(head and i < n - 1)
     if respace:
+        before = [c[1] for c in res]
         _typed_breathings_start_words(letters, res)
+        free = [f and c[1] == b0 for f, c, b0 in zip(free, res, before, strict=True)]
+    # no restored letter left alone as a word Greek does not write ([ς π]: word_division)
+    no_lone_consonants(res, [x.values is None for x in letters], free, out["boundary"][r, :n])
     planes = np.array(res, dtype=np.int64).reshape(-1, 5)
     if (planes[:, 2] < 0).any():
         dia = choose_marks(

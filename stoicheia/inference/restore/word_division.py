@@ -1,0 +1,80 @@
+"""The words a restoration may print: no restored letter stands alone as a word Greek never
+writes.
+
+The boundary head decides, letter by letter, where the restored letters' words end; on its own
+it may end a word after one consonant, which prints a word of one letter that Greek does not
+have: a lone final sigma (``τοῦ [ς π]``, ``[ς καὶ κ]``), a lone ``π`` or ``κ``. The words of one
+letter are (Smyth, *Greek Grammar* §§ 70-75 on elision; the article, §1118):
+
+* a vowel: the article ὁ, ἡ, the relative ὅ, ἥ, ἅ, ἤ "or", ὦ, the pronoun ἕ, ...;
+* an elided particle or pronoun, which stands only before a word that begins with a vowel
+  (elision drops a final vowel before one): δ’ (δέ), τ’ and θ’ (τε), γ’ (γε), μ’ (με). The
+  planes carry no elision mark, so these print without their apostrophe. Not σ’ (σέ): a word
+  of one σ prints as a final sigma, ``ς``, which no edition writes alone.
+
+:func:`no_lone_consonants` removes, among the word breaks the head chose, those that leave a
+restored letter alone as any other word: the break after it or the one before it, whichever
+the head holds less likely (its log-probability of no break there is higher), until none is
+left. A break the input gives (a typed space, the end of a bracket) is never removed, and a
+letter the input gives is left as typed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stoicheia.text import alphabet as A
+
+_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+#: consonants of one-letter elided words (before a vowel only): δ’ τ’ θ’ γ’ μ’
+ELIDED = frozenset(A.LETTERS.index(c) for c in "δτθγμ")
+_ENDS = (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+
+
+def lone_word_allowed(letter: int, next_letter: int | None) -> bool:
+    """Whether Greek writes letter id ``letter`` as a word of one letter when the next word
+    begins with letter id ``next_letter`` (``None``: no next word): a vowel, or an elided
+    consonant before a vowel (module docstring)."""
+    if letter in _VOWELS:
+        return True
+    return letter in ELIDED and next_letter is not None and next_letter in _VOWELS
+
+
+def no_lone_consonants(
+    chans: list[tuple[int, int, int, int, int]],
+    restored: list[bool],
+    free: list[bool],
+    log_boundary: np.ndarray,
+) -> int:
+    """Remove word breaks that leave a restored letter alone as a word Greek does not write
+    (module docstring), in place on ``chans`` (per letter ``(char, boundary, dia, cap, punct)``;
+    a removed break becomes ``BOUNDARY_INTERNAL`` with no punctuation). ``restored[i]``: letter
+    ``i`` is the model's; ``free[i]``: the break after letter ``i`` was the head's choice;
+    ``log_boundary``: float ``(n, >= 1)`` the boundary head's log-probabilities, column
+    ``BOUNDARY_INTERNAL`` read. A letter at index 0 (the start of a window, which may be
+    inside a word) is not judged. Returns the number of breaks removed."""
+    n = len(chans)
+    free = list(free)
+    removed = 0
+    changed = True
+    while changed:
+        changed = False
+        for a in range(1, n):
+            if not restored[a] or chans[a - 1][1] not in _ENDS or chans[a][1] not in _ENDS:
+                continue
+            nxt = chans[a + 1][0] if a + 1 < n else None
+            if lone_word_allowed(chans[a][0], nxt):
+                continue
+            sides = [j for j in (a, a - 1) if free[j] and j + 1 < n]
+            if not sides:
+                continue
+            j = max(sides, key=lambda j: float(log_boundary[j, A.BOUNDARY_INTERNAL]))
+            c, _, d, cap, _ = chans[j]
+            chans[j] = (c, A.BOUNDARY_INTERNAL, d, cap, A.PUNCT_NONE)
+            free[j] = False
+            removed += 1
+            changed = True
+    return removed
+
+
+__all__ = ["ELIDED", "lone_word_allowed", "no_lone_consonants"]
