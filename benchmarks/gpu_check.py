@@ -506,7 +506,7 @@ def stage_train(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
     n = _gpus() if gpu else 1
     launch = [sys.executable, "-m", "stoicheia.launch", "-n", str(n)] if n > 1 else [sys.executable]
     cmd = [*launch, str(REPO / "recipes" / "train.py"), str(config), *over]
-    log_path = Path(args.out) / "train.log"
+    log_path = Path(args.out) / "recipe.log"
     reserve = 75  # the SIGTERM's save, the export (loading torch and the checkpoint)
     t0 = time.monotonic()
     with open(log_path, "w") as log_file:
@@ -676,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
         }
     }
     for name, limit in STAGE_LIMITS.items():
+        if figures["check"]["mode"] != "GPU":
+            limit *= 2  # a CPU (often a shared one) imports and runs the tiny shapes slowly
         left = deadline - time.monotonic()
         if left < 10:
             figures[name] = {"status": "skipped", "why": "no time left"}

@@ -25,14 +25,14 @@ def test_gpu_check_dry_run_end_to_end(small_shards, tmp_path) -> None:
             "--shards",
             str(small_shards),
             "--budget",
-            "420",
+            "900",
             "--steps",
             "4",
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,
     )
     figures = json.loads((out / "figures.json").read_text())
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
