@@ -65,7 +65,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 #: Seconds per stage (the last stage, ``train``, gets what is left of the budget).
-STAGE_LIMITS = {"env": 60, "flex_vs_sdpa": 90, "train_path": 240}
+STAGE_LIMITS = {"env": 60, "flex_vs_sdpa": 120, "train_path": 240}
 #: The budget's default: 8 minutes less a margin for start-up and the report.
 DEFAULT_BUDGET_S = 460
 #: ``yamls/demo.yaml`` made a GPU model for the ``train`` stage when ``yamls/base.yaml`` is
@@ -268,7 +268,7 @@ def stage_flex_vs_sdpa(args: argparse.Namespace) -> dict[str, Any]:
     gpu = torch.cuda.is_available() and not args.dry_run
     dev = torch.device("cuda" if gpu else "cpu")
     torch.backends.cuda.matmul.allow_tf32 = False  # a float32 comparison
-    shape = dict(d_model=256, n_layers=4, n_heads=4, char_window=256, global_every=2)
+    shape = dict(d_model=256, n_layers=2, n_heads=4, char_window=256, global_every=2)
     if not gpu:
         shape = dict(d_model=32, n_layers=2, n_heads=2, char_window=16, global_every=2)
     lengths = (2048, 2000) if gpu else (256, 200)
@@ -565,7 +565,8 @@ def stage_train(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=max(10.0, deadline - time.monotonic()),
+        # at least a minute: loading torch and the checkpoint on a busy CPU takes that long
+        timeout=max(60.0, deadline - time.monotonic()),
     )
     if ex.returncode != 0:
         fig["export"] = f"failed: {(ex.stderr or ex.stdout).strip()[-400:]}"
