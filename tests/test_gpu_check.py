@@ -35,7 +35,9 @@ def test_gpu_check_dry_run_end_to_end(small_shards, tmp_path) -> None:
         timeout=1200,
     )
     figures = json.loads((out / "figures.json").read_text())
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    statuses = {k: v.get("status") for k, v in figures.items()}
+    bad = {k: v for k, v in figures.items() if v.get("status") != "ok"}
+    assert proc.returncode == 0, (statuses, bad, proc.stderr[-2000:])
     assert (out / "figures.txt").read_text() in proc.stdout
     assert [figures[s]["status"] for s in ("env", "flex_vs_sdpa", "train_path", "train")] == [
         "ok"
