@@ -2,13 +2,17 @@
 Composer trainer's overhead over a bare PyTorch loop.
 
     .venv/bin/python benchmarks/throughput.py [--shards data/shards] [--seq-len 8192] [--batches 20]
-        [--rounds 6] [--round-steps 10]
+        [--rounds 6] [--round-steps 10] [--device auto]
 
 Prints figures; asserts nothing. The data pipeline is measured in one process (num_workers=0),
 so the reading, splitting, noising and packing all count against one core: that is the
 throughput of one DataLoader worker (plus the main-process packing, which is a small part).
 The step time is forward + backward + AdamW step of ``yamls/demo.yaml``'s model on packed
 batches of the demo's shape, after warm-up steps.
+
+The model runs on the GPU when there is one (``--device auto``; bf16 autocast, TF32, fused
+AdamW: what the recipe does there; times taken after ``torch.cuda.synchronize()``), else on the
+CPU in float32.
 
 Composer overhead: the same batches (held in memory, so no data loading is timed) train two
 copies of the demo model, one in a bare loop (forward, loss, backward, clip, AdamW step) and
@@ -102,7 +106,24 @@ def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
     )
 
 
-def bench_step(shards: Path, steps: int) -> None:
+def pick_device(name: str) -> torch.device:
+    """``auto``: CUDA when torch sees a GPU, else the CPU (TF32 matmuls on a GPU, as the recipe)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name in ("gpu", "cuda"):
+        if not torch.cuda.is_available():
+            raise SystemExit("--device gpu: torch sees no CUDA device; use --device cpu")
+        torch.backends.cuda.matmul.allow_tf32 = True
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_step(shards: Path, steps: int, dev: torch.device) -> None:
     from stoicheia.config import batch_split, load_config
     from stoicheia.data.loader import PackedLoader
     from stoicheia.model.composer_model import StoicheiaModel
@@ -110,25 +131,32 @@ def bench_step(shards: Path, steps: int) -> None:
 
     cfg = load_config(REPO / "yamls" / "demo.yaml")
     torch.manual_seed(0)
-    model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
-    opt = torch.optim.AdamW(param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr)
+    model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight).to(dev)
+    gpu = dev.type == "cuda"
+    opt = torch.optim.AdamW(param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr, fused=gpu)
     ds = train_stream(shards, cfg.data.seq_len, cfg.noise, cfg.data.records_per_batch)
     rows = cfg.train.micro_batch_rows * batch_split(cfg.train, 1)[0]
-    batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), steps + 3))
+    batches = [
+        {k: v.to(dev) for k, v in b.items()}
+        for b in itertools.islice(iter(PackedLoader(ds, rows=rows)), steps + 3)
+    ]
     times = []
     for k, batch in enumerate(batches):
+        _sync(dev)
         t0 = time.perf_counter()
-        loss = model.loss(model(batch), batch)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
+            loss = model.loss(model(batch), batch)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        _sync(dev)
         if k >= 3:
             times.append(time.perf_counter() - t0)
     letters = statistics.mean(int((b["seg_id"] != 0).sum()) for b in batches[3:])
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"demo model ({n_params / 1e6:.2f} M parameters, {rows} x {cfg.data.seq_len} slots/step, "
-        f"{torch.get_num_threads()} threads):"
+        f"{torch.cuda.get_device_name() if gpu else f'{torch.get_num_threads()} CPU threads'}):"
     )
     print(
         f"  step time median {statistics.median(times) * 1e3:.0f} ms (min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f})"
@@ -136,7 +164,7 @@ def bench_step(shards: Path, steps: int) -> None:
     )
 
 
-def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None:
+def bench_composer_overhead(shards: Path, rounds: int, round_steps: int, dev: torch.device) -> None:
     import logging
 
     from composer import DataSpec, Trainer
@@ -155,10 +183,14 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
     total = (rounds + 1) * round_steps  # round 0 warms both paths up and is not counted
     batches = list(itertools.islice(iter(PackedLoader(ds, rows=rows)), total))
 
+    gpu = dev.type == "cuda"
+
     def make():
         torch.manual_seed(0)
-        model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight)
-        opt = torch.optim.AdamW(param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr)
+        model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight).to(dev)
+        opt = torch.optim.AdamW(
+            param_groups(model, cfg.train.weight_decay), lr=cfg.train.lr, fused=gpu
+        )
         return model, opt
 
     bare_model, bare_opt = make()
@@ -172,7 +204,7 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
             return batches[i]
 
     if not dist.is_initialized():
-        dist.initialize_dist("cpu")
+        dist.initialize_dist("gpu" if gpu else "cpu")
     loader = torch.utils.data.DataLoader(_Batches(), batch_size=None, shuffle=False)
     trainer = Trainer(
         model=comp_model,
@@ -181,8 +213,8 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
         ),
         optimizers=comp_opt,
         max_duration=f"{total}ba",
-        device="cpu",
-        precision="fp32",
+        device="gpu" if gpu else "cpu",
+        precision="amp_bf16" if gpu else "fp32",
         device_train_microbatch_size=cfg.train.micro_batch_rows,
         progress_bar=False,
         log_to_console=False,
@@ -197,7 +229,9 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
 
     def bare(steps: list[dict]) -> None:
         for batch in steps:
-            loss = bare_model.loss(bare_model(batch), batch)
+            batch = {k: v.to(dev, non_blocking=True) for k, v in batch.items()}
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
+                loss = bare_model.loss(bare_model(batch), batch)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(bare_model.parameters(), cfg.train.clip_norm)
             bare_opt.step()
@@ -206,10 +240,13 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int) -> None
     bare_t, comp_t = [], []
     for r in range(rounds + 1):
         chunk = batches[r * round_steps : (r + 1) * round_steps]
+        _sync(dev)
         t0 = time.perf_counter()
         bare(chunk)
+        _sync(dev)
         t1 = time.perf_counter()
         trainer.fit(duration=f"{round_steps}ba")
+        _sync(dev)
         t2 = time.perf_counter()
         if r > 0:
             bare_t.append((t1 - t0) / round_steps)
@@ -241,12 +278,19 @@ def main() -> None:
     p.add_argument(
         "--only-overhead", action="store_true", help="measure only the Composer overhead"
     )
+    p.add_argument(
+        "--device",
+        choices=["auto", "cpu", "gpu"],
+        default="auto",
+        help="where the model runs (auto: the GPU when there is one)",
+    )
     args = p.parse_args()
+    dev = pick_device(args.device)
     shards = ensure_shards(args.shards)
     if not args.only_overhead:
         bench_data(shards, args.seq_len, args.rows, args.batches)
-        bench_step(shards, args.steps)
-    bench_composer_overhead(shards, args.rounds, args.round_steps)
+        bench_step(shards, args.steps, dev)
+    bench_composer_overhead(shards, args.rounds, args.round_steps, dev)
 
 
 if __name__ == "__main__":

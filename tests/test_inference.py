@@ -772,14 +772,15 @@ def test_report_from_real_metrics_log(trained, tmp_path):
     assert f"anneal start: step {anneal['step']}" in text and "report.png" in text
     assert "tier-mix phase 1 from step 6" in text and "tier-mix phase 2 from step 7" in text
     assert sorted(curves.evals["holdout"]["bits_per_char"])[-1][0] == 8
-    # the throughput log: FLOPs per letter from the shape (PaLM's 6N + 12 d sum C), ETA
+    # the throughput log: FLOPs per letter from the shape (PaLM's 6N + 12 d sum of pairs), ETA
     last = [r for r in rows if "loss/total" in r][-1]
     d, hidden, T = 32, 128, 96  # GeGLU hidden: ceil(8 * 32 / 3 / 64) * 64
     per_block = 3 * d * d + d * d + 2 * hidden * d + hidden * d
     heads = d * (27 + 3 + 48 + 2 + 6)
-    assert last["throughput/flops_per_letter"] == 6 * (2 * per_block + heads) + 12 * d * 2 * min(
-        16 + 1, T
-    )
+    # attention counted per document (stoicheia.train.flops.batch_flops): at most the whole-row
+    # count 12 d * 2 layers * min(window + 1, T), more than nothing
+    six_n = 6 * (2 * per_block + heads)
+    assert six_n < last["throughput/flops_per_letter"] <= six_n + 12 * d * 2 * min(16 + 1, T)
     assert "time/eta_seconds" in last and "throughput/mfu" not in last  # CPU: letters/s only
     assert list((trained / "tensorboard").rglob("events.out.tfevents.*")), (
         "train.loggers=[tensorboard] writes event files"

@@ -51,6 +51,7 @@ def build_eval_batches(
     seed: int,
     min_fragment: int = 16,
     keys: list[int] | None = None,
+    pad_last: bool = False,
 ) -> list[dict[str, torch.Tensor]]:
     """Fixed evaluation batches: every record noised with the reference noise (iid masking
     at rate ``t``, all channels UNKNOWN; record k seeded by ``(seed, keys[k])``, ``keys``
@@ -58,7 +59,11 @@ def build_eval_batches(
     evaluate`` both build their batches here.
 
     ``records`` are :class:`stoicheia.text.planes.Planes`; pieces longer than 80% of
-    ``seq_len`` are split at word starts. Returns a list of collated batches.
+    ``seq_len`` are split at word starts. Returns a list of collated batches, each
+    ``(rows, seq_len)`` but the last, which may hold fewer rows unless ``pad_last``: then it is
+    filled up with all-padding rows (``seg_id`` 0, targets IGNORE_INDEX, weight 0: no metric
+    counts them), so every batch has one shape and a compiled model (``dynamic=False``) runs
+    the last one without compiling another graph (what training does).
     """
     pieces: list[Noised] = []
     for k, planes in enumerate(records):
@@ -72,6 +77,8 @@ def build_eval_batches(
             batches.append(collate_rows(rows_acc, seq_len))
             rows_acc = []
     if rows_acc:
+        if pad_last:
+            rows_acc += [[] for _ in range(rows - len(rows_acc))]
         batches.append(collate_rows(rows_acc, seq_len))
     return batches
 

@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -140,6 +140,12 @@ class PackedLoader(DataLoader):
         self.skipped = 0
         self._resume: tuple[PackPosition, list[PackPosition]] | None = None
         self._saved_mixes: list[dict] | None = None  # the mixes when the resumed position was saved
+        # The per-batch collective also carries a flag of the training side (the preemption
+        # plugin's signal), so that a batch costs one all-reduce, not two (see _all_ranks_done).
+        self.signal_source: Callable[[], int] | None = None
+        self.agreed_signal = 0  # MAX over the ranks of signal_source() at the last collective
+        self.collectives = 0  # per-batch all-reduces run so far (tests, benchmarks)
+        self.flag_group: Any = None  # process group of the flags (a gloo group under NCCL)
 
     def set_mixes(self, mixes: list[Mapping[str, float]]) -> None:
         """Set the tier mixes (mix 0 = the stable phase's); each is checked against the shards
@@ -475,19 +481,27 @@ class PackedLoader(DataLoader):
 
     def _all_ranks_done(self, done: bool) -> bool:
         """Collective (one per batch, on every rank): True when every rank has used up its
-        share of the stream epoch. One process: ``done`` itself."""
+        share of the stream epoch. One process: ``done`` itself.
+
+        The same all-reduce (MAX of ``[not done, signal]``) agrees on the training side's flag
+        (``signal_source()``, the preemption plugin's signal number, 0 for none) into
+        ``agreed_signal``: one collective per batch for both. The flags are CPU tensors; under
+        NCCL they go through ``flag_group`` (a gloo group the builder makes), so reading them
+        never waits for the GPU's queued work (no host-device sync)."""
         import torch.distributed as tdist
 
+        signal = int(self.signal_source()) if self.signal_source is not None else 0
         if not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1:
+            self.agreed_signal = signal
             return done
-        device = (
-            torch.device("cuda", torch.cuda.current_device())
-            if tdist.get_backend() == "nccl"
-            else torch.device("cpu")
-        )
-        flag = torch.tensor([1 if done else 0], dtype=torch.int32, device=device)
-        tdist.all_reduce(flag, op=tdist.ReduceOp.MIN)
-        return bool(flag.item())
+        group = self.flag_group
+        on_gpu = group is None and tdist.get_backend() == "nccl"
+        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else None
+        flag = torch.tensor([0 if done else 1, signal], dtype=torch.int32, device=device)
+        tdist.all_reduce(flag, op=tdist.ReduceOp.MAX, group=group)
+        not_done, self.agreed_signal = (int(x) for x in flag.tolist())
+        self.collectives += 1
+        return not_done == 0
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         if self._resume is not None:

@@ -15,6 +15,7 @@ trained with).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -184,6 +185,7 @@ def _strip_prefix(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def _build(
     cfg: EncoderConfig, weights: dict[str, torch.Tensor], where: str, device: torch.device
 ) -> CharBertEncoder:
+    cfg = attention_for(cfg, device)
     encoder = CharBertEncoder(cfg)
     try:
         encoder.load_state_dict(weights, strict=True)
@@ -194,6 +196,17 @@ def _build(
         ) from err
     encoder.check_inputs = True
     return encoder.to(device).eval()
+
+
+def attention_for(cfg: EncoderConfig, device: torch.device) -> EncoderConfig:
+    """``cfg`` with the attention back-end for inference on ``device``: a model trained with
+    ``attn_impl: flex`` runs SDPA off CUDA. Both compute the same attention (same rule, same
+    weights; tested to agree), but FlexAttention outside CUDA has no compiled kernel and runs
+    its unfused reference path, which builds the full ``(B, H, T, T)`` scores and is several
+    times slower than SDPA on a CPU."""
+    if cfg.attn_impl == "flex" and torch.device(device).type != "cuda":
+        return dataclasses.replace(cfg, attn_impl="sdpa")
+    return cfg
 
 
 def is_export_dir(path: str | Path) -> bool:

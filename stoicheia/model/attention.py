@@ -73,22 +73,41 @@ def make_mask_mod(
     return mask_mod
 
 
+#: ``torch.compile(create_block_mask)`` (built at the first GPU call, then reused).
+_compiled_block_mask: Callable[..., BlockMask] | None = None
+
+
 def flex_block_mask(seg_id: Tensor, half_window: int | None) -> BlockMask:
-    """:class:`BlockMask` of the attention rule for a ``(B, T)`` ``seg_id`` (one per forward)."""
+    """:class:`BlockMask` of the attention rule for a ``(B, T)`` integer ``seg_id`` (one per
+    forward; 128 x 128 tiles). Called before the encoder enters its compiled trunk
+    (:meth:`~stoicheia.model.encoder.CharBertEncoder.compile_trunk`), so the compiled model
+    gets the mask as an input and never breaks its graph to build it.
+
+    On a GPU the mask is built by a compiled function of its own (``torch.compile`` of
+    ``create_block_mask``, what torch 2.7 recommends instead of the deprecated
+    ``_compile=True``): built eagerly it materialises ``(B, T, T)`` intermediates, which at
+    T = 8192 costs more memory than the attention itself. The ``mask_mod`` closure is made
+    here, outside the compiled function, which then compiles without a graph break, once per
+    ``(B, T)`` and window (``dynamic=False``; a new ``seg_id`` is an input, not a recompile).
+    Elsewhere (and when already inside a compiled region) it runs as plain torch code.
+    """
     from torch.nn.attention.flex_attention import create_block_mask
 
+    global _compiled_block_mask
     B, T = seg_id.shape
-    # On GPU the mask is built by a compiled kernel: eager construction materialises
-    # (B, T, T) intermediates, which at T = 8192 costs more than the attention itself.
-    return create_block_mask(
-        make_mask_mod(seg_id, half_window),
-        B,
-        None,
-        T,
-        T,
-        device=seg_id.device,
-        _compile=seg_id.is_cuda,
-    )
+    make = create_block_mask
+    if _compile_on(seg_id) and not torch.compiler.is_compiling():
+        if _compiled_block_mask is None:
+            _compiled_block_mask = torch.compile(create_block_mask, dynamic=False)
+        make = _compiled_block_mask
+    with torch.no_grad():  # one compiled graph for training and evaluation alike
+        return make(make_mask_mod(seg_id, half_window), B, None, T, T, device=seg_id.device)
+
+
+def _compile_on(t: Tensor) -> bool:
+    """Whether the FlexAttention pieces are compiled for tensors like ``t``: on CUDA only
+    (see :func:`_flex` for the CPU). One function so that CPU tests can force the GPU branch."""
+    return t.is_cuda
 
 
 @dataclass
@@ -117,22 +136,32 @@ def build_masks(
     )
 
 
+#: ``torch.compile(flex_attention)`` for calls outside a compiled region (built at the first
+#: such GPU call). Never assigned inside a compiled region: there ``torch.compile`` is a no-op
+#: that returns ``flex_attention`` itself, and caching that would send every later uncompiled
+#: call (evaluation, inference in the same process) to the unfused reference implementation,
+#: which builds the full ``(B, H, T, T)`` scores (about 17 GB per block at 4 x 16 x 8192).
 _compiled_flex: Callable[..., Tensor] | None = None
 
 
 def _flex(q: Tensor, k: Tensor, v: Tensor, block_mask: BlockMask) -> Tensor:
-    """FlexAttention, compiled on CUDA, eager elsewhere.
+    """FlexAttention: traced into the graph inside a compiled region, compiled on CUDA
+    outside one, eager elsewhere.
 
     Why eager on CPU: in torch 2.7.0 the inductor CPU FlexAttention template emits C++ that does
     not compile (``CppCompileError: expected primary-expression before ')'``) whenever OpenMP
     runs more than one thread (checked on a 2-core machine; it compiles with
     ``torch.set_num_threads(1)``, taking ~15 s). Eager flex_attention runs an unfused reference
-    implementation with the same semantics, which is what the CPU tests need.
+    implementation with the same semantics, which is what the CPU tests need; inference on a
+    CPU uses SDPA instead (:mod:`stoicheia.inference.loading`).
     """
     from torch.nn.attention.flex_attention import flex_attention
 
     global _compiled_flex
-    if q.is_cuda:
+    if torch.compiler.is_compiling():
+        # Dynamo captures flex_attention into the enclosing graph and fuses it there.
+        return flex_attention(q, k, v, block_mask=block_mask)  # type: ignore[return-value]
+    if _compile_on(q):
         if _compiled_flex is None:
             # dynamic=False: rows have a fixed length T, so one static kernel per (B, T).
             _compiled_flex = torch.compile(flex_attention, dynamic=False)

@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
-from stoicheia.model.attention import AttentionMasks, Mask, attend, build_masks
+from stoicheia.model.attention import Mask, attend, build_masks
 from stoicheia.model.config import EncoderConfig
 from stoicheia.text.alphabet import (
     BLANK,
@@ -141,10 +143,9 @@ class Block(nn.Module):
         self.mlp_norm = nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
         self.mlp = GeGLU(cfg)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, masks: AttentionMasks) -> Tensor:
-        mask = masks.glob if self.is_global else masks.local
-        assert mask is not None  # build_masks made every mask some block needs
-        x = x + self.attn(self.attn_norm(x), cos, sin, mask, masks.impl)
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Mask, impl: str) -> Tensor:
+        """``x``: ``(B, T, d)``; ``mask``: this block's mask (local or global) of ``impl``."""
+        x = x + self.attn(self.attn_norm(x), cos, sin, mask, impl)
         return x + self.mlp(self.mlp_norm(x))
 
 
@@ -157,12 +158,22 @@ class CharBertEncoder(nn.Module):
 
     Set ``check_inputs = False`` to skip the id-range check in :meth:`forward` (it costs one
     device sync per call; it is skipped automatically inside torch.compile).
+
+    Set ``activation_checkpointing = True`` (``train.activation_checkpointing``) to recompute
+    each block's activations in the backward pass instead of keeping them
+    (:func:`torch.utils.checkpoint.checkpoint`, non-reentrant): same loss and gradients, about
+    one more forward of compute, and activation memory of one block instead of all of them.
+
+    :meth:`compile_trunk` compiles everything after the attention masks (embeddings, blocks,
+    heads); the masks are built before, outside the compiled graph.
     """
 
     def __init__(self, cfg: EncoderConfig | None = None) -> None:
         super().__init__()
         self.cfg = cfg = (cfg or EncoderConfig()).validate()
         self.check_inputs = True
+        self.activation_checkpointing = False
+        self._compiled_trunk: Any = None
         self.embed = nn.ModuleDict(
             {k: nn.Embedding(n, cfg.d_model) for k, n in INPUT_SIZES.items()}
         )
@@ -235,20 +246,51 @@ class CharBertEncoder(nn.Module):
             pos = torch.arange(chars.shape[-1], device=chars.device).expand_as(chars)
         self._check(planes, seg_id, pos)  # type: ignore[arg-type]
 
-        x = sum(self.embed[name](ids) for name, ids in planes.items())
-        cos, sin = rope_cos_sin(pos, self.cfg.head_dim, self.cfg.rope_theta)
         flags = [b.is_global for b in self.blocks]
         masks = build_masks(
             seg_id, self.cfg.char_window // 2, self.cfg.attn_impl, not all(flags), any(flags)
         )
+        trunk = self._compiled_trunk if self._compiled_trunk is not None else self._trunk
+        return trunk(planes, pos, masks.local, masks.glob)
+
+    def _trunk(
+        self, planes: dict[str, Tensor], pos: Tensor, local: Mask | None, glob: Mask | None
+    ) -> dict[str, Tensor]:
+        """Everything after the masks: embeddings, RoPE tables, blocks, heads (see
+        :meth:`forward` for shapes). The part :meth:`compile_trunk` compiles."""
+        x = sum(self.embed[name](ids) for name, ids in planes.items())
+        cos, sin = rope_cos_sin(pos, self.cfg.head_dim, self.cfg.rope_theta)
+        impl = self.cfg.attn_impl
+        recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled()
         for block in self.blocks:
-            x = block(x, cos, sin, masks)
+            mask = glob if block.is_global else local
+            if recompute:
+                x = checkpoint(block, x, cos, sin, mask, impl, use_reentrant=False)
+            else:
+                x = block(x, cos, sin, mask, impl)
         x = self.final_norm(x)
         # The heads run in float32 even under autocast: the logits feed the loss and the
         # bits/char, and the heads are a small share of the work (86 outputs).
         with torch.autocast(x.device.type, enabled=False):
             x = x.float()
             return {name: head(x) for name, head in self.heads.items()}
+
+    def compile_trunk(self, **options: Any) -> None:
+        """Compile :meth:`_trunk` with ``torch.compile(..., dynamic=False, **options)``; every
+        later :meth:`forward` (training, evaluation, inference; under DDP too, since DDP calls
+        this module) runs it, while the input checks and the attention masks stay outside the
+        graph (no graph break per forward). Rows keep one shape, so there is one graph for
+        training and one for ``no_grad`` evaluation. ``options`` go to ``torch.compile``
+        (e.g. ``backend="aot_eager"`` in CPU tests)."""
+        options.setdefault("dynamic", False)
+        self._compiled_trunk = torch.compile(self._trunk, **options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the compiled function refers back to this module; copies (deepcopy, pickle) get the
+        # plain trunk and may be compiled again
+        state = dict(self.__dict__)
+        state["_compiled_trunk"] = None
+        return state
 
     def _check(self, planes: dict[str, Tensor], seg_id: Tensor, pos: Tensor) -> None:
         """Shape/dtype checks (free) and, if ``check_inputs``, one id-range check (one sync)."""

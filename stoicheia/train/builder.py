@@ -47,6 +47,12 @@ from stoicheia.train.schedule import WSDScheduler, WSDShape
 
 log = logging.getLogger(__name__)
 
+#: Seconds a collective may wait for the slowest rank before the job fails (Composer's default
+#: is 300). Some work runs on one rank while the others wait in the next collective: the first
+#: rank of a node downloading a run folder or shards' stats from an object store, the first
+#: compile of a graph, a checkpoint write. ``STOICHEIA_DIST_TIMEOUT`` overrides it.
+DIST_TIMEOUT_S = 1800.0
+
 
 @dataclass
 class Built:
@@ -202,7 +208,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     warnings.filterwarnings("ignore", message="Cannot split tensor of length", category=UserWarning)
     reproducibility.seed_all(cfg.seed)
     if not dist.is_initialized():
-        dist.initialize_dist(device)
+        dist.initialize_dist(
+            device, timeout=float(os.environ.get("STOICHEIA_DIST_TIMEOUT", DIST_TIMEOUT_S))
+        )
     configure_console(dist.get_global_rank())
     log.info("[run] precision: %s", choice.reason)
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
@@ -260,6 +268,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         num_workers=d.num_workers,
         min_fragment=d.min_fragment,
     )
+    loader.flag_group = _flag_group()
     train_spec = DataSpec(
         loader,
         get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
@@ -288,7 +297,10 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     eval_batches: dict[str, list[dict[str, torch.Tensor]]] = {}
     evaluators = []
     for label, records in eval_sets.items():
-        batches = build_eval_batches(records, d.seq_len, d.eval_rows, d.eval_t, d.eval_seed)
+        # every batch (the last padded) has one shape: a compiled model runs them all on one graph
+        batches = build_eval_batches(
+            records, d.seq_len, d.eval_rows, d.eval_t, d.eval_seed, pad_last=True
+        )
         eval_batches[label] = batches
         dataset = _ListDataset(pad_eval_batches(batches, dist.get_world_size()))
         evaluators.append(
@@ -307,11 +319,15 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
 
     # bf16 on a CPU: Composer autocasts only on CUDA, so it runs in fp32 and the model autocasts
     model = StoicheiaModel(cfg.model, aux_weight=cfg.train.aux_weight, cpu_bf16=choice.cpu_bf16)
+    _compile_model(model, cfg, device)
     optimizer = torch.optim.AdamW(
         param_groups(model, cfg.train.weight_decay),
         lr=cfg.train.lr,
         betas=(cfg.train.betas[0], cfg.train.betas[1]),
         eps=cfg.train.eps,
+        # one fused kernel for all parameters on a GPU (and the gradient guard's sync-free
+        # skip through its found_inf flag); the CPU keeps the reference for-each loop
+        fused=device == "gpu",
     )
 
     _check_model_shape(model, _checkpoint_to_load(cfg, run_folder), run_folder, save_folder)
@@ -404,7 +420,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         progress_bar=progress,
         log_to_console=False,
         console_log_interval=f"{cfg.train.log_every}ba",
-        compile_config={} if cfg.train.compile else None,
+        compile_config=None,  # the encoder's trunk is compiled by _compile_model
         python_log_level=os.environ.get("STOICHEIA_LOG_LEVEL"),
     )
     trainer.state.run_name = run_name
@@ -424,6 +440,40 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         autoresumed,
         uploader,
     )
+
+
+def _compile_model(model: StoicheiaModel, cfg: RunConfig, device: str) -> None:
+    """Activation checkpointing and ``torch.compile`` of the encoder (``train.*``).
+
+    The encoder compiles its own trunk (:meth:`CharBertEncoder.compile_trunk`), not Composer
+    (``compile_config`` would compile the DDP wrapper's forward, which evaluation, calling the
+    unwrapped model, never runs: with several GPUs every evaluation would run uncompiled).
+    The masks are built outside the graph. Evaluation batches have ``data.eval_rows`` rows;
+    when that differs from ``train.micro_batch_rows`` the evaluation compiles a graph of its
+    own shape once (said here)."""
+    encoder = model.encoder
+    encoder.activation_checkpointing = bool(cfg.train.activation_checkpointing)
+    if not cfg.train.compile:
+        return
+    encoder.compile_trunk()
+    if cfg.data.eval_rows != cfg.train.micro_batch_rows and dist.get_global_rank() == 0:
+        log.info(
+            "[run] data.eval_rows=%d differs from train.micro_batch_rows=%d: the compiled model "
+            "compiles the evaluation's shape separately (set them equal to share the shape)",
+            cfg.data.eval_rows,
+            cfg.train.micro_batch_rows,
+        )
+
+
+def _flag_group() -> Any:
+    """A gloo process group for the per-batch flags of the loader and the preemption plugin
+    when the job runs NCCL (CPU tensors, no wait for the GPU); ``None`` otherwise (the default
+    group, gloo on CPUs). Collective: every rank calls it at the same point."""
+    import torch.distributed as tdist
+
+    if dist.get_world_size() > 1 and tdist.get_backend() == "nccl":
+        return tdist.new_group(backend="gloo")
+    return None
 
 
 def _raise_first(err: str | None, kind: type[Exception]) -> None:

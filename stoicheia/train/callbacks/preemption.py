@@ -38,6 +38,15 @@ class Preemption(Callback):
     then exits with :meth:`ExitCode.for_signal` (130 after SIGINT, 143 after SIGTERM) unless
     the run completed at that batch.
 
+    **One collective per batch.** The run's loader (:class:`~stoicheia.data.loader.PackedLoader`)
+    already runs one all-reduce per batch (its end-of-epoch flag); the plugin hands it the
+    signal flag, which rides in the same all-reduce, so a batch costs one collective, not two,
+    and it runs on CPU tensors (a gloo group under NCCL), so no rank waits for its GPU to
+    drain. The flag agreed when batch ``B`` was fetched is acted on at the end of batch ``B``:
+    a signal that arrives while a batch trains stops the run at the end of the next one (the
+    same batch on every rank). With one process, or a loader that ran no collective for the
+    batch, the plugin reads its own flag / runs its own all-reduce as before.
+
     Time to exit after the signal: the rest of the batch in progress, plus that batch's
     evaluation if one is due, plus one checkpoint write. The handler is installed at
     ``INIT`` and the previous one restored at ``close``; a second signal while stopping
@@ -47,9 +56,13 @@ class Preemption(Callback):
         signals: names of the signals that stop the run (default ``["SIGTERM", "SIGINT"]``;
             add ``"SIGUSR1"`` for clusters configured with ``--signal=USR1@...``).
         control: injected (a run that completes at the signal's batch exits 0, not 143).
+        loader: the run's training loader (injected), whose per-batch collective carries
+            the flag.
     """
 
-    def __init__(self, control: AnnealControl, signals: list[str] | None = None) -> None:
+    def __init__(
+        self, control: AnnealControl, signals: list[str] | None = None, loader: Any = None
+    ) -> None:
         names = list(signals) if signals is not None else ["SIGTERM", "SIGINT"]
         self.signals: list[signal.Signals] = []
         for name in names:
@@ -69,6 +82,11 @@ class Preemption(Callback):
         self.received_at: float | None = None
         self.stopped_at: int | None = None
         self._previous: dict[signal.Signals, Any] = {}
+        self.loader = loader
+        self._seen_collectives = 0
+        self.own_collectives = 0  # batches that needed an all-reduce of their own
+        if loader is not None and hasattr(loader, "signal_source"):
+            loader.signal_source = self._signal_number
 
     @property
     def stopped(self) -> bool:
@@ -79,6 +97,25 @@ class Preemption(Callback):
     def exit_code(self) -> ExitCode:
         """The exit status of a run stopped by the signal the ranks agreed on."""
         return ExitCode.for_signal(self.agreed or self.received or signal.SIGTERM)
+
+    def _signal_number(self) -> int:
+        return int(self.received) if self.received is not None else 0
+
+    def _agreed_flag(self, state: State) -> int:
+        """The signal number the ranks agree on for this batch (0: none); see the class
+        docstring for which collective carries it."""
+        if dist.get_world_size() == 1:
+            return self._signal_number()
+        runs = getattr(self.loader, "collectives", None)
+        if runs is not None and runs > self._seen_collectives:
+            self._seen_collectives = runs
+            return int(self.loader.agreed_signal)
+        flag = state.device.tensor_to_device(
+            torch.tensor([self._signal_number()], dtype=torch.int32)
+        )
+        dist.all_reduce(flag, reduce_operation="MAX")  # collective: all ranks stop together
+        self.own_collectives += 1
+        return int(flag.item())
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.received is None:
@@ -101,15 +138,9 @@ class Preemption(Callback):
             self._previous[sig] = signal.signal(sig, self._handle)
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        flag = torch.tensor(
-            [int(self.received) if self.received is not None else 0], dtype=torch.int32
-        )
-        flag = state.device.tensor_to_device(flag)
-        dist.all_reduce(
-            flag, reduce_operation="MAX"
-        )  # collective, every batch: all ranks stop together
-        if int(flag.item()) and self.stopped_at is None:
-            self.agreed = signal.Signals(int(flag.item()))
+        flag = self._agreed_flag(state)
+        if flag and self.stopped_at is None:
+            self.agreed = signal.Signals(flag)
             self.stopped_at = int(state.timestamp.batch)
             if not self.control.complete:
                 state.stop_training()  # Composer's saver writes the checkpoint at this BATCH_CHECKPOINT

@@ -16,6 +16,7 @@ from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
+from stoicheia.data.packing import INPUT_PAD
 from stoicheia.inference.restore import restore_planes
 from stoicheia.text.alphabet import LETTERS
 from stoicheia.text.planes import Planes
@@ -51,6 +52,28 @@ def pick_word(
     return None
 
 
+def pad_to_shape(batch: dict[str, torch.Tensor], shape: tuple[int, int]) -> dict[str, torch.Tensor]:
+    """``batch`` (``(B, T)`` int tensors ``chars``, optional ``boundary``/``dia``/``punct``/
+    ``seg_id``/``pos``) grown to ``shape = (rows, T')`` with padding slots (PAD / UNKNOWN ids,
+    ``seg_id`` 0, ``pos`` 0): no document attends to them, so the logits of the given slots are
+    unchanged. A batch that does not fit (more rows or slots) is returned as it is."""
+    B, T = batch["chars"].shape
+    rows, width = shape
+    if B > rows or T > width or (B, T) == (rows, width):
+        return batch
+    full = dict(batch)
+    if "seg_id" not in full:
+        full["seg_id"] = (batch["chars"] != INPUT_PAD["chars"]).to(torch.int32)
+    if "pos" not in full:
+        full["pos"] = torch.arange(T).expand(B, T)
+    out = {}
+    for k, v in full.items():
+        grown = torch.full((rows, width), INPUT_PAD.get(k, 0), dtype=v.dtype, device=v.device)
+        grown[:B, :T] = v
+        out[k] = grown
+    return out
+
+
 class RestorationExample(Callback):
     """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
     the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
@@ -70,6 +93,7 @@ class RestorationExample(Callback):
         self.context = context
         picked = pick_word(records, max_letters)
         self.example = None
+        self.shape: tuple[int, int] | None = None  # (rows, T) of the evaluation batches
         if picked is not None:
             r, a, b = picked
             planes = records[r][: min(len(records[r]), max_letters)]
@@ -84,7 +108,7 @@ class RestorationExample(Callback):
         try:
             with torch.no_grad():
                 (restored,) = restore_planes(
-                    lambda batch: model({k: v.to(device) for k, v in batch.items()}),
+                    lambda batch: self._forward(model, batch, device),
                     planes,
                     [(a, b)],
                 )
@@ -95,6 +119,20 @@ class RestorationExample(Callback):
         right = planes_to_text(planes[b : b + self.context // 2]) if b < len(planes) else ""
         shown = f"…{left[-self.context :]} [{'.' * (b - a)}] {right}…"
         return shown, truth, restored
+
+    def _forward(
+        self, model: torch.nn.Module, batch: dict[str, torch.Tensor], device: torch.device
+    ) -> dict[str, torch.Tensor]:
+        """``model(batch)`` with the batch padded to the evaluation batches' shape
+        (:func:`pad_to_shape`), so a compiled model reuses the evaluation's graph instead of
+        compiling one for this single short row; the logits are cut back to the batch."""
+        B, T = batch["chars"].shape
+        padded = pad_to_shape(batch, self.shape) if self.shape is not None else batch
+        out = model({k: v.to(device) for k, v in padded.items()})
+        return {k: v[:B, :T] for k, v in out.items()}
+
+    def eval_batch_start(self, state: State, logger: Logger) -> None:
+        self.shape = tuple(state.batch["seg_id"].shape)  # type: ignore[assignment]
 
     def eval_after_all(self, state: State, logger: Logger) -> None:
         if self.example is None:

@@ -20,7 +20,7 @@ from composer.loggers import Logger
 from composer.utils import dist
 
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
-from stoicheia.train.flops import flops_per_letter, peak_flops
+from stoicheia.train.flops import batch_flops, peak_flops
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +29,23 @@ class TrainingMonitor(Callback):
     """Logs, per optimizer step: each loss term (mean over micro-batches), letters per
     second (non-padding slots of this device / wall seconds of the batches, over a window of
     the last ``speed_window`` batches as Composer's ``SpeedMonitor`` does, so that one slow or
-    fast batch does not make the figure swing; times the world size for the whole job), on a GPU of :data:`stoicheia.train.flops.PEAK_FLOPS` the model
-    FLOPs utilisation ``throughput/mfu`` (letters/s per device x training FLOPs per letter,
-    :func:`~stoicheia.train.flops.flops_per_letter`, / the device's peak), and memory (GPU
-    peak allocated, else process RSS, in GiB). Prints one console line every ``log_every``
-    batches (rank 0) with the progress towards the run's end (the anneal end once decided,
-    else ``train.nominal_steps``) and an ETA from the wall time of the last 50 batches
-    (evaluations and checkpoints included). Evaluations are printed by
+    fast batch does not make the figure swing; times the world size for the whole job), on a
+    GPU of :data:`stoicheia.train.flops.PEAK_FLOPS` the model FLOPs utilisation
+    ``throughput/mfu`` (model FLOPs of the window's batches, counted per document by
+    :func:`~stoicheia.train.flops.batch_flops`, / their seconds / the device's peak), and
+    memory (GPU peak allocated, else process RSS, in GiB). Prints one console line every
+    ``log_every`` batches (rank 0) with the progress towards the run's end (the anneal end once
+    decided, else ``train.nominal_steps``) and an ETA from the wall time of the last 50
+    batches (evaluations and checkpoints included). Evaluations are printed by
     :class:`~stoicheia.train.callbacks.eval_history.EvalHistory`.
+
+    **No host-device sync per step.** Loss terms, letter and FLOP counts stay tensors on the
+    device and are summed there; they are read (one sync) only at the batches that are
+    logged. With ``every_step`` false (the default on a GPU) those are every ``log_every``
+    batches (and batch 1): each logged line then holds the means over the batches since the
+    last one. With ``every_step`` true (the default on a CPU, where reading a value costs
+    nothing) every batch is logged, as before. The letters-per-second window ends at a logged
+    (synced) batch, so the device's queued work is inside it.
 
     Args:
         log_every: batches between console lines (``train.log_every``, injected).
@@ -44,6 +53,8 @@ class TrainingMonitor(Callback):
         control: the run's ``AnnealControl`` (injected), for the end of the run.
         speed_window: batches in the letters-per-second window (evaluations and checkpoint
             writes are not counted: the time of a batch runs from its start to its end).
+        every_step: log every batch (``True``) or every ``log_every`` batches (``False``);
+            ``None``: ``False`` on a GPU, ``True`` on a CPU.
     """
 
     def __init__(
@@ -52,25 +63,36 @@ class TrainingMonitor(Callback):
         guard: GradientGuard | None = None,
         control: Any = None,
         speed_window: int = 50,
+        every_step: bool | None = None,
     ) -> None:
         if not (isinstance(speed_window, int) and speed_window >= 1):
             raise ValueError(f"speed_window must be a whole number >= 1, got {speed_window!r}")
+        if every_step is not None and not isinstance(every_step, bool):
+            raise ValueError(f"every_step must be true, false or null, got {every_step!r}")
         self.log_every = log_every
-        self._speed: collections.deque[tuple[int, float]] = collections.deque(maxlen=speed_window)
+        self.every_step = every_step
+        # (letters, model FLOPs, seconds) per batch; counts are device tensors until read
+        self._speed: collections.deque[tuple[Any, Any, float]] = collections.deque(
+            maxlen=speed_window
+        )
         self.guard = guard
         self.control = control
         self._t0 = 0.0
-        self._terms: dict[str, float] = {}
+        self._terms: dict[str, torch.Tensor] = {}  # sums since the last logged batch
         self._micro = 0
-        self._letters = 0
-        self._flops: float | None = None  # per letter, at the first batch's row length
+        self._letters: torch.Tensor | None = None
+        self._batch_flops: torch.Tensor | None = None
         self._peak: float | None = None
         self._ends: collections.deque[tuple[int, float]] = collections.deque(maxlen=51)
+        self.syncs = 0  # batches whose figures were read from the device (logged batches)
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self._ends.clear()
         self._speed.clear()
-        if torch.cuda.is_available() and state.device.type == "gpu":
+        on_gpu = torch.cuda.is_available() and state.device.type == "gpu"
+        if self.every_step is None:
+            self.every_step = not on_gpu
+        if on_gpu:
             precision = str(getattr(state.precision, "value", state.precision))
             name = torch.cuda.get_device_name()
             self._peak = peak_flops(name, precision)
@@ -81,29 +103,55 @@ class TrainingMonitor(Callback):
                 )
 
     def batch_start(self, state: State, logger: Logger) -> None:
-        if self._flops is None:
-            model = state.model.module if hasattr(state.model, "module") else state.model
-            self._flops = flops_per_letter(model, int(state.batch["seg_id"].shape[-1]))
+        model = state.model.module if hasattr(state.model, "module") else state.model
+        seg = state.batch["seg_id"]
         self._t0 = time.perf_counter()
-        self._terms, self._micro = {}, 0
-        self._letters = int((state.batch["seg_id"] != 0).sum())
+        self._letters = (seg != 0).sum()
+        self._batch_flops = batch_flops(model, seg)
 
     def after_loss(self, state: State, logger: Logger) -> None:
         # Under DDP the ComposerModel is wrapped: its attributes are on .module.
         model = state.model.module if hasattr(state.model, "module") else state.model
         terms = getattr(model, "last_loss_terms", None) or {}
         for k, v in terms.items():
-            self._terms[k] = self._terms.get(k, 0.0) + float(v)
+            v = v.detach().float()
+            self._terms[k] = self._terms[k] + v if k in self._terms else v
         self._micro += 1
+
+    def _logged(self, step: int) -> bool:
+        return bool(self.every_step) or step % self.log_every == 0 or step == 1
 
     def batch_end(self, state: State, logger: Logger) -> None:
         seconds = max(time.perf_counter() - self._t0, 1e-9)
+        self._speed.append((self._letters, self._batch_flops, seconds))
+        step = int(state.timestamp.batch)
+        self._ends.append((step, time.perf_counter()))
+        if not self._logged(step):
+            return
+        # the one read of the device's figures since the last logged batch
+        names = sorted(self._terms)
+        pending = [i for i, (n, _, _) in enumerate(self._speed) if isinstance(n, torch.Tensor)]
+        tensors = [self._terms[k].double() for k in names]
+        for i in pending:
+            tensors += [self._speed[i][0].double(), self._speed[i][1].double()]
+        guard_norm = self.guard.norm_tensor() if self.guard is not None else None
+        if guard_norm is not None:
+            tensors.append(guard_norm.double())
+        values = torch.stack(tensors).tolist() if tensors else []
+        self.syncs += 1
+        terms = dict(zip(names, values[: len(names)], strict=True))
+        rest = values[len(names) :]
+        for j, i in enumerate(pending):
+            self._speed[i] = (rest[2 * j], rest[2 * j + 1], self._speed[i][2])
+        grad_norm = rest[-1] if guard_norm is not None else float("nan")
+        micro = max(1, self._micro)
+        self._terms, self._micro = {}, 0
         lr = state.optimizers[0].param_groups[0]["lr"]
-        metrics: dict[str, float] = {
-            f"loss/{k}": v / max(1, self._micro) for k, v in self._terms.items()
-        }
-        self._speed.append((self._letters, seconds))
-        per_device = sum(n for n, _ in self._speed) / max(sum(t for _, t in self._speed), 1e-9)
+        metrics: dict[str, float] = {f"loss/{k}": v / micro for k, v in terms.items()}
+        letters = sum(n for n, _, _ in self._speed)
+        flops = sum(f for _, f, _ in self._speed)
+        secs = max(sum(t for _, _, t in self._speed), 1e-9)
+        per_device = letters / secs
         metrics.update(
             {
                 "throughput/letters_per_sec_device": per_device,
@@ -111,29 +159,24 @@ class TrainingMonitor(Callback):
                 "memory/gib": _memory_gib(),
             }
         )
-        if self._flops is not None:
-            metrics["throughput/flops_per_letter"] = self._flops
+        if letters:
+            metrics["throughput/flops_per_letter"] = flops / letters
             if self._peak:
-                metrics["throughput/mfu"] = (
-                    metrics["throughput/letters_per_sec_device"] * self._flops / self._peak
-                )
+                metrics["throughput/mfu"] = flops / secs / self._peak
         if self.guard is not None:
-            metrics["train/grad_norm"] = self.guard.last_norm
-            metrics["train/skipped_updates"] = float(self.guard.skipped)
-        step = int(state.timestamp.batch)
-        self._ends.append((step, time.perf_counter()))
+            metrics["train/grad_norm"] = grad_norm
+            metrics["train/skipped_updates"] = float(self.guard.skipped_count())
         end = self._end()
         eta = self._eta(step, end)
         if eta is not None:
             metrics["time/eta_seconds"] = eta
         logger.log_metrics(metrics)
         if step % self.log_every == 0 or step == 1:
-            gn = self.guard.last_norm if self.guard else float("nan")
             total = metrics.get("loss/total", float("nan"))
             mfu = f"  mfu {metrics['throughput/mfu']:.1%}" if "throughput/mfu" in metrics else ""
             log.info(
                 f"[train] step {step:>6}  loss {total:.4f}  char {metrics.get('loss/char', float('nan')):.4f}  "
-                f"lr {lr:.2e}  grad_norm {gn:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
+                f"lr {lr:.2e}  grad_norm {grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
                 f"mem {metrics['memory/gib']:.2f} GiB"
             )
             if end is not None:
