@@ -483,6 +483,14 @@ def stage_train_path(args: argparse.Namespace) -> dict[str, Any]:
     return fig
 
 
+def _first_step_logged(metrics: Path) -> bool:
+    """Whether the run's ``metrics.jsonl`` holds a training batch's row yet."""
+    try:
+        return "loss/total" in metrics.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def stage_train(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
     """Runs in the parent: the recipe in a child process until ``deadline``, then SIGTERM,
     then the export."""
@@ -513,10 +521,24 @@ def stage_train(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
         proc = subprocess.Popen(
             cmd, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
-        try:
-            status = proc.wait(timeout=max(5.0, deadline - reserve - time.monotonic()))
-            stopped = False
-        except subprocess.TimeoutExpired:
+        # SIGTERM only once the run trains (its preemption handler is installed by then and the
+        # save has a batch to keep): at the deadline, or --train-seconds after the first step
+        status, stopped, first_step = None, False, None
+        while status is None:
+            status = proc.poll()
+            now = time.monotonic()
+            if first_step is None and _first_step_logged(run_dir / name / "metrics.jsonl"):
+                first_step = now
+            stop_at = deadline - reserve
+            if first_step is not None and args.train_seconds:
+                stop_at = min(stop_at, first_step + args.train_seconds)
+            if status is None and (
+                (first_step is not None and now >= stop_at) or now >= deadline - 20
+            ):
+                break
+            if status is None:
+                time.sleep(0.5)
+        if status is None:
             os.killpg(proc.pid, signal.SIGTERM)
             stopped = True
             try:
@@ -525,6 +547,7 @@ def stage_train(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 status = proc.wait()
     fig: dict[str, Any] = {
+        "first_step_after_s": None if first_step is None else round(first_step - t0, 1),
         "config": str(config.relative_to(REPO)) + ("" if base.exists() else " + overrides"),
         "overrides": list(extra),
         "train_s": round(time.monotonic() - t0, 1),
@@ -658,6 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for all stages")
     p.add_argument("--steps", type=int, default=8, help="training steps of the train_path stage")
     p.add_argument("--dry-run", action="store_true", help="tiny shapes on the CPU (tests)")
+    p.add_argument(
+        "--train-seconds",
+        type=float,
+        default=0,
+        help="stop the last stage's training this many seconds after its first step "
+        "(default 0: at the end of the budget)",
+    )
     p.add_argument("--stage", choices=sorted(STAGES), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

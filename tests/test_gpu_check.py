@@ -28,6 +28,8 @@ def test_gpu_check_dry_run_end_to_end(small_shards, tmp_path) -> None:
             "900",
             "--steps",
             "4",
+            "--train-seconds",
+            "20",
         ],
         cwd=REPO,
         capture_output=True,
