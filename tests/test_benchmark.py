@@ -418,6 +418,7 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         inscription_dev_digits=[4],
         workers=1,
         progress=False,
+        parallels_index=False,  # no index: the rows of before (test_benchmark_parallels: with one)
     )
     stub = _Stub(2)
     (tmp_path / "run").mkdir()

@@ -10,6 +10,7 @@ from pathlib import Path
 from stoicheia.cli_args import float_in, fusion_weights, int_in, out_dir_problem
 from stoicheia.commands.common import fail, load, model_args, ngram_args
 from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
+from stoicheia.inference.benchmark_parallels import FUSED3_NGRAM_WEIGHTS, FUSED3_PARALLELS_WEIGHTS
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 
@@ -84,9 +85,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "0: not measured)",
     )
     p.add_argument(
+        "--parallels",
+        default=None,
+        metavar="INDEX",
+        help="parallels index folder (stoicheia index): adds the rows 'parallels' (alone, backing off to the n-gram) "
+        "and 'fused3' (network + n-gram + parallels; default: SHARDS/parallels when it exists; '' for none)",
+    )
+    p.add_argument(
+        "--fused3-weights",
+        type=_fused3_weights,
+        default=(FUSED3_NGRAM_WEIGHTS, FUSED3_PARALLELS_WEIGHTS),
+        metavar="NGRAM/PARALLELS",
+        help="fused3's grid, chosen on the selection half: n-gram weights / parallels weights, each comma-separated in "
+        f"[0, 1] (default {','.join(map(str, FUSED3_NGRAM_WEIGHTS))}/{','.join(map(str, FUSED3_PARALLELS_WEIGHTS))})",
+    )
+    p.add_argument(
+        "--save-fusion",
         "--save-ngram",
+        dest="save_fusion",
         action="store_true",
-        help="write the n-gram and the chosen fusion weight to ngram.npz beside the checkpoint: restore then fuses it in",
+        help="write the n-gram to ngram.npz and the weights of the best fused decoder (fused or fused3, on the "
+        "selection half) with the index path to fusion.json beside the checkpoint: restore, the page and "
+        "restore --epidoc then use them by default (--save-ngram: the same)",
     )
     p.add_argument(
         "--bootstrap",
@@ -97,6 +117,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "scripts/benchmark_intervals.py FOLDER",
     )
     p.set_defaults(func=run)
+
+
+def _fused3_weights(value: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``"0.6,0.8/0.3,0.6"`` -> ``((0.6, 0.8), (0.3, 0.6))``; raises ``ArgumentTypeError``."""
+    parts = value.split("/")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give n-gram weights / parallels weights, e.g. 0.6,0.8/0.3,0.6"
+        )
+    ngram, par = (tuple(fusion_weights(x)) for x in parts)
+    if not ngram or not par:
+        raise argparse.ArgumentTypeError(f"{value!r}: each axis needs at least one weight")
+    return ngram, par
+
+
+def _parallels_index(args: argparse.Namespace, shards: str):
+    """The index to benchmark (``--parallels``, else SHARDS/parallels when built) or ``None``;
+    raises ``ValueError`` with the message for a given folder that is not an index."""
+    from stoicheia.inference.parallels.index import IndexError_, open_index
+
+    if args.parallels == "":
+        return None
+    folder = Path(args.parallels) if args.parallels else Path(shards) / "parallels"
+    if args.parallels is None and not (folder / "manifest.json").exists():
+        return None
+    try:
+        return open_index(str(folder))
+    except (IndexError_, OSError) as err:
+        raise ValueError(
+            f"--parallels {folder}: {err}; build it with `stoicheia index SHARDS`"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,6 +187,32 @@ def run(args: argparse.Namespace) -> int:
             return fail(
                 "benchmark", f"n-gram baseline: {err}; give --ngram-order 0 to leave it out"
             )
+    try:
+        index = _parallels_index(args, shards)
+    except ValueError as err:
+        return fail("benchmark", str(err))
+    decoders: dict = {}
+    families: list = []
+    if index is not None:
+        from stoicheia.inference.benchmark import NgramDecoder
+        from stoicheia.inference.benchmark_parallels import (
+            ParallelsCache,
+            ParallelsDecoder,
+            fused3_family,
+        )
+
+        print(
+            f"parallels: {index.folder} ({index.records:,} training records, {len(index):,} letters)"
+        )
+        caches: dict = {}
+
+        def cache_of(md):
+            return caches.setdefault(id(md), ParallelsCache(md, index))
+
+        back_off = NgramDecoder(ngram, unknown_width=args.unknown_width) if ngram else None
+        decoders["parallels"] = lambda md: ParallelsDecoder(cache_of(md), back_off)
+        if ngram is not None:
+            families.append(lambda md: fused3_family(md, ngram, cache_of(md), *args.fused3_weights))
     from rich.progress import Progress
 
     with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
@@ -165,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
                 fusion_weights=args.fusion_weights,
                 bootstrap=args.bootstrap,
                 twin_threshold=args.twin_threshold or None,
+                decoders=decoders or None,
+                families=families or None,
             )
         except BenchmarkError as err:
             return fail("benchmark", str(err))
@@ -176,12 +255,19 @@ def run(args: argparse.Namespace) -> int:
     }
     if ngram_info:
         result["ngram"] = ngram_info
+    if index is not None:
+        result["parallels"] = {
+            "index": str(Path(index.folder).resolve()),
+            "records": index.records,
+            "letters": len(index),
+        }
     print("\n".join(format_table(result)))
     paths = write_outputs(result, args.out)
     print(f"wrote {', '.join(map(str, paths))}")
-    if args.save_ngram:
+    if args.save_fusion:
+        from stoicheia.inference.benchmark_parallels import fusion_config
         from stoicheia.inference.ngram import save_ngram
-        from stoicheia.inference.restore.fusion_file import beside
+        from stoicheia.inference.restore.fusion_file import FUSION_FILE, beside
 
         target = beside(str(model.source))
         fusion = (result.get("fusion") or {}).get("fused") or {}
@@ -203,5 +289,11 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"wrote {target}: restore fuses this n-gram at weight {weight:g}, chosen on the selection half "
             "(0: the model alone)"
+        )
+        config = fusion_config(result, index.folder if index is not None else None)
+        config.save(target.with_name(FUSION_FILE))
+        print(
+            f"wrote {target.with_name(FUSION_FILE)}: restore fuses the n-gram at {config.ngram_weight:g} "
+            f"and the parallels at {config.parallels_weight:g} ({config.chosen_on})"
         )
     return 0

@@ -102,10 +102,35 @@ class ModelDecoder:
     window: int | None = None
     fusion: Fusion | None = None
     cache: dict = field(default_factory=dict)
+    parallels: Any = None
 
-    def with_fusion(self, fusion: Fusion | None) -> ModelDecoder:
-        """The same decoder and cache with another fusion."""
-        return ModelDecoder(self.model, self.k, self.unknown_width, self.window, fusion, self.cache)
+    def with_fusion(self, fusion: Fusion | None, parallels: Any = None) -> ModelDecoder:
+        """The same decoder and cache with another fusion; ``parallels``: a
+        :class:`~.benchmark_parallels.ParallelsCache` that holds each gap's parallels (searched
+        once for every weight; ``None``: searched by each call)."""
+        return ModelDecoder(
+            self.model, self.k, self.unknown_width, self.window, fusion, self.cache, parallels
+        )
+
+    def parsed(self, task: Task) -> tuple[list[Item], list[Gap], int]:
+        """The task's items, gaps and the index of its target gap (no forward pass). Raises
+        ``ValueError`` for notation the reader refuses, ``AssertionError`` for a target that is
+        not where the task says."""
+        from stoicheia.inference.restore.reading import parse_input
+
+        # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
+        # only the window around the target is seen, and the target holds at most 22 slots
+        items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
+        lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
+        g = lacunae[task.target]
+        at = [
+            i for i in lacunae if getattr(gaps[i], "start", None) == task.start
+        ]  # gaps that know their offsets
+        if at and at[0] != g:
+            raise AssertionError(
+                f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+            )
+        return items, gaps, g
 
     def prepared(
         self, task: Task
@@ -114,24 +139,10 @@ class ModelDecoder:
         key = (task.protocol, task.text_id, task.start, task.input)
         if key not in self.cache:
             from stoicheia.inference.restore.decoding import gap_logp, window_around
-            from stoicheia.inference.restore.reading import parse_input
 
             t0 = time.perf_counter()
             trained = int((self.model.config.get("data") or {}).get("seq_len") or 512)
-            # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
-            # only the window around the target is seen, and the target holds at most 22 slots
-            items, gaps = parse_input(
-                task.input, supplements="keep", unknown_width=self.unknown_width
-            )
-            lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
-            g = lacunae[task.target]
-            at = [
-                i for i in lacunae if getattr(gaps[i], "start", None) == task.start
-            ]  # gaps that know their offsets
-            if at and at[0] != g:
-                raise AssertionError(
-                    f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
-                )
+            items, gaps, g = self.parsed(task)
             lo, hi = window_around(items, gaps, g, self.window or trained)
             logp = gap_logp(self.model, items, gaps, {}, g, lo, hi, False)
             shape = GapShape(gaps[g].min_letters, gaps[g].max_letters, gaps[g].fixed_width)
@@ -156,8 +167,14 @@ class ModelDecoder:
         if self.fusion is not None and self.fusion.parallels is not None:
             from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
 
-            found = gap_parallels_for(self.fusion, items, gaps, {}, g)
-            prior = found.prior if found is not None else None
+            if self.parallels is not None and self.fusion.parallels_weight > 0:
+                from stoicheia.inference.parallels.prior import FillPrior
+
+                fills = self.parallels.found(task).fills  # searched once for every weight
+                prior = FillPrior(fills, self.fusion.parallels_weight) if fills else None
+            else:
+                found = gap_parallels_for(self.fusion, items, gaps, {}, g)
+                prior = found.prior if found is not None else None
         # --- end parallels
         cands = search_gap(logp, shape, self.k, self.fusion, left, right, prior=prior)
         return [c.text() for c in cands], cands[0].prob if cands else 0.0

@@ -1,0 +1,162 @@
+"""The parallels in the benchmark: a ``parallels`` row and a ``fused3`` family.
+
+With a parallels index (:mod:`stoicheia.inference.parallels`, built beside the shards by
+``stoicheia convert`` or ``stoicheia index``), ``stoicheia benchmark`` adds two decoders to the
+model, the n-gram and ``fused``:
+
+* ``parallels``: the parallels alone (:class:`ParallelsDecoder`). The gap's fills, as the
+  two-sided search of :func:`~stoicheia.inference.parallels.gap_parallels` ranks them (context
+  matched, then independent sources, then tier), best first; where they run out (nothing long
+  enough matched, or fewer than ``k`` fills) the n-gram's candidates follow, so a gap without a
+  parallel is the n-gram's (the back-off of issue 22). Its probability is the first fill's share
+  of the fills' weights (``FillParallels.prob``), or the n-gram's when no fill was found.
+* ``fused3``: the network, the n-gram and the parallels in one search
+  (:func:`~stoicheia.inference.restore.gap_search.search_gap` with the parallels'
+  :class:`~stoicheia.inference.parallels.prior.FillPrior`), a
+  :class:`~.benchmark_fusion.FusedFamily` with two axes, ``ngram`` and ``parallels``, whose
+  point is chosen on the selection half only (:func:`~.benchmark_fusion.sweep_family`).
+
+The context both read is the one ``restore`` reads
+(:func:`~stoicheia.inference.restore.parallels_fusion.parallel_context`: at most 64 letters a
+side, cut at another lacuna or an uncertain letter); the gap's parallels do not depend on the
+weights, so they are searched once per gap (:meth:`ParallelsCache.found`) and shared by the
+row, every point of the sweep and the chosen ``fused3``.
+
+:func:`best_fused` picks, among the fused decoders, the one ``restore`` should use (the best
+mean top-1 over the protocols on the selection half, then the lowest CER, then the simpler:
+``fused`` before ``fused3``); :func:`fusion_config` turns it into the
+:class:`~stoicheia.inference.restore.fusion_file.FusionConfig` written beside the checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stoicheia.inference.benchmark_fusion import FusedFamily
+from stoicheia.inference.benchmark_protocols import Task
+
+#: default weights of the ``fused3`` grid (3 x 3 points: a run on the demo model stays near
+#: 15 minutes on 2 loaded cores; see docs/measuring-restoration.md)
+FUSED3_NGRAM_WEIGHTS = (0.6, 0.8, 0.9)
+FUSED3_PARALLELS_WEIGHTS = (0.3, 0.6, 0.9)
+
+
+@dataclass
+class ParallelsCache:
+    """The parallels of each task's target gap, searched once. ``model_decoder``: the
+    benchmark's :class:`~stoicheia.inference.benchmark.ModelDecoder` (its parse of the task);
+    ``index``: a :class:`~stoicheia.inference.parallels.ParallelsIndex`."""
+
+    model_decoder: Any
+    index: Any
+    cache: dict = field(default_factory=dict)
+
+    def found(self, task: Task) -> Any:
+        """The :class:`~stoicheia.inference.parallels.search.GapParallels` of ``task``'s target
+        (``prior`` unset). Raises ``ValueError`` where the task's notation cannot be read."""
+        from stoicheia.inference.restore.gap_search import Fusion
+        from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
+
+        key = (task.protocol, task.text_id, task.start, task.input)
+        if key not in self.cache:
+            items, gaps, g = self.model_decoder.parsed(task)
+            self.cache[key] = gap_parallels_for(
+                Fusion(None, 0.0, self.index, 0.0), items, gaps, {}, g
+            )
+        return self.cache[key]
+
+
+@dataclass
+class ParallelsDecoder:
+    """The parallels alone, backing off to ``ngram`` (module docstring). ``ngram``: a
+    :class:`~stoicheia.inference.benchmark.NgramDecoder` or ``None`` (no back-off: a gap
+    without a parallel has no candidate); ``k``: candidates returned."""
+
+    parallels: ParallelsCache
+    ngram: Any = None
+    k: int = 20
+
+    def __call__(self, task: Task) -> tuple[list[str], float]:
+        found = self.parallels.found(task)
+        cands = [f.text() for f in found.fills[: self.k]]
+        prob = float(found.fills[0].prob) if found.fills else 0.0
+        if len(cands) < self.k and self.ngram is not None:
+            more, nprob = self.ngram(task)
+            if not cands:
+                prob = nprob
+            seen = set(cands)
+            cands += [c for c in more if c not in seen][: self.k - len(cands)]
+        return cands, prob
+
+
+def fused3_family(
+    model_decoder: Any,
+    ngram: Any,
+    parallels: ParallelsCache,
+    ngram_weights: tuple[float, ...] = FUSED3_NGRAM_WEIGHTS,
+    parallels_weights: tuple[float, ...] = FUSED3_PARALLELS_WEIGHTS,
+) -> FusedFamily:
+    """``fused3``: the model's search with ``ngram`` (a
+    :class:`~stoicheia.inference.ngram.LetterNgram`) and the parallels of ``parallels`` fused in,
+    over the axes ``ngram`` and ``parallels`` (weights in [0, 1]; module docstring)."""
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    def make(weights: dict[str, float]):
+        fusion = Fusion(ngram, weights["ngram"], parallels.index, weights["parallels"])
+        return model_decoder.with_fusion(fusion, parallels)
+
+    return FusedFamily(
+        "fused3", {"ngram": tuple(ngram_weights), "parallels": tuple(parallels_weights)}, make
+    )
+
+
+def best_fused(fusion: dict[str, dict]) -> str | None:
+    """The fused decoder ``restore`` should use, among ``fusion`` (a benchmark result's
+    ``fusion``: ``{name: {"sweep", "chosen", ...}}``): the best mean top-1 over the protocols of
+    its chosen point on the selection half, then the lowest mean CER, then the order given
+    (``fused`` before ``fused3``). ``None`` for no fused decoder."""
+
+    def key(item: tuple[int, str]) -> tuple:
+        i, name = item
+        fam = fusion[name]
+        entry = next(e for e in fam["sweep"] if e["weights"] == fam["chosen"])
+        figs = [f for f in entry["figures"].values() if "top1" in f]
+        top1 = sum(f["top1"] for f in figs) / max(len(figs), 1)
+        cer = sum(f["cer"] for f in figs) / max(len(figs), 1)
+        return (round(top1, 9), -round(cer, 9), -i)
+
+    names = list(enumerate(fusion))
+    return max(names, key=key)[1] if names else None
+
+
+def fusion_config(result: dict, index_folder: str | Path | None) -> Any:
+    """The :class:`~stoicheia.inference.restore.fusion_file.FusionConfig` of a benchmark result:
+    the weights of :func:`best_fused` (no fused decoder: the model alone, n-gram weight 0), the
+    index folder (absolute; ``None`` without an index) and what they were chosen on."""
+    from stoicheia.inference.restore.fusion_file import FusionConfig
+
+    fusion = result.get("fusion") or {}
+    name = best_fused(fusion)
+    if name is None:
+        return FusionConfig(0.0, 0.0, None, "no fusion weights tried")
+    chosen = fusion[name]["chosen"]
+    return FusionConfig(
+        ngram_weight=float(chosen.get("ngram", 0.0)),
+        parallels_weight=float(chosen.get("parallels", 0.0)),
+        parallels_index=str(Path(index_folder).resolve()) if index_folder else None,
+        chosen_on=f"{name} ({', '.join(f'{k} {v:g}' for k, v in chosen.items())}), "
+        f"{fusion[name]['chosen_on']}",
+    )
+
+
+__all__ = [
+    "FUSED3_NGRAM_WEIGHTS",
+    "FUSED3_PARALLELS_WEIGHTS",
+    "ParallelsCache",
+    "ParallelsDecoder",
+    "best_fused",
+    "fused3_family",
+    "fusion_config",
+]
