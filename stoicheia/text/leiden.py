@@ -51,7 +51,7 @@ The notation read
 ``{καὶ}``              letters the scribe wrote in error (surplus) -> ``"surplus"``
 ``\\π/``                letters the scribe added above the line (DDbDP) -> ``"added"``,
                        kept as text; a ``/`` with no ``\\`` before it is no bracket (a line
-                       division, ``Διονύ/σιος``)
+                       division, ``Διονύ/σιος``), nor a ``\\`` with no ``/`` after it
 ``⸢καὶ⸣``              half brackets (also ``⌈ ⌉`` ``⸤ ⸥`` ``⌊ ⌋`` ``˹ ˺``): letters read by an
                        earlier editor or only partly preserved -> ``"partly_lost"``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
@@ -278,6 +278,12 @@ _DECIMAL = re.compile(r"\d+[.,]\d")
 #: letter ("λό+ος"); a lone "+" standing apart ("+ Ἐν ὀνόματι") is the cross that opens a
 #: Christian text, a symbol and no letter.
 _PLUS_RUN = re.compile("\\+{2,}|(?<=[^\\W\\d_])\\+|(?<=[\u0300-\u036f])\\+|\\+(?=[^\\W\\d_])")
+
+
+#: letters added above the line, ``\\π/``: a backslash is that bracket only when a ``/`` closes it
+#: within a few words, on the same line, with no other bracket between (Perseus texts keep
+#: stray backslashes, Beta Code graves, that open nothing)
+_ADDED_ABOVE = re.compile(r"\\[^\\/\[\]\n]{1,40}/")
 
 
 def has_leiden(text: str) -> bool:
@@ -685,6 +691,8 @@ def parse_leiden(text: str) -> list[Segment]:
     while i < n:
         ch = text[i]
         opener = text[i : i + 2] if text[i : i + 2] in _PAIRS else ch if ch in _PAIRS else None
+        if opener == "\\" and _ADDED_ABOVE.match(text, i) is None:
+            opener = None  # a stray backslash (a Beta Code grave left over): text, no bracket
         if opener is None:
             if ch in _CLOSERS or (ch == "]" and text[i : i + 2] == "]]"):
                 raise LeidenError(
