@@ -446,7 +446,9 @@ def test_export_carries_the_ngram_restore_fuses(trained, tmp_path, capsys):
     bare = tmp_path / "bare"
     assert main(["export", str(trained / "best.pt"), str(bare)]) == 0
     assert not (bare / "ngram.npz").exists()
-    assert find_fusion(load_model(bare, device="cpu")) is None
+    # (the tiny run's shards carry a parallels index: shown under each gap, never fused at 0)
+    alone = find_fusion(load_model(bare, device="cpu"))
+    assert alone is None or (alone.ngram is None and alone.parallels_weight == 0.0)
     # restore says which: fused, the model alone asked for, or no n-gram to fuse
     gap = "καὶ τὸν λόγον π[...]ι"
     for src, extra, said in (

@@ -402,7 +402,12 @@ def _with_precision(model: LoadedModel, precision: str) -> LoadedModel:
     except ValueError as err:
         raise ModelLoadError(f"{model.source}: {err}") from None
     model.precision = choice.precision
-    log.info("[model] precision: %s", choice.reason)
+    # said only when it is not the plain fp32 (a restoration's output stays the model's answer)
+    log.log(
+        logging.DEBUG if choice.precision == "fp32" else logging.INFO,
+        "[model] precision: %s",
+        choice.reason,
+    )
     return model
 
 
