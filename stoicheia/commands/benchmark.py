@@ -9,8 +9,11 @@ from pathlib import Path
 
 from stoicheia.cli_args import float_in, fusion_weights, int_in, out_dir_problem
 from stoicheia.commands.common import fail, load, model_args, ngram_args
-from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
-from stoicheia.inference.benchmark_parallels import FUSED3_NGRAM_WEIGHTS, FUSED3_PARALLELS_WEIGHTS
+from stoicheia.inference.benchmark_defaults import (
+    FUSED3_NGRAM_WEIGHTS,
+    FUSED3_PARALLELS_WEIGHTS,
+    TWIN_THRESHOLD,
+)
 from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
 

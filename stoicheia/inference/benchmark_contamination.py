@@ -67,7 +67,8 @@ from stoicheia.text import alphabet as A
 
 log = logging.getLogger(__name__)
 
-TWIN_THRESHOLD = 0.75
+from stoicheia.inference.benchmark_defaults import TWIN_THRESHOLD  # noqa: E402,F401
+
 SHINGLE = 3
 NUM_PERM = 128
 #: letters of the runs a long record must share with the dev set to be looked at (seeds)

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# the fused3 grid's default weights (kept where --help reads them without NumPy)
+from stoicheia.inference.benchmark_defaults import (  # noqa: E402
+    FUSED3_NGRAM_WEIGHTS,
+    FUSED3_PARALLELS_WEIGHTS,
+)
 from stoicheia.inference.benchmark_fusion import FusedFamily
 from stoicheia.inference.benchmark_protocols import Task
-
-#: default weights of the ``fused3`` grid (3 x 3 points: a run on the demo model stays near
-#: 15 minutes on 2 loaded cores; see docs/measuring-restoration.md)
-FUSED3_NGRAM_WEIGHTS = (0.6, 0.8, 0.9)
-FUSED3_PARALLELS_WEIGHTS = (0.3, 0.6, 0.9)
 
 
 @dataclass

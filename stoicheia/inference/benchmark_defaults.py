@@ -1,0 +1,15 @@
+"""The benchmark's defaults, apart from the modules that use them: ``stoicheia benchmark
+--help`` reads them without importing NumPy, torch or datasketch (``benchmarks/startup.py``
+times the command line's start)."""
+
+from __future__ import annotations
+
+#: Jaccard similarity of 3-letter shingles from which a training text is a dev text's twin
+#: (a near-duplicate: the same text under two numbers, a re-edition); why 0.75:
+#: docs/measuring-restoration.md
+TWIN_THRESHOLD = 0.75
+
+#: default weights of the ``fused3`` grid (3 x 3 points: a run on the demo model stays near
+#: 15 minutes on 2 loaded cores; see docs/measuring-restoration.md)
+FUSED3_NGRAM_WEIGHTS = (0.6, 0.8, 0.9)
+FUSED3_PARALLELS_WEIGHTS = (0.3, 0.6, 0.9)
