@@ -35,8 +35,8 @@ USAGE = {
     "--out OUT [--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
     "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] [--epidoc-root EPIDOC_ROOT] "
     "[--unknown-width UNKNOWN_WIDTH] [--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
-    "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] [--save-ngram] "
-    "[--bootstrap BOOTSTRAP] CHECKPOINT",
+    "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] [--parallels INDEX] "
+    "[--fused3-weights NGRAM/PARALLELS] [--save-fusion] [--bootstrap BOOTSTRAP] CHECKPOINT",
     "export": "usage: stoicheia export [-h] [--config CONFIG] [--device DEVICE] [--overwrite] "
     "[--shards SHARDS] CHECKPOINT OUT_DIR",
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
