@@ -9,6 +9,7 @@ which needs a GPU for FlexAttention, is left out)."""
 
 from __future__ import annotations
 
+import os
 import types
 
 import pytest
@@ -319,6 +320,11 @@ def _flag_worker(rank: int, init: str, out: str) -> None:
     from stoicheia.data.loader import PackedLoader
     from stoicheia.train.callbacks.preemption import Preemption
 
+    # Composer reads the job's shape from the environment; an earlier test in the same
+    # pytest process may have left WORLD_SIZE=1 there, which the spawned ranks inherit.
+    for name in ("LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        os.environ.pop(name, None)
+    os.environ.update(WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank))
     tdist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
     loader = types.SimpleNamespace(
         signal_source=None, agreed_signal=0, collectives=0, flag_group=None
