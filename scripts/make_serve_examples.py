@@ -33,7 +33,8 @@ from lxml import etree
 
 from stoicheia.sources import SourceError
 from stoicheia.sources.epidoc import read_epidoc
-from stoicheia.text.leiden import Lacuna, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import Lacuna
 
 #: short funerary texts with lacunae of known and unknown width (chosen by hand for the page)
 CHOSEN = ("ISic003084", "ISic001684", "ISic000864")

@@ -164,12 +164,12 @@ def test_restore_library_refuses_the_same_values():
 
 
 def test_counted_widths_above_the_bound_are_refused_by_the_parser():
-    from stoicheia.text.leiden import (
+    from stoicheia.text.leiden import parse_leiden
+    from stoicheia.text.leiden_segments import (
         MAX_LACUNA_WIDTH,
         Lacuna,
         LacunaTooWideError,
         LeidenError,
-        parse_leiden,
     )
 
     assert parse_leiden(f"α[{MAX_LACUNA_WIDTH}]β")[1] == Lacuna(

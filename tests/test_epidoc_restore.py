@@ -400,7 +400,8 @@ def test_pieces_cut_at_word_breaks_outside_brackets_within_the_budget():
     farthest from a lacuna among those leaving a piece at least half the budget; a text within
     the budget is one piece; a run without spaces is cut before a letter."""
     from stoicheia.inference.epidoc_restore_pieces import pieces, slot_offsets
-    from stoicheia.text.leiden import Lacuna, parse_leiden
+    from stoicheia.text.leiden import parse_leiden
+    from stoicheia.text.leiden_segments import Lacuna
 
     text = "καὶ τοῦ [...] δήμου [καὶ τῆς] πόλεως [.5.] ἔδοξε τῇ βουλῇ καὶ τῷ δήμῳ [---] ἐπειδὴ"
     lacs = {s.start: (s.end, s.max_width or 6) for s in parse_leiden(text) if isinstance(s, Lacuna)}
@@ -676,7 +677,7 @@ def test_restore_reads_entities_choices_and_left_out_elements_as_convert(tmp_pat
     note; the same text convert reads, dots below aside."""
     from stoicheia.inference.epidoc_restore import plan_epidoc
     from stoicheia.sources import read_epidoc
-    from stoicheia.text.leiden import DOT_BELOW
+    from stoicheia.text.leiden_segments import DOT_BELOW
 
     path = _editors_file(tmp_path, _EDITOR_BODY)
     plan = plan_epidoc(path)

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stoicheia.text.leiden import (
-    Comment,
-    Editorial,
-    Lacuna,
-    LeidenError,
-    Text,
-    has_leiden,
-    parse_leiden,
-)
+from stoicheia.text.leiden import has_leiden, parse_leiden
+from stoicheia.text.leiden_segments import Comment, Editorial, Lacuna, LeidenError, Text
 
 
 def _lacunae(text: str) -> list[tuple[int, int | None, bool]]:
@@ -217,7 +210,7 @@ def test_reader_keeps_a_too_wide_lacuna_as_unknown_width():
     """The readers' lenient mode reads a counted lacuna above MAX_LACUNA_WIDTH as [---]: the
     loss stays where it was (never joined across) and is counted lacuna_too_wide."""
     from stoicheia.text.encode import encode_text
-    from stoicheia.text.leiden import LacunaTooWideError
+    from stoicheia.text.leiden_segments import LacunaTooWideError
 
     with pytest.raises(LacunaTooWideError):
         encode_text("καὶ τὸν [20000] πατέρα", strict=True)

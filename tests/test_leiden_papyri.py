@@ -13,7 +13,8 @@ from stoicheia.inference.restore.reading import parse_input
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import encode_text
 from stoicheia.text.filter import normalise_record
-from stoicheia.text.leiden import Comment, Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import Comment, Editorial, Lacuna, LeidenError, Text
 from stoicheia.text.render import planes_to_text
 
 
@@ -228,7 +229,7 @@ def model(small_shards, tmp_path_factory):
 
 def test_restore_fills_plus_runs_min_lacunae_and_reads_the_signs(model):
     from stoicheia.inference.restore import restore
-    from stoicheia.text.leiden import DOT_BELOW
+    from stoicheia.text.leiden_segments import DOT_BELOW
 
     fast = {"top_k": 2, "beam": 2, "unknown_width": 4}
     # "++": two lost letters (restore said there was nothing to restore), filled as traces

@@ -486,7 +486,7 @@ def test_progress_is_reported_and_ends_at_its_total():
 def test_lookalike_letters_inside_greek_words_are_counted_as_the_encoder_reads_them():
     """A Latin o (or Cyrillic т) typed inside a Greek word is a Greek letter to the encoder; the
     restore reader counts it the same way (it failed with "N letters encoded but M read")."""
-    from stoicheia.text.encode import fold_lookalikes
+    from stoicheia.text.lookalikes import fold_lookalikes
 
     text = "[---] [ἐ]πορίσατο [---]εντος ἐνπέραμo [....] ἐπὶ тοῦ Marcus hιαρὸν"
     folded = fold_lookalikes(text)

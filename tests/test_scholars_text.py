@@ -20,7 +20,8 @@ from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import compat_letter
 from stoicheia.text.encode import encode_text, text_to_planes
 from stoicheia.text.filter import normalise_record
-from stoicheia.text.leiden import Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import Editorial, Lacuna, LeidenError, Text
 from stoicheia.text.render import planes_to_text
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

@@ -597,7 +597,8 @@ def test_examples_show_lost_lines_as_leiden_and_offer_no_gap_for_them(client, co
     not a lacuna: every lacuna of the example text is a ``<gap>`` of letters of its edition;
     the restorer leaves the lost line as it is, and "Copy as EpiDoc" writes it as a gap of a
     line."""
-    from stoicheia.text.leiden import Lacuna, parse_leiden
+    from stoicheia.text.leiden import parse_leiden
+    from stoicheia.text.leiden_segments import Lacuna
 
     data = json.loads((STATIC / "examples.json").read_text(encoding="utf-8"))
     lost_somewhere = False

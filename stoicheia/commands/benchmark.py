@@ -14,7 +14,7 @@ from stoicheia.inference.benchmark_defaults import (
     FUSED3_PARALLELS_WEIGHTS,
     TWIN_THRESHOLD,
 )
-from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stoicheia.cli_args import OneLineParser, float_in, int_in
 from stoicheia.commands.common import fail, load, model_args
-from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

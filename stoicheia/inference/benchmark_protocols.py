@@ -35,7 +35,8 @@ import numpy as np
 
 from stoicheia.text.alphabet import LETTERS
 from stoicheia.text.encode import text_to_planes
-from stoicheia.text.leiden import DOT_BELOW, Editorial, Lacuna, LeidenError, Text, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import DOT_BELOW, Editorial, Lacuna, LeidenError, Text
 
 PROTOCOLS = ("hidden", "supplements", "unknown")
 MIN_LETTERS, MAX_LETTERS = 1, 10  # the gap lengths scored (Ithaca: 1-10 characters)
@@ -59,7 +60,7 @@ class Task:
     ``input``: the Leiden text given to the decoders, with the target written as
     ``[....]`` (known width) or ``[---]``; ``start``/``end``: character offsets of the target's
     notation in ``input``, brackets included; ``target``: the index of the target among the
-    lacunae of ``input`` (:class:`~stoicheia.text.leiden.Lacuna` segments of
+    lacunae of ``input`` (:class:`~stoicheia.text.leiden_segments.Lacuna` segments of
     :func:`~stoicheia.text.leiden.parse_leiden`, in reading order); ``truth``: its base
     letters (1-10); ``known_width``: whether the decoders are told the width.
     """
@@ -219,7 +220,7 @@ def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
 
 def _intact_runs(text: str) -> list[list[tuple[int, int]]]:
     """Runs of intact letters: ``[(start, end) of each letter with its marks, ...]``; a run
-    holds letters of :class:`~stoicheia.text.leiden.Text` segments read with certainty,
+    holds letters of :class:`~stoicheia.text.leiden_segments.Text` segments read with certainty,
     separated by nothing or by spaces only (punctuation, a digit, a bracket end a run)."""
     runs: list[list[tuple[int, int]]] = []
     for seg in parse_leiden(text):

@@ -85,7 +85,8 @@ from stoicheia.sources.epidoc import (
     unit_leiden,
 )
 from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
-from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import Lacuna, LeidenError
 
 __all__ = [
     "EpiDocPlan",

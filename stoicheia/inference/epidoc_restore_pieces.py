@@ -57,7 +57,7 @@ def slot_offsets(text: str, lacunae: dict[int, tuple[int, int]]) -> tuple[list[i
     character ``i`` stands outside every bracket.
 
     ``lacunae``: ``{start: (end, slots)}``, the spans of the lacunae (their notation inside
-    the brackets, as :class:`~stoicheia.text.leiden.Lacuna` gives them) and their slots.
+    the brackets, as :class:`~stoicheia.text.leiden_segments.Lacuna` gives them) and their slots.
     Linear in ``len(text)``."""
     n = len(text)
     cum = [0] * (n + 1)

@@ -63,7 +63,7 @@ from stoicheia.serve.schemas import (
     RestoreRequest,
     RestoreResponse,
 )
-from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
 #: default body limits in bytes: a JSON restore request, and an uploaded EpiDoc file
 MAX_JSON_BYTES = 256 * 1024

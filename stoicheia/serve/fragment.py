@@ -30,7 +30,8 @@ import unicodedata
 from typing import Any
 from xml.sax.saxutils import escape
 
-from stoicheia.text.leiden import Comment, Editorial, Lacuna, Text, parse_leiden
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import Comment, Editorial, Lacuna, Text
 
 _RESP = 'cert="low" resp="#stoicheia"'
 _WRAP = {
@@ -145,7 +146,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     Gaps are matched to the parser's segments in order of kind (the i-th lacuna gap is the
     i-th :class:`Lacuna`, the i-th uncertain gap the i-th letter with a dot below, the i-th
     supplement gap the i-th ``[ ]`` supplement). Raises ``IndexError`` for a ``restoration``
-    out of range and :class:`~stoicheia.text.leiden.LeidenError` for an input the parser
+    out of range and :class:`~stoicheia.text.leiden_segments.LeidenError` for an input the parser
     refuses (the server only builds fragments of inputs it restored)."""
     text = data["input"].replace("\r\n", "\n").replace("\r", "\n")
     fills = data["restorations"][restoration]["fills"]

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stoicheia.text.leiden import MAX_LACUNA_WIDTH
+from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
 #: the most restorations one request may ask for (each costs beam width in forward passes)
 MAX_TOP_K = 20

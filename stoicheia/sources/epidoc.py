@@ -135,7 +135,7 @@ _BRACKET_CHARS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛⸢⸣⌈⌉�
 #: loss as <gap>, a cross as <g>); removed and counted ``literal_plus``
 _PLUS = re.compile("\\+")
 _WS = re.compile(r"\s+")
-#: The widest gap written as counted letters: stoicheia.text.leiden.MAX_LACUNA_WIDTH (not
+#: The widest gap written as counted letters: stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH (not
 #: imported: sources sit upstream of text).
 MAX_GAP_LETTERS = 10_000
 #: Leiden brackets by kind (see stoicheia.text.leiden)

@@ -102,27 +102,21 @@ from stoicheia.text.clusters import (
     K_APOS,
     K_LETTER,
     K_PUNCT,
-    K_YPO,
-    KAI_LIGATURES,
     LACUNA_CHARS,
     LETTER_OF,
     MARK_OF,
     OMISSION_CHAR,
 )
-from stoicheia.text.leiden import (
-    Editorial,
-    Lacuna,
-    LacunaTooWideError,
-    LeidenError,
-    Text,
-    parse_leiden,
-)
+from stoicheia.text.elision import resolve_context
+from stoicheia.text.leiden import parse_leiden, parse_leiden_lenient
+from stoicheia.text.leiden_segments import Editorial, Lacuna, LeidenError, Text
+from stoicheia.text.lookalikes import GREEK_BASE
 from stoicheia.text.planes import Planes
+from stoicheia.text.prepass import prepass
 
 __all__ = [
     "text_to_planes",
     "encode_text",
-    "fold_lookalikes",
     "Encoded",
     "KNOWN_PLANES",
     "PUNCT_STRENGTH",
@@ -137,250 +131,8 @@ KNOWN_PLANES = ("chars", "boundary", "dia", "cap", "punct")
 #: The ids happen to be ordered weakest->strongest, so the rank is the id itself.
 PUNCT_STRENGTH: dict[int, int] = {p: p for p in range(A.NUM_PUNCT)}
 
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
-_LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
-_LETTER_IS_BREATHABLE[list(BREATHABLE)] = True
-_SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)  # the dia id of a smooth breathing alone
 _STAND_IN = {v: k for k, v in LACUNA_CHARS.items()}
 _HAS_STAND_IN = re.compile("[" + "".join(LACUNA_CHARS) + OMISSION_CHAR + "]")
-_MARKS = "\u0300-\u036f"
-_RHO_PSILI = re.compile(f"([ρΡϱ][{_MARKS}]*)")
-_MARKS_BEFORE_CAPITAL = re.compile(
-    "(^|\\s)([\u0300\u0301\u0308\u0313\u0314\u0340-\u0343\u0345]+)([\u0391-\u03a9])"
-)
-_LATIN_RUN = re.compile("[A-Za-z\u210e]+")
-#: the heta (archaic aspirate) that epigraphers transcribe as Latin h (or U+210E) before a
-#: vowel or ρ at the start of a word: the rough breathing of that letter ("hο" = ὁ)
-_HETA = re.compile("(^|[^\\w\u0300-\u036f])[hH\u210e]([αεηιουωρΑΕΗΙΟΥΩΡ])")
-#: Latin letters that look like a Greek letter (read as that letter inside a Greek word)
-LATIN_LOOKALIKES = {
-    "A": "Α",
-    "B": "Β",
-    "E": "Ε",
-    "H": "Η",
-    "I": "Ι",
-    "K": "Κ",
-    "M": "Μ",
-    "N": "Ν",
-    "O": "Ο",
-    "P": "Ρ",
-    "T": "Τ",
-    "X": "Χ",
-    "Y": "Υ",
-    "Z": "Ζ",
-    "o": "ο",
-    "v": "ν",
-}
-_GREEK_BASE = frozenset(c for c in LETTER_OF if c not in LACUNA_CHARS)
-
-# Coptic letters are Greek letters in another script (Unicode names them ALFA, VIDA, ...):
-# their Greek letter, read from the Unicode names rather than listed by hand.
-_COPTIC_NAMES = {
-    "ALFA": "α",
-    "VIDA": "β",
-    "GAMMA": "γ",
-    "DALDA": "δ",
-    "EIE": "ε",
-    "ZATA": "ζ",
-    "HATE": "η",
-    "THETHE": "θ",
-    "IAUDA": "ι",
-    "KAPA": "κ",
-    "LAULA": "λ",
-    "MI": "μ",
-    "NI": "ν",
-    "KSI": "ξ",
-    "O": "ο",
-    "PI": "π",
-    "RO": "ρ",
-    "SIMA": "ϲ",
-    "TAU": "τ",
-    "UA": "υ",
-    "FI": "φ",
-    "KHI": "χ",
-    "PSI": "ψ",
-    "OOU": "ω",
-}
-
-
-def _coptic_lookalikes() -> dict[str, str]:
-    out = {}
-    for cp in range(0x2C80, 0x2CB2):
-        name = unicodedata.name(chr(cp), "")
-        for case in ("SMALL", "CAPITAL"):
-            prefix = f"COPTIC {case} LETTER "
-            if name.startswith(prefix) and name[len(prefix) :] in _COPTIC_NAMES:
-                g = _COPTIC_NAMES[name[len(prefix) :]]
-                out[chr(cp)] = (
-                    g.upper()
-                    if case == "CAPITAL" and g != "ϲ"
-                    else ("Ϲ" if case == "CAPITAL" else g)
-                )
-    return out
-
-
-#: Cyrillic and Coptic letters that print as a Greek letter (the Cyrillic ones drawn from
-#: Greek, or the same shape as the Latin look-alikes): read as that Greek letter inside a
-#: Greek word (touching a Greek letter), counted ``script_lookalike``. A word wholly in
-#: Cyrillic or Coptic stays what it is (``other``): a Coptic text is not Greek.
-SCRIPT_LOOKALIKES = {
-    "А": "Α",
-    "В": "Β",
-    "Г": "Γ",
-    "Е": "Ε",
-    "Н": "Η",
-    "І": "Ι",
-    "К": "Κ",
-    "М": "Μ",
-    "О": "Ο",
-    "П": "Π",
-    "Р": "Ρ",
-    "С": "Ϲ",
-    "Т": "Τ",
-    "У": "Υ",
-    "Ф": "Φ",
-    "Х": "Χ",
-    "о": "ο",
-    "р": "ρ",
-    "с": "ϲ",
-    "х": "χ",
-    "к": "κ",
-    "п": "π",
-    "т": "τ",
-    "ф": "φ",
-    "Ѳ": "Θ",
-    "ѳ": "θ",
-    "Ѵ": "Υ",
-    "ѵ": "υ",
-    "Ѯ": "Ξ",
-    "ѯ": "ξ",
-    "Ѱ": "Ψ",
-    "ѱ": "ψ",
-    **_coptic_lookalikes(),
-}
-_SCRIPT_RUN = re.compile("[" + "".join(SCRIPT_LOOKALIKES) + "]+")
-_HAS_SCRIPT = re.compile("[\u0400-\u04ff\u2c80-\u2cff]")
-_LETTER_CLASS = "".join(sorted(LETTER_OF))  # inside [...] of a regex: no sign to escape
-#: Signs typed inside a word that never end it (letters directly on both sides): line
-#: division ``|`` ``/`` ``¦`` ``‖`` (``Διονύ|σιος``), correction brackets ``«»`` (``ἐ«π»ί``),
-#: the double hyphen ``=`` ``⸗``; hyphens inside such a run too (``πο-|τῷ``).
-_IN_WORD_SIGNS = re.compile(
-    f"(?<=[{_LETTER_CLASS}\u0300-\u036f])"
-    "[\\-\u2010\u2011]*[|/\u00a6\u2016«»=\u2e17\u2e40][\\-\u2010\u2011|/\u00a6\u2016«»=\u2e17\u2e40]*"
-    f"(?=[{_LETTER_CLASS}])"
-)
-#: A run of two or more dots (spaces between allowed) or an ellipsis character outside the
-#: brackets: the editor's mark of omitted text, a word boundary and not a full stop.
-_OMISSION = re.compile("\\.(?:[ \u00a0\u2009\u202f]*\\.)+|[\u2025\u2026]")
-
-
-def _prepass(s: str, dropped: collections.Counter) -> str:
-    """String-level fixes on the NFD text before clustering (each counted, see module doc)."""
-    if "\u03d7" in s or "\u03cf" in s:
-        for lig, word in KAI_LIGATURES.items():
-            if lig in s:
-                dropped["kai_ligature"] += s.count(lig)
-                s = s.replace(lig, word)
-    if "." in s or "\u2026" in s or "\u2025" in s:
-        s, k = _OMISSION.subn(OMISSION_CHAR, s)
-        if k:
-            dropped["omission"] += k
-    s, k = _IN_WORD_SIGNS.subn("", s)
-    if k:
-        dropped["in_word_sign"] += k
-    if "\u0313" in s and ("ρ" in s or "Ρ" in s or "ϱ" in s):
-        s = _RHO_PSILI.sub(lambda m: _rho_elision(m, s), s)
-    if "\u0313" in s or "\u0314" in s or "\u0301" in s or "\u0342" in s or "\u0300" in s:
-        s, k = _MARKS_BEFORE_CAPITAL.subn(lambda m: m.group(1) + m.group(3) + m.group(2), s)
-        if k:
-            dropped["mark_before_capital"] += k
-    if ("h" in s or "H" in s or "\u210e" in s) and _HETA.search(s):
-        # a capital H makes its vowel the capital ("Hερμῆς" = Ἑρμῆς)
-        s, k = _HETA.subn(
-            lambda m: (
-                m.group(1)
-                + (m.group(2).upper() if m.group(0)[-2] == "H" else m.group(2))
-                + "\u0314"
-            ),
-            s,
-        )
-        dropped["heta"] += k
-    if _LATIN_RUN.search(s):
-        s = _LATIN_RUN.sub(lambda m: _latin_in_word(m, s, dropped), s)
-    if _HAS_SCRIPT.search(s):
-        s = _SCRIPT_RUN.sub(lambda m: _script_in_word(m, s, dropped), s)
-    return s
-
-
-def fold_lookalikes(text: str) -> str:
-    """``text`` with each look-alike that the encoder reads as a Greek letter replaced by that
-    letter, one character for one (same length, so offsets into ``text`` stay valid): a run of
-    Latin look-alikes (:data:`LATIN_LOOKALIKES`) or of Cyrillic/Coptic ones
-    (:data:`SCRIPT_LOOKALIKES`) touching a Greek letter, as :func:`encode_text` decides it (a
-    heta ``h`` before a vowel at the start of a word stays: it is a breathing). For code that
-    counts the letters of a text character by character (a lone ``o`` is Latin, the ``o`` of
-    ``ἐνπέραμo`` a Greek omicron)."""
-    bases = "".join((unicodedata.normalize("NFD", c) or c)[0] for c in text)
-    work = list(bases)
-    for m in _HETA.finditer(bases):
-        work[m.end() - 2] = "\u0314"  # not part of a Latin run; not a letter
-    work_s = "".join(work)
-    out = list(text)
-
-    def greek(i: int, step: int) -> bool:
-        while 0 <= i < len(work_s) and unicodedata.combining(work_s[i]):
-            i += step
-        return 0 <= i < len(work_s) and work_s[i] in _GREEK_BASE
-
-    for rx, table in ((_LATIN_RUN, LATIN_LOOKALIKES), (_SCRIPT_RUN, SCRIPT_LOOKALIKES)):
-        for m in rx.finditer(work_s):
-            run = m.group()
-            after = (
-                work_s[m.end() : m.end() + 1] in _GREEK_BASE
-            )  # as the encoder: the very next character
-            if (greek(m.start() - 1, -1) or after) and all(c in table for c in run):
-                out[m.start() : m.end()] = [table[c] for c in run]
-    return "".join(out)
-
-
-def _script_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
-    """A run of Cyrillic/Coptic look-alikes touching a Greek letter: the Greek letters."""
-    i = m.start() - 1
-    while i >= 0 and unicodedata.combining(s[i]):
-        i -= 1
-    if not ((i >= 0 and s[i] in _GREEK_BASE) or s[m.end() : m.end() + 1] in _GREEK_BASE):
-        return m.group()
-    dropped["script_lookalike"] += len(m.group())
-    return "".join(SCRIPT_LOOKALIKES[c] for c in m.group())
-
-
-def _rho_elision(m: re.Match, s: str) -> str:
-    """ρ with U+0313 not followed by ρ: the mark is elision (``παῤ`` = παρ’)."""
-    cl = m.group(1)
-    if "\u0313" not in cl:
-        return cl
-    nxt = s[m.end() : m.end() + 1]
-    if nxt in ("ρ", "Ρ", "ϱ"):
-        return cl  # ῤῥ: the smooth breathing of a double rho
-    return cl.replace("\u0313", "") + "\u2019"
-
-
-def _latin_in_word(m: re.Match, s: str, dropped: collections.Counter) -> str:
-    """A Latin run touching a Greek letter (no space): look-alikes become Greek, others go."""
-    run = m.group()
-    i = m.start() - 1
-    while i >= 0 and unicodedata.combining(s[i]):
-        i -= 1
-    before = i >= 0 and s[i] in _GREEK_BASE
-    after = s[m.end() : m.end() + 1] in _GREEK_BASE
-    if not (before or after):
-        return run
-    if run and all(c in LATIN_LOOKALIKES for c in run):
-        dropped["latin_lookalike"] += len(run)
-        return "".join(LATIN_LOOKALIKES[c] for c in run)
-    dropped["latin"] += len(run)
-    dropped["latin_in_word"] += len(run)
-    return ""
 
 
 def _check_known(known: Mapping[str, bool] | None) -> dict[str, bool]:
@@ -437,7 +189,7 @@ def _text_to_planes(
     not a ``str``.
     """
     kn = _check_known(known)
-    clusters = CLUSTER_RE.findall(_prepass(unicodedata.normalize("NFD", text), dropped))
+    clusters = CLUSTER_RE.findall(prepass(unicodedata.normalize("NFD", text), dropped))
     if not clusters:
         return _fill_unknown(Planes.empty(), kn), dropped
     intern = INTERN
@@ -468,7 +220,7 @@ def _text_to_planes(
     letter_no = np.cumsum(is_letter) - 1 if kmax >= K_PUNCT else None
 
     if kmax >= K_APOS:  # rare context-dependent clusters: small Python loop
-        _resolve_context(kind, value, sep, is_letter, letter_no, chars, dia, dropped)
+        resolve_context(kind, value, sep, is_letter, letter_no, chars, dia, dropped)
 
     # Punctuation: onto the last letter before the mark; keep the strongest.
     punct = np.zeros(n, np.uint8)
@@ -516,108 +268,6 @@ def _text_to_planes(
     return planes, dropped
 
 
-def _add_marks(dia: int, marks: int, dropped: collections.Counter) -> int:
-    """The diacritic id ``dia`` with the fields of ``marks`` (a diacritic id) added where it has
-    none; a field it already has keeps its first mark and counts ``extra_mark``."""
-    cur = list(A.dia_fields(dia))
-    for f, v in enumerate(A.dia_fields(marks)):
-        if v:
-            if cur[f]:
-                dropped["extra_mark"] += 1
-            else:
-                cur[f] = v
-    return A.dia_id(*cur)
-
-
-def _resolve_context(
-    kind: np.ndarray,
-    value: np.ndarray,
-    sep: np.ndarray,
-    is_letter: np.ndarray,
-    letter_no: np.ndarray,
-    chars: np.ndarray,
-    dia: np.ndarray,
-    dropped: collections.Counter,
-) -> None:
-    """Handle the clusters whose meaning depends on their neighbours (in place).
-
-    * apostrophes: elision right after a letter, a quotation mark elsewhere;
-    * spacing ypogegrammeni right after a letter: that letter's iota subscript
-      (not a separator); elsewhere an unknown mark;
-    * spacing diacritics: prefix marks of the following vowel or ρ when no letter
-      precedes them ("᾿Αθῆναι"); a koronis/psili between a vowel and a consonant is the
-      crasis breathing of that vowel ("κα᾽γώ" = κἀγώ, no word boundary); otherwise
-      elision (psili/koronis alone) or unknown.
-    """
-    m = kind.shape[0]
-    for j in np.flatnonzero(kind >= K_APOS).tolist():
-        k = int(kind[j])
-        after_letter = j > 0 and bool(is_letter[j - 1])
-        if k == K_APOS:
-            before_letter = j + 1 < m and bool(is_letter[j + 1])
-            if after_letter and before_letter:
-                # Crasis with the coronis typed as an apostrophe ("κα’γώ" = κἀγώ): a vowel
-                # before, a consonant after, no space. Elision leaves a consonant before the
-                # mark ("δ’", "ἀλλ’") or is followed by a vowel ("δι’ἐκείνων"), so it never
-                # matches this pattern.
-                li = int(letter_no[j])
-                acc, br, io, di = (
-                    A.dia_fields(int(dia[li])) if dia[li] < A.NUM_DIA else (0, 0, 0, 0)
-                )
-                if (
-                    chars[li] in _VOWELS
-                    and chars[li + 1] not in _VOWELS
-                    and chars[li + 1] < A.NUM_LETTERS
-                ):
-                    if br == 0:
-                        dia[li] = A.dia_id(acc, 1, io, di)
-                    else:
-                        dropped["extra_mark"] += 1
-                    dropped["crasis"] += 1
-                    sep[j] = False
-                    continue
-            dropped["elision" if after_letter else "punctuation_other"] += 1
-        elif k == K_YPO:
-            if after_letter:
-                li = letter_no[j]
-                acc, br, io, di = A.dia_fields(int(dia[li]))
-                if io:
-                    dropped["extra_mark"] += 1
-                else:
-                    dia[li] = A.dia_id(acc, br, 1, di)
-            else:
-                dropped["unknown_mark"] += 1
-                sep[j] = True
-        else:  # K_SPACING
-            payload = int(value[j])
-            before_letter = j + 1 < m and bool(is_letter[j + 1])
-            if after_letter and before_letter and payload == _SMOOTH_ONLY:
-                # Crasis written with a spacing koronis/psili after its vowel ("κα᾽γώ"):
-                # a vowel before and a consonant after. Elision is always followed by a
-                # vowel or a space ("δι᾽ἐκείνων"), so it cannot match this pattern.
-                li = int(letter_no[j])
-                acc, br, io, di = A.dia_fields(int(dia[li]))
-                if chars[li] in _VOWELS and chars[li + 1] not in _VOWELS and br == 0:
-                    dia[li] = A.dia_id(acc, 1, io, di)
-                    sep[j] = False
-                    continue
-            if after_letter and payload != _SMOOTH_ONLY and A.dia_fields(payload)[1] == 0:
-                # an accent, diaeresis or iota subscript typed as a spacing character after
-                # its vowel ("τω῀ν", "τω~ν", "λο´γος"): that vowel's mark, inside the word
-                li = int(letter_no[j])
-                if chars[li] in _VOWELS and dia[li] < A.NUM_DIA:
-                    dia[li] = _add_marks(int(dia[li]), payload, dropped)
-                    sep[j] = False
-                    dropped["spacing_mark"] += 1
-                    continue
-            if not after_letter and before_letter:
-                li = letter_no[j] + 1
-                if _LETTER_IS_BREATHABLE[chars[li]]:
-                    dia[li] = _add_marks(int(dia[li]), payload, dropped)
-                    continue
-            dropped["elision" if payload == _SMOOTH_ONLY else "unknown_mark"] += 1
-
-
 def _fill_unknown(p: Planes, kn: dict[str, bool]) -> Planes:
     """Overwrite (in place) every plane with ``kn[name] == False`` by its UNKNOWN id."""
     for name in KNOWN_PLANES[1:]:
@@ -645,7 +295,7 @@ class Encoded(NamedTuple):
 
 
 def _count_letters(s: str) -> int:
-    return sum(1 for c in unicodedata.normalize("NFD", s) if c in _GREEK_BASE)
+    return sum(1 for c in unicodedata.normalize("NFD", s) if c in GREEK_BASE)
 
 
 #: editorial letters kept as text, by reason -> the count key
@@ -672,7 +322,7 @@ def encode_text(
     letters in ``{ }`` (surplus) are left out, also without a word break; dots below are
     removed (the letters counted uncertain); comments (``(?)``, ``vac.``) separate words.
 
-    ``strict=True`` raises :class:`stoicheia.text.leiden.LeidenError` for notation that
+    ``strict=True`` raises :class:`stoicheia.text.leiden_segments.LeidenError` for notation that
     cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
     bracket character or combining mark (or, for any other fault, every bracket sign of the
     text), counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
@@ -692,7 +342,7 @@ def encode_text(
                 f"a letter with two {stacked[1]}; keep the one meant (the converter keeps the first "
                 "and counts extra_mark)",
             )
-    segs = _parse(text, strict, leiden)
+    segs = parse_leiden(text) if strict else parse_leiden_lenient(text, leiden)
     out: list[str] = []
     for seg in segs:
         if isinstance(seg, Text):
@@ -755,38 +405,3 @@ def _stacked_mark(text: str) -> tuple[int, str] | None:
                 return i, f"{_MARK_KINDS[field]} ({seen[field]} and {name})"
             seen[field] = name
     return None
-
-
-_BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
-
-
-def _parse(text: str, strict: bool, leiden: collections.Counter) -> list:
-    for _ in range(len(text) + 1):
-        try:
-            return parse_leiden(text)
-        except LacunaTooWideError as err:
-            if strict:
-                raise
-            # a loss too long to count (a typo or a whole column): kept as a loss of unknown
-            # width, never joined across; the bracket's other contents go with it
-            at = text.rfind(err.notation, 0, err.position + len(err.notation))
-            if at < 0:
-                at = text.rfind("[", 0, err.position + 1)
-                end = text.find("]", err.position)
-                err.notation = text[max(0, at) : end + 1 if end >= 0 else len(text)]
-                at = max(0, at)
-            leiden["lacuna_too_wide"] += 1
-            text = text[:at] + "[---]" + text[at + len(err.notation) :]
-        except LeidenError as err:
-            if strict:
-                raise
-            leiden["leiden_repaired"] += 1
-            p = err.position
-            if 0 <= p < len(text) and (
-                _BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])
-            ):
-                # the bracket sign at fault, or a combining mark that has no letter to sit on
-                text = text[:p] + text[p + 1 :]
-            else:
-                text = _BRACKET_SIGNS.sub("", text)
-    return parse_leiden(_BRACKET_SIGNS.sub("", text))  # unreachable in practice

@@ -9,13 +9,18 @@ the XML elements) and the ``restore`` command all go through :func:`parse_leiden
 API (stable)
 ------------
 ``parse_leiden(text: str) -> list[Segment]``
-    ``Segment = Text | Lacuna | Editorial | Comment`` (frozen dataclasses below), in reading
-    order; the concatenation of their spans ``[start, end)`` covers ``text`` exactly.
-    Raises :class:`LeidenError` (a ``ValueError``) naming the 0-based character position.
+    ``Segment = Text | Lacuna | Editorial | Comment`` (frozen dataclasses of
+    :mod:`stoicheia.text.leiden_segments`), in reading order; the concatenation of their
+    spans ``[start, end)`` covers ``text`` exactly. Raises ``LeidenError`` (a ``ValueError``,
+    also in :mod:`stoicheia.text.leiden_segments`) naming the 0-based character position.
+``parse_leiden_lenient(text: str, counts: Counter) -> list[Segment]``
+    the readers' parse: notation that cannot be read is repaired and counted, not refused.
 ``has_leiden(text: str) -> bool``
     cheap test: does ``text`` contain a sign this parser interprets?
-``REASONS``
-    the values of :attr:`Editorial.reason`.
+
+The inside of a square bracket (supplements and every lacuna notation) is read by
+:mod:`stoicheia.text.leiden_lacunae`; this module finds the brackets and reads the signs
+outside them.
 
 From Leiden text to planes (what ``restore`` and the readers use):
 ``stoicheia.text.encode.encode_text(text, strict=True) -> Encoded(planes, dropped, leiden)``;
@@ -84,7 +89,7 @@ letter inside square brackets (``[ἔλαττον.]``) is the full stop of the s
 letter (lost letters stand apart, ``[.]`` ``[αβ . .]``, or in runs, ``[...]``). Outside brackets everything else is
 text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (``[α(ὐτοῦ)]``
 is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
-0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`MAX_LACUNA_WIDTH` are
+0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` are
 errors (the encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
 
 Refused as not Leiden, with a message that says what to write instead: a width that is not a
@@ -98,126 +103,25 @@ unless the notation states a least width (``[-min.2-]``).
 
 from __future__ import annotations
 
+import collections
 import re
 import unicodedata
-from dataclasses import dataclass
 
-__all__ = [
-    "LeidenError",
-    "LacunaTooWideError",
-    "Text",
-    "Lacuna",
-    "Editorial",
-    "Comment",
-    "Segment",
-    "REASONS",
-    "MAX_LACUNA_WIDTH",
-    "parse_leiden",
-    "has_leiden",
-]
+from stoicheia.text.leiden_lacunae import read_square
+from stoicheia.text.leiden_segments import (
+    DOT_BELOW,
+    Comment,
+    Editorial,
+    Lacuna,
+    LacunaTooWideError,
+    LeidenError,
+    Segment,
+    Text,
+    marks_onto_next_letter,
+    strip_dots,
+)
 
-#: Values of :attr:`Editorial.reason`.
-REASONS = ("lost", "abbreviation", "omitted", "erased", "surplus", "partly_lost", "added")
-
-DOT_BELOW = "\u0323"
-
-#: The widest lacuna, in letters, that a number in ``[ ]`` may give (``[.N.]``, ``[-ca.N-]``,
-#: ``[N±M]``, ``[.a-b.]``). Editions count lost letters up to a few hundred (the widest in
-#: ../shared/corpus is 915); a longer loss is counted in lines and written ``[---]``.
-MAX_LACUNA_WIDTH = 10_000
-
-
-class LeidenError(ValueError):
-    """Leiden notation that cannot be read: unbalanced or nested brackets, an empty bracket,
-    a lacuna of width 0, a bad ``N±M``.
-
-    ``position`` is the 0-based character offset in the parsed string; ``str(error)`` reads
-    ``"Leiden notation at character <position>: <message>"`` followed by the context.
-    """
-
-    def __init__(self, text: str, position: int, message: str) -> None:
-        self.position = int(position)
-        self.message = message
-        lo = max(0, position - 15)
-        context = text[lo : position + 15]
-        super().__init__(f"Leiden notation at character {position}: {message} (near {context!r})")
-
-
-class LacunaTooWideError(LeidenError):
-    """A counted lacuna wider than :data:`MAX_LACUNA_WIDTH` letters; ``width`` is the widest
-    reading in letters and ``notation`` the bracket as written."""
-
-    def __init__(self, text: str, position: int, message: str, width: int, notation: str) -> None:
-        super().__init__(text, position, message)
-        self.width = width
-        self.notation = notation
-
-
-@dataclass(frozen=True)
-class Text:
-    """A run of text as read on the stone (letters, spaces, punctuation).
-
-    ``text`` is NFC with the dots below removed; ``uncertain`` has one bool per code point
-    of ``text`` (True for the code points of a letter written with a dot below).
-    ``start``/``end``: the span in the parsed string (0-based, end exclusive).
-    """
-
-    text: str
-    uncertain: tuple[bool, ...]
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class Lacuna:
-    """Letters lost in the source, whose identity nobody knows.
-
-    ``min_width``/``max_width`` in letters (``max_width is None``: unknown width, then
-    ``min_width`` is 0, or the least width the notation states: ``[-min.2-]``); ``approximate`` is True when the editor's count is an estimate
-    ("ca."), in which case ``min_width == max_width`` is that estimate.
-    """
-
-    min_width: int
-    max_width: int | None
-    approximate: bool
-    start: int
-    end: int
-
-    @property
-    def known_width(self) -> bool:
-        """True for an exact width (``min_width == max_width`` and not approximate)."""
-        return self.max_width == self.min_width and not self.approximate
-
-
-@dataclass(frozen=True)
-class Editorial:
-    """Letters that an editorial sign marks; ``reason`` is one of :data:`REASONS`.
-
-    ``"lost"``: supplied by the editor in a lacuna (``[ ]``); ``"abbreviation"``: the
-    expansion of an abbreviation (``( )``); ``"omitted"``: left out by the scribe, added by
-    the editor (``⟨ ⟩``); ``"erased"``: erased in antiquity but read (``⟦ ⟧``);
-    ``"surplus"``: written in error by the scribe (``{ }``); ``"partly_lost"``: half brackets.
-    ``text``/``uncertain``/``start``/``end`` as in :class:`Text`; the span includes the
-    brackets, except for ``"lost"``, whose span is the supplement inside its ``[ ]``.
-    """
-
-    text: str
-    reason: str
-    uncertain: tuple[bool, ...]
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class Comment:
-    """An editor's remark that is not text: ``(?)``, ``(!)``, ``(sic)``, ``vac.``."""
-
-    text: str
-    start: int
-    end: int
-
-
-Segment = Text | Lacuna | Editorial | Comment
+__all__ = ["has_leiden", "parse_leiden", "parse_leiden_lenient"]
 
 # opener -> (closer, reason); two-character openers are tried first
 _PAIRS: dict[str, tuple[str, str]] = {
@@ -244,34 +148,7 @@ _CLOSERS = {closer for closer, _ in _PAIRS.values()} - {"/"}
 _SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
 _VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
 _GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
-_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
-_DASH_CLASS = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # for use inside [...] of a regex
-# inside [ ]: a width given by a number ("[.5.]", "[-ca.5-]", "[5±3]", "[.3-6.]")
-_WIDTH = re.compile(
-    rf"[.{_DASH_CLASS}\s]*(?P<ca>c(?:a)?\.?\s*)?(?P<n>\d+)\s*"
-    rf"(?:(?:±|\+/-|\+-)\s*(?P<pm>\d+)|[{_DASH_CLASS}]\s*(?P<hi>\d+))?\s*[.{_DASH_CLASS}]*"
-)
-_DOTS = re.compile("[.\u2025\u2026](?:\\s*[.\u2025\u2026])*")
-_DASH_RUN = re.compile(rf"[{_DASH_CLASS}](?:\s*[{_DASH_CLASS}])*")
-_DECOR = rf"[.{_DASH_CLASS}\s]*"  # the dots, dashes and spaces that pad a width in [ ]
-# Lacuna notations of other epigraphic and papyrological projects (see the module docstring):
-# "[ .. ? .. ]", "[.?]", "[ca.?]", "[-?-]" (IAph, DDbDP Leiden+): lost letters, number unknown
-_FOREIGN_UNKNOWN = re.compile(
-    rf"(?=[.{_DASH_CLASS}c])(?:[.{_DASH_CLASS}\s]*(?:ca?\.?\s*)?)\?{_DECOR}"
-)
-# "[-min.2-]", "[- max. 5 -]" (IGCyr, IAph): at least / at most N letters; both, a range:
-# "[-min.2 max.4-]"
-_FOREIGN_MINMAX = re.compile(
-    rf"{_DECOR}(?P<mm>min|max)\.?\s*(?P<n>\d+)"
-    rf"(?:[\s,;{_DASH_CLASS}]*(?P<mm2>min|max)\.?\s*(?P<n2>\d+))?{_DECOR}"
-)
-# "[+3+]" (N letters), "[+++]" (one lost letter per '+'), as EDH-style projects print them
-_FOREIGN_PLUS = re.compile(r"\+\s*(?P<n>\d+)\s*\+|\+(?:\s*\+)*")
-# "[ca.]" / "[c.]" with no number after it
-_CA_NO_NUMBER = re.compile(rf"{_DECOR}ca?\.?\s*")
-# a number in [ ] with a decimal point or comma ("[1.5]"): not a count of letters
-_DECIMAL = re.compile(r"\d+[.,]\d")
-
+_BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
 
 #: Outside brackets, a run of "+" is lost letters, one per "+" (EDH and other projects: a
 #: letter of which too little is left to read), when it is two or more long or touches a
@@ -295,32 +172,6 @@ def has_leiden(text: str) -> bool:
         or bool(_VACAT.search(text))
         or ("+" in text and bool(_PLUS_RUN.search(text)))
     )
-
-
-def _strip_dots(s: str) -> tuple[str, tuple[bool, ...], int]:
-    """NFC ``s`` without dots below, the per-code-point uncertain flags, and the number of
-    dots below that sat on no letter (illegible traces)."""
-    if DOT_BELOW not in s and unicodedata.is_normalized("NFC", s):
-        return s, (False,) * len(s), 0
-    out: list[str] = []
-    flags: list[bool] = []
-    orphans = 0
-    for cl in re.findall(
-        r"[^\u0300-\u036f][\u0300-\u036f]*|[\u0300-\u036f]+", unicodedata.normalize("NFD", s)
-    ):
-        dotted = DOT_BELOW in cl
-        body = cl.replace(DOT_BELOW, "")
-        if dotted and (not body or not body[0].isalpha()):
-            orphans += cl.count(DOT_BELOW)
-            if body.strip():
-                body_nfc = unicodedata.normalize("NFC", body)
-                out.append(body_nfc)
-                flags.extend([False] * len(body_nfc))
-            continue
-        nfc = unicodedata.normalize("NFC", body)
-        out.append(nfc)
-        flags.extend([dotted] * len(nfc))
-    return "".join(out), tuple(flags), orphans
 
 
 def _text_segments(text: str, start: int, end: int) -> list[Segment]:
@@ -351,7 +202,7 @@ def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
         return []
     raw = text[start:end]
     if DOT_BELOW not in raw:
-        s, flags, _ = _strip_dots(raw)
+        s, flags, _ = strip_dots(raw)
         return [Text(s, flags, start, end)]
     # split at dots below that sit on no letter: each is an illegible letter
     segs: list[Segment] = []
@@ -361,7 +212,7 @@ def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
         ch = text[i]
         if ch == DOT_BELOW and (i == start or not _base_is_letter(text, i, start)):
             if run_start < i:
-                s, flags, _ = _strip_dots(text[run_start:i])
+                s, flags, _ = strip_dots(text[run_start:i])
                 segs.append(Text(s, flags, run_start, i))
             j = i
             n = 0
@@ -387,7 +238,7 @@ def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
             continue
         i += 1
     if run_start < end:
-        s, flags, _ = _strip_dots(text[run_start:end])
+        s, flags, _ = strip_dots(text[run_start:end])
         segs.append(Text(s, flags, run_start, end))
     return segs
 
@@ -400,274 +251,6 @@ def _base_is_letter(text: str, i: int, lo: int) -> bool:
     return j >= lo and text[j].isalpha()
 
 
-def _square(text: str, start: int, end: int) -> list[Segment]:
-    """The content ``text[start:end]`` of one ``[ ]``: supplements and lacunae."""
-    segs: list[Segment] = []
-    i = start
-    sup_start = None
-
-    def flush(upto: int) -> None:
-        nonlocal sup_start
-        if sup_start is None:
-            return
-        raw = _marks_onto_next_letter(text, sup_start, upto)
-        doubtful = "?" in raw
-        s, flags, orphans = _strip_dots(raw.replace("?", ""))
-        if orphans:
-            raise LeidenError(
-                text,
-                sup_start,
-                "a dot below on no letter inside [ ]; write the lost letters as dots: [...]",
-            )
-        if s.strip():
-            if doubtful:
-                flags = tuple(not c.isspace() for c in s)
-            segs.append(Editorial(s, "lost", flags, sup_start, upto))
-        elif s and segs:
-            # spaces between two lacunae/supplements inside one bracket: a word break
-            segs.append(Editorial(s, "lost", flags, sup_start, upto))
-        sup_start = None
-
-    while i < end:
-        ch = text[i]
-        if ch in ".c+m" + _DASHES or ch.isspace() or ch.isdigit():
-            foreign = _foreign_lacuna(text, i, end, sup_start is None)
-            if foreign is not None:
-                flush(i)
-                segs.append(foreign)
-                i = foreign.end
-                continue
-        if ch.isdigit() or ch in "c." + _DASHES or ch.isspace():
-            m = _WIDTH.match(text, i, end)
-            if m is not None and (not ch.isspace() or sup_start is None):
-                flush(i)
-                segs.append(_width_lacuna(text, m, i))
-                i = m.end()
-                continue
-        if ch == "." and i > start and _ends_a_word(text, i, start) and text[i + 1 : i + 2] != ".":
-            # a full stop that ends a supplied word ("[ἔλαττον.]"), not a lost letter:
-            # lost letters stand apart from letters ("[.]", "ἐπ[ὶ . .]") or in runs ("[...]")
-            if sup_start is None:
-                sup_start = i
-            i += 1
-            continue
-        if ch in ".\u2025\u2026":
-            # an ellipsis character in [ ] is the dots a word processor made of "..." ("[…]")
-            m = _DOTS.match(text, i, end)
-            _dots_next_to_punctuation(text, i, m.end(), start, end)
-            flush(i)
-            n = sum(1 for c in unicodedata.normalize("NFKD", m.group()) if c == ".")
-            segs.append(Lacuna(n, n, False, i, m.end()))
-            i = m.end()
-            continue
-        if ch in _DASHES:
-            m = _DASH_RUN.match(text, i, end)
-            flush(i)
-            segs.append(Lacuna(0, None, False, i, m.end()))
-            i = m.end()
-            continue
-        if sup_start is None:
-            sup_start = i
-        i += 1
-    flush(end)
-    # drop pure-space editorial pieces at the edges ("[ - - - ]")
-    while segs and isinstance(segs[0], Editorial) and not segs[0].text.strip():
-        segs.pop(0)
-    while segs and isinstance(segs[-1], Editorial) and not segs[-1].text.strip():
-        segs.pop()
-    if not segs:
-        raise LeidenError(text, start - 1, "empty [ ]; write [---] for a lacuna of unknown width")
-    return segs
-
-
-def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None:
-    """A lacuna written in another project's notation at ``text[i:]`` inside ``[ ]`` (``end``:
-    the closing bracket), or ``None``. Refuses notation that is not Leiden.
-
-    ``at_edge``: no supplement is open (a width may start with spaces only then).
-    Raises :class:`LeidenError` for ``[ca.]`` with no number, a decimal width (``[1.5]``)
-    and a width with a dash on one side only (``[-5]``, ``[5-]``: a minus sign, not Leiden).
-    """
-    ch = text[i]
-    if ch.isspace() and not at_edge:
-        return None
-    m = _FOREIGN_UNKNOWN.match(text, i, end)
-    if m is not None and m.end() > i and (m.end() == end or text[m.end()].isalpha()):
-        return Lacuna(0, None, False, i, m.end())
-    m = _FOREIGN_MINMAX.match(text, i, end)
-    if m is not None:
-        return _min_max_lacuna(text, m, i)
-    m = _FOREIGN_PLUS.match(text, i, end)
-    if m is not None:
-        n = int(m.group("n")) if m.group("n") else m.group().count("+")
-        if n == 0 or n > MAX_LACUNA_WIDTH:
-            raise LeidenError(
-                text,
-                i,
-                f"{m.group()!r}: a lacuna of {n} letters; give a number from 1 to "
-                f"{MAX_LACUNA_WIDTH:,}, or write [---] for an unknown width",
-            )
-        return Lacuna(n, n, False, i, m.end())
-    m = _CA_NO_NUMBER.match(text, i, end)
-    if m is not None and "c" in m.group() and (m.end() == end or text[m.end()] in "." + _DASHES):
-        raise LeidenError(
-            text,
-            i,
-            f"{text[i:end]!r} gives no number after 'ca.': write [-ca.N-] for about N lost letters, "
-            "or [---] for a lacuna of unknown width",
-        )
-    m = _DECIMAL.match(text, i, end) if ch.isdigit() else None
-    if m is not None:
-        raise LeidenError(
-            text,
-            i,
-            f"a width of {text[i : m.end() + 8].split(']')[0]!r} letters is not a whole number; "
-            "give the number of lost letters ([.5.]) or a range ([.4-6.])",
-        )
-    if ch in _DASHES or ch.isdigit():
-        w = _WIDTH.match(text, i, end)
-        if w is not None:
-            body = w.group()
-            lead = body[: body.index(w.group("n"))]
-            tail = text[
-                (
-                    w.end("hi") if w.group("hi") else w.end("pm") if w.group("pm") else w.end("n")
-                ) : w.end()
-            ]
-            dash_before = any(c in _DASHES for c in lead)
-            dash_after = any(c in _DASHES for c in tail)
-            if dash_before != dash_after:
-                raise LeidenError(
-                    text,
-                    i,
-                    f"{text[i : w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
-                    "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
-                )
-    return None
-
-
-def _min_max_lacuna(text: str, m: re.Match, i: int) -> Lacuna:
-    """The lacuna of ``[-min.N-]`` (at least N, open-ended), ``[-max.N-]`` (1 to N) or
-    ``[-min.A max.B-]`` (A to B) matched by ``m`` at ``i``; raises :class:`LeidenError` for a
-    number 0 or above :data:`MAX_LACUNA_WIDTH`, two bounds of one kind, or A > B."""
-    bounds = {m.group("mm"): int(m.group("n"))}
-    if m.group("mm2"):
-        if m.group("mm2") in bounds:
-            raise LeidenError(
-                text,
-                i,
-                f"{m.group().strip()!r} gives {m.group('mm2')}. twice; write [-min.A max.B-]",
-            )
-        bounds[m.group("mm2")] = int(m.group("n2"))
-    for n in bounds.values():
-        if n == 0:
-            raise LeidenError(
-                text, i, "a lacuna of at least/at most 0 letters; give a number above 0"
-            )
-        if n > MAX_LACUNA_WIDTH:
-            raise LeidenError(
-                text,
-                i,
-                f"a lacuna of {n} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted "
-                "lacuna may hold; write [---] for a loss that long",
-            )
-    lo, hi = bounds.get("min", 1), bounds.get("max")
-    if hi is not None and lo > hi:
-        raise LeidenError(
-            text, i, f"{m.group().strip()!r}: at least {lo} but at most {hi} letters; swap them"
-        )
-    return Lacuna(lo, hi, False, i, m.end())  # hi None: at least lo, open-ended
-
-
-def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> None:
-    """Dots in ``[ ]`` are lost letters; dots touching punctuation (``[.,;]``) are no Leiden."""
-    for k in (a - 1, b):
-        if lo <= k < hi:
-            c = text[k]
-            if unicodedata.category(c)[0] in "PS" and c not in _DASHES and c not in ".?":
-                raise LeidenError(
-                    text,
-                    a,
-                    f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the punctuation "
-                    f"{c!r}; put punctuation outside the bracket, and write lost letters as [...] or [.N.]",
-                )
-
-
-def _marks_onto_next_letter(text: str, a: int, b: int) -> str:
-    """``text[a:b]`` with the combining marks at its start moved after the letter that follows
-    them (Unicode puts a mark after its letter: marks typed right after an opening bracket
-    would otherwise join the letter before the bracket).
-
-    A leading run that holds a dot below is left as it is (:func:`_strip_dots` reports a dot
-    on no letter). Raises :class:`LeidenError` at ``a`` when no letter follows the marks.
-    """
-    raw = text[a:b]
-    k = 0
-    while k < len(raw) and unicodedata.combining(raw[k]):
-        k += 1
-    if k == 0 or DOT_BELOW in raw[:k]:
-        return raw
-    if k < len(raw) and raw[k].isalpha():
-        return raw[k] + raw[:k] + raw[k + 1 :]
-    names = ", ".join(unicodedata.name(c, f"U+{ord(c):04X}").lower() for c in raw[:k])
-    raise LeidenError(
-        text,
-        a,
-        f"a combining mark ({names}) with no letter inside the bracket to sit on; "
-        "type it after the letter it belongs to, or remove it",
-    )
-
-
-def _ends_a_word(text: str, i: int, lo: int) -> bool:
-    """Does a word end right before ``text[i]`` (a letter or mark, or a letter and its elision
-    mark: ``[α’.]`` is a numeral or an elided word and its full stop)?"""
-    if _is_letterish(text[i - 1]):
-        return True
-    return text[i - 1] in "’'ʼ" and i - 2 >= lo and _is_letterish(text[i - 2])
-
-
-def _is_letterish(ch: str) -> bool:
-    return ch.isalpha() or unicodedata.combining(ch) > 0
-
-
-def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
-    n = int(m.group("n"))
-    widest = max(n + int(m.group("pm") or 0), int(m.group("hi") or 0))
-    if widest > MAX_LACUNA_WIDTH:
-        opened = text.rfind("[", 0, at + 1)
-        closed = text.find("]", at)
-        notation = text[max(0, opened) : closed + 1 if closed >= 0 else m.end()]
-        raise LacunaTooWideError(
-            text,
-            at,
-            f"a lacuna of up to {widest} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may "
-            "hold; check the number, or write a loss that long as [---] (unknown width)",
-            widest,
-            notation,
-        )
-    if m.group("pm") is not None:
-        pm = int(m.group("pm"))
-        if pm >= n:
-            raise LeidenError(
-                text, at, f"[{n}±{pm}] allows a width of 0 or less; need ± less than {n}"
-            )
-        return Lacuna(n - pm, n + pm, False, at, m.end())
-    if m.group("hi") is not None:
-        hi = int(m.group("hi"))
-        if n == 0 or hi < n:
-            raise LeidenError(
-                text,
-                at,
-                f"width range {n}-{hi} is empty or starts at 0; write [.low-high.] with 1 <= low <= high",
-            )
-        return Lacuna(n, hi, False, at, m.end())
-    if n == 0:
-        raise LeidenError(
-            text, at, "a lacuna of width 0; drop the bracket or give the number of lost letters"
-        )
-    return Lacuna(n, n, bool(m.group("ca")), at, m.end())
-
-
 def parse_leiden(text: str) -> list[Segment]:
     """Parse the Leiden notation in ``text`` (see the module docstring for every sign).
 
@@ -678,7 +261,7 @@ def parse_leiden(text: str) -> list[Segment]:
     Raises :class:`LeidenError` (a ``ValueError``) with the 0-based position of the fault:
     a closing bracket that closes nothing or the wrong bracket, an opening bracket inside
     another (brackets do not nest), a bracket left open, an empty bracket, a lacuna of width
-    0, ``[N±M]`` with ``M >= N``, a counted width above :data:`MAX_LACUNA_WIDTH`
+    0, ``[N±M]`` with ``M >= N``, a counted width above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH`
     (:class:`LacunaTooWideError`), a dot below on no letter inside ``[ ]``, a combining mark
     right after an opening bracket (or a lacuna in ``[ ]``) with no letter after it there.
     """
@@ -727,10 +310,10 @@ def parse_leiden(text: str) -> list[Segment]:
             raise LeidenError(text, i, f"{opener!r} is never closed; add {closer!r}")
         end = j + len(closer)
         if reason == "lost":
-            segs.extend(_square(text, body, j))
+            segs.extend(read_square(text, body, j))
         else:
             raw = text[body:j]
-            s, flags, orphans = _strip_dots(raw)
+            s, flags, orphans = strip_dots(raw)
             if not s.strip() and not orphans:
                 raise LeidenError(text, i, f"empty {opener}{closer}; remove it")
             if reason == "abbreviation" and not _GREEK_LETTER.search(s):
@@ -738,10 +321,47 @@ def parse_leiden(text: str) -> list[Segment]:
             else:
                 if orphans:
                     raise LeidenError(text, i, f"a dot below on no letter inside {opener}{closer}")
-                moved = _marks_onto_next_letter(text, body, j)
+                moved = marks_onto_next_letter(text, body, j)
                 if moved != raw:
-                    s, flags, _ = _strip_dots(moved)
+                    s, flags, _ = strip_dots(moved)
                 segs.append(Editorial(s, reason, flags, i, end))
         i = run = end
     segs.extend(_text_segments(text, run, n))
     return segs
+
+
+def parse_leiden_lenient(text: str, counts: collections.Counter) -> list[Segment]:
+    """:func:`parse_leiden` for the readers of corpora: notation that cannot be read is
+    repaired rather than refused, each repair counted in ``counts``.
+
+    A counted lacuna above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` letters (a typo or a whole column) is read
+    as ``[---]`` (unknown width; the bracket's other contents go with it), counted
+    ``lacuna_too_wide``; any other fault drops the bracket sign or the combining mark at the
+    error's position (or, if the fault is elsewhere, every bracket sign of the text), counted
+    ``leiden_repaired``, and the text is parsed again. Never raises :class:`LeidenError`.
+    """
+    for _ in range(len(text) + 1):
+        try:
+            return parse_leiden(text)
+        except LacunaTooWideError as err:
+            # a loss too long to count (a typo or a whole column): kept as a loss of unknown
+            # width, never joined across; the bracket's other contents go with it
+            at = text.rfind(err.notation, 0, err.position + len(err.notation))
+            if at < 0:
+                at = text.rfind("[", 0, err.position + 1)
+                end = text.find("]", err.position)
+                err.notation = text[max(0, at) : end + 1 if end >= 0 else len(text)]
+                at = max(0, at)
+            counts["lacuna_too_wide"] += 1
+            text = text[:at] + "[---]" + text[at + len(err.notation) :]
+        except LeidenError as err:
+            counts["leiden_repaired"] += 1
+            p = err.position
+            if 0 <= p < len(text) and (
+                _BRACKET_SIGNS.match(text, p) or unicodedata.combining(text[p])
+            ):
+                # the bracket sign at fault, or a combining mark that has no letter to sit on
+                text = text[:p] + text[p + 1 :]
+            else:
+                text = _BRACKET_SIGNS.sub("", text)
+    return parse_leiden(_BRACKET_SIGNS.sub("", text))  # unreachable in practice

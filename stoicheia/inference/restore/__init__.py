@@ -54,7 +54,7 @@ from stoicheia.inference.restore.rendering import (
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import CONTROLS
 from stoicheia.text.encode import encode_text, text_to_planes
-from stoicheia.text.leiden import DOT_BELOW
+from stoicheia.text.leiden_segments import DOT_BELOW
 from stoicheia.text.planes import Planes
 
 

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from stoicheia.text import alphabet as A
-from stoicheia.text.encode import encode_text, fold_lookalikes, text_to_planes
-from stoicheia.text.leiden import (
+from stoicheia.text.encode import encode_text, text_to_planes
+from stoicheia.text.leiden import parse_leiden
+from stoicheia.text.leiden_segments import (
     DOT_BELOW,
     MAX_LACUNA_WIDTH,
     Editorial,
@@ -40,8 +41,8 @@ from stoicheia.text.leiden import (
     LacunaTooWideError,
     LeidenError,
     Text,
-    parse_leiden,
 )
+from stoicheia.text.lookalikes import fold_lookalikes
 from stoicheia.text.orthography import DIPHTHONGS
 
 _GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")

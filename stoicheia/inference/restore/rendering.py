@@ -28,7 +28,7 @@ from stoicheia.inference.restore.reading import Gap, InputStyle, Item, input_sty
 from stoicheia.inference.restore.word_division import no_lone_consonants
 from stoicheia.text import alphabet as A
 from stoicheia.text.clusters import CONTROLS
-from stoicheia.text.leiden import DOT_BELOW
+from stoicheia.text.leiden_segments import DOT_BELOW
 from stoicheia.text.orthography import DIPHTHONGS, choose_marks
 from stoicheia.text.planes import Planes
 from stoicheia.text.render import planes_to_text
