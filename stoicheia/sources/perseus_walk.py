@@ -1,0 +1,299 @@
+"""The walk over a Perseus TEI P4 tree: what counts as text and where words end.
+
+:class:`Walker` visits the elements of a parsed Perseus file (see
+:mod:`stoicheia.sources.perseus_entities`) and collects, per numbered division, the Beta Code
+pieces that are Greek text: the elements excluded with their content (:data:`EXCLUDED`), the
+ones that are word boundaries (:data:`BLOCK`, :data:`BOUNDARY_MILESTONES`), one reading of an
+``app`` or ``choice``, and untagged Latin left out, each counted. The rules and the counts are
+those of :mod:`stoicheia.sources.perseus` (its module docstring, "What counts as text");
+:func:`division_segments` cuts a division's text at the chapter milestones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+from lxml import etree
+
+from .betacode import strip_latin_spans
+from .perseus_entities import EntityTable
+
+__all__ = [
+    "BLOCK",
+    "BOUNDARY_MILESTONES",
+    "EXCLUDED",
+    "SPLIT_MILESTONE",
+    "Context",
+    "Walker",
+    "division_segments",
+]
+
+_DIV = re.compile(r"div\d?$")
+_MARKUP_DEBRIS = re.compile(r"(?:milestone|pb|lb|note|gap)(?:\s+[\w.:-]+=\"[^\"]*\")*\s*/?>")
+_QUOTES = frozenset({"quote", "q", "cit"})
+_CAPWORD = re.compile(r"(?<![\w*)(/\\=+|])[A-Z][a-z]{2,}\b")
+_ACCENT = re.compile(r"[/\\=]")
+
+
+#: Elements dropped with their content (tails kept); see the module docstring.
+EXCLUDED = frozenset(
+    {
+        "teiHeader",
+        "note",
+        "NOTE",
+        "bibl",
+        "listBibl",
+        "speaker",
+        "stage",
+        "head",
+        "label",
+        "figure",
+        "gloss",
+        "docAuthor",
+        "castList",
+        "gap",
+        "milestone",
+        "pb",
+        "lb",
+    }
+)
+#: Elements that are word boundaries (a space before and after). Measured on the corpus:
+#: where one of these touches letters on both sides, the words are separate (``xw/rhn<note>
+#: me/xri``, ``*)odusseu\\s<quote>o(/ntina``, Pausanias' ``ou)k<pb/>e)ti/ma``); inline ones
+#: (``add``, ``del``, ``supplied``, ``term``, ``num``, ``figure`` and comments) touch the
+#: middle of a word (``tri/gw<figure/>non``, ``trihrar<supplied>xw=n</supplied>``).
+BLOCK = frozenset(
+    {
+        "p",
+        "l",
+        "lg",
+        "sp",
+        "item",
+        "list",
+        "row",
+        "cell",
+        "table",
+        "argument",
+        "opener",
+        "closer",
+        "salute",
+        "signed",
+        "ab",
+        "front",
+        "back",
+        "body",
+        "group",
+        "text",
+        "trailer",
+        "byline",
+        "dateline",
+        "epigraph",
+        "quote",
+        "q",
+        "cit",
+        "title",
+        # excluded elements that still separate what is around them
+        "note",
+        "NOTE",
+        "speaker",
+        "stage",
+        "head",
+        "label",
+        "docAuthor",
+        "castList",
+        "bibl",
+        "listBibl",
+        "gap",
+        "pb",
+    }
+)
+#: ``milestone`` units that are word boundaries (paragraphs; Bekker lines in the Eudemian
+#: Ethics and Pausanias' pages sit between words without spaces). Other units (section,
+#: Stephanus page...) are not: they sometimes fall inside a word (``prosoi<milestone/>
+#: kodomh=sai``, Josephus).
+BOUNDARY_MILESTONES = frozenset({"para", "line", "page", "mss", "chapter"})
+#: Text outside every division (Plutarch's Lives have no ``div``) is split into one record
+#: per ``<milestone unit="chapter" n=...>``; the text before the first one keeps ``body``.
+SPLIT_MILESTONE = "chapter"
+_SPLIT = re.compile("\x01([^\x02]*)\x02(\\d+)\x01")
+_GREEK_LANGS = frozenset({"greek", "grc", "gr", "el"})
+#: Elements that hold alternative readings, of which one is read (see :func:`_reading`).
+_ONE_READING = frozenset({"app", "choice"})
+#: The reading chosen, by preference: the lemma of an apparatus (else its first reading),
+#: the correction, the regularisation, the expansion.
+_READING_ORDER = ("lem", "corr", "reg", "expan", "rdg", "sic", "orig", "abbr")
+#: Lost letters written as '!' in Beta Code inside square brackets ('[!!!]')
+
+
+def _reading(el: etree._Element) -> etree._Element | None:
+    """The child of an ``app``/``choice`` that is read (``None`` if it has no element)."""
+    kids = [c for c in el if isinstance(c.tag, str)]
+    for name in _READING_ORDER:
+        for c in kids:
+            if c.tag == name:
+                return c
+    return kids[0] if kids else None
+
+
+_LANG_ATTRS = ("lang", "{http://www.w3.org/XML/1998/namespace}lang")
+
+
+def _is_greek(el: etree._Element) -> bool:
+    for attr in _LANG_ATTRS:
+        lang = el.get(attr)
+        if lang is not None and lang.strip().lower() not in _GREEK_LANGS:
+            return False
+    return True
+
+
+class Context:
+    """The record being assembled for one division: its citation parts ``cite``, the source
+    ``line`` where it starts, its document ``order`` and its Beta Code ``pieces``."""
+
+    __slots__ = ("cite", "line", "order", "pieces")
+
+    def __init__(self, cite: list[str], line: int, order: int) -> None:
+        self.cite = cite
+        self.line = line
+        self.order = order
+        self.pieces: list[str] = []
+
+
+class Walker:
+    """Collects the Greek text of a Perseus tree into :class:`Context` records.
+
+    ``table``: the file's entities (literal ``&amp;name;`` references are read with it);
+    ``counts``: what is dropped, by key; ``multi_text``: the file holds several ``<text>``
+    (each is then a division); ``top``: the context of text outside every division.
+    :meth:`visit` the root with ``top``; the divisions found are in ``contexts``.
+    """
+
+    def __init__(
+        self, table: EntityTable, counts: Counter[str], multi_text: bool, top: Context
+    ) -> None:
+        self.top = top
+        self.table = table
+        self.counts = counts
+        self.multi_text = multi_text
+        self.contexts: list[Context] = []
+        # literal entity references left by '&amp;name;' escapes, known names only
+        self.literal_entity = re.compile(
+            r"&("
+            + "|".join(re.escape(n) for n in sorted(table.char, key=len, reverse=True))
+            + r");"
+        )
+
+    def chunk(self, s: str | None, ctx: Context) -> None:
+        if not s:
+            return
+        if "&" in s:
+            s = self.literal_entity.sub(lambda m: self.table.char[m.group(1)], s)
+            s = strip_latin_spans(s, self.counts)
+        if "/>" in s or '="' in s:
+            # a tag that lost its '<' (nt_gk.xml: 'proshu/cmilestone n="16" unit="verse"/>anto')
+            s, n = _MARKUP_DEBRIS.subn("", s)
+            self.counts["markup_debris"] += n
+        caps = _CAPWORD.findall(s)
+        if caps:
+            # Perseus Beta Code writes Greek capitals as '*a', or (Hippocrates, Aretaeus) the
+            # whole word in capitals; a capitalised ASCII word is Latin or English. A text
+            # node with two of them and no Greek accent is untagged Latin (the Gellius
+            # testimonium in Elegy/1_gk.xml): dropped. Isolated ones (an editor's siglum
+            # "Ambr." left untagged) are only counted.
+            if len(caps) >= 2 and not _ACCENT.search(s):
+                self.counts["latin_chunk"] += 1
+                self.counts["latin_chunk_chars"] += len(s)
+                ctx.pieces.append(" ")
+                return
+            self.counts["latin_looking_token"] += len(caps)
+        ctx.pieces.append(s)
+
+    def _untagged_latin(self, el: etree._Element) -> bool:
+        """A quotation in Latin without a ``lang`` (Elegy/1: Ausonius' ``<quote><add>de
+        lascivia paginae suae</add>: nam quid Anniani...``): no Greek accent in its whole
+        text and at least two capitalised ASCII words (see :meth:`chunk`)."""
+        text = "".join(el.itertext())
+        return len(_CAPWORD.findall(text)) >= 2 and not _ACCENT.search(text)
+
+    def new_context(self, el: etree._Element, parent: Context, key: str) -> Context:
+        ctx = Context(parent.cite + [key], el.sourceline or parent.line, len(self.contexts))
+        self.contexts.append(ctx)
+        return ctx
+
+    def visit(self, el: etree._Element, ctx: Context, key: str = "") -> None:
+        tag = el.tag
+        if not isinstance(tag, str):  # comment or processing instruction: only its tail
+            self.chunk(el.tail, ctx)
+            return
+        if tag in EXCLUDED or not _is_greek(el):
+            if tag == "lb":
+                ctx.pieces.append("" if el.get("break") == "no" else " ")
+            elif tag == "milestone":
+                unit = (el.get("unit") or "").strip().lower()
+                if unit in BOUNDARY_MILESTONES:
+                    ctx.pieces.append(" ")
+                if unit == SPLIT_MILESTONE and ctx is self.top:
+                    n = re.sub(r"\s+", "_", (el.get("n") or "").strip())
+                    ctx.pieces.append(f"\x01{n}\x02{el.sourceline or ctx.line}\x01 ")
+            else:
+                self.counts[f"excluded:{tag}" if tag in EXCLUDED else f"lang:{el.get('lang')}"] += 1
+                if tag in BLOCK or tag not in EXCLUDED:
+                    ctx.pieces.append(" ")
+            self.chunk(el.tail, ctx)
+            return
+        if tag in _ONE_READING:
+            # One reading of an apparatus or a choice, never both glued into one word.
+            pick = _reading(el)
+            self.counts[f"reading_left_out:{tag}"] += sum(
+                1 for c in el if isinstance(c.tag, str) and c is not pick
+            )
+            if pick is not None:
+                tail, pick.tail = pick.tail, None  # whitespace between the readings
+                try:
+                    self.visit(pick, ctx)
+                finally:
+                    pick.tail = tail
+            self.chunk(el.tail, ctx)
+            return
+        if tag in _QUOTES and self._untagged_latin(el):
+            self.counts["latin_quote"] += 1
+            ctx.pieces.append(" ")
+            self.chunk(el.tail, ctx)
+            return
+        inner = ctx
+        if _DIV.match(tag) or (
+            tag == "text" and self.multi_text and key and el.find("group") is None
+        ):
+            inner = self.new_context(el, ctx, key)
+        block = tag in BLOCK or inner is not ctx
+        if block:
+            inner.pieces.append(" ")
+        self.chunk(el.text, inner)
+        position = 0
+        for child in el:
+            child_key = ""
+            if isinstance(child.tag, str) and (_DIV.match(child.tag) or child.tag == "text"):
+                position += 1
+                n = (child.get("n") or "").strip()
+                child_key = re.sub(r"\s+", "_", n) if n else str(position)
+            self.visit(child, inner, child_key)
+        if block:
+            inner.pieces.append(" ")
+        if block:
+            ctx.pieces.append(" ")
+        self.chunk(el.tail, ctx)
+
+
+def division_segments(ctx: Context) -> Iterator[tuple[str, int, str]]:
+    """(citation, line, Beta Code) of a context, split at chapter markers (top level only)."""
+    joined = "".join(ctx.pieces)
+    cite = ".".join(ctx.cite) or "body"
+    if "\x01" not in joined:
+        yield cite, ctx.line, joined
+        return
+    parts = _SPLIT.split(joined)  # [text, n, line, text, n, line, text, ...]
+    yield cite, ctx.line, parts[0]
+    for i in range(1, len(parts), 3):
+        yield parts[i] or str(i // 3 + 1), int(parts[i + 1]), parts[i + 2]
