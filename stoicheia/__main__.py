@@ -1,4 +1,5 @@
-"""``python -m stoicheia ...`` is the ``stoicheia`` command (run from a checkout, it uses that checkout's code)."""
+"""``python -m stoicheia ...`` is the ``stoicheia`` command (run from a checkout, it uses that
+checkout's code)."""
 
 import sys
 

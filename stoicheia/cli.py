@@ -1,5 +1,5 @@
-"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``, ``restore``,
-``parallels``, ``report``, ``export``, ``serve``.
+"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``,
+``restore``, ``parallels``, ``report``, ``export``, ``serve``.
 
 ``convert`` turns source files into MDS shards (and the parallels index; ``index`` builds it for
 shards converted before); ``parallels`` lists the training passages sharing the longest stretches
@@ -15,7 +15,8 @@ Examples::
     stoicheia convert --out data/shards gold=../shared/corpus/perseus silver=../shared/corpus/ud
     stoicheia status checkpoints/stoicheia-demo
     stoicheia evaluate checkpoints/stoicheia-demo/best.pt --shards data/shards
-    stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards --out benchmark/stoicheia-demo
+    stoicheia benchmark checkpoints/stoicheia-demo/best.pt --shards data/shards \\
+        --out benchmark/stoicheia-demo
     stoicheia export checkpoints/stoicheia-demo/best.pt exported/stoicheia-demo
     stoicheia report checkpoints/stoicheia-demo
     stoicheia serve checkpoints/stoicheia-demo/best.pt        # then open http://127.0.0.1:8000/

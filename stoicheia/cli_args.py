@@ -118,7 +118,8 @@ def fusion_weights(value: str) -> list[float]:
             w = float(item)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{item!r} is not a number; give weights in [0, 1] separated by commas, e.g. 0,0.5,1"
+                f"{item!r} is not a number; "
+                "give weights in [0, 1] separated by commas, e.g. 0,0.5,1"
             ) from None
         if not 0.0 <= w <= 1.0:
             raise argparse.ArgumentTypeError(

@@ -49,8 +49,9 @@ _CREDENTIAL_WORDS = (
     "apikey",
 )
 _CREDENTIAL_HINT = (
-    "credentials are never read from the config: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
-    "~/.aws/credentials; COMPOSER_SFTP_KEY_FILE for sftp) in the job's environment"
+    "credentials are never read from the config: set AWS_ACCESS_KEY_ID / "
+    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, ~/.aws/credentials; COMPOSER_SFTP_KEY_FILE for "
+    "sftp) in the job's environment"
 )
 
 
@@ -65,7 +66,8 @@ def _check_uri(key: str, value: str | None, source: str) -> None:
     if p.password is not None or (p.username is not None and p.scheme != "sftp") or p.query:
         # the message must not repeat the secret
         raise ConfigError(
-            f"{source}: {key}: the URI {p.scheme}://... holds credentials or a query string; {_CREDENTIAL_HINT}"
+            f"{source}: {key}: the URI {p.scheme}://... holds credentials or a query string; "
+            f"{_CREDENTIAL_HINT}"
         )
 
 
@@ -245,8 +247,9 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
     if d.seq_len < cfg.model.char_window:
         raise bad(
             "data.seq_len",
-            f"({d.seq_len} slots) is smaller than model.char_window ({cfg.model.char_window}): a row must hold at least one "
-            f"local attention window; raise data.seq_len to >= {cfg.model.char_window} or lower model.char_window",
+            f"({d.seq_len} slots) is smaller than model.char_window ({cfg.model.char_window}): "
+            "a row must hold at least one local attention window; raise data.seq_len to >= "
+            f"{cfg.model.char_window} or lower model.char_window",
         )
     if d.records_per_batch < 1:
         raise bad("data.records_per_batch", "must be >= 1")
@@ -304,12 +307,14 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
     if d.remote is not None and "://" not in d.remote:
         raise bad(
             "data.remote",
-            f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; for local shards set data.shard_root",
+            f"must be an object-store URI (s3://BUCKET/PATH), got {d.remote!r}; "
+            "for local shards set data.shard_root",
         )
     if d.remote is not None and not d.local_cache:
         raise bad(
             "data.local_cache",
-            "data.remote needs a local folder for the downloaded shards (a node-local disk), e.g. data.local_cache=/scratch/shards",
+            "data.remote needs a local folder for the downloaded shards (a node-local disk), "
+            "e.g. data.local_cache=/scratch/shards",
         )
     if len(t.betas) != 2:
         raise bad("train.betas", "must be two numbers, e.g. [0.9, 0.95]")
@@ -329,8 +334,10 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         if not sep or label not in d.eval_sets or metric not in EVAL_METRIC_NAMES:
             raise bad(
                 "train.decide_on",
-                f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets ({', '.join(d.eval_sets)}) and METRIC one of "
-                f"{', '.join(EVAL_METRIC_NAMES)} (e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
+                f"{t.decide_on!r} must be SET/METRIC with SET in data.eval_sets "
+                f"({', '.join(d.eval_sets)}) and METRIC one of "
+                f"{', '.join(EVAL_METRIC_NAMES)} "
+                f"(e.g. {d.eval_sets[0] if d.eval_sets else 'holdout'}/bits_per_char)",
             )
     for section, obj in (("noise", cfg.noise), ("model", cfg.model)):
         try:
@@ -361,14 +368,16 @@ def batch_split(train: TrainConfig, world: int) -> tuple[int, int]:
             else f"use a number of processes that divides {g}, or change train.global_batch_rows"
         )
         raise ConfigError(
-            f"train.global_batch_rows={g} cannot be split over {world} process(es) with train.micro_batch_rows={m}: "
+            f"train.global_batch_rows={g} cannot be split over {world} process(es) "
+            f"with train.micro_batch_rows={m}: "
             f"it must be a multiple of {m} x {world} = {m * world}; {hint}"
         )
     derived = g // (m * world)
     if accum is not None and accum != derived:
         raise ConfigError(
-            f"train.grad_accum={accum} disagrees with train.global_batch_rows={g} on {world} process(es) "
-            f"(micro_batch_rows={m} gives grad_accum {derived}); set train.grad_accum=null to derive it"
+            f"train.grad_accum={accum} disagrees with train.global_batch_rows={g} on {world} "
+            f"process(es) (micro_batch_rows={m} gives grad_accum {derived}); "
+            "set train.grad_accum=null to derive it"
         )
     return derived, g
 

@@ -8,7 +8,8 @@ gone, which can take minutes. Linux's ``prctl(PR_SET_PDEATHSIG, sig)`` asks the 
 Two uses:
 
 * DataLoader workers (:func:`worker_init`): ``SIGKILL`` when the trainer dies, and
-  ``SIGTERM`` and ``SIGINT`` (Ctrl-C reaches every process of the terminal's group) ignored, because SLURM sends SIGTERM to every process of a job and a worker that
+  ``SIGTERM`` and ``SIGINT`` (Ctrl-C reaches every process of the terminal's group)
+  ignored, because SLURM sends SIGTERM to every process of a job and a worker that
   died of it would make the trainer crash ("DataLoader worker exited unexpectedly") before it
   could save its preemption checkpoint; the trainer ends its workers itself.
 * Trainer processes started by the ``composer`` launcher (:func:`die_with_launcher`):

@@ -205,7 +205,8 @@ def append_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> 
 
 
 def partial_folder(out: Path) -> Path:
-    """A fresh, empty ``OUT.partial`` beside ``out`` (an old one, left by a killed run, is removed)."""
+    """A fresh, empty ``OUT.partial`` beside ``out`` (an old one, left by a killed run, is
+    removed)."""
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

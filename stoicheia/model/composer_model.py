@@ -130,7 +130,8 @@ class StoicheiaModel(ComposerModel):
     def loss(
         self, outputs: Mapping[str, Tensor], batch: Mapping[str, Tensor], *args: Any, **kwargs: Any
     ) -> Tensor:
-        """The total loss (module docstring), a 0-dim float32 tensor; stashes ``last_loss_terms``."""
+        """The total loss (module docstring), a 0-dim float32 tensor; stashes
+        ``last_loss_terms``."""
         terms = loss_terms(outputs, batch, self.aux_weight)
         self.last_loss_terms = {k: v.detach() for k, v in terms.items()}
         return terms["total"]
@@ -148,5 +149,6 @@ class StoicheiaModel(ComposerModel):
     def update_metric(
         self, batch: Mapping[str, Tensor], outputs: Mapping[str, Tensor], metric: Metric
     ) -> None:
-        """Feed ``metric`` its head's logits and its target (the ``head`` / ``target_key`` it names)."""
+        """Feed ``metric`` its head's logits and its target (the ``head`` / ``target_key`` it
+        names)."""
         update_metric(metric, outputs, batch)

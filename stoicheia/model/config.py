@@ -79,7 +79,8 @@ class EncoderConfig:
         if self.head_dim % 2 != 0:
             raise bad(
                 "n_heads",
-                f"head_dim = d_model // n_heads = {self.head_dim} must be even (RoPE rotates pairs)",
+                f"head_dim = d_model // n_heads = {self.head_dim} must be even "
+                "(RoPE rotates pairs)",
             )
         if self.char_window < 2 or self.char_window % 2 != 0:
             raise bad(

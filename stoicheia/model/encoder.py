@@ -120,7 +120,8 @@ class Attention(nn.Module):
 
 
 class GeGLU(nn.Module):
-    """``wo(gelu(x Wg) * (x Wu))`` with hidden width ``cfg.mlp_hidden``; ``(B, T, d) -> (B, T, d)``."""
+    """``wo(gelu(x Wg) * (x Wu))`` with hidden width ``cfg.mlp_hidden``;
+    ``(B, T, d) -> (B, T, d)``."""
 
     def __init__(self, cfg: EncoderConfig) -> None:
         super().__init__()
@@ -229,11 +230,13 @@ class CharBertEncoder(nn.Module):
             seg_id, pos = batch.get("seg_id"), batch.get("pos")
         if not isinstance(chars, Tensor):
             raise TypeError(
-                f"chars must be a torch.Tensor of letter ids, shape (B, T), got {type(chars).__name__}"
+                "chars must be a torch.Tensor of letter ids, shape (B, T), "
+                f"got {type(chars).__name__}"
             )
         if chars.dim() != 2:  # before the defaults below are shaped like it
             raise ValueError(
-                f"chars has shape {tuple(chars.shape)}: expected 2 dimensions (B, T), rows of letter ids; "
+                f"chars has shape {tuple(chars.shape)}: "
+                "expected 2 dimensions (B, T), rows of letter ids; "
                 "for a single row give chars.unsqueeze(0)"
             )
         planes = {"chars": chars, "boundary": boundary, "dia": dia, "punct": punct}
@@ -298,7 +301,8 @@ class CharBertEncoder(nn.Module):
         for name, t in [*planes.items(), ("seg_id", seg_id), ("pos", pos)]:
             if t.dim() != 2 or t.shape != shape:
                 raise ValueError(
-                    f"{name} has shape {tuple(t.shape)}, expected (B, T) = {tuple(shape)} like chars"
+                    f"{name} has shape {tuple(t.shape)}, "
+                    f"expected (B, T) = {tuple(shape)} like chars"
                 )
             if t.dtype.is_floating_point or t.dtype == torch.bool:
                 raise ValueError(

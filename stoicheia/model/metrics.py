@@ -25,7 +25,8 @@ from stoicheia.text.alphabet import BOUNDARY_INTERNAL, IGNORE_INDEX, NUM_DIA, NU
 def _check(logits: Tensor, target: Tensor, name: str) -> None:
     if logits.dim() != target.dim() + 1 or logits.shape[:-1] != target.shape:
         raise ValueError(
-            f"{name}: logits {tuple(logits.shape)} do not match target {tuple(target.shape)} (expected (..., C) vs (...))"
+            f"{name}: logits {tuple(logits.shape)} do not match target {tuple(target.shape)} "
+            "(expected (..., C) vs (...))"
         )
 
 
@@ -83,7 +84,8 @@ class BoundaryF1(Metric):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
     def update(self, logits: Tensor, target: Tensor) -> None:
-        """Add one batch: ``logits`` ``(B, T, 3)``, ``target`` ``(B, T)`` int64 in {0, 1, 2, -100}."""
+        """Add one batch: ``logits`` ``(B, T, 3)``, ``target`` ``(B, T)`` int64 in
+        {0, 1, 2, -100}."""
         _check(logits, target, "BoundaryF1")
         keep = target != IGNORE_INDEX
         pred_pos = logits.detach().argmax(dim=-1)[keep] != BOUNDARY_INTERNAL
@@ -163,7 +165,8 @@ class _MacroAccuracy(Metric):
         self.add_state("count", default=zeros.clone(), dist_reduce_fx="sum")
 
     def update(self, logits: Tensor, target: Tensor) -> None:
-        """Add one batch: ``logits`` ``(B, T, C)``, ``target`` ``(B, T)`` int64 in ``[0, C)`` or -100."""
+        """Add one batch: ``logits`` ``(B, T, C)``, ``target`` ``(B, T)`` int64 in ``[0, C)``
+        or -100."""
         _check(logits, target, type(self).__name__)
         keep = target != IGNORE_INDEX
         tgt = target[keep]

@@ -110,7 +110,8 @@ def choose_precision(
         why = (
             f"the CPU has {cpu.flag}"
             if cpu.present
-            else f"the CPU ({cpu.model}) has no {' or '.join(BF16_FLAGS)}: bf16 is emulated and slower than fp32"
+            else f"the CPU ({cpu.model}) has no {' or '.join(BF16_FLAGS)}: "
+            "bf16 is emulated and slower than fp32"
         )
         return PrecisionChoice("amp_bf16", f"amp_bf16 on the CPU (train.precision=amp_bf16; {why})")
     if cpu.present:

@@ -149,8 +149,8 @@ def _check_columns(file: str, start: int, block: list[str]) -> None:
                 file,
                 start + k,
                 f"token line has {n} tab-separated column{'s' if n != 1 else ''}, CoNLL-U has 10",
-                "give a CoNLL-U file (10 columns per token line, see universaldependencies.org/format.html), "
-                "or the text as .txt",
+                "give a CoNLL-U file (10 columns per token line, "
+                "see universaldependencies.org/format.html), or the text as .txt",
             )
 
 

@@ -85,9 +85,10 @@ BREATHABLE = frozenset(A.LETTERS.index(c) for c in "αεηιουωρ")
 _ARCHAIC = frozenset("ϝϜϙϘϟϞϛϚϡϠϻϺϸϷͱͰͳͲͷͶϳͿ")
 
 #: The Greek numeral sign (keraia) in all its spellings: U+0374, which NFC turns into
-#: U+02B9 MODIFIER LETTER PRIME, U+02B9 itself and U+2032 PRIME are handled alike: a separator (it ends the number), counted ``numeral_sign``,
-#: never against the record being Greek. U+0375 (lower numeral sign, before thousands) is
-#: not a separator: it belongs to the number that follows.
+#: U+02B9 MODIFIER LETTER PRIME, U+02B9 itself and U+2032 PRIME are handled alike: a
+#: separator (it ends the number), counted ``numeral_sign``, never against the record being
+#: Greek. U+0375 (lower numeral sign, before thousands) is not a separator: it belongs to the
+#: number that follows.
 _OVERLINES = frozenset("\u00af\u02c9\u203e")
 NUMERAL_SIGNS = frozenset("\u0374\u02b9\u2032\u0375")
 

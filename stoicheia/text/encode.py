@@ -79,8 +79,9 @@ Dropped characters are counted by kind in a ``collections.Counter``:
   not counted against the record being Greek.
 
 Word boundaries come only from separators between two letters: every dropped or
-punctuation character except ``format`` and ``control`` ones, and elision. The shape of sigma plays no
-part (a final ς inside a token does not end a word). Leiden signs never separate words.
+punctuation character except ``format`` and ``control`` ones, and elision. The shape of sigma
+plays no part (a final ς inside a token does not end a word). Leiden signs never separate
+words.
 """
 
 from __future__ import annotations
@@ -284,9 +285,10 @@ class Encoded(NamedTuple):
     notation held, counted: ``lacunae``, ``lacuna_slots`` (slots with ``lacuna`` 1 or 2),
     ``lacunae_unknown_width`` (stand-in slots), ``supplied_letters`` (letters supplied in a
     ``[ ]``), ``expansion_letters``, ``omitted_letters``, ``erased_letters``,
-    ``partly_lost_letters``, ``added_letters`` (``\\ /``: added above the line), ``surplus_letters`` (dropped: not part of the text),
-    ``uncertain_letters`` (dots below), ``editorial_comments``, ``leiden_repaired``,
-    ``lacuna_too_wide``: a counted lacuna above ``MAX_LACUNA_WIDTH`` letters, read as ``[---]``).
+    ``partly_lost_letters``, ``added_letters`` (``\\ /``: added above the line),
+    ``surplus_letters`` (dropped: not part of the text), ``uncertain_letters`` (dots below),
+    ``editorial_comments``, ``leiden_repaired``, ``lacuna_too_wide``: a counted lacuna above
+    ``MAX_LACUNA_WIDTH`` letters, read as ``[---]``).
     """
 
     planes: Planes
@@ -318,14 +320,16 @@ def encode_text(
     one slot per lost letter (``lacuna`` 1), of estimated width (``ca. N``, ``a..b``) N or b
     slots (``lacuna`` 2), of unknown width one stand-in slot (``lacuna`` 3); every lacuna slot
     has ``chars`` MASK. Letters in ``[ ]``, ``( )``, ``⟨ ⟩``, ``⟦ ⟧``, ``⸢ ⸣`` are kept as
-    letters where they stand (and in ``\\ /``, added above the line), with no word break at the signs (``ἔλα[σ]εν`` is one word);
-    letters in ``{ }`` (surplus) are left out, also without a word break; dots below are
-    removed (the letters counted uncertain); comments (``(?)``, ``vac.``) separate words.
+    letters where they stand (and in ``\\ /``, added above the line), with no word break at
+    the signs (``ἔλα[σ]εν`` is one word); letters in ``{ }`` (surplus) are left out, also
+    without a word break; dots below are removed (the letters counted uncertain); comments
+    (``(?)``, ``vac.``) separate words.
 
-    ``strict=True`` raises :class:`stoicheia.text.leiden_segments.LeidenError` for notation that
-    cannot be read; ``strict=False`` (the readers) repairs it by dropping the offending
-    bracket character or combining mark (or, for any other fault, every bracket sign of the
-    text), counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
+    ``strict=True`` raises :class:`stoicheia.text.leiden_segments.LeidenError` for notation
+    that cannot be read; ``strict=False`` (the readers) repairs it with
+    :func:`stoicheia.text.leiden.parse_leiden_lenient` (dropping the offending bracket
+    character or combining mark, or, for any other fault, every bracket sign of the text),
+    counts ``leiden_repaired`` and goes on. ``known`` as in :func:`text_to_planes`.
     """
     if not isinstance(text, str):
         raise TypeError(f"encode_text expects str, got {type(text).__name__}")
@@ -339,8 +343,8 @@ def encode_text(
             raise LeidenError(
                 text,
                 stacked[0],
-                f"a letter with two {stacked[1]}; keep the one meant (the converter keeps the first "
-                "and counts extra_mark)",
+                f"a letter with two {stacked[1]}; keep the one meant "
+                "(the converter keeps the first and counts extra_mark)",
             )
     segs = parse_leiden(text) if strict else parse_leiden_lenient(text, leiden)
     out: list[str] = []

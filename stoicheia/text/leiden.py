@@ -86,11 +86,12 @@ an accent on the π outside), and with no letter after it in the bracket (``[\u0
 A ``?`` inside square brackets (``[καὶ?]``) marks the supplement as doubtful: it sets the
 uncertain flags of that supplement and is not kept as text. A single ``.`` right after a
 letter inside square brackets (``[ἔλαττον.]``) is the full stop of the supplement, not a lost
-letter (lost letters stand apart, ``[.]`` ``[αβ . .]``, or in runs, ``[...]``). Outside brackets everything else is
-text: a full stop is a full stop, ``...`` is an ellipsis. Brackets do not nest (``[α(ὐτοῦ)]``
-is an error: write ``[αὐτοῦ]``); an unclosed or unopened bracket, an empty bracket, a width of
-0, ``N±M`` with ``M >= N`` and a width given by a number above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` are
-errors (the encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
+letter (lost letters stand apart, ``[.]`` ``[αβ . .]``, or in runs, ``[...]``). Outside
+brackets everything else is text: a full stop is a full stop, ``...`` is an ellipsis.
+Brackets do not nest (``[α(ὐτοῦ)]`` is an error: write ``[αὐτοῦ]``); an unclosed or unopened
+bracket, an empty bracket, a width of 0, ``N±M`` with ``M >= N`` and a width given by a
+number above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` are errors (the
+encoder makes one slot per lost letter: ``[3000000000]`` would ask for gigabytes).
 
 Refused as not Leiden, with a message that says what to write instead: a width that is not a
 whole number (``[1.5]``), dots touching punctuation inside ``[ ]`` (``[.,;]``: dots there are
@@ -261,9 +262,10 @@ def parse_leiden(text: str) -> list[Segment]:
     Raises :class:`LeidenError` (a ``ValueError``) with the 0-based position of the fault:
     a closing bracket that closes nothing or the wrong bracket, an opening bracket inside
     another (brackets do not nest), a bracket left open, an empty bracket, a lacuna of width
-    0, ``[N±M]`` with ``M >= N``, a counted width above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH`
-    (:class:`LacunaTooWideError`), a dot below on no letter inside ``[ ]``, a combining mark
-    right after an opening bracket (or a lacuna in ``[ ]``) with no letter after it there.
+    0, ``[N±M]`` with ``M >= N``, a counted width above
+    :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` (:class:`LacunaTooWideError`), a
+    dot below on no letter inside ``[ ]``, a combining mark right after an opening bracket (or
+    a lacuna in ``[ ]``) with no letter after it there.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_leiden expects str, got {type(text).__name__}")
@@ -303,7 +305,8 @@ def parse_leiden(text: str) -> list[Segment]:
                 raise LeidenError(
                     text,
                     j,
-                    f"{text[j]!r} does not close {opener!r} (opened at character {i}); expected {closer!r}",
+                    f"{text[j]!r} does not close {opener!r} (opened at character {i}); "
+                    f"expected {closer!r}",
                 )
             j += 1
         if j >= n:
@@ -334,8 +337,9 @@ def parse_leiden_lenient(text: str, counts: collections.Counter) -> list[Segment
     """:func:`parse_leiden` for the readers of corpora: notation that cannot be read is
     repaired rather than refused, each repair counted in ``counts``.
 
-    A counted lacuna above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` letters (a typo or a whole column) is read
-    as ``[---]`` (unknown width; the bracket's other contents go with it), counted
+    A counted lacuna above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` letters (a
+    typo or a whole column) is read as ``[---]`` (unknown width; the bracket's other contents
+    go with it), counted
     ``lacuna_too_wide``; any other fault drops the bracket sign or the combining mark at the
     error's position (or, if the fault is elsewhere, every bracket sign of the text), counted
     ``leiden_repaired``, and the text is parsed again. Never raises :class:`LeidenError`.

@@ -170,8 +170,8 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
         raise LeidenError(
             text,
             i,
-            f"{text[i:end]!r} gives no number after 'ca.': write [-ca.N-] for about N lost letters, "
-            "or [---] for a lacuna of unknown width",
+            f"{text[i:end]!r} gives no number after 'ca.': "
+            "write [-ca.N-] for about N lost letters, or [---] for a lacuna of unknown width",
         )
     m = _DECIMAL.match(text, i, end) if ch.isdigit() else None
     if m is not None:
@@ -197,8 +197,9 @@ def _foreign_lacuna(text: str, i: int, end: int, at_edge: bool) -> Lacuna | None
                 raise LeidenError(
                     text,
                     i,
-                    f"{text[i : w.end()].strip()!r} has a dash on one side of the number only (a minus sign?); "
-                    "write [.N.] for N lost letters, [-ca.N-] for about N, [.a-b.] for a range",
+                    f"{text[i : w.end()].strip()!r} has a dash on one side of the number only "
+                    "(a minus sign?); write [.N.] for N lost letters, [-ca.N-] for about N, "
+                    "[.a-b.] for a range",
                 )
     return None
 
@@ -245,8 +246,9 @@ def _dots_next_to_punctuation(text: str, a: int, b: int, lo: int, hi: int) -> No
                 raise LeidenError(
                     text,
                     a,
-                    f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the punctuation "
-                    f"{c!r}; put punctuation outside the bracket, and write lost letters as [...] or [.N.]",
+                    f"{text[lo:hi]!r}: dots inside [ ] are lost letters, and these touch the "
+                    f"punctuation {c!r}; put punctuation outside the bracket, and write lost "
+                    "letters as [...] or [.N.]",
                 )
 
 
@@ -272,8 +274,9 @@ def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
         raise LacunaTooWideError(
             text,
             at,
-            f"a lacuna of up to {widest} letters is wider than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may "
-            "hold; check the number, or write a loss that long as [---] (unknown width)",
+            f"a lacuna of up to {widest} letters is wider than the {MAX_LACUNA_WIDTH:,} letters "
+            "a counted lacuna may hold; check the number, or write a loss that long as [---] "
+            "(unknown width)",
             widest,
             notation,
         )
@@ -290,7 +293,8 @@ def _width_lacuna(text: str, m: re.Match, at: int) -> Lacuna:
             raise LeidenError(
                 text,
                 at,
-                f"width range {n}-{hi} is empty or starts at 0; write [.low-high.] with 1 <= low <= high",
+                f"width range {n}-{hi} is empty or starts at 0; "
+                "write [.low-high.] with 1 <= low <= high",
             )
         return Lacuna(n, hi, False, at, m.end())
     if n == 0:

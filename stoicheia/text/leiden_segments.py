@@ -88,8 +88,9 @@ class Lacuna:
     """Letters lost in the source, whose identity nobody knows.
 
     ``min_width``/``max_width`` in letters (``max_width is None``: unknown width, then
-    ``min_width`` is 0, or the least width the notation states: ``[-min.2-]``); ``approximate`` is True when the editor's count is an estimate
-    ("ca."), in which case ``min_width == max_width`` is that estimate.
+    ``min_width`` is 0, or the least width the notation states: ``[-min.2-]``);
+    ``approximate`` is True when the editor's count is an estimate ("ca."), in which case
+    ``min_width == max_width`` is that estimate.
     """
 
     min_width: int
