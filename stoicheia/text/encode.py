@@ -5,6 +5,13 @@
 :func:`stoicheia.text.leiden.parse_leiden` and encodes letters, lacunae and editorial
 letters; :func:`text_to_planes` is the Leiden-blind core (brackets are punctuation).
 
+The steps of the core, each in its module: the string-level pass on the NFD text
+(:func:`stoicheia.text.prepass.prepass`, with the letters of other scripts read as Greek by
+:mod:`stoicheia.text.lookalikes`), the table lookup of each cluster
+(:mod:`stoicheia.text.clusters`), the clusters read by their neighbours (elision, crasis,
+spacing diacritics: :func:`stoicheia.text.elision.resolve_context`), then the planes
+(here: punctuation onto its letter, word and sentence boundaries, lacuna slots).
+
 Reading works on the canonical decomposition (NFD) of the text, cut into clusters of one
 base character plus its combining marks (:mod:`stoicheia.text.clusters`); the marks of a
 cluster are read by kind (accent, breathing, iota subscript, diaeresis; one of each per

@@ -49,9 +49,14 @@ from .stoicheia_alphabet import (
     PUNCT_UNKNOWN,
 )
 from .stoicheia_clusters import LACUNA_CHARS  # noqa: F401
+from .stoicheia_elision import resolve_context  # noqa: F401
 from .stoicheia_encode import Encoded, encode_text
 from .stoicheia_leiden import parse_leiden  # noqa: F401
+from .stoicheia_leiden_lacunae import read_square  # noqa: F401
+from .stoicheia_leiden_segments import Lacuna  # noqa: F401
+from .stoicheia_lookalikes import fold_lookalikes  # noqa: F401
 from .stoicheia_planes import Planes
+from .stoicheia_prepass import prepass  # noqa: F401
 from .stoicheia_render import planes_to_text
 
 #: under transformers' own logger, so its verbosity settings apply (set_verbosity_error() hides it)
