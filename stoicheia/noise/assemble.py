@@ -93,7 +93,8 @@ def real_lacuna(planes: Any, stack: np.ndarray) -> np.ndarray | None:
         if lac.size and (int(lac.min()) < 0 or int(lac.max()) >= NUM_LACUNA):
             pos = int(np.flatnonzero((lac < 0) | (lac >= NUM_LACUNA))[0])
             raise ValueError(
-                f"plane 'lacuna' has id {int(lac[pos])} at slot {pos}; valid ids are 0..{NUM_LACUNA - 1}"
+                f"plane 'lacuna' has id {int(lac[pos])} at slot {pos}; "
+                f"valid ids are 0..{NUM_LACUNA - 1}"
             )
         real = lac > 0
     else:
@@ -240,7 +241,8 @@ def put_back_chars(
     in_chars: np.ndarray, letter_idx: np.ndarray | None, full_chars: np.ndarray
 ) -> np.ndarray:
     """The char inputs of the whole record: ``full_chars`` (uint8 ``(n,)``) with the noised
-    letters ``in_chars`` written back at ``letter_idx`` (``None``: ``in_chars`` is already whole)."""
+    letters ``in_chars`` written back at ``letter_idx`` (``None``: ``in_chars`` is already
+    whole)."""
     if letter_idx is None:
         return in_chars
     out = full_chars.copy()

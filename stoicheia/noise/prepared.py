@@ -15,7 +15,8 @@ import numpy as np
 
 class PreparedNoise(NamedTuple):
     """A validated :class:`~stoicheia.noise.config.NoiseConfig` in the form the sampler and the
-    pattern functions use (:meth:`NoiseConfig.prepared <stoicheia.noise.config.NoiseConfig.prepared>`)."""
+    pattern functions use
+    (:meth:`NoiseConfig.prepared <stoicheia.noise.config.NoiseConfig.prepared>`)."""
 
     pattern_cum: np.ndarray  # (6,) float64 cumulative, normalised pattern probabilities
     last_pattern: int  # index of the last pattern with weight > 0
