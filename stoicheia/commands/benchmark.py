@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stoicheia.cli_args import float_in, fusion_weights, int_in, out_dir_problem
 from stoicheia.commands.common import fail, load, model_args, ngram_args
-from stoicheia.inference.benchmark_defaults import (
+from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
     TWIN_THRESHOLD,
@@ -156,9 +156,9 @@ def _parallels_index(args: argparse.Namespace, shards: str):
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark of ``args``, print its table and write its outputs; returns the exit status
     (0, or 2 after one line on stderr)."""
-    from stoicheia.inference.benchmark import benchmark
-    from stoicheia.inference.benchmark_protocols import BenchmarkError
-    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.benchmark.protocols import BenchmarkError
+    from stoicheia.inference.benchmark.report import format_table, write_outputs
+    from stoicheia.inference.benchmark.run import benchmark
     from stoicheia.inference.evaluate import train_ngram
 
     problem = out_dir_problem(args.out)
@@ -197,12 +197,12 @@ def run(args: argparse.Namespace) -> int:
     decoders: dict = {}
     families: list = []
     if index is not None:
-        from stoicheia.inference.benchmark import NgramDecoder
-        from stoicheia.inference.benchmark_parallels import (
+        from stoicheia.inference.benchmark.parallels import (
             ParallelsCache,
             ParallelsDecoder,
             fused3_family,
         )
+        from stoicheia.inference.benchmark.run import NgramDecoder
 
         print(
             f"parallels: {index.folder} ({index.records:,} training records, {len(index):,} letters)"
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     paths = write_outputs(result, args.out)
     print(f"wrote {', '.join(map(str, paths))}")
     if args.save_fusion:
-        from stoicheia.inference.benchmark_parallels import fusion_config
+        from stoicheia.inference.benchmark.parallels import fusion_config
         from stoicheia.inference.ngram import save_ngram
         from stoicheia.inference.restore.fusion_file import FUSION_FILE, beside
 

@@ -4,9 +4,9 @@
 ``benchmark.txt``): per protocol, the number of gaps and, for every decoder side by side, CER,
 top-1/5/20 exact match, the share of right widths (unknown width), the expected calibration
 error and restorations per second, then the same by gap length band and the differences
-between decoders with their bootstrap intervals (:mod:`.benchmark_bootstrap`), on the report
+between decoders with their bootstrap intervals (:mod:`.bootstrap`), on the report
 half of the dev set (the headline), then without the texts that have a training twin and on
-the selection half (:mod:`.benchmark_views`); then the fusion sweep on the selection half and
+the selection half (:mod:`.views`); then the fusion sweep on the selection half and
 the published figures of other systems (other corpora, far larger models). A result written
 before the halves is shown as it was (all gaps). :func:`write_outputs` writes the files into
 a folder.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stoicheia.inference.benchmark_views import view_name
+from stoicheia.inference.benchmark.views import view_name
 from stoicheia.publish import atomic_path, atomic_write
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
@@ -59,7 +59,7 @@ def _interval(figure: str, d: dict) -> str:
 
 def difference_lines(protocol_result: dict, indent: str = "  ") -> list[str]:
     """One line per decoder pair of a protocol's ``differences``
-    (:mod:`~stoicheia.inference.benchmark_bootstrap`): each figure's difference ``a − b`` in
+    (:mod:`~stoicheia.inference.benchmark.bootstrap`): each figure's difference ``a − b`` in
     percentage points with its interval, ``*`` where the interval excludes 0; no line
     without differences."""
     lines = []
@@ -179,7 +179,7 @@ def _head_lines(result: dict) -> list[str]:
         )
     cont = result.get("contamination")
     if cont:
-        from stoicheia.inference.benchmark_contamination import summary_line
+        from stoicheia.inference.benchmark.contamination import summary_line
 
         lines.append(summary_line(cont))
     if c.get("left_out"):
@@ -214,7 +214,7 @@ def _sweep_lines(result: dict) -> list[str]:
 
 
 def format_table(result: dict) -> list[str]:
-    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
+    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.run.benchmark`
     result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
     truth letters; ECE over 10 bins of the top-1 probability."""
     lines = _head_lines(result)
@@ -261,7 +261,7 @@ def format_table(result: dict) -> list[str]:
 
 
 def summary_lines(result: dict) -> list[str]:
-    """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
+    """A short table of a :func:`~stoicheia.inference.benchmark.run.benchmark` result (written as
     ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
     for the unknown width, the share of right lengths, on the report half (all gaps for a
     result written before the halves), then the differences between decoders with their
@@ -314,7 +314,7 @@ def summary_lines(result: dict) -> list[str]:
             f"few gaps ({few:,} in the smallest protocol): these figures move by several points with other texts"
         )
     if result.get("contamination"):
-        from stoicheia.inference.benchmark_contamination import summary_line
+        from stoicheia.inference.benchmark.contamination import summary_line
 
         lines.append(summary_line(result["contamination"]))
     legend = _bootstrap_legend(result)
@@ -375,7 +375,7 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     """Write ``benchmark.json``, ``benchmark.txt`` (the table), ``summary.txt`` (the short
     table) and ``reliability.png`` into ``out_dir`` (made if missing), and
     ``contamination.tsv`` (the dev texts' training twins,
-    :func:`~.benchmark_contamination.twin_lines`) when the result measured them; returns
+    :func:`~.contamination.twin_lines`) when the result measured them; returns
     their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -390,7 +390,7 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     atomic_write(paths[2], "\n".join(summary_lines(result)) + "\n")
     reliability_plot(result, paths[3])
     if result.get("contamination"):
-        from stoicheia.inference.benchmark_contamination import twin_lines
+        from stoicheia.inference.benchmark.contamination import twin_lines
 
         paths.append(out / "contamination.tsv")
         atomic_write(paths[4], "\n".join(twin_lines(result["contamination"])) + "\n")

@@ -5,9 +5,9 @@ one text can stand under two numbers (the same stamp on many tiles, two copies o
 dedication, a decree sent to several cities), and a re-edition of an inscription can carry a
 number of its own. A dev text whose twin the model trained on is not an unseen text. This
 module finds those twins, lists them, and the benchmark reports its figures with and without
-the dev texts that have one (:mod:`.benchmark_views`).
+the dev texts that have one (:mod:`.views`).
 
-**What is compared.** The base letters (:func:`~.benchmark_protocols.base_letters` for the dev
+**What is compared.** The base letters (:func:`~.protocols.base_letters` for the dev
 texts, as printed, supplements included; the letter plane of the shards for the training
 records, lacunae left out), in scriptio continua, as sets of overlapping **3-letter
 shingles** (a text shorter than 3 letters is one shingle). Two texts are twins when the
@@ -63,11 +63,10 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD
 from stoicheia.text import alphabet as A
 
 log = logging.getLogger(__name__)
-
-from stoicheia.inference.benchmark_defaults import TWIN_THRESHOLD  # noqa: E402,F401
 
 SHINGLE = 3
 NUM_PERM = 128
@@ -268,12 +267,12 @@ def measure(
     threshold: float = TWIN_THRESHOLD,
 ) -> dict:
     """Contamination of the dev set (module docstring): ``dev_texts`` are the benchmark's
-    :class:`~.benchmark_protocols.DevText` records; the training records are read from the
+    :class:`~.protocols.DevText` records; the training records are read from the
     shards (:func:`training_records`). Returns ``{"threshold", "shingle", "num_perm",
     "method", "training": {"records", "letters", "pieces", "candidates"}, "dev_texts": n,
     "dev_texts_with_twin": [ids], "inscriptions_with_twin": n, "twins": [Twin as dict]}``."""
-    from stoicheia.inference.benchmark_bootstrap import inscription_of
-    from stoicheia.inference.benchmark_protocols import base_letters
+    from stoicheia.inference.benchmark.bootstrap import inscription_of
+    from stoicheia.inference.benchmark.protocols import base_letters
 
     dev = [(t.id, letter_ids(base_letters(t.text))) for t in dev_texts]
     counts: dict = {}
