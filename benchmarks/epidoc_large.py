@@ -9,10 +9,10 @@ repeated until the file has the size asked for, either inside its one ``<ab>`` (
 one long edition, the case that never finished) or as that many ``<div type="textpart">``
 (``--shape textparts``). Two measurements:
 
-1. ``plan``: :func:`stoicheia.inference.epidoc_restore.plan_epidoc` (parse, read the Greek
+1. ``plan``: :func:`stoicheia.inference.epidoc.plan.plan_epidoc` (parse, read the Greek
    edition, locate every element in the bytes, plan every gap, cut the edition into pieces):
    all the file work, none of the model's, at ``--plan-sizes`` MB (default 2 and 20);
-2. ``restore``: :func:`~stoicheia.inference.epidoc_restore.restore_epidoc` with the model
+2. ``restore``: :func:`~stoicheia.inference.epidoc.restore.restore_epidoc` with the model
    (``--model``, default the demo's ``checkpoints/stoicheia-demo/best.pt``) at ``--sizes`` MB:
    the decoding, whose cost is per gap.
 
@@ -96,7 +96,8 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
 
-    from stoicheia.inference.epidoc_restore import plan_epidoc, restore_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     source = Path(args.corpus) / "isicily" / "inscriptions" / args.source
     if not source.is_file():

@@ -1,5 +1,5 @@
 """``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of EpiDoc
-files (:mod:`stoicheia.inference.epidoc_restore_corpus`; docs/restoring-epidoc.md)."""
+files (:mod:`stoicheia.inference.epidoc.corpus`; docs/restoring-epidoc.md)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from stoicheia.commands.common import fail, load
 
 
 def run(args: argparse.Namespace) -> int:
-    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus); returns
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc.corpus); returns
     the exit status (0, or 2 after one line on stderr)."""
-    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+    from stoicheia.inference.epidoc.corpus import epidoc_inputs, restore_corpus
 
     if args.text is not None:
         return fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")

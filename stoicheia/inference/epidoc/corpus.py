@@ -1,6 +1,6 @@
 """Restore a corpus of EpiDoc files: ``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``.
 
-Each file goes through :func:`stoicheia.inference.epidoc_restore.restore_epidoc` and is
+Each file goes through :func:`stoicheia.inference.epidoc.restore.restore_epidoc` and is
 written to ``DIR`` (a file given by name as ``DIR/<name>``; the files of a folder, every
 ``*.xml`` below it, at their path relative to the folder). Resumable: a file whose output
 exists is skipped (outputs are written under a temporary name and renamed, so an output that
@@ -108,7 +108,7 @@ class _FileGaps:
     """Progress within one file (a large file takes hours): on a terminal a second bar row,
     ``<file>: gaps done/total, ETA``, shown while the file is restored; on no terminal a line
     every :data:`FILE_LINE_EVERY` seconds once a file has taken that long. ``__call__`` is the
-    ``progress(done, total)`` of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`."""
+    ``progress(done, total)`` of :func:`~stoicheia.inference.epidoc.restore.restore_epidoc`."""
 
     def __init__(self, bar: Any, say: Callable[[str], None], src: Path) -> None:
         self.bar, self.say, self.src = bar, say, src
@@ -181,14 +181,15 @@ def restore_corpus(
     """Restore every EpiDoc file of ``paths`` into the folder ``out`` (module docstring).
 
     ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` (loaded once by the
-    caller). ``options``: keywords of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`
+    caller). ``options``: keywords of :func:`~stoicheia.inference.epidoc.restore.restore_epidoc`
     (``top_k``, ``beam``, ``unknown_width``, ``about_margin``, ``window``, ``when``). ``say``:
     where the one-line messages of refused files go (default: stderr, above the bar).
     ``progress``: show the bar (only ever on a terminal). Raises ``ValueError`` for the
     problems of :func:`epidoc_inputs`; ``OSError`` when an output cannot be written (disk full):
     the files written so far stay, and a rerun goes on from there.
     """
-    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+    from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
+    from stoicheia.inference.epidoc.restore import restore_epidoc
     from stoicheia.inference.restore import RestoreError
 
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Cut the Leiden text of a long EpiDoc edition into pieces the model sees at once.
 
-:func:`stoicheia.inference.epidoc_restore.restore_epidoc` restores one stretch of an edition
+:func:`stoicheia.inference.epidoc.restore.restore_epidoc` restores one stretch of an edition
 (a text part, or the text between lost lines) with one call of the decoder. The decoder
 windows a long text itself, but some of its work is done over the whole text it is given
 (rendering each restoration and each gap's alternatives runs the model over every letter), so
