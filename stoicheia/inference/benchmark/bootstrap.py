@@ -86,7 +86,8 @@ def pairs_for(decoders: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def inscription_of(text_id: str) -> str:
-    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` -> ``ISic000154.xml``."""
+    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` ->
+    ``ISic000154.xml``."""
     return text_id.split("#", 1)[0]
 
 
@@ -105,7 +106,8 @@ def gap_arrays(examples: list[dict], decoder: str) -> tuple[np.ndarray, np.ndarr
             or "rank" not in got
         ):
             raise ValueError(
-                f"gap {i} ({row.get('text', '?')} at {row.get('start', '?')}) has no truth or no top1/rank of {decoder}"
+                f"gap {i} ({row.get('text', '?')} at {row.get('start', '?')}) has no truth "
+                f"or no top1/rank of {decoder}"
             )
         letters.append(len(row["truth"]))
         dist.append(edit_distance(got["top1"], row["truth"]))
@@ -153,7 +155,8 @@ def paired_differences(
     }
     for first in range(0, resamples, CHUNK):  # a (CHUNK, gaps) weight matrix at a time
         rows = min(CHUNK, resamples - first)
-        # counts[r, j]: how often inscription j is drawn in resample r (n_units draws with replacement)
+        # counts[r, j]: how often inscription j is drawn in resample r (n_units draws with
+        # replacement)
         drawn = rng.integers(0, n_units, size=(rows, n_units))
         counts = np.zeros((rows, n_units), dtype=np.float64)
         np.add.at(counts, (np.arange(rows)[:, None], drawn), 1.0)
@@ -252,8 +255,9 @@ def add_differences(
             for f in figures:
                 if not np.isclose(again[f], decs[name][f], rtol=1e-9, atol=1e-12):
                     raise ValueError(
-                        f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result records "
-                        f"{decs[name][f]:.6f}; the file was edited or written by another version: run the benchmark again"
+                        f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result "
+                        f"records {decs[name][f]:.6f}; the file was edited or written by another "
+                        "version: run the benchmark again"
                     )
         views = res.get("views")
         if views:

@@ -135,7 +135,8 @@ def _minhash(items: set[bytes], num_perm: int):
 
 
 def _runs(ids: np.ndarray, n: int) -> np.ndarray:
-    """int64 codes of every run of ``n`` letters of ``ids`` (``(len - n + 1,)``; empty if shorter)."""
+    """int64 codes of every run of ``n`` letters of ``ids`` (``(len - n + 1,)``; empty if
+    shorter)."""
     a = np.asarray(ids, dtype=np.int64)
     if len(a) < n:
         return np.zeros(0, dtype=np.int64)
@@ -251,7 +252,8 @@ def training_records(
     tiers = sorted(p.name for p in root.iterdir() if (p / "train" / "index.json").exists())
     if not tiers:
         raise FileNotFoundError(
-            f"{root}: no train split in any tier to look for twins in; give the output folder of `stoicheia convert`"
+            f"{root}: no train split in any tier to look for twins in; give the output folder "
+            "of `stoicheia convert`"
         )
     for tier in tiers:
         ds = local_val_dataset(str((root / tier / "train").resolve()))
@@ -328,8 +330,8 @@ def summary_line(contamination: dict) -> str:
     return (
         f"contamination: {len(c['dev_texts_with_twin']):,} of {c['dev_texts']:,} dev texts "
         f"({c['inscriptions_with_twin']:,} inscriptions) have a near-duplicate among the "
-        f"{c['training']['records']:,} training records (MinHash LSH, 3-letter shingles, Jaccard >= "
-        f"{c['threshold']:g}); listed in contamination.tsv"
+        f"{c['training']['records']:,} training records (MinHash LSH, 3-letter shingles, "
+        f"Jaccard >= {c['threshold']:g}); listed in contamination.tsv"
     )
 
 

@@ -46,7 +46,8 @@ class FusedFamily:
     def __post_init__(self) -> None:
         if not self.axes or any(len(w) == 0 for w in self.axes.values()):
             raise ValueError(
-                f"fused decoder {self.name!r}: every expert needs at least one weight ({dict(self.axes)})"
+                f"fused decoder {self.name!r}: every expert needs at least one weight "
+                f"({dict(self.axes)})"
             )
 
     def points(self) -> list[dict[str, float]]:

@@ -127,14 +127,16 @@ class ModelDecoder:
         ]  # gaps that know their offsets
         if at and at[0] != g:
             raise AssertionError(
-                f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+                f"the target of {task.text_id} at {task.start} is gap {at[0]}, "
+                f"not lacuna {task.target}"
             )
         return items, gaps, g
 
     def prepared(
         self, task: Task
     ) -> tuple[np.ndarray, GapShape, int, list[Item], list[Gap], float]:
-        """The target's forward pass, shape, gap index, items and gaps (cached), and the seconds it took."""
+        """The target's forward pass, shape, gap index, items and gaps (cached), and the seconds
+        it took."""
         key = (task.protocol, task.text_id, task.start, task.input)
         if key not in self.cache:
             from stoicheia.inference.restore.decoding import gap_logp, window_around
@@ -180,7 +182,8 @@ class ModelDecoder:
 
 
 def _context(text: str) -> np.ndarray:
-    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's context)."""
+    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's
+    context)."""
     from stoicheia.text.encode import encode_text
 
     if not text.strip():
@@ -344,7 +347,8 @@ def benchmark(
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
         raise BenchmarkError(
-            f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}"
+            f"no gap to restore in the {len(texts)} texts of the inscription dev set of "
+            f"{shard_root}"
         )
     contamination = None
     if twin_threshold is not None:
@@ -367,8 +371,9 @@ def benchmark(
     fusion: dict[str, Any] = {}
     if fams and not any(selection.values()):
         raise BenchmarkError(
-            f"no gap in the selection half of the {len(texts)} dev texts read from {shard_root}, so no fusion "
-            "weight can be chosen: give more texts (--max-texts) or no fusion (--fusion-weights '')"
+            f"no gap in the selection half of the {len(texts)} dev texts read from {shard_root}, "
+            "so no fusion weight can be chosen: give more texts (--max-texts) or no fusion "
+            "(--fusion-weights '')"
         )
     for fam in fams:
         fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)
