@@ -49,7 +49,8 @@ def _element_spans(data: bytes) -> list[_Span]:
         elif m.group("end"):
             if not stack or stack[-1].name != m.group("end"):
                 raise ValueError(
-                    f"end tag </{m.group('end').decode(errors='replace')}> at byte {m.start()} does not match"
+                    f"end tag </{m.group('end').decode(errors='replace')}> at byte {m.start()} "
+                    "does not match"
                 )
             stack.pop().end = m.end()
     if stack:
@@ -71,6 +72,7 @@ def _locate(doc: etree._Element, data: bytes) -> dict[Any, _Span]:
         raw = s.name.split(b":")[-1].decode("utf-8", "replace")
         if raw != etree.QName(e).localname:
             raise ValueError(
-                f"element <{etree.QName(e).localname}> parsed where the bytes have <{raw}> (byte {s.start})"
+                f"element <{etree.QName(e).localname}> parsed where the bytes have <{raw}> "
+                f"(byte {s.start})"
             )
     return dict(zip(elements, spans, strict=True))

@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 class CorpusSummary:
     """Counts of one corpus run: files ``written``, ``skipped`` (output already there) and
     ``refused`` (one line each), ``duplicates`` (the same input given again, by the same or
-    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in ``left_reasons``) and
-    ``refused`` (the decoder refused them); ``seconds`` of wall time."""
+    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in
+    ``left_reasons``) and ``refused`` (the decoder refused them); ``seconds`` of wall time."""
 
     files: int = 0
     written: int = 0
@@ -52,8 +52,10 @@ class CorpusSummary:
             f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         )
         return (
-            f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
-            f"{self.refused} refused{f', {self.duplicates} given twice' if self.duplicates else ''}); gaps {self.restored} restored / {self.left} left"
+            f"restore --epidoc: {self.files} files ({self.written} written, "
+            f"{self.skipped} already there, {self.refused} refused"
+            f"{f', {self.duplicates} given twice' if self.duplicates else ''}); "
+            f"gaps {self.restored} restored / {self.left} left"
             f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s"
         )
 
@@ -81,16 +83,16 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
         if p.is_dir():
             if out_abs == p.resolve() or p.resolve() in out_abs.parents:
                 raise ValueError(
-                    f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
-                    "give an --out folder outside it"
+                    f"--out {out} is inside the input folder {p}: its outputs would be read as "
+                    "inputs; give an --out folder outside it"
                 )
             found = [
                 f for f in sorted(p.rglob("*")) if f.suffix.lower() == ".xml" and not f.is_dir()
             ]
             if not found:
                 raise ValueError(
-                    f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files or folders "
-                    "that hold them"
+                    f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files "
+                    "or folders that hold them"
                 )
             pairs += [(f, out / f.relative_to(p)) for f in found]
         else:
@@ -128,7 +130,8 @@ class _FileGaps:
             self.last = now
             eta = (now - self.t0) / done * (total - done)
             self.say(
-                f"stoicheia restore: {self.src}: {done}/{total} gaps decided, {now - self.t0:.0f} s, about {eta:.0f} s to go"
+                f"stoicheia restore: {self.src}: {done}/{total} gaps decided, "
+                f"{now - self.t0:.0f} s, about {eta:.0f} s to go"
             )
 
     def close(self) -> None:
@@ -208,7 +211,8 @@ def restore_corpus(
                 if _real(src) in seen_in and seen_out.get(_real(dst)) == seen_in[_real(src)]:
                     summary.duplicates += 1
                     say(
-                        f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); restored once"
+                        f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); "
+                        "restored once"
                     )
                     continue
                 seen_in.setdefault(_real(src), src)
@@ -216,14 +220,15 @@ def restore_corpus(
                 if target in inputs or (dst.exists() and any(dst.samefile(s) for s in (src,))):
                     summary.refused += 1
                     say(
-                        f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)"
+                        f"stoicheia restore: {src}: its output {dst} is an input; not written "
+                        "(give another --out)"
                     )
                     continue
                 if target in seen_out:
                     summary.refused += 1
                     say(
-                        f"stoicheia restore: {src}: its output {dst} is also the output of {seen_out[target]}; "
-                        "not written (run them into separate --out folders)"
+                        f"stoicheia restore: {src}: its output {dst} is also the output of "
+                        f"{seen_out[target]}; not written (run them into separate --out folders)"
                     )
                     continue
                 seen_out[target] = src

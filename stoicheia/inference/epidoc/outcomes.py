@@ -46,9 +46,9 @@ class GapOutcome:
 
 @dataclass
 class EpiDocResult:
-    """What :func:`~.restore.restore_epidoc` returns: ``xml`` the restored file (bytes, UTF-8, equal to the
-    input outside the edited spans), ``gaps`` one :class:`GapOutcome` per ``<gap>`` of the Greek
-    edition, in document order; ``source`` the file (or ``"<xml>"``)."""
+    """What :func:`~.restore.restore_epidoc` returns: ``xml`` the restored file (bytes, UTF-8,
+    equal to the input outside the edited spans), ``gaps`` one :class:`GapOutcome` per ``<gap>``
+    of the Greek edition, in document order; ``source`` the file (or ``"<xml>"``)."""
 
     source: str
     xml: bytes

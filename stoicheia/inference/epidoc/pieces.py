@@ -53,8 +53,8 @@ def _is_greek_letter(ch: str) -> bool:
 def slot_offsets(text: str, lacunae: dict[int, tuple[int, int]]) -> tuple[list[int], list[bool]]:
     """``(cum, outside)`` for ``text`` (Leiden, well formed): ``cum[i]`` the letter slots
     before character ``i`` (``len(text) + 1`` entries; a Greek letter takes one slot, the
-    lacuna that starts at ``i`` takes its slots there, its other characters none), ``outside[i]`` True when
-    character ``i`` stands outside every bracket.
+    lacuna that starts at ``i`` takes its slots there, its other characters none),
+    ``outside[i]`` True when character ``i`` stands outside every bracket.
 
     ``lacunae``: ``{start: (end, slots)}``, the spans of the lacunae (their notation inside
     the brackets, as :class:`~stoicheia.text.leiden.Lacuna` gives them) and their slots.

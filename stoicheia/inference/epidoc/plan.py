@@ -145,7 +145,8 @@ def plan_epidoc(
     Linear in the size of the file. ``path_or_xml``, ``unknown_width``, ``about_margin``: as
     for :func:`~.restore.restore_epidoc`; ``window``: the slots the model sees at once.
 
-    Raises :class:`~.outcomes.EpiDocRestoreError` as :func:`~.restore.restore_epidoc` does (a file it refuses)."""
+    Raises :class:`~.outcomes.EpiDocRestoreError` as :func:`~.restore.restore_epidoc` does (a
+    file it refuses)."""
     return _plan_edition(
         _read_edition(path_or_xml),
         window=window,

@@ -6,15 +6,16 @@ replaced, at its byte offsets, by::
 
     <supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-1">τοῦ</supplied>
     <certainty target="#stoicheia-1" locus="value" degree="0.62" resp="#stoicheia"/>
-    <certainty target="#stoicheia-1" locus="value" assertedValue="τῶν" degree="0.21" resp="#stoicheia"/>
+    <certainty target="#stoicheia-1" locus="value" assertedValue="τῶν" degree="0.21"
+        resp="#stoicheia"/>
 
-(one line in the file). The ``<supplied>`` keeps the gap's attributes that say what the
-element is and where it stands (``xml:id``, so links into the edition still resolve, and the
-pointers above use it; ``n``, a word number; ``xml:lang``, ``rend``, ...), written as the file
-had them; those that describe the loss (``reason``, ``agent``, ``quantity``, ``unit``,
-``extent``, ``precision``, ``atLeast``/``atMost``, ...) or the editor's judgement of it
-(``resp``, ``cert``, ``evidence``) go (:data:`GAP_ONLY_ATTRIBUTES`). After it come the best
-reading's ``<certainty>`` and one per
+(one line in the file; the last entry is wrapped here only). The ``<supplied>`` keeps the
+gap's attributes that say what the element is and where it stands (``xml:id``, so links into
+the edition still resolve, and the pointers above use it; ``n``, a word number; ``xml:lang``,
+``rend``, ...), written as the file had them; those that describe the loss (``reason``,
+``agent``, ``quantity``, ``unit``, ``extent``, ``precision``, ``atLeast``/``atMost``, ...) or
+the editor's judgement of it (``resp``, ``cert``, ``evidence``) go
+(:data:`GAP_ONLY_ATTRIBUTES`). After it come the best reading's ``<certainty>`` and one per
 alternative (``@assertedValue``), with ``@degree`` its probability. ``<certainty>`` rather than
 ``<app type="alternative">``: the running text of the edition stays one reading (the
 ``<supplied>`` stands where the ``<gap>`` stood, in the same parent), so every reader that
@@ -119,12 +120,15 @@ def _supplied_xml(
     more = "".join(" " + raw.decode("utf-8") for _, raw in kept)
     target = quoteattr(f"#{xid}")
     out = [
-        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}"{own}{more}>{escape(fill)}</{pre}supplied>',
-        f'<{pre}certainty target={target} locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"/>',
+        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}"{own}{more}>'
+        f"{escape(fill)}</{pre}supplied>",
+        f'<{pre}certainty target={target} locus="value" degree="{_fmt_prob(prob)}" '
+        f'resp="#{resp}"/>',
     ]
     for f, p in alts:
         out.append(
-            f'<{pre}certainty target={target} locus="value" assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
+            f'<{pre}certainty target={target} locus="value" assertedValue={quoteattr(f)} '
+            f'degree="{_fmt_prob(p)}" resp="#{resp}"/>'
         )
     return "".join(out)
 
