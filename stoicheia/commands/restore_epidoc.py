@@ -1,5 +1,5 @@
-"""``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of EpiDoc
-files (:mod:`stoicheia.inference.epidoc.corpus`; docs/restoring-epidoc.md)."""
+"""``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of
+EpiDoc files (:mod:`stoicheia.inference.epidoc.corpus`; docs/restoring-epidoc.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         return fail(
             "restore",
-            "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)",
+            "--epidoc needs --out DIR, the folder the restored files are written to "
+            "(never over an input)",
         )
     for flag, given in (
         ("--respace", args.respace),
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if args.beam is not None and args.beam < args.top_k:
         return fail(
             "restore",
-            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; "
+            f"give --beam {args.top_k} or more",
         )
     try:  # the paths first: a typo fails before the model is loaded
         epidoc_inputs(args.epidoc, args.out)
@@ -65,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         return fail(
             "restore",
-            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
-            "(the files written so far stay; a rerun goes on from there)",
+            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give "
+            "another --out (the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
     if summary.files and summary.refused == summary.files:
         # nothing could be read: a script calling this must not take it for a finished run
         print(
-            "stoicheia restore: error: every file was refused; each line above says why and what to do",
+            "stoicheia restore: error: every file was refused; each line above says why and "
+            "what to do",
             file=sys.stderr,
         )
         return 2
