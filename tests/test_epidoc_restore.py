@@ -764,7 +764,7 @@ def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, mo
     import torch
 
     from stoicheia.inference.epidoc.restore import restore_epidoc
-    from stoicheia.inference.export import export_model
+    from stoicheia.inference.export.folder import export_model
     from stoicheia.inference.loading import load_model
     from stoicheia.inference.model_identity import model_identity, weights_sha256
 
