@@ -54,8 +54,9 @@ def export_model(
 
     ``held_out``: figures to record and print in the card, e.g. ``{"step": 1200, "sets":
     {"dev": {"bits_per_char": 2.94, ...}}}``; ``training_data``: what the model was trained on
-    (:func:`~.training_data.describe_training_data`). The folder is written whole as ``OUT.partial`` and then
-    renamed, so an interrupted export leaves the old folder (or none), never a mixture. Raises
+    (:func:`~.training_data.describe_training_data`). The folder is written whole as
+    ``OUT.partial`` and then renamed, so an interrupted export leaves the old folder (or none),
+    never a mixture. Raises
     :class:`~stoicheia.publish.WriteError` (one line: the folder and the cause) when the disk is
     full or a file size limit is reached, and
     ``FileExistsError`` for a non-empty ``out_dir`` unless ``overwrite``, and, even with it,
@@ -73,8 +74,8 @@ def export_model(
                 f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
             )
             raise FileExistsError(
-                f"{out} holds files an export does not write ({shown}): --overwrite replaces the whole folder and "
-                "would delete them (is it a run folder?); choose another OUT_DIR"
+                f"{out} holds files an export does not write ({shown}): --overwrite replaces the "
+                "whole folder and would delete them (is it a run folder?); choose another OUT_DIR"
             )
     # Written whole into OUT.partial, then renamed: a Ctrl-C or a full disk never leaves a
     # folder whose weights and config.json come from two different exports.

@@ -28,19 +28,21 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "library_name: transformers",
         "language: grc",
         "license: other",
-        "tags: [ancient-greek, masked-diffusion, character-level, epigraphy, papyrology, text-restoration]",
+        "tags: [ancient-greek, masked-diffusion, character-level, epigraphy, papyrology, "
+        "text-restoration]",
         "---",
         "",
         f"# Stoicheia: {run.get('run_name', 'a character-level encoder for Ancient Greek')}",
         "",
-        "A character-level masked-diffusion Transformer encoder for Ancient Greek, trained with the "
-        "Stoicheia recipe. It restores lost letters (lacunae of known or unknown width), word "
-        "division, accents and breathings, capitals and punctuation.",
+        "A character-level masked-diffusion Transformer encoder for Ancient Greek, trained with "
+        "the Stoicheia recipe. It restores lost letters (lacunae of known or unknown width), "
+        "word division, accents and breathings, capitals and punctuation.",
         "",
         "## Model",
         "",
-        f"- {n_params / 1e6:.2f} M parameters: d_model {cfg.d_model}, {cfg.n_layers} layers, {cfg.n_heads} heads, "
-        f"local window {cfg.char_window} letters, every {cfg.global_every}th layer global",
+        f"- {n_params / 1e6:.2f} M parameters: d_model {cfg.d_model}, {cfg.n_layers} layers, "
+        f"{cfg.n_heads} heads, local window {cfg.char_window} letters, every "
+        f"{cfg.global_every}th layer global",
         f"- trained for {info.get('step')} optimizer steps (batches)"
         if info.get("step") is not None
         else "- training steps: unknown",
@@ -59,10 +61,11 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "tok.render(logits, batch)  # the text with its lacunae filled in [ ]",
         "```",
         "",
-        'With the `stoicheia` package: `stoicheia restore PATH "TEXT"` and `stoicheia evaluate PATH --shards DIR`'
+        'With the `stoicheia` package: `stoicheia restore PATH "TEXT"` and '
+        "`stoicheia evaluate PATH --shards DIR`"
         + (
-            "; `restore` fuses in the letter n-gram of `ngram.npz` (in this folder) at the weight chosen on "
-            "the inscription dev set (`--ngram-weight 0`: the model alone)."
+            "; `restore` fuses in the letter n-gram of `ngram.npz` (in this folder) at the weight "
+            "chosen on the inscription dev set (`--ngram-weight 0`: the model alone)."
             if ngram_beside(model) is not None
             else "."
         ),
@@ -82,8 +85,10 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         for tier in shown:
             st = tiers.get(tier, {})
             lines.append(
-                f"| {tier} | {weights.get(tier, 0)} | {st.get('letters', {}).get('train', '?'):,} | "
-                f"{st.get('letters', {}).get('val', '?'):,} | {st.get('records', {}).get('train', '?'):,} |"
+                f"| {tier} | {weights.get(tier, 0)} | "
+                f"{st.get('letters', {}).get('train', '?'):,} | "
+                f"{st.get('letters', {}).get('val', '?'):,} | "
+                f"{st.get('records', {}).get('train', '?'):,} |"
                 if st
                 else f"| {tier} | {weights.get(tier, 0)} | ? | ? | ? |"
             )
@@ -91,13 +96,15 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         phases = tier_phases(run)
         if phases:
             lines += [
-                f"The tier weights change during training (`callbacks.anneal_data.phases`): `{json.dumps(phases)}`.",
+                "The tier weights change during training (`callbacks.anneal_data.phases`): "
+                f"`{json.dumps(phases)}`.",
                 "",
             ]
         unused = sorted(set(tiers) - set(shown))
         if unused:
             lines += [
-                f"The shards also hold {', '.join(unused)}, which this run did not train on (weight 0).",
+                f"The shards also hold {', '.join(unused)}, which this run did not train on "
+                "(weight 0).",
                 "",
             ]
     if td.get("sources"):
@@ -118,8 +125,8 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
     if sets:
         names = sorted({m for v in sets.values() for m in v})
         lines += [
-            f"Reference noise: iid masking at t = {run.get('data', {}).get('eval_t', 0.30)}, every other channel hidden; "
-            f"evaluation at step {held.get('step')}.",
+            f"Reference noise: iid masking at t = {run.get('data', {}).get('eval_t', 0.30)}, "
+            f"every other channel hidden; evaluation at step {held.get('step')}.",
             "",
             "| set | " + " | ".join(names) + " |",
             "|---|" + "---|" * len(names),
@@ -129,7 +136,8 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         if held.get("unigram_entropy_bits") is not None:
             lines += [
                 "",
-                f"Letter-unigram entropy of the training mix: {held['unigram_entropy_bits']:.3f} bits.",
+                "Letter-unigram entropy of the training mix: "
+                f"{held['unigram_entropy_bits']:.3f} bits.",
             ]
     else:
         lines.append(
@@ -140,15 +148,18 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         lines += [f"- {lic}" for lic in td["licences"]]
         lines += [
             "",
-            "The weights are derived from these corpora; their terms (attribution, share-alike and, for the "
-            "treebanks, non-commercial use) apply to this model. Hence `license: other`.",
+            "The weights are derived from these corpora; their terms (attribution, share-alike "
+            "and, for the treebanks, non-commercial use) apply to this model. "
+            "Hence `license: other`.",
         ]
     else:
         lines.append(
-            "The licences of the training corpora were not recorded with this export; check the corpora used."
+            "The licences of the training corpora were not recorded with this export; check the "
+            "corpora used."
         )
     if td.get("licences_unknown"):
         lines.append(
-            f"Sources without a known licence: {', '.join(td['licences_unknown'])}: state their terms."
+            f"Sources without a known licence: {', '.join(td['licences_unknown'])}: "
+            "state their terms."
         )
     return "\n".join(lines) + "\n"

@@ -28,7 +28,8 @@ __all__ = [
 #: Licence of the corpora the repository's readers produce, by record ``source`` prefix
 #: (from ../shared/corpus/README.md and the licence files there).
 CORPUS_LICENCES = {
-    "perseus": "Perseus Digital Library Greek texts (Tufts University; via cltk/greek_text_perseus): CC BY-SA 3.0 US",
+    "perseus": "Perseus Digital Library Greek texts (Tufts University; via "
+    "cltk/greek_text_perseus): CC BY-SA 3.0 US",
     "ud:grc_perseus": "UD Ancient Greek-Perseus treebank: CC BY-NC-SA 2.5",
     "ud:grc_proiel": "UD Ancient Greek-PROIEL treebank: CC BY-NC-SA 3.0",
     "isicily": "I.Sicily inscriptions (J. Prag et al., http://sicily.classics.ox.ac.uk): CC BY 4.0",
@@ -124,7 +125,8 @@ def describe_training_data(
 
 def source_licence(source: str) -> str | None:
     """The licence of a record source as :func:`_sources` names it (``perseus``,
-    ``ud:grc_proiel``, ``epidoc:isicily``, ...), from :data:`CORPUS_LICENCES`; ``None`` if unknown."""
+    ``ud:grc_proiel``, ``epidoc:isicily``, ...), from :data:`CORPUS_LICENCES`; ``None`` if
+    unknown."""
     name = source.split(":", 1)[1] if source.startswith("epidoc:") else source
     for prefix, lic in CORPUS_LICENCES.items():
         if name == prefix or name.startswith(prefix):
@@ -165,7 +167,8 @@ def _sources(root: Path) -> dict[str, list[str]]:
 
 
 def tier_phases(run_config: dict[str, Any]) -> list[Any]:
-    """The run's tier-mix phases (``callbacks.anneal_data.phases``: ``[[until, {tier: weight}], ...]``), or ``[]``."""
+    """The run's tier-mix phases (``callbacks.anneal_data.phases``: ``[[until, {tier: weight}],
+    ...]``), or ``[]``."""
     anneal = (run_config.get("callbacks") or {}).get("anneal_data")
     phases = anneal.get("phases") if isinstance(anneal, dict) else None
     return list(phases) if isinstance(phases, list) else []
