@@ -29,20 +29,22 @@ _TOKEN = re.compile(
 
 
 @dataclass
-class _Span:
+class ElementSpan:
+    """Where one element stands in the original bytes (offsets into the file, in bytes)."""
+
     name: bytes  # the tag as written (with its prefix)
     start: int  # '<' of the start tag
     tag_end: int  # after the start tag's '>'
     end: int  # after the end tag (== tag_end for an empty element)
 
 
-def _element_spans(data: bytes) -> list[_Span]:
+def _element_spans(data: bytes) -> list[ElementSpan]:
     """Byte spans of every element of ``data``, in document order (start tags)."""
-    spans: list[_Span] = []
-    stack: list[_Span] = []
+    spans: list[ElementSpan] = []
+    stack: list[ElementSpan] = []
     for m in _TOKEN.finditer(data):
         if m.group("start"):
-            s = _Span(m.group("start"), m.start(), m.end(), m.end())
+            s = ElementSpan(m.group("start"), m.start(), m.end(), m.end())
             spans.append(s)
             if not m.group("empty"):
                 stack.append(s)
@@ -58,7 +60,7 @@ def _element_spans(data: bytes) -> list[_Span]:
     return spans
 
 
-def _locate(doc: etree._Element, data: bytes) -> dict[Any, _Span]:
+def _locate(doc: etree._Element, data: bytes) -> dict[Any, ElementSpan]:
     """Map each lxml element of ``doc`` to its byte span in ``data``; raises ``ValueError``
     when the scan and lxml disagree (a construct the scanner does not know, e.g. an element
     brought in by an entity)."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from lxml import etree
 
-from stoicheia.inference.epidoc.byte_spans import _locate, _Span
+from stoicheia.inference.epidoc.byte_spans import ElementSpan, _locate
 from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
 from stoicheia.sources.epidoc import (
     EpiDocOptions,
@@ -32,13 +32,13 @@ from stoicheia.sources.epidoc import (
 from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
-_T = "{http://www.tei-c.org/ns/1.0}"
+TEI = "{http://www.tei-c.org/ns/1.0}"
 _MARK = "\ue000"  # a private-use character put before the lacuna of each <gap>
 _WS = re.compile(r"\s+")
 
 
 @dataclass
-class _Unit:
+class GreekUnit:
     """One Greek unit of the edition (a text part, or the edition): its Leiden text, its
     lacunae and the ``<gap>`` element of each (``None`` for a lacuna the reader wrote for other
     markup: it stays a lacuna of the text the model sees, and is not written)."""
@@ -48,7 +48,7 @@ class _Unit:
     elements: list[etree._Element | None]  # None: a lacuna the reader made of other markup
 
 
-def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
+def _greek_units(doc: etree._Element, name: str) -> list[GreekUnit]:
     """The Greek units of the edition as :func:`stoicheia.sources.epidoc.read_epidoc` reads
     them (the same selection of editions, text parts and languages)."""
     if not is_tei_p5(doc):
@@ -56,11 +56,11 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
             f"{name}: the root element is <{etree.QName(doc).localname}>, not a TEI P5 <TEI>: "
             "give EpiDoc files (TEI P5, namespace http://www.tei-c.org/ns/1.0)"
         )
-    main = doc.find(f".//{_T}textLang")
+    main = doc.find(f".//{TEI}textLang")
     default_lang = main.get("mainLang") if main is not None else None
     editions = [
         d
-        for d in doc.iter(_T + "div")
+        for d in doc.iter(TEI + "div")
         if d.get("type") == "edition" and d.get("subtype") in (None, "primary")
     ]
     if not editions:
@@ -71,13 +71,13 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
     # an <orig>'s capitals as written: a gap among them is filled in capitals, as restore does
     # for the same Leiden text (the training reader lower-cases them)
     opts, counts = EpiDocOptions(orig_case="as written"), Counter()
-    units: list[_Unit] = []
+    units: list[GreekUnit] = []
     langs: list[str] = []
     for ed in editions:
         parts = [
             d
-            for d in ed.iter(_T + "div")
-            if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None
+            for d in ed.iter(TEI + "div")
+            if d.get("type") == "textpart" and d.find(f"{TEI}div[@type='textpart']") is None
         ]
         for unit in parts or [ed]:
             lang = unit_language(unit, default_lang)
@@ -102,7 +102,7 @@ def _greek_units(doc: etree._Element, name: str) -> list[_Unit]:
                     "of their lacunae found in the edition's Leiden text; report this file"
                 )
             owners = iter(gaps)
-            units.append(_Unit(text, lacunae, [next(owners) if f else None for f in from_gap]))
+            units.append(GreekUnit(text, lacunae, [next(owners) if f else None for f in from_gap]))
     if not units:
         raise EpiDocRestoreError(
             f"{name}: no Greek edition (the edition is in {', '.join(sorted(set(langs)))}): "
@@ -134,7 +134,10 @@ def _read(path_or_xml: str | bytes | Path) -> tuple[str, bytes]:
         ) from None
 
 
-def _parse(data: bytes, name: str) -> etree._Element:
+def parse_xml(data: bytes, name: str) -> etree._Element:
+    """The root of the file's tree (internal entities expanded, external ones never read);
+    raises :class:`~.outcomes.EpiDocRestoreError` naming ``name`` and the line for bytes that
+    are not UTF-8 or not well-formed XML."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -151,13 +154,24 @@ def _parse(data: bytes, name: str) -> etree._Element:
         raise EpiDocRestoreError(f"{name}:{e.line}: {msg}; {e.fix}") from None
 
 
-def _read_edition(
-    path_or_xml: str | bytes | Path,
-) -> tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]]:
-    """``(name, bytes, tree, Greek units, element spans)`` of a file; raises
-    :class:`EpiDocRestoreError` for a file that cannot be restored."""
+@dataclass
+class Edition:
+    """A file read for restoration: ``name`` (its path, or ``"<xml>"``), ``data`` its bytes,
+    ``doc`` the parsed tree, ``units`` its Greek units in order, ``spans`` every element's byte
+    span."""
+
+    name: str
+    data: bytes
+    doc: Any
+    units: list[GreekUnit]
+    spans: dict[Any, ElementSpan]
+
+
+def read_edition(path_or_xml: str | bytes | Path) -> Edition:
+    """Read a file (a path, or the XML as ``bytes`` or a ``str`` starting with ``<``) and its
+    Greek edition; raises :class:`EpiDocRestoreError` for a file that cannot be restored."""
     name, data = _read(path_or_xml)
-    doc = _parse(data, name)
+    doc = parse_xml(data, name)
     units = _greek_units(doc, name)
     try:
         spans = _locate(doc, data)
@@ -173,4 +187,4 @@ def _read_edition(
         raise EpiDocRestoreError(
             f"{name}: the elements cannot be located in the bytes ({err}); report this file"
         ) from None
-    return name, data, doc, units, spans
+    return Edition(name, data, doc, units, spans)

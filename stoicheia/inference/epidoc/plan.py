@@ -32,8 +32,8 @@ from typing import Any
 
 from lxml import etree
 
-from stoicheia.inference.epidoc.byte_spans import _Span
-from stoicheia.inference.epidoc.edition import _read_edition, _Unit
+from stoicheia.inference.epidoc.byte_spans import ElementSpan
+from stoicheia.inference.epidoc.edition import Edition, read_edition
 from stoicheia.inference.epidoc.outcomes import GapOutcome
 from stoicheia.inference.epidoc.pieces import pieces
 from stoicheia.sources.epidoc import MAX_GAP_LETTERS
@@ -121,9 +121,9 @@ class EpiDocPlan:
     source: str
     data: bytes
     doc: Any
-    spans: dict[Any, _Span]
+    spans: dict[Any, ElementSpan]
     gaps: list[GapOutcome]
-    gap_spans: dict[int, _Span]
+    gap_spans: dict[int, ElementSpan]
     pieces: list[Piece]
 
     @property
@@ -147,29 +147,30 @@ def plan_epidoc(
 
     Raises :class:`~.outcomes.EpiDocRestoreError` as :func:`~.restore.restore_epidoc` does (a
     file it refuses)."""
-    return _plan_edition(
-        _read_edition(path_or_xml),
+    return plan_edition(
+        read_edition(path_or_xml),
         window=window,
         unknown_width=unknown_width,
         about_margin=about_margin,
     )
 
 
-def _plan_edition(
-    read: tuple[str, bytes, Any, list[_Unit], dict[Any, _Span]],
+def plan_edition(
+    edition: Edition,
     *,
     window: int,
     unknown_width: int,
     about_margin: float,
 ) -> EpiDocPlan:
+    """:func:`plan_epidoc` for an edition already read (:func:`~.edition.read_edition`)."""
     from stoicheia.inference.restore import parse_input
 
-    name, data, doc, units, spans = read
+    spans = edition.spans
     opts = {"unknown_width": unknown_width, "about_margin": about_margin}
     outcomes: list[GapOutcome] = []
-    gap_spans: dict[int, _Span] = {}
+    gap_spans: dict[int, ElementSpan] = {}
     out: list[Piece] = []
-    for unit in units:
+    for unit in edition.units:
         plans: list[_Plan] = []
         owner: list[int | None] = []  # lacuna of the unit -> its outcome
         for el, lac in zip(unit.elements, unit.lacunae, strict=True):
@@ -219,4 +220,4 @@ def _plan_edition(
                     out.append(
                         Piece(_strip_dots(unit.text[a:b]).strip(), [owner[k] for k in inside], fill)
                     )  # type: ignore[misc]
-    return EpiDocPlan(name, data, doc, spans, outcomes, gap_spans, out)
+    return EpiDocPlan(edition.name, edition.data, edition.doc, spans, outcomes, gap_spans, out)

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stoicheia.inference.epidoc.edition import _read_edition
+from stoicheia.inference.epidoc.edition import read_edition
 from stoicheia.inference.epidoc.outcomes import EpiDocResult, GapOutcome, Readings
-from stoicheia.inference.epidoc.plan import Piece, _plan_edition
+from stoicheia.inference.epidoc.plan import Piece, plan_edition
 from stoicheia.inference.epidoc.write_back import write_restorations
 
 __all__ = ["gap_readings", "restore_epidoc"]
@@ -115,13 +115,13 @@ def restore_epidoc(
     check_options(unknown_width=unknown_width, about_margin=about_margin, window=window)
     if top_k < 1 or (beam is not None and beam < top_k):
         raise RestoreError(f"top_k={top_k}, beam={beam}: give top_k >= 1 and beam >= top_k")
-    read = _read_edition(path_or_xml)  # a file it refuses is said before a model is loaded
+    edition = read_edition(path_or_xml)  # a file it refuses is said before a model is loaded
     loaded = (
         model if isinstance(model, LoadedModel) else load_model(model, config=config, device=device)
     )
     trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
-    plan = _plan_edition(
-        read, window=window or trained, unknown_width=unknown_width, about_margin=about_margin
+    plan = plan_edition(
+        edition, window=window or trained, unknown_width=unknown_width, about_margin=about_margin
     )
     outcomes = plan.gaps
     fills: dict[int, Readings] = {}  # outcome index -> reading

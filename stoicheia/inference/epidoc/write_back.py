@@ -38,8 +38,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from lxml import etree
 
-from stoicheia.inference.epidoc.byte_spans import _Span
-from stoicheia.inference.epidoc.edition import _T, _parse
+from stoicheia.inference.epidoc.byte_spans import ElementSpan
+from stoicheia.inference.epidoc.edition import TEI, parse_xml
 from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError, Readings
 from stoicheia.inference.epidoc.plan import EpiDocPlan
 from stoicheia.inference.model_identity import model_identity
@@ -50,7 +50,7 @@ _XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
 RESP_ID = "stoicheia"
 
 
-def _prefix(span: _Span) -> str:
+def _prefix(span: ElementSpan) -> str:
     name = span.name.decode("utf-8")
     return name[: name.index(":") + 1] if ":" in name else ""
 
@@ -89,7 +89,7 @@ GAP_ONLY_ATTRIBUTES = frozenset(
 _ATTRIBUTE = re.compile(rb"""([^\s=/>]+)\s*=\s*("[^"]*"|'[^']*')""")
 
 
-def _kept_attributes(data: bytes, span: _Span) -> list[tuple[str, bytes]]:
+def _kept_attributes(data: bytes, span: ElementSpan) -> list[tuple[str, bytes]]:
     """``[(name, bytes as written)]``: the attributes of the ``<gap>`` at ``span`` that the
     ``<supplied>`` replacing it keeps (:data:`GAP_ONLY_ATTRIBUTES`), in their order, each
     written as in the file (quotes and character references untouched)."""
@@ -134,7 +134,7 @@ def _supplied_xml(
 
 
 def _append_child(
-    data: bytes, spans: dict[Any, _Span], parent: etree._Element, entry: str
+    data: bytes, spans: dict[Any, ElementSpan], parent: etree._Element, entry: str
 ) -> tuple[int, int, bytes]:
     """An edit ``(start, end, bytes)`` adding ``entry`` as the last child of ``parent``, indented
     like its last child (or one step in from the parent)."""
@@ -173,7 +173,7 @@ def _unique_id(base: str, taken: set[str]) -> str:
 def _header_edits(
     doc: etree._Element,
     data: bytes,
-    spans: dict[Any, _Span],
+    spans: dict[Any, ElementSpan],
     name: str,
     resp: str,
     model: Any,
@@ -181,8 +181,8 @@ def _header_edits(
     top_k: int,
     when: str,
 ) -> list[tuple[int, int, bytes]]:
-    header = doc.find(f"{_T}teiHeader")
-    title = header.find(f"{_T}fileDesc/{_T}titleStmt") if header is not None else None
+    header = doc.find(f"{TEI}teiHeader")
+    title = header.find(f"{TEI}fileDesc/{TEI}titleStmt") if header is not None else None
     if header is None or title is None:
         raise EpiDocRestoreError(
             f"{name}: no <teiHeader>/<fileDesc>/<titleStmt>: not an EpiDoc file; give EpiDoc files"
@@ -202,7 +202,7 @@ def _header_edits(
         f"top {top_k} restorations, alternatives in certainty/@assertedValue)</{pre}change>"
     )
     edits = [_append_child(data, spans, title, resp_entry)]
-    rev = header.find(f"{_T}revisionDesc")
+    rev = header.find(f"{TEI}revisionDesc")
     if rev is None:
         edits.append(
             _append_child(
@@ -213,7 +213,7 @@ def _header_edits(
             )
         )
     else:
-        lists = rev.findall(f"{_T}listChange")
+        lists = rev.findall(f"{TEI}listChange")
         edits.append(_append_child(data, spans, lists[-1] if lists else rev, change))
     return edits
 
@@ -264,7 +264,7 @@ def write_restorations(
     out.append(data[at:])
     new = b"".join(out)
     try:
-        _parse(new, name)
+        parse_xml(new, name)
     except EpiDocRestoreError as err:
         raise EpiDocRestoreError(
             f"internal: the restored file does not parse ({err}); report this file"
