@@ -3,13 +3,14 @@
 `stoicheia benchmark` writes them itself (`--bootstrap 1000`, the default); for an older
 `--out` folder (or to resample again) this reads its `benchmark.json` (the per-gap examples: no
 decoder runs again), adds every decoder against the n-gram and against fused with their 95 %
-intervals, per length band too (`stoicheia.inference.benchmark_bootstrap`), on the report half
+intervals, per length band too (`stoicheia.inference.benchmark.bootstrap`), on the report half
 and its other views where the folder has the halves, on all gaps where it predates them, and
 writes `benchmark.json`, `benchmark.txt`, `summary.txt`, `reliability.png` (and
 `contamination.tsv` where the twins were measured) again, into the folder or `--out`:
 
     .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo
-    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo --out /tmp/intervals --bootstrap 5000
+    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo \\
+        --out /tmp/intervals --bootstrap 5000
 
 It prints the table's difference lines. Exit status 2 with one line on stderr for a folder
 without a readable benchmark result.
@@ -21,8 +22,8 @@ import argparse
 import json
 import sys
 
-from stoicheia.inference.benchmark_bootstrap import RESAMPLES, rewrite_folder
-from stoicheia.inference.benchmark_report import PROTOCOL_NAMES, difference_lines
+from stoicheia.inference.benchmark.bootstrap import RESAMPLES, rewrite_folder
+from stoicheia.inference.benchmark.report import PROTOCOL_NAMES, difference_lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ For users of a trained model::
 
 :func:`load_model` is :func:`stoicheia.inference.loading.load_model`; :func:`restore` is
 :func:`stoicheia.inference.restore.restore`; :func:`restore_epidoc` (the lacunae of an EpiDoc
-file) is :func:`stoicheia.inference.epidoc_restore.restore_epidoc`. They are imported on first
+file) is :func:`stoicheia.inference.epidoc.restore.restore_epidoc`. They are imported on first
 use (they load torch).
 """
 
@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
 
         return restore
     if name == "restore_epidoc":
-        from stoicheia.inference.epidoc_restore import restore_epidoc
+        from stoicheia.inference.epidoc.restore import restore_epidoc
 
         return restore_epidoc
     raise AttributeError(f"module 'stoicheia' has no attribute {name!r}")

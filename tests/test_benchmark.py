@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from stoicheia.inference.benchmark import ModelDecoder, NgramDecoder, run_tasks
-from stoicheia.inference.benchmark_protocols import (
+from stoicheia.inference.benchmark.protocols import (
     BenchmarkError,
     DevText,
     base_letters,
@@ -21,7 +20,8 @@ from stoicheia.inference.benchmark_protocols import (
     span_tasks,
     supplement_tasks,
 )
-from stoicheia.inference.benchmark_scoring import GapScore, calibration, edit_distance, summarise
+from stoicheia.inference.benchmark.run import ModelDecoder, NgramDecoder, run_tasks
+from stoicheia.inference.benchmark.scoring import GapScore, calibration, edit_distance, summarise
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.text import alphabet as A
@@ -229,7 +229,7 @@ class _Stub(LoadedModel):
 def test_model_decoder_decodes_only_the_target_with_the_products_decoder():
     text = "καὶ [---] δῆμος [...] ἔδωκε"  # the target is lacuna 1; lacuna 0 stays MASK slots
     dev = _dev(text)
-    from stoicheia.inference.benchmark_protocols import Task
+    from stoicheia.inference.benchmark.protocols import Task
 
     known = Task("hidden", dev.id, text, 15, 20, 1, "ρρρ", True)
     fills, prob = ModelDecoder(_Stub(3), k=4)(known)
@@ -258,7 +258,7 @@ def test_model_decoder_decodes_only_the_target_with_the_products_decoder():
 def test_fused_decoder_shares_the_forward_pass_and_leans_on_the_ngram():
     text = "καὶ τὸν δῆμον καὶ τ[..] δῆμον"
     dev = _dev(text)
-    from stoicheia.inference.benchmark_protocols import Task
+    from stoicheia.inference.benchmark.protocols import Task
     from stoicheia.inference.restore.gap_search import Fusion
 
     ngram = LetterNgram(3).fit(
@@ -277,7 +277,7 @@ def test_ngram_decoder_on_the_same_gaps():
     ngram = LetterNgram(3).fit(
         [np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 30], dtype=np.uint8)]
     )
-    from stoicheia.inference.benchmark_protocols import Task
+    from stoicheia.inference.benchmark.protocols import Task
 
     text = "καὶ τὸν δῆμον καὶ τ[..] δῆμον"
     task = Task("hidden", "x", text, 19, 23, 0, "ον", True)
@@ -309,7 +309,7 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
         progress=False,
     )
 
-    from stoicheia.inference.benchmark import benchmark
+    from stoicheia.inference.benchmark.run import benchmark
     from stoicheia.inference.evaluate import load_records
 
     # evaluate --split inscription_dev reads the same inscriptions from the shards
@@ -382,7 +382,7 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
             ]
         )
     assert exc.value.code == 2 and "nope.pt: no such file" in capsys.readouterr().err
-    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.benchmark.report import format_table, write_outputs
 
     paths = write_outputs(res, tmp_path / "out")
     assert json.loads(paths[0].read_text())["protocols"]["supplements"]["gaps"] == 12
@@ -579,3 +579,22 @@ def test_ngram_file_round_trip_and_the_fusion_restore_finds_beside_the_checkpoin
     for bad, why in (("0.5,x", "'x' is not a number"), ("1.5", "outside")):
         with pytest.raises(argparse.ArgumentTypeError, match=why):
             fusion_weights(bad)
+
+
+def test_benchmark_help_imports_no_numpy():
+    """``stoicheia benchmark --help`` shows the benchmark's defaults (twin threshold, fused3 grid)
+    from :mod:`stoicheia.inference.benchmark.defaults` without importing NumPy, torch or
+    datasketch (the package's ``__init__`` imports nothing); checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from stoicheia.cli import main\n"
+        "assert main(['benchmark', '--help']) == 0\n"
+        "heavy = [m for m in ('numpy', 'torch', 'datasketch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "--twin-threshold" in res.stdout and "0.75" in res.stdout

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stoicheia.inference.benchmark_contamination import (
+from stoicheia.inference.benchmark.contamination import (
     TWIN_THRESHOLD,
     find_twins,
     jaccard,
@@ -16,8 +16,8 @@ from stoicheia.inference.benchmark_contamination import (
     summary_line,
     twin_lines,
 )
-from stoicheia.inference.benchmark_protocols import base_letters
-from stoicheia.inference.benchmark_scoring import edit_distance
+from stoicheia.inference.benchmark.protocols import base_letters
+from stoicheia.inference.benchmark.scoring import edit_distance
 
 
 def _texts(corpus_root, *names: str) -> dict[str, str]:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from stoicheia.inference.benchmark import run_tasks
-from stoicheia.inference.benchmark_bootstrap import add_differences, pairs_for, rewrite_folder
-from stoicheia.inference.benchmark_fusion import FusedFamily, choose_point, sweep_family
-from stoicheia.inference.benchmark_halves import half_of, selection_tasks, split_halves
-from stoicheia.inference.benchmark_protocols import Task
-from stoicheia.inference.benchmark_report import format_table, summary_lines
-from stoicheia.inference.benchmark_views import add_views, rows_of
+from stoicheia.inference.benchmark.bootstrap import add_differences, pairs_for, rewrite_folder
+from stoicheia.inference.benchmark.fusion import FusedFamily, choose_point, sweep_family
+from stoicheia.inference.benchmark.halves import half_of, selection_tasks, split_halves
+from stoicheia.inference.benchmark.protocols import Task
+from stoicheia.inference.benchmark.report import format_table, summary_lines
+from stoicheia.inference.benchmark.run import run_tasks
+from stoicheia.inference.benchmark.views import add_views, rows_of
 
 REPO = Path(__file__).resolve().parents[1]
 # I.Sicily numbers: ISic000014 falls in the report half, ISic000024 in the selection half (the

@@ -10,14 +10,14 @@ import json
 import numpy as np
 import pytest
 
-from stoicheia.inference.benchmark import ModelDecoder, NgramDecoder
-from stoicheia.inference.benchmark_parallels import (
+from stoicheia.inference.benchmark.parallels import (
     ParallelsCache,
     ParallelsDecoder,
     best_fused,
     fusion_config,
 )
-from stoicheia.inference.benchmark_protocols import Task
+from stoicheia.inference.benchmark.protocols import Task
+from stoicheia.inference.benchmark.run import ModelDecoder, NgramDecoder
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.inference.parallels import ParallelsIndex
 from stoicheia.text import alphabet as A

@@ -518,7 +518,7 @@ def test_truncated_checkpoint_alone_in_its_folder(tmp_path, capsys):
 def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
     """A failure (Ctrl-C, full disk) while an export is written leaves the earlier export whole
     and no OUT.partial: never weights of one export beside the config of another."""
-    from stoicheia.inference import export as ex
+    from stoicheia.inference.export import folder as ex
 
     out = tmp_path / "exp"
     out.mkdir()

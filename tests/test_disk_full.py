@@ -248,7 +248,7 @@ def test_evaluate_on_a_full_disk(trained, small_shards, full_disk, capsys):
 def test_benchmark_outputs_and_ngram_on_a_full_disk(full_disk):
     """What ``stoicheia benchmark`` writes (its tables, the plot, ``--save-ngram``'s file) goes
     through the same helper; the command line turns the WriteError into its one line."""
-    from stoicheia.inference.benchmark_report import write_outputs
+    from stoicheia.inference.benchmark.report import write_outputs
     from stoicheia.inference.ngram import LetterNgram, save_ngram
     from stoicheia.text.alphabet import NUM_LETTERS
 

@@ -37,7 +37,7 @@ def _isicily(corpus_root: Path, name: str) -> Path:
 
 
 def test_element_spans_skip_comments_cdata_and_quoted_brackets():
-    from stoicheia.inference.epidoc_restore import _element_spans, _locate
+    from stoicheia.inference.epidoc.byte_spans import _element_spans, _locate
 
     data = (
         b'<?xml version="1.0"?>\n<a x="1 > 0"><!-- <gap/> --><b/><![CDATA[<gap/>]]>'
@@ -57,7 +57,7 @@ def test_element_spans_skip_comments_cdata_and_quoted_brackets():
 def test_gap_readings_by_hand():
     """Readings of a gap: its fill as printed, then its own alternatives, with the decoder's
     probabilities (the ones restore prints), not renormalised over the top-k."""
-    from stoicheia.inference.epidoc_restore import gap_readings
+    from stoicheia.inference.epidoc.restore import gap_readings
 
     alt = SimpleNamespace
     gaps = [
@@ -75,7 +75,8 @@ def test_gap_readings_by_hand():
 def test_header_entries_placed_and_indented_in_place():
     """The respStmt goes after the last child of <titleStmt>, the change into <listChange> (or
     a new <revisionDesc>), indented like their siblings, CRLF kept; nothing else moves."""
-    from stoicheia.inference.epidoc_restore import _header_edits, _locate
+    from stoicheia.inference.epidoc.byte_spans import _locate
+    from stoicheia.inference.epidoc.write_back import _header_edits
 
     model = SimpleNamespace(config={"run_name": "demo&1"}, step=7, source="ck&1.pt")
     head = (
@@ -124,7 +125,8 @@ def test_header_entries_leave_the_tail_of_the_last_entry_where_it_was(corpus_roo
     """ISic001355's last <change> ends its line with a space: the new <change> goes on a line
     of its own after that space, so every byte of the old line stays as it was (the space had
     moved after the new entry)."""
-    from stoicheia.inference.epidoc_restore import _header_edits, _locate
+    from stoicheia.inference.epidoc.byte_spans import _locate
+    from stoicheia.inference.epidoc.write_back import _header_edits
 
     model = SimpleNamespace(config={"run_name": "demo"}, step=7, source="ck.pt")
     data = _isicily(corpus_root, "ISic001355.xml").read_bytes()
@@ -161,7 +163,8 @@ def test_kept_gap_attributes_by_hand():
     """The <supplied> keeps a gap's identity and place (xml:id, n, xml:lang, rend: as written)
     and drops what describes the loss (reason, quantity, unit, extent, precision, atLeast/
     atMost) or the editor's judgement of it (resp, cert)."""
-    from stoicheia.inference.epidoc_restore import _element_spans, _kept_attributes, _supplied_xml
+    from stoicheia.inference.epidoc.byte_spans import _element_spans
+    from stoicheia.inference.epidoc.write_back import _kept_attributes, _supplied_xml
 
     data = (
         b'<ab><tei:gap reason=\'lost\' quantity="6" unit="character" precision="low" '
@@ -188,7 +191,7 @@ def test_capitals_of_an_orig_reach_the_decoder_as_written(corpus_root):
     """ISic002760 writes diplomatic capitals in <orig>: the text the decoder gets keeps them
     (``ΘΑ [...] ΟΔ``), so the decoder's style rule fills a gap among them in capitals, as
     ``restore`` does for the same Leiden; the training reader still lower-cases them."""
-    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
     from stoicheia.sources import EpiDocOptions, read_epidoc
 
     plan = plan_epidoc(_isicily(corpus_root, "ISic002760.xml"))
@@ -201,7 +204,8 @@ def test_capitals_of_an_orig_reach_the_decoder_as_written(corpus_root):
 
 
 def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_path):
-    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+    from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     bad = tmp_path / "cut.xml"
     bad.write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:5000])
@@ -255,7 +259,8 @@ _ADDED_HEADER = re.compile(
 
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_only_the_restored_gaps_and_the_header_entry_change(corpus_root, model, name):
-    from stoicheia.inference.epidoc_restore import _locate, restore_epidoc
+    from stoicheia.inference.epidoc.byte_spans import _locate
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     src = _isicily(corpus_root, name)
     before = src.read_bytes()
@@ -304,7 +309,7 @@ def test_the_supplied_keeps_the_gaps_id_and_number(corpus_root, model):
     """ISic000800's gap has xml:id="AεABK" n="30", ISic000876's n="35": the <supplied> that
     replaces each keeps them (links and word numbers still resolve), its <certainty> entries
     point at the gap's own id, and the attributes of the loss are gone."""
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     xid = "{http://www.w3.org/XML/1998/namespace}id"
     res = restore_epidoc(model, _isicily(corpus_root, "ISic000800.xml"), **FAST)
@@ -328,7 +333,7 @@ def test_the_supplied_keeps_the_gaps_id_and_number(corpus_root, model):
 def test_a_gap_among_capitals_is_filled_in_capitals(corpus_root, model):
     """ISic002760's ``ΘΑ <gap quantity="3"/> ΟΔ``: filled in capitals without marks, like the
     text path (it was filled in lower case with accents)."""
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
     from stoicheia.inference.restore import restore
 
     src = _isicily(corpus_root, "ISic002760.xml")
@@ -338,7 +343,7 @@ def test_a_gap_among_capitals_is_filled_in_capitals(corpus_root, model):
     for fill in [g.fill, *(f for f, _ in g.alternatives)]:
         assert fill == fill.upper() and fill.isalpha(), fill
     # the same readings as the text path on the Leiden text it was given
-    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
 
     (piece,) = plan_epidoc(src, window=96, unknown_width=4).pieces[:1]
     text = restore(model, piece.text, top_k=2, beam=2, unknown_width=4)
@@ -348,7 +353,7 @@ def test_a_gap_among_capitals_is_filled_in_capitals(corpus_root, model):
 
 
 def test_gap_kinds_are_filled_or_left_as_documented(corpus_root, model):
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     seen: dict[str, set[str]] = {}
     for name in FILES:
@@ -361,7 +366,7 @@ def test_gap_kinds_are_filled_or_left_as_documented(corpus_root, model):
 
 
 def test_a_gap_wider_than_the_window_is_left(corpus_root, model):
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     src = _isicily(corpus_root, "ISic001375.xml")
     result = restore_epidoc(
@@ -376,7 +381,7 @@ def test_a_gap_wider_than_the_window_is_left(corpus_root, model):
 
 
 def test_xml_given_as_text_and_determinism(corpus_root, model):
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     src = _isicily(corpus_root, "ISic003181.xml")
     a = restore_epidoc(model, src, **FAST)
@@ -399,7 +404,7 @@ def test_pieces_cut_at_word_breaks_outside_brackets_within_the_budget():
     budget (in letter slots: a letter 1, a lacuna its slots) that cover it; the cut is the one
     farthest from a lacuna among those leaving a piece at least half the budget; a text within
     the budget is one piece; a run without spaces is cut before a letter."""
-    from stoicheia.inference.epidoc_restore_pieces import pieces, slot_offsets
+    from stoicheia.inference.epidoc.pieces import pieces, slot_offsets
     from stoicheia.text.leiden import parse_leiden
     from stoicheia.text.leiden_segments import Lacuna
 
@@ -434,7 +439,8 @@ def test_a_long_edition_is_restored_in_pieces_of_the_window(corpus_root, model, 
     """A long edition (a large file in small) is planned in pieces that each fit the model's
     window, every gap to fill in one piece, and restored in full with its progress reported;
     the bytes outside the restored gaps do not change."""
-    from stoicheia.inference.epidoc_restore import plan_epidoc, restore_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
     from stoicheia.inference.restore import parse_input
 
     src = _long_edition(corpus_root, "ISic001375.xml", 12, tmp_path)
@@ -675,7 +681,7 @@ def test_restore_reads_entities_choices_and_left_out_elements_as_convert(tmp_pat
     """The context the model sees: the entity's word (it vanished), one uncertain letter for an
     editor's alternatives (it gave nothing), no index term glued to its word (δῆμοσδῆμος), no
     note; the same text convert reads, dots below aside."""
-    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
     from stoicheia.sources import read_epidoc
     from stoicheia.text.leiden_segments import DOT_BELOW
 
@@ -689,7 +695,8 @@ def test_restore_reads_entities_choices_and_left_out_elements_as_convert(tmp_pat
 
 
 def test_restore_refuses_external_and_markup_entities_in_one_line(tmp_path):
-    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+    from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     secret = tmp_path / "secret.txt"
     secret.write_text("SECRETWORD", encoding="utf-8")
@@ -713,7 +720,7 @@ def test_restore_refuses_external_and_markup_entities_in_one_line(tmp_path):
 def test_entity_references_stay_as_written_in_the_restored_file(tmp_path, model):
     """restore --epidoc edits the bytes at the gap: the DOCTYPE, every &kai; (header and
     edition) and every other byte stay as they were."""
-    from stoicheia.inference.epidoc_restore import restore_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
 
     path = _editors_file(tmp_path, _EDITOR_BODY)
     before = path.read_bytes()
@@ -731,7 +738,7 @@ def test_entity_references_stay_as_written_in_the_restored_file(tmp_path, model)
 def test_a_gap_with_only_a_least_or_a_most_width_is_filled_within_it(tmp_path):
     """<gap atLeast="2"/> alone is [-min.2-] (it was an unreadable width, left), atMost alone
     [-max.3-]: convert writes them so and restore fills them within those bounds."""
-    from stoicheia.inference.epidoc_restore import plan_epidoc
+    from stoicheia.inference.epidoc.plan import plan_epidoc
     from stoicheia.inference.restore import parse_input
     from stoicheia.sources import read_epidoc
 
@@ -757,8 +764,8 @@ def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, mo
 
     import torch
 
-    from stoicheia.inference.epidoc_restore import restore_epidoc
-    from stoicheia.inference.export import export_model
+    from stoicheia.inference.epidoc.restore import restore_epidoc
+    from stoicheia.inference.export.folder import export_model
     from stoicheia.inference.loading import load_model
     from stoicheia.inference.model_identity import model_identity, weights_sha256
 

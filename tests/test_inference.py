@@ -78,7 +78,7 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
     """The export writes code that runs without stoicheia, or stops with a message: an entry
     module that does not import a module its modules need (transformers would not copy it),
     a package module importing stoicheia beyond model/ and text/."""
-    from stoicheia.inference import export as ex
+    from stoicheia.inference.export import carried_code as ex
 
     ok = tmp_path / "ok.py"
     ok.write_text(
@@ -470,7 +470,12 @@ def test_export_carries_the_package_code(exported):
     modules are the package's sources with only their stoicheia imports made relative."""
     import re
 
-    from stoicheia.inference.export import HF_DIR, HF_FILES, _relative_source, code_files
+    from stoicheia.inference.export.carried_code import (
+        HF_DIR,
+        HF_FILES,
+        _relative_source,
+        code_files,
+    )
 
     for name in HF_FILES:
         assert (exported / name).read_bytes() == (HF_DIR / name).read_bytes(), name
@@ -984,7 +989,7 @@ def test_model_card_names_the_licence_of_every_corpus_trained_on(corpus_root, tm
     (CC BY 4.0; its EpiDoc records were "no known licence") each get their licence; a plain
     text file has none and is named; a tier of weight 0 trained nothing and adds none."""
     from stoicheia.data.shards import convert
-    from stoicheia.inference.export import describe_training_data
+    from stoicheia.inference.export.training_data import describe_training_data
 
     isic = sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:40]
     notes = tmp_path / "notes"

@@ -726,7 +726,7 @@ def test_the_serve_command_serves(model, tmp_path):
 
     import httpx
 
-    from stoicheia.inference.export import export_model
+    from stoicheia.inference.export.folder import export_model
 
     folder = export_model(model, tmp_path / "export")
     with socket.socket() as s:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stoicheia.cli_args import float_in, fusion_weights, int_in, out_dir_problem
 from stoicheia.commands.common import fail, load, model_args, ngram_args
-from stoicheia.inference.benchmark_defaults import (
+from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
     TWIN_THRESHOLD,
@@ -21,14 +21,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``benchmark`` on the ``stoicheia`` sub-command parsers."""
     p = subparsers.add_parser(
         "benchmark",
-        help="restoration benchmark on the inscription dev set (hidden spans, editors' supplements, unknown width), "
-        "the n-gram beside the model",
+        help="restoration benchmark on the inscription dev set (hidden spans, editors' "
+        "supplements, unknown width), the n-gram beside the model",
     )
     model_args(p)
     p.add_argument(
         "--shards",
-        help="the converted corpus: its stats.json names the inscription dev set (convert --inscription-dev-digit 4), "
-        "its train split trains the n-gram (default: the run's data.shard_root)",
+        help="the converted corpus: its stats.json names the inscription dev set (convert "
+        "--inscription-dev-digit 4), its train split trains the n-gram (default: the run's "
+        "data.shard_root)",
     )
     p.add_argument(
         "--out",
@@ -40,7 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=("hidden", "supplements", "unknown"),
         default=["hidden", "supplements", "unknown"],
-        help="hidden: spans of intact text as [....]; supplements: each editor's supplement as [....]; unknown: the hidden spans as [---]",
+        help="hidden: spans of intact text as [....]; supplements: each editor's supplement as "
+        "[....]; unknown: the hidden spans as [---]",
     )
     p.add_argument(
         "--spans-per-text",
@@ -61,8 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--epidoc-root",
-        help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. ../shared/corpus/isicily) "
-        "instead of the paths stats.json recorded at conversion",
+        help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. "
+        "../shared/corpus/isicily) instead of the paths stats.json recorded at conversion",
     )
     p.add_argument(
         "--unknown-width",
@@ -75,49 +77,52 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--fusion-weights",
         type=fusion_weights,
         default=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0],
-        help="n-gram weights at which the model's search is fused with the n-gram (comma-separated, in [0, 1]; "
-        "the best on the selection half of the dev set is reported on the other half as 'fused'; "
-        "default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
+        help="n-gram weights at which the model's search is fused with the n-gram "
+        "(comma-separated, in [0, 1]; the best on the selection half of the dev set is reported "
+        "on the other half as 'fused'; default 0,0.2,0.4,0.6,0.7,0.8,0.9,1; '' for none)",
     )
     p.add_argument(
         "--twin-threshold",
         type=float_in(0.0, 1.0),
         default=TWIN_THRESHOLD,
-        help="Jaccard similarity (3-letter shingles) at which a dev text and a training record are twins "
-        f"(near-duplicates; listed in contamination.tsv, figures given without them; default {TWIN_THRESHOLD}; "
-        "0: not measured)",
+        help="Jaccard similarity (3-letter shingles) at which a dev text and a training record "
+        "are twins (near-duplicates; listed in contamination.tsv, figures given without them; "
+        f"default {TWIN_THRESHOLD}; 0: not measured)",
     )
     p.add_argument(
         "--parallels",
         default=None,
         metavar="INDEX",
-        help="parallels index folder (stoicheia index): adds the rows 'parallels' (alone, backing off to the n-gram) "
-        "and 'fused3' (network + n-gram + parallels; default: SHARDS/parallels when it exists; '' for none)",
+        help="parallels index folder (stoicheia index): adds the rows 'parallels' (alone, "
+        "backing off to the n-gram) and 'fused3' (network + n-gram + parallels; default: "
+        "SHARDS/parallels when it exists; '' for none)",
     )
     p.add_argument(
         "--fused3-weights",
         type=_fused3_weights,
         default=(FUSED3_NGRAM_WEIGHTS, FUSED3_PARALLELS_WEIGHTS),
         metavar="NGRAM/PARALLELS",
-        help="fused3's grid, chosen on the selection half: n-gram weights / parallels weights, each comma-separated in "
-        f"[0, 1] (default {','.join(map(str, FUSED3_NGRAM_WEIGHTS))}/{','.join(map(str, FUSED3_PARALLELS_WEIGHTS))})",
+        help="fused3's grid, chosen on the selection half: n-gram weights / parallels weights, "
+        f"each comma-separated in [0, 1] (default {','.join(map(str, FUSED3_NGRAM_WEIGHTS))}/"
+        f"{','.join(map(str, FUSED3_PARALLELS_WEIGHTS))})",
     )
     p.add_argument(
         "--save-fusion",
         "--save-ngram",
         dest="save_fusion",
         action="store_true",
-        help="write the n-gram to ngram.npz and the weights of the best fused decoder (fused or fused3, on the "
-        "selection half) with the index path to fusion.json beside the checkpoint: restore, the page and "
-        "restore --epidoc then use them by default (--save-ngram: the same)",
+        help="write the n-gram to ngram.npz and the weights of the best fused decoder (fused or "
+        "fused3, on the selection half) with the index path to fusion.json beside the "
+        "checkpoint: restore, the page and restore --epidoc then use them by default "
+        "(--save-ngram: the same)",
     )
     p.add_argument(
         "--bootstrap",
         type=int_in(0, 100_000, meaning=" resamples (default 1000; 0: none)"),
         default=1000,
-        help="resamples of the inscriptions for the 95%% intervals of fused - n-gram and model - n-gram "
-        "(paired bootstrap, seeded with --seed; default 1000; 0: none). For an older --out folder: "
-        "scripts/benchmark_intervals.py FOLDER",
+        help="resamples of the inscriptions for the 95%% intervals of fused - n-gram and "
+        "model - n-gram (paired bootstrap, seeded with --seed; default 1000; 0: none). For an "
+        "older --out folder: scripts/benchmark_intervals.py FOLDER",
     )
     p.set_defaults(func=run)
 
@@ -156,9 +161,9 @@ def _parallels_index(args: argparse.Namespace, shards: str):
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark of ``args``, print its table and write its outputs; returns the exit status
     (0, or 2 after one line on stderr)."""
-    from stoicheia.inference.benchmark import benchmark
-    from stoicheia.inference.benchmark_protocols import BenchmarkError
-    from stoicheia.inference.benchmark_report import format_table, write_outputs
+    from stoicheia.inference.benchmark.protocols import BenchmarkError
+    from stoicheia.inference.benchmark.report import format_table, write_outputs
+    from stoicheia.inference.benchmark.run import benchmark
     from stoicheia.inference.evaluate import train_ngram
 
     problem = out_dir_problem(args.out)
@@ -167,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
     if args.shards and not Path(args.shards).is_dir():
         return fail(
             "benchmark",
-            f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`",
+            f"--shards {args.shards!r}: no such folder; give the output folder of "
+            "`stoicheia convert`",
         )
     model = load(args, "benchmark")
     data = model.config.get("data", {})
@@ -175,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
     if not shards or not Path(shards).is_dir():
         return fail(
             "benchmark",
-            f"the run's shards ({shards or 'data.shard_root unset'}) are not here; give --shards DIR",
+            f"the run's shards ({shards or 'data.shard_root unset'}) are not here; "
+            "give --shards DIR",
         )
     ngram = ngram_info = None
     if args.ngram_order:
@@ -184,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
                 shards, data.get("tier_weights"), args.ngram_order, args.ngram_letters
             )
             print(
-                f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} training letters of {shards}"
+                f"n-gram baseline: order {args.ngram_order}, "
+                f"{sum(ngram_info['letters'].values()):,} training letters of {shards}"
             )
         except FileNotFoundError as err:
             return fail(
@@ -197,15 +205,16 @@ def run(args: argparse.Namespace) -> int:
     decoders: dict = {}
     families: list = []
     if index is not None:
-        from stoicheia.inference.benchmark import NgramDecoder
-        from stoicheia.inference.benchmark_parallels import (
+        from stoicheia.inference.benchmark.parallels import (
             ParallelsCache,
             ParallelsDecoder,
             fused3_family,
         )
+        from stoicheia.inference.benchmark.run import NgramDecoder
 
         print(
-            f"parallels: {index.folder} ({index.records:,} training records, {len(index):,} letters)"
+            f"parallels: {index.folder} ({index.records:,} training records, "
+            f"{len(index):,} letters)"
         )
         caches: dict = {}
 
@@ -268,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     paths = write_outputs(result, args.out)
     print(f"wrote {', '.join(map(str, paths))}")
     if args.save_fusion:
-        from stoicheia.inference.benchmark_parallels import fusion_config
+        from stoicheia.inference.benchmark.parallels import fusion_config
         from stoicheia.inference.ngram import save_ngram
         from stoicheia.inference.restore.fusion_file import FUSION_FILE, beside
 
@@ -290,13 +299,14 @@ def run(args: argparse.Namespace) -> int:
             step=model.step,
         )
         print(
-            f"wrote {target}: restore fuses this n-gram at weight {weight:g}, chosen on the selection half "
-            "(0: the model alone)"
+            f"wrote {target}: restore fuses this n-gram at weight {weight:g}, chosen on the "
+            "selection half (0: the model alone)"
         )
         config = fusion_config(result, index.folder if index is not None else None)
         config.save(target.with_name(FUSION_FILE))
         print(
-            f"wrote {target.with_name(FUSION_FILE)}: restore fuses the n-gram at {config.ngram_weight:g} "
-            f"and the parallels at {config.parallels_weight:g} ({config.chosen_on})"
+            f"wrote {target.with_name(FUSION_FILE)}: restore fuses the n-gram at "
+            f"{config.ngram_weight:g} and the parallels at {config.parallels_weight:g} "
+            f"({config.chosen_on})"
         )
     return 0

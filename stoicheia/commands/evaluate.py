@@ -21,7 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         required=True,
         metavar="DIR_OR_FILE",
-        help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu files or folders",
+        help="a shard folder (output of convert; its val split), or .txt/.jsonl/.xml/.conllu "
+        "files or folders",
     )
     p.add_argument(
         "--split",
@@ -36,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--train-shards",
-        help="shards whose train split trains the n-gram baseline (default --shards, else the run's data.shard_root)",
+        help="shards whose train split trains the n-gram baseline (default --shards, else the "
+        "run's data.shard_root)",
     )
     ngram_args(p)
     p.add_argument(
@@ -106,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         if out.suffix == ".txt":
             return fail(
                 "evaluate",
-                f"--out {out}: the JSON goes to --out and the table beside it as .txt; give a .json name, e.g. {out.with_suffix('.json')}",
+                f"--out {out}: the JSON goes to --out and the table beside it as .txt; give a "
+                f".json name, e.g. {out.with_suffix('.json')}",
             )
         # never write over an input (or a file inside an input folder) with the results
         written = {out.resolve(), out.with_suffix(".txt").resolve()}
@@ -116,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
             if hit:
                 return fail(
                     "evaluate",
-                    f"--out {out} would write {hit[0].name} over the input {given}; give an --out outside the inputs",
+                    f"--out {out} would write {hit[0].name} over the input {given}; give an "
+                    "--out outside the inputs",
                 )
     if args.train_shards and not Path(args.train_shards).is_dir():
         return fail(
             "evaluate",
-            f"--train-shards {args.train_shards!r}: no such folder; give the output folder of `stoicheia convert`",
+            f"--train-shards {args.train_shards!r}: no such folder; give the output folder of "
+            "`stoicheia convert`",
         )
     try:  # the inputs first: a wrong path fails before the model is loaded
         records, described = load_records(args.shards, args.split, args.tiers, args.max_records)
@@ -138,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             f" and {len(not_read) - 5} more" if len(not_read) > 5 else ""
         )
         print(
-            f"{len(not_read)} files in the folders given are not sources (.txt/.jsonl/.xml/.conllu) and were not read: {shown}"
+            f"{len(not_read)} files in the folders given are not sources "
+            f"(.txt/.jsonl/.xml/.conllu) and were not read: {shown}"
         )
     opt = EvalOptions(
         seq_len=args.seq_len or int(data.get("seq_len", 512)),
@@ -159,13 +165,15 @@ def run(args: argparse.Namespace) -> int:
                 train_root, data.get("tier_weights"), args.ngram_order, args.ngram_letters
             )
             print(
-                f"n-gram baseline: order {args.ngram_order}, {sum(ngram_info['letters'].values()):,} letters of {train_root}"
+                f"n-gram baseline: order {args.ngram_order}, "
+                f"{sum(ngram_info['letters'].values()):,} letters of {train_root}"
             )
         except FileNotFoundError as err:
             print(f"n-gram baseline left out: {err}")
     else:
         print(
-            f"n-gram baseline left out: the run's shards ({train_root or 'data.shard_root unset'}) are not here; give --train-shards DIR"
+            "n-gram baseline left out: the run's shards "
+            f"({train_root or 'data.shard_root unset'}) are not here; give --train-shards DIR"
         )
     result = evaluate(model, records, opt, ngram, progress=lambda m: print(m, flush=True))
     result["model"] = {

@@ -1,5 +1,5 @@
-"""``stoicheia export CHECKPOINT OUT_DIR``: a Hugging Face model folder (safetensors, config, code,
-model card; :mod:`stoicheia.inference.export`)."""
+"""``stoicheia export CHECKPOINT OUT_DIR``: a Hugging Face model folder (safetensors, config,
+code, model card; :mod:`stoicheia.inference.export`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument(
         "--shards",
-        help="the shards the model was trained on (default: the run's data.shard_root), for the model card",
+        help="the shards the model was trained on (default: the run's data.shard_root), for the "
+        "model card",
     )
     p.set_defaults(func=run, device="cpu")
 
@@ -29,12 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Export the model of ``args.checkpoint`` to ``args.out_dir``; returns the exit status (0, or 2
     after one line on stderr)."""
-    from stoicheia.inference.export import (
-        describe_training_data,
-        export_file_names,
-        export_model,
-        find_shard_root,
-    )
+    from stoicheia.inference.export.folder import export_file_names, export_model
+    from stoicheia.inference.export.training_data import describe_training_data, find_shard_root
 
     out_dir = Path(args.out_dir)  # checked before the checkpoint is read
     problem = out_dir_problem(out_dir)
@@ -54,18 +51,20 @@ def run(args: argparse.Namespace) -> int:
         return fail(
             "export",
             f"OUT_DIR {out_dir} holds files an export does not write ({', '.join(foreign[:6])}"
-            f"{' ...' if len(foreign) > 6 else ''}): --overwrite would delete them (is it a run folder?); "
-            "choose another OUT_DIR",
+            f"{' ...' if len(foreign) > 6 else ''}): --overwrite would delete them (is it a run "
+            "folder?); choose another OUT_DIR",
         )
     if args.shards and not Path(args.shards).is_dir():
         return fail(
             "export",
-            f"--shards {args.shards!r}: no such folder; give the output folder of `stoicheia convert`",
+            f"--shards {args.shards!r}: no such folder; give the output folder of "
+            "`stoicheia convert`",
         )
     model = load(args, "export")
     if model.kind == "export":
         print(
-            f"stoicheia export: error: {args.checkpoint} is an export already; give a training checkpoint",
+            f"stoicheia export: error: {args.checkpoint} is an export already; give a training "
+            "checkpoint",
             file=sys.stderr,
         )
         return 2
@@ -73,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
     if root is None:
         print(
-            "note: the run's shards (data.shard_root) were not found; the model card lists no corpus facts (give --shards DIR)"
+            "note: the run's shards (data.shard_root) were not found; the model card lists no "
+            "corpus facts (give --shards DIR)"
         )
     data = describe_training_data(model.config, root)
     try:
@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:  # disk full, permissions changed meanwhile
         return fail(
             "export",
-            f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose another OUT_DIR",
+            f"cannot write {err.filename or out_dir} ({err.strerror}); free space or choose "
+            "another OUT_DIR",
         )
     print(
         f"wrote {out}: model.safetensors, config.json, the model code, README.md"
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         + ")"
     )
     print(
-        f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True)"
+        f"load it with: transformers.AutoModel.from_pretrained({str(out)!r}, "
+        "trust_remote_code=True)"
     )
     return 0
 

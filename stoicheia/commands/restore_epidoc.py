@@ -1,5 +1,5 @@
-"""``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of EpiDoc
-files (:mod:`stoicheia.inference.epidoc_restore_corpus`; docs/restoring-epidoc.md)."""
+"""``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``: fill the ``<gap>`` elements of
+EpiDoc files (:mod:`stoicheia.inference.epidoc.corpus`; docs/restoring-epidoc.md)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from stoicheia.commands.common import fail, load
 
 
 def run(args: argparse.Namespace) -> int:
-    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc_restore_corpus); returns
+    """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc.corpus); returns
     the exit status (0, or 2 after one line on stderr)."""
-    from stoicheia.inference.epidoc_restore_corpus import epidoc_inputs, restore_corpus
+    from stoicheia.inference.epidoc.corpus import epidoc_inputs, restore_corpus
 
     if args.text is not None:
         return fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
     if args.out is None:
         return fail(
             "restore",
-            "--epidoc needs --out DIR, the folder the restored files are written to (never over an input)",
+            "--epidoc needs --out DIR, the folder the restored files are written to "
+            "(never over an input)",
         )
     for flag, given in (
         ("--respace", args.respace),
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if args.beam is not None and args.beam < args.top_k:
         return fail(
             "restore",
-            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; "
+            f"give --beam {args.top_k} or more",
         )
     try:  # the paths first: a typo fails before the model is loaded
         epidoc_inputs(args.epidoc, args.out)
@@ -65,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         return fail(
             "restore",
-            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give another --out "
-            "(the files written so far stay; a rerun goes on from there)",
+            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give "
+            "another --out (the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
     if summary.files and summary.refused == summary.files:
         # nothing could be read: a script calling this must not take it for a finished run
         print(
-            "stoicheia restore: error: every file was refused; each line above says why and what to do",
+            "stoicheia restore: error: every file was refused; each line above says why and "
+            "what to do",
             file=sys.stderr,
         )
         return 2

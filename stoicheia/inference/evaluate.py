@@ -2,9 +2,10 @@
 
 Two passes over the records:
 
-1. **Reference noise** (the training evaluators' batches, :func:`stoicheia.data.eval_batches.build_eval_batches`,
-   and their metrics, :func:`stoicheia.model.metrics.eval_metrics`): iid masking at rate ``t``
-   (0.30), every aux channel hidden. Bits per character over the masked letters, boundary F1,
+1. **Reference noise** (the training evaluators' batches,
+   :func:`stoicheia.data.eval_batches.build_eval_batches`, and their metrics,
+   :func:`stoicheia.model.metrics.eval_metrics`): iid masking at rate ``t`` (0.30), every aux
+   channel hidden. Bits per character over the masked letters, boundary F1,
    diacritic and punctuation accuracy per slot and macro-averaged over classes.
 2. **Masked words** (:func:`stoicheia.data.eval_batches.build_word_batches`): whole words become
    known-width lacunae, the rest of the letters stay visible (channels hidden). A word counts
@@ -56,9 +57,10 @@ class EvalOptions:
     """Settings of :func:`evaluate`.
 
     ``seq_len``: row length in slots; ``rows``: rows per forward pass; ``t``: reference masking
-    rate; ``seed``: noise seed (a record seeded by ``(seed, record_key(record id))``); ``word_rate``: probability
-    that a word of >= 2 letters is masked in the word pass (at least ``word_gap`` known
-    letters between masked words); ``top_k``: the wider of the two exact-match ranks (5).
+    rate; ``seed``: noise seed (a record seeded by ``(seed, record_key(record id))``);
+    ``word_rate``: probability that a word of >= 2 letters is masked in the word pass (at least
+    ``word_gap`` known letters between masked words); ``top_k``: the wider of the two
+    exact-match ranks (5).
     """
 
     seq_len: int = 512
@@ -282,14 +284,15 @@ def format_table(result: dict[str, Any], max_works: int | None = None) -> list[s
         lines.append(f"({dropped} more works in the JSON file)")
     o = result["options"]
     base = (
-        f"reference noise: iid masking t = {o['t']}, seed {o['seed']}; masked words: rate {o['word_rate']}, "
-        f"words of >= 2 letters, letters scored from one forward pass"
+        f"reference noise: iid masking t = {o['t']}, seed {o['seed']}; masked words: "
+        f"rate {o['word_rate']}, words of >= 2 letters, letters scored from one forward pass"
     )
     lines.append(base)
     baselines = []
     if result.get("unigram_entropy_bits") is not None:
         baselines.append(
-            f"letter-unigram entropy of the training mix {result['unigram_entropy_bits']:.3f} bits (bits/char must beat it)"
+            "letter-unigram entropy of the training mix "
+            f"{result['unigram_entropy_bits']:.3f} bits (bits/char must beat it)"
         )
     if "ngram_order" in result:
         baselines.append(
@@ -318,7 +321,10 @@ def _missing_input(given: str) -> str:
     """The message for an input path that does not exist, naming it exactly as given."""
     m = re.fullmatch(r"(.+?)((?::\d*)+)", given)
     if m and Path(m.group(1)).exists():
-        return f"{given!r}: no such file or folder ({m.group(1)!r} exists: drop the {m.group(2)!r} after it)"
+        return (
+            f"{given!r}: no such file or folder ({m.group(1)!r} exists: drop the "
+            f"{m.group(2)!r} after it)"
+        )
     return f"{given!r}: no such file or folder; check the path"
 
 
@@ -362,7 +368,8 @@ def load_records(
 
     if max_records is not None and max_records < 1:
         raise ValueError(
-            f"--max-records {max_records}: give at least 1 record per tier (or leave it out for all)"
+            f"--max-records {max_records}: give at least 1 record per tier "
+            "(or leave it out for all)"
         )
     missing = [x for x in inputs if not Path(x).exists()]
     if missing:
@@ -372,16 +379,18 @@ def load_records(
     for x in inputs:
         if Path(x).resolve() in seen:
             raise ValueError(
-                f"--shards {x!r} is given twice ({seen[Path(x).resolve()]!r} too): its records would count twice; give it once"
+                f"--shards {x!r} is given twice ({seen[Path(x).resolve()]!r} too): its records "
+                "would count twice; give it once"
             )
         seen[Path(x).resolve()] = x
     shard_dirs = [x for x in inputs if is_shard_folder(x)]
     if shard_dirs and len(inputs) > 1:
         others = [x for x in inputs if x != shard_dirs[0]]
         raise ValueError(
-            f"--shards {shard_dirs[0]!r} is a shard folder (output of `stoicheia convert`), given beside "
-            f"{', '.join(map(repr, others[:3]))}{' ...' if len(others) > 3 else ''}: give one shard folder alone, or "
-            "raw source files only (run evaluate once for each)"
+            f"--shards {shard_dirs[0]!r} is a shard folder (output of `stoicheia convert`), "
+            f"given beside {', '.join(map(repr, others[:3]))}"
+            f"{' ...' if len(others) > 3 else ''}: give one shard folder alone, or raw source "
+            "files only (run evaluate once for each)"
         )
     if shard_dirs:
         root = Path(shard_dirs[0])
@@ -400,7 +409,8 @@ def load_records(
                 if (p / s / "index.json").exists()
             )
             raise FileNotFoundError(
-                f"{root}: no tier has {split} records (the shards hold {', '.join(have) or 'no split'}); "
+                f"{root}: no tier has {split} records "
+                f"(the shards hold {', '.join(have) or 'no split'}); "
                 + (
                     "give --split train, or convert with --val-fraction > 0"
                     if split == "val"
@@ -411,26 +421,30 @@ def load_records(
         if damaged:
             raise FileNotFoundError(
                 f"{root}: stats.json lists {split} records of {', '.join(damaged)}, but "
-                f"{damaged[0]}/{split}/index.json is missing or empty: the shard folder is damaged; convert it again"
+                f"{damaged[0]}/{split}/index.json is missing or empty: the shard folder is "
+                "damaged; convert it again"
             )
         tiers = list(dict.fromkeys(tiers)) if tiers else tiers  # a tier named twice counts once
         absent = [t for t in tiers or [] if t not in present]
         if absent:
             raise ValueError(
                 f"--tiers {' '.join(absent)}: the shards at {root} have no {split} records of "
-                f"{'that tier' if len(absent) == 1 else 'those tiers'}; tiers with {split} records: {', '.join(present)}"
+                f"{'that tier' if len(absent) == 1 else 'those tiers'}; "
+                f"tiers with {split} records: {', '.join(present)}"
             )
         chosen = list(tiers) if tiers else present
         recs = read_split_records(root, split, chosen, max_records)
         return recs, {"shards": str(root), "split": split, "tiers": chosen}
     if tiers:
         raise ValueError(
-            f"--tiers {' '.join(tiers)}: tiers are those of a shard folder, and {', '.join(inputs)} are raw source files "
-            "(read as one tier, 'input'): leave --tiers out"
+            f"--tiers {' '.join(tiers)}: tiers are those of a shard folder, and "
+            f"{', '.join(inputs)} are raw source files (read as one tier, 'input'): "
+            "leave --tiers out"
         )
     if split is not None:
         raise ValueError(
-            f"--split {split}: splits are those of a shard folder, and {', '.join(inputs)} are raw source files: leave --split out"
+            f"--split {split}: splits are those of a shard folder, and {', '.join(inputs)} "
+            "are raw source files: leave --split out"
         )
     not_read: list[Path] = []
     recs, rejected = read_text_records(inputs, not_read=not_read)

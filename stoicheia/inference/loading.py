@@ -115,7 +115,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
         raise ModelLoadError(
-            f"device {str(device)!r} is not a device name; give auto, cpu, cuda or cuda:N (here: {have})"
+            f"device {str(device)!r} is not a device name; give auto, cpu, cuda or cuda:N "
+            f"(here: {have})"
         ) from None
     if dev.type == "cuda":
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -125,12 +126,13 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
             seen = os.environ.get("CUDA_VISIBLE_DEVICES")
             why = f" (CUDA_VISIBLE_DEVICES={seen!r})" if seen is not None else ""
             raise ModelLoadError(
-                f"device {str(device)!r}: no CUDA GPU is visible on this machine{why}; give --device cpu or auto "
-                f"(here: {have})"
+                f"device {str(device)!r}: no CUDA GPU is visible on this machine{why}; "
+                f"give --device cpu or auto (here: {have})"
             )
         if dev.index is not None and dev.index >= n:
             raise ModelLoadError(
-                f"device {str(device)!r}: this machine has {n} visible CUDA GPU(s), cuda:0 to cuda:{n - 1}; give one of {have}"
+                f"device {str(device)!r}: this machine has {n} visible CUDA GPU(s), cuda:0 to "
+                f"cuda:{n - 1}; give one of {have}"
             )
     elif dev.type == "mps":
         if "mps" not in available_devices():
@@ -139,7 +141,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
             )
     elif dev.type != "cpu":
         raise ModelLoadError(
-            f"device {str(device)!r}: only cpu, cuda and mps are supported; give one of auto, {have}"
+            f"device {str(device)!r}: only cpu, cuda and mps are supported; "
+            f"give one of auto, {have}"
         )
     return dev
 
@@ -191,8 +194,8 @@ def _build(
         encoder.load_state_dict(weights, strict=True)
     except RuntimeError as err:
         raise ModelLoadError(
-            f"{where}: the weights do not fit the model shape {cfg} ({str(err).splitlines()[0]}); give the YAML the "
-            "model was trained with (--config)"
+            f"{where}: the weights do not fit the model shape {cfg} "
+            f"({str(err).splitlines()[0]}); give the YAML the model was trained with (--config)"
         ) from err
     encoder.check_inputs = True
     return encoder.to(device).eval()
@@ -234,12 +237,13 @@ def _checkpoint_file(path: str) -> tuple[Path, str]:
             if (p / name).exists():
                 return p / name, str(p)
         raise ModelLoadError(
-            f"{p}: the folder holds no best.pt, final.pt, latest-rank0.pt, nor an export (config.json + "
-            "model.safetensors); give a checkpoint file or an export folder"
+            f"{p}: the folder holds no best.pt, final.pt, latest-rank0.pt, nor an export "
+            "(config.json + model.safetensors); give a checkpoint file or an export folder"
         )
     if not p.exists():
         raise ModelLoadError(
-            f"{p}: no such file or folder; give a training checkpoint (.pt), a run folder or an export folder"
+            f"{p}: no such file or folder; give a training checkpoint (.pt), a run folder or an "
+            "export folder"
         )
     return p, str(p.parent)
 
@@ -352,25 +356,27 @@ def load_model(
         except (UnicodeDecodeError, OSError):
             pass
         raise ModelLoadError(
-            f"{file}: not a checkpoint ({what}); give a checkpoint written by training (best.pt, final.pt "
-            "or ep*-ba*-rank0.pt of a run folder) or an export folder"
+            f"{file}: not a checkpoint ({what}); give a checkpoint written by training "
+            "(best.pt, final.pt or ep*-ba*-rank0.pt of a run folder) or an export folder"
         )
     if not checkpoint_is_complete(Path(file)):  # a bit flip or a cut file must not load as weights
         raise ModelLoadError(
-            f"{file}: incomplete or corrupt checkpoint (a truncated file, a failed CRC check or a missing tensor "
-            f"record); {_other_checkpoints_hint(Path(file))}"
+            f"{file}: incomplete or corrupt checkpoint (a truncated file, a failed CRC check or "
+            f"a missing tensor record); {_other_checkpoints_hint(Path(file))}"
         )
     try:
         ckpt = torch.load(file, map_location="cpu", weights_only=False)
     except Exception as err:  # a truncated zip, a non-torch file...
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ModelLoadError(
-            f"{file}: not a readable torch checkpoint ({first}); {_other_checkpoints_hint(Path(file))}"
+            f"{file}: not a readable torch checkpoint ({first}); "
+            f"{_other_checkpoints_hint(Path(file))}"
         ) from err
     state = ckpt.get("state", ckpt) if isinstance(ckpt, dict) else None
     if not isinstance(state, dict) or "model" not in state:
         raise ModelLoadError(
-            f"{file}: not a Composer training checkpoint (no state.model); give best.pt, final.pt or ep*-ba*-rank0.pt"
+            f"{file}: not a Composer training checkpoint (no state.model); give best.pt, "
+            "final.pt or ep*-ba*-rank0.pt"
         )
     if given_config is not None:
         run_config = given_config
@@ -381,8 +387,9 @@ def load_model(
             run_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
         if run_config is None:
             raise ModelLoadError(
-                f"{file}: the checkpoint does not record its model shape (written before runs kept their config); "
-                "give the YAML it was trained with, e.g. --config yamls/demo.yaml"
+                f"{file}: the checkpoint does not record its model shape (written before runs "
+                "kept their config); give the YAML it was trained with, e.g. --config "
+                "yamls/demo.yaml"
             )
     cfg = _encoder_config(run_config, str(file))
     encoder = _build(cfg, _strip_prefix(state["model"]), str(file), dev)

@@ -209,8 +209,8 @@ def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
     except KeyError as err:  # numpy says "'order' is not a file in the archive"
         raise ValueError(
             f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` (it has "
-            f"no '{str(err.args[0]).split()[0] if err.args else 'order'}' array); write it again, or leave "
-            "it out (restore then uses the model alone)"
+            f"no '{str(err.args[0]).split()[0] if err.args else 'order'}' array); write it "
+            "again, or leave it out (restore then uses the model alone)"
         ) from None
     except (OSError, ValueError) as err:
         raise ValueError(

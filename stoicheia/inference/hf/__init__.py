@@ -6,7 +6,7 @@ These modules run *inside an export folder*, never from this package: they impor
 encoder and the text encoder by relative imports (``from .stoicheia_encoder import ...``)
 of the ``stoicheia_*.py`` files that the export writes beside them (copies of this package's
 own ``stoicheia/model`` and ``stoicheia/text`` modules, see
-:func:`stoicheia.inference.export.write_code`). So an export folder needs only ``torch``,
-``numpy`` and ``transformers``, and runs the very code that was trained. Importing them
-from here raises ``ImportError``; nothing in the package does.
+:func:`stoicheia.inference.export.carried_code.write_code`). So an export folder needs only
+``torch``, ``numpy`` and ``transformers``, and runs the very code that was trained. Importing
+them from here raises ``ImportError``; nothing in the package does.
 """

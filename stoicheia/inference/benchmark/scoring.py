@@ -1,6 +1,6 @@
 """Scores of the restoration benchmark: CER, top-k exact match, width, calibration.
 
-All on base letters (:func:`stoicheia.inference.benchmark_protocols.base_letters`), as Ithaca
+All on base letters (:func:`stoicheia.inference.benchmark.protocols.base_letters`), as Ithaca
 (Assael et al., Nature 2022) scores:
 
 * **CER** of the top-1 fill: the summed Levenshtein distances between top-1 fill and truth,
@@ -130,7 +130,7 @@ def pooled_figures(
 ) -> dict[str, float | np.ndarray]:
     """CER and top-k exact match (module docstring) pooled over gaps, each gap counted
     ``weights`` times: the one definition of these figures, for the benchmark's own and for the
-    resamples of :mod:`~stoicheia.inference.benchmark_bootstrap`.
+    resamples of :mod:`~stoicheia.inference.benchmark.bootstrap`.
 
     Per gap, shape ``(n,)``: ``truth_letters`` (int, letters of the truth), ``distances`` (int,
     edit distance of the top-1 fill to the truth), ``ranks`` (int, 1-based rank of the truth

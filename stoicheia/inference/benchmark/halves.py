@@ -10,7 +10,7 @@ in two, **by inscription**, and:
   are the headline; the selection half's are given too, for comparison.
 
 The unit is the inscription (the EpiDoc file, the text id before ``#``), as for the
-bootstrap (:mod:`.benchmark_bootstrap`): the texts and gaps of one inscription share its
+bootstrap (:mod:`.bootstrap`): the texts and gaps of one inscription share its
 formulae and its hand, so splitting them between the halves would let the selection half see
 the report half's text.
 
@@ -28,7 +28,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from stoicheia.inference.benchmark_bootstrap import inscription_of
+from stoicheia.inference.benchmark.bootstrap import inscription_of
 
 #: The halves, in the order they are reported.
 HALVES = ("selection", "report")
@@ -60,7 +60,7 @@ def split_halves(text_ids: Iterable[str]) -> dict[str, list[str]]:
 
 def selection_tasks(tasks: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
     """The tasks of the selection half, per protocol: ``{protocol: [task]}`` from ``{protocol:
-    [task]}`` (:class:`~.benchmark_protocols.Task`, by its ``text_id``), order kept. Only
+    [task]}`` (:class:`~.protocols.Task`, by its ``text_id``), order kept. Only
     these choose the fusion weights."""
     return {p: [t for t in ts if half_of(t.text_id) == SELECTION] for p, ts in tasks.items()}
 

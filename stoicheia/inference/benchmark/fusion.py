@@ -4,7 +4,7 @@ A fused decoder weighs several experts (today the network and the letter n-gram;
 ``parallels`` expert adds an axis). A :class:`FusedFamily` names the decoder (its row in the
 table, e.g. ``"fused"``), its axes (``{"ngram": (0, 0.2, ..., 1)}``, one per weighted expert)
 and how to make the decoder at one point of the grid. :func:`sweep_family` restores the gaps
-of the **selection** half (:mod:`.benchmark_halves`) at every point of the grid (the cartesian
+of the **selection** half (:mod:`.halves`) at every point of the grid (the cartesian
 product of the axes) and :func:`choose_point` picks the point with the best mean top-1 over the
 protocols, then the lowest mean CER, then the smallest weights (the simpler decoder), in that
 order. Only the selection half's gaps enter the choice: the report half's figures cannot move
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from stoicheia.inference.benchmark_protocols import Task
+from stoicheia.inference.benchmark.protocols import Task
 
 #: A decoder: a task -> its candidates (best first) and the probability of the first.
 Decoder = Callable[[Task], tuple[list[str], float]]
@@ -46,7 +46,8 @@ class FusedFamily:
     def __post_init__(self) -> None:
         if not self.axes or any(len(w) == 0 for w in self.axes.values()):
             raise ValueError(
-                f"fused decoder {self.name!r}: every expert needs at least one weight ({dict(self.axes)})"
+                f"fused decoder {self.name!r}: every expert needs at least one weight "
+                f"({dict(self.axes)})"
             )
 
     def points(self) -> list[dict[str, float]]:
@@ -91,7 +92,7 @@ def sweep_family(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Restore the ``selection`` tasks (``{protocol: [Task]}``, the selection half only) at every
-    point of ``family``'s grid with ``run`` (:func:`~stoicheia.inference.benchmark.run_tasks`)
+    point of ``family``'s grid with ``run`` (:func:`~stoicheia.inference.benchmark.run.run_tasks`)
     and choose the weights (:func:`choose_point`). ``progress(label, done, total)``: the sweep
     reports as one task. Returns ``{"axes": {expert: [w]}, "sweep": [{"weights", "figures":
     {protocol: {"gaps", "top1", "cer"}}}], "chosen": {expert: w}, "chosen_on": "<n> gaps of the

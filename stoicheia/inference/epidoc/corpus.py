@@ -1,6 +1,6 @@
 """Restore a corpus of EpiDoc files: ``stoicheia restore CHECKPOINT --epidoc PATH... --out DIR``.
 
-Each file goes through :func:`stoicheia.inference.epidoc_restore.restore_epidoc` and is
+Each file goes through :func:`stoicheia.inference.epidoc.restore.restore_epidoc` and is
 written to ``DIR`` (a file given by name as ``DIR/<name>``; the files of a folder, every
 ``*.xml`` below it, at their path relative to the folder). Resumable: a file whose output
 exists is skipped (outputs are written under a temporary name and renamed, so an output that
@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 class CorpusSummary:
     """Counts of one corpus run: files ``written``, ``skipped`` (output already there) and
     ``refused`` (one line each), ``duplicates`` (the same input given again, by the same or
-    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in ``left_reasons``) and
-    ``refused`` (the decoder refused them); ``seconds`` of wall time."""
+    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in
+    ``left_reasons``) and ``refused`` (the decoder refused them); ``seconds`` of wall time."""
 
     files: int = 0
     written: int = 0
@@ -52,8 +52,10 @@ class CorpusSummary:
             f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         )
         return (
-            f"restore --epidoc: {self.files} files ({self.written} written, {self.skipped} already there, "
-            f"{self.refused} refused{f', {self.duplicates} given twice' if self.duplicates else ''}); gaps {self.restored} restored / {self.left} left"
+            f"restore --epidoc: {self.files} files ({self.written} written, "
+            f"{self.skipped} already there, {self.refused} refused"
+            f"{f', {self.duplicates} given twice' if self.duplicates else ''}); "
+            f"gaps {self.restored} restored / {self.left} left"
             f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s"
         )
 
@@ -81,16 +83,16 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
         if p.is_dir():
             if out_abs == p.resolve() or p.resolve() in out_abs.parents:
                 raise ValueError(
-                    f"--out {out} is inside the input folder {p}: its outputs would be read as inputs; "
-                    "give an --out folder outside it"
+                    f"--out {out} is inside the input folder {p}: its outputs would be read as "
+                    "inputs; give an --out folder outside it"
                 )
             found = [
                 f for f in sorted(p.rglob("*")) if f.suffix.lower() == ".xml" and not f.is_dir()
             ]
             if not found:
                 raise ValueError(
-                    f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files or folders "
-                    "that hold them"
+                    f"--epidoc {p}: no *.xml file in this folder or below it; give EpiDoc files "
+                    "or folders that hold them"
                 )
             pairs += [(f, out / f.relative_to(p)) for f in found]
         else:
@@ -108,7 +110,7 @@ class _FileGaps:
     """Progress within one file (a large file takes hours): on a terminal a second bar row,
     ``<file>: gaps done/total, ETA``, shown while the file is restored; on no terminal a line
     every :data:`FILE_LINE_EVERY` seconds once a file has taken that long. ``__call__`` is the
-    ``progress(done, total)`` of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`."""
+    ``progress(done, total)`` of :func:`~stoicheia.inference.epidoc.restore.restore_epidoc`."""
 
     def __init__(self, bar: Any, say: Callable[[str], None], src: Path) -> None:
         self.bar, self.say, self.src = bar, say, src
@@ -128,7 +130,8 @@ class _FileGaps:
             self.last = now
             eta = (now - self.t0) / done * (total - done)
             self.say(
-                f"stoicheia restore: {self.src}: {done}/{total} gaps decided, {now - self.t0:.0f} s, about {eta:.0f} s to go"
+                f"stoicheia restore: {self.src}: {done}/{total} gaps decided, "
+                f"{now - self.t0:.0f} s, about {eta:.0f} s to go"
             )
 
     def close(self) -> None:
@@ -181,14 +184,15 @@ def restore_corpus(
     """Restore every EpiDoc file of ``paths`` into the folder ``out`` (module docstring).
 
     ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` (loaded once by the
-    caller). ``options``: keywords of :func:`~stoicheia.inference.epidoc_restore.restore_epidoc`
+    caller). ``options``: keywords of :func:`~stoicheia.inference.epidoc.restore.restore_epidoc`
     (``top_k``, ``beam``, ``unknown_width``, ``about_margin``, ``window``, ``when``). ``say``:
     where the one-line messages of refused files go (default: stderr, above the bar).
     ``progress``: show the bar (only ever on a terminal). Raises ``ValueError`` for the
     problems of :func:`epidoc_inputs`; ``OSError`` when an output cannot be written (disk full):
     the files written so far stay, and a rerun goes on from there.
     """
-    from stoicheia.inference.epidoc_restore import EpiDocRestoreError, restore_epidoc
+    from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
+    from stoicheia.inference.epidoc.restore import restore_epidoc
     from stoicheia.inference.restore import RestoreError
 
     t0 = time.perf_counter()
@@ -207,7 +211,8 @@ def restore_corpus(
                 if _real(src) in seen_in and seen_out.get(_real(dst)) == seen_in[_real(src)]:
                     summary.duplicates += 1
                     say(
-                        f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); restored once"
+                        f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); "
+                        "restored once"
                     )
                     continue
                 seen_in.setdefault(_real(src), src)
@@ -215,14 +220,15 @@ def restore_corpus(
                 if target in inputs or (dst.exists() and any(dst.samefile(s) for s in (src,))):
                     summary.refused += 1
                     say(
-                        f"stoicheia restore: {src}: its output {dst} is an input; not written (give another --out)"
+                        f"stoicheia restore: {src}: its output {dst} is an input; not written "
+                        "(give another --out)"
                     )
                     continue
                 if target in seen_out:
                     summary.refused += 1
                     say(
-                        f"stoicheia restore: {src}: its output {dst} is also the output of {seen_out[target]}; "
-                        "not written (run them into separate --out folders)"
+                        f"stoicheia restore: {src}: its output {dst} is also the output of "
+                        f"{seen_out[target]}; not written (run them into separate --out folders)"
                     )
                     continue
                 seen_out[target] = src

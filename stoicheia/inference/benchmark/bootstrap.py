@@ -1,6 +1,6 @@
 """Is a decoder's lead over the n-gram larger than chance? Paired bootstrap intervals.
 
-For each protocol of a :func:`~stoicheia.inference.benchmark.benchmark` result and each pair
+For each protocol of a :func:`~stoicheia.inference.benchmark.run.benchmark` result and each pair
 of decoders of :func:`pairs_for` (every decoder against the n-gram, and every other decoder
 against ``fused``, today's network + n-gram: fused − n-gram, model − n-gram, model − fused;
 a ``parallels`` or ``fused3`` row gets both comparisons as soon as it is in the result), the
@@ -20,7 +20,7 @@ percentile interval from a paired bootstrap, on the whole protocol and on each l
   compares two systems on resampled test sets; the correlation of the two decoders (they miss
   the same hard gaps) cancels out.
 * **figures**: recomputed on each resample exactly as the benchmark defines them
-  (:func:`~stoicheia.inference.benchmark_scoring.pooled_figures`): CER is the resample's summed
+  (:func:`~stoicheia.inference.benchmark.scoring.pooled_figures`): CER is the resample's summed
   edit distance over its summed truth letters, not a mean of per-gap ratios.
 * **interval**: the 2.5th and 97.5th percentiles of the resampled differences (the percentile
   interval, Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13), from
@@ -30,8 +30,8 @@ percentile interval from a paired bootstrap, on the whole protocol and on each l
 A difference whose interval excludes 0 is larger than the resampling of these inscriptions
 explains; one whose interval holds 0 is not shown to be a difference. The interval speaks of
 other inscriptions like these (the same protocol, the same decoders). Where the result has the
-two halves of the dev set (:mod:`.benchmark_halves`; the fusion weights chosen on the
-selection half), the intervals are given for each of its views (:mod:`.benchmark_views`:
+two halves of the dev set (:mod:`.halves`; the fusion weights chosen on the
+selection half), the intervals are given for each of its views (:mod:`.views`:
 the report half, the report half without the texts that have a training twin, the selection
 half), never for all gaps together (the fused row there would include the gaps its weights
 were chosen on); a result written before the halves existed gets them on all its gaps, as
@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stoicheia.inference.benchmark_scoring import edit_distance, pooled_figures
+from stoicheia.inference.benchmark.scoring import edit_distance, pooled_figures
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,8 @@ def pairs_for(decoders: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def inscription_of(text_id: str) -> str:
-    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` -> ``ISic000154.xml``."""
+    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` ->
+    ``ISic000154.xml``."""
     return text_id.split("#", 1)[0]
 
 
@@ -105,7 +106,8 @@ def gap_arrays(examples: list[dict], decoder: str) -> tuple[np.ndarray, np.ndarr
             or "rank" not in got
         ):
             raise ValueError(
-                f"gap {i} ({row.get('text', '?')} at {row.get('start', '?')}) has no truth or no top1/rank of {decoder}"
+                f"gap {i} ({row.get('text', '?')} at {row.get('start', '?')}) has no truth "
+                f"or no top1/rank of {decoder}"
             )
         letters.append(len(row["truth"]))
         dist.append(edit_distance(got["top1"], row["truth"]))
@@ -153,7 +155,8 @@ def paired_differences(
     }
     for first in range(0, resamples, CHUNK):  # a (CHUNK, gaps) weight matrix at a time
         rows = min(CHUNK, resamples - first)
-        # counts[r, j]: how often inscription j is drawn in resample r (n_units draws with replacement)
+        # counts[r, j]: how often inscription j is drawn in resample r (n_units draws with
+        # replacement)
         drawn = rng.integers(0, n_units, size=(rows, n_units))
         counts = np.zeros((rows, n_units), dtype=np.float64)
         np.add.at(counts, (np.arange(rows)[:, None], drawn), 1.0)
@@ -216,7 +219,7 @@ def add_differences(
     """Add the paired bootstrap intervals (module docstring) to a benchmark result, in place.
 
     For each pair of :func:`pairs_for` among the decoders that ran, on each protocol: where
-    the protocol has ``views`` (:func:`~.benchmark_views.add_views`; a result with the
+    the protocol has ``views`` (:func:`~.views.add_views`; a result with the
     halves), ``views[v]["differences"]`` and ``views[v]["band_differences"][band]`` for each
     view (see :func:`paired_differences`); otherwise ``differences`` and
     ``band_differences`` of the protocol itself, over all its gaps (a result written before
@@ -252,12 +255,13 @@ def add_differences(
             for f in figures:
                 if not np.isclose(again[f], decs[name][f], rtol=1e-9, atol=1e-12):
                     raise ValueError(
-                        f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result records "
-                        f"{decs[name][f]:.6f}; the file was edited or written by another version: run the benchmark again"
+                        f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result "
+                        f"records {decs[name][f]:.6f}; the file was edited or written by another "
+                        "version: run the benchmark again"
                     )
         views = res.get("views")
         if views:
-            from stoicheia.inference.benchmark_views import rows_of
+            from stoicheia.inference.benchmark.views import rows_of
 
             for view, got in views.items():
                 rows = rows_of(examples, view)
@@ -298,10 +302,10 @@ def rewrite_folder(
 ) -> list[Path]:
     """Read ``FOLDER/benchmark.json`` (written by ``stoicheia benchmark``), add the intervals
     (:func:`add_differences`, no decoder runs again) and write the benchmark's outputs
-    (:func:`~stoicheia.inference.benchmark_report.write_outputs`) into ``out`` (default
+    (:func:`~stoicheia.inference.benchmark.report.write_outputs`) into ``out`` (default
     ``folder`` itself). Returns the paths written. Raises ``ValueError`` naming the file for a
     missing, unreadable or incomplete ``benchmark.json``."""
-    from stoicheia.inference.benchmark_report import write_outputs
+    from stoicheia.inference.benchmark.report import write_outputs
 
     path = Path(folder) / "benchmark.json"
     try:
@@ -319,7 +323,7 @@ def rewrite_folder(
             f"{path}: no 'protocols' in it; give a benchmark.json of `stoicheia benchmark`"
         )
     try:
-        from stoicheia.inference.benchmark_views import add_views
+        from stoicheia.inference.benchmark.views import add_views
 
         add_differences(add_views(result), resamples, seed)
     except (ValueError, KeyError, TypeError) as err:

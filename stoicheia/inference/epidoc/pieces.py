@@ -1,6 +1,6 @@
 """Cut the Leiden text of a long EpiDoc edition into pieces the model sees at once.
 
-:func:`stoicheia.inference.epidoc_restore.restore_epidoc` restores one stretch of an edition
+:func:`stoicheia.inference.epidoc.restore.restore_epidoc` restores one stretch of an edition
 (a text part, or the text between lost lines) with one call of the decoder. The decoder
 windows a long text itself, but some of its work is done over the whole text it is given
 (rendering each restoration and each gap's alternatives runs the model over every letter), so
@@ -53,8 +53,8 @@ def _is_greek_letter(ch: str) -> bool:
 def slot_offsets(text: str, lacunae: dict[int, tuple[int, int]]) -> tuple[list[int], list[bool]]:
     """``(cum, outside)`` for ``text`` (Leiden, well formed): ``cum[i]`` the letter slots
     before character ``i`` (``len(text) + 1`` entries; a Greek letter takes one slot, the
-    lacuna that starts at ``i`` takes its slots there, its other characters none), ``outside[i]`` True when
-    character ``i`` stands outside every bracket.
+    lacuna that starts at ``i`` takes its slots there, its other characters none),
+    ``outside[i]`` True when character ``i`` stands outside every bracket.
 
     ``lacunae``: ``{start: (end, slots)}``, the spans of the lacunae (their notation inside
     the brackets, as :class:`~stoicheia.text.leiden_segments.Lacuna` gives them) and their slots.

@@ -4,9 +4,9 @@
 ``benchmark.txt``): per protocol, the number of gaps and, for every decoder side by side, CER,
 top-1/5/20 exact match, the share of right widths (unknown width), the expected calibration
 error and restorations per second, then the same by gap length band and the differences
-between decoders with their bootstrap intervals (:mod:`.benchmark_bootstrap`), on the report
+between decoders with their bootstrap intervals (:mod:`.bootstrap`), on the report
 half of the dev set (the headline), then without the texts that have a training twin and on
-the selection half (:mod:`.benchmark_views`); then the fusion sweep on the selection half and
+the selection half (:mod:`.views`); then the fusion sweep on the selection half and
 the published figures of other systems (other corpora, far larger models). A result written
 before the halves is shown as it was (all gaps). :func:`write_outputs` writes the files into
 a folder.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stoicheia.inference.benchmark_views import view_name
+from stoicheia.inference.benchmark.views import view_name
 from stoicheia.publish import atomic_path, atomic_write
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
@@ -38,8 +38,8 @@ def _row(label: str, f: dict, speed: bool = True) -> str:
     rate = f.get("restorations_per_second")
     ece = f.get("ece")
     return (
-        f"  {label:<20} {f.get('gaps', 0):>6,} {_pct(f.get('cer'))} {_pct(f.get('top1'))} {_pct(f.get('top5'))} "
-        f"{_pct(f.get('top20'))} {_pct(f.get('length_right'))} "
+        f"  {label:<20} {f.get('gaps', 0):>6,} {_pct(f.get('cer'))} {_pct(f.get('top1'))} "
+        f"{_pct(f.get('top5'))} {_pct(f.get('top20'))} {_pct(f.get('length_right'))} "
         f"{'     -' if ece is None or ece != ece else _pct(ece)} "
         f"{(f'{rate:8.2f}' if rate else '       -') if speed else ''}"
     ).rstrip()
@@ -54,12 +54,15 @@ def _interval(figure: str, d: dict) -> str:
     if d.get("low") is None or d.get("high") is None:
         return f"{name} {100 * d['diff']:+5.1f} pts [no interval]"
     mark = "*" if d["low"] > 0 or d["high"] < 0 else " "
-    return f"{name} {100 * d['diff']:+5.1f} pts [{100 * d['low']:+5.1f}, {100 * d['high']:+5.1f}]{mark}"
+    return (
+        f"{name} {100 * d['diff']:+5.1f} pts "
+        f"[{100 * d['low']:+5.1f}, {100 * d['high']:+5.1f}]{mark}"
+    )
 
 
 def difference_lines(protocol_result: dict, indent: str = "  ") -> list[str]:
     """One line per decoder pair of a protocol's ``differences``
-    (:mod:`~stoicheia.inference.benchmark_bootstrap`): each figure's difference ``a − b`` in
+    (:mod:`~stoicheia.inference.benchmark.bootstrap`): each figure's difference ``a − b`` in
     percentage points with its interval, ``*`` where the interval excludes 0; no line
     without differences."""
     lines = []
@@ -114,8 +117,9 @@ def _bootstrap_legend(result: dict) -> str | None:
     if not bs:
         return None
     return (
-        f"differences a - b on the same gaps, in points, with the {100 * bs['level']:g} % interval of a paired "
-        f"bootstrap over the inscriptions ({bs['resamples']:,} resamples, seed {bs['seed']}); "
+        f"differences a - b on the same gaps, in points, with the {100 * bs['level']:g} % interval "
+        f"of a paired bootstrap over the inscriptions ({bs['resamples']:,} resamples, "
+        f"seed {bs['seed']}); "
         "* the interval excludes 0 (CER: lower is better)"
     )
 
@@ -130,7 +134,8 @@ def _decoder_rows(decs: dict, speed_from: dict | None = None, bands: bool = True
     for name, f in (speed_from or decs).items():
         if f.get("failed"):
             lines.append(
-                f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored as wrong; messages in the JSON)"
+                f"  ({NAMES.get(name, name)}: {f['failed']} gaps could not be restored, scored "
+                "as wrong; messages in the JSON)"
             )
     if bands and decs:
         for span in next(iter(decs.values())).get("by_length", {}):
@@ -149,37 +154,41 @@ def _head_lines(result: dict) -> list[str]:
     c = result["corpus"]
     digits = ", ".join(map(str, c.get("digits", [])))
     lines = [
-        f"Restoration benchmark on the inscription dev set of {c['shards']} (I.Sicily numbers ending in {digits}; never "
-        f"trained on): {c['inscriptions']:,} inscriptions, {c['texts']:,} texts, {c['letters']:,} letters",
+        f"Restoration benchmark on the inscription dev set of {c['shards']} (I.Sicily numbers "
+        f"ending in {digits}; never trained on): {c['inscriptions']:,} inscriptions, "
+        f"{c['texts']:,} texts, {c['letters']:,} letters",
     ]
     halves = result.get("halves")
     if halves:
         lines.append(
-            f"halves: {len(halves['selection']):,} inscriptions choose the fusion weights (selection), "
-            f"{len(halves['report']):,} report the figures (report; the headline); {halves['rule']}"
+            f"halves: {len(halves['selection']):,} inscriptions choose the fusion weights "
+            f"(selection), {len(halves['report']):,} report the figures (report; the headline); "
+            f"{halves['rule']}"
             + ("" if result.get("fusion") else " (no fusion weight was tried in this run)")
         )
     m = result.get("model") or {}
     if m:
         lines.append(
-            f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's (one forward pass per gap, "
-            f"then a search keeping {result['settings'].get('candidates', 20)} candidates)"
+            f"model: {m.get('source')} (step {m.get('step')}); decoder: restore's (one forward "
+            f"pass per gap, then a search keeping {result['settings'].get('candidates', 20)} "
+            "candidates)"
         )
     ng = result.get("ngram")
     if ng:
         lines.append(
-            f"n-gram: letter {ng['order']}-gram (Witten-Bell) on {sum(ng['letters'].values()):,} training letters of {ng['shards']}"
+            f"n-gram: letter {ng['order']}-gram (Witten-Bell) on "
+            f"{sum(ng['letters'].values()):,} training letters of {ng['shards']}"
         )
     for name, fam in fusion_families(result).items():
         lines.append(
             f"{NAMES.get(name, name)}: the model's search fused with "
-            f"{' and '.join(EXPERTS.get(x, x) for x in fam['axes'])} (weights {_weights(fam['chosen'])}), "
-            f"chosen on {fam['chosen_on']} "
+            f"{' and '.join(EXPERTS.get(x, x) for x in fam['axes'])} "
+            f"(weights {_weights(fam['chosen'])}), chosen on {fam['chosen_on']} "
             "(best mean top-1 over the protocols; weight 0 leaves an expert out)"
         )
     cont = result.get("contamination")
     if cont:
-        from stoicheia.inference.benchmark_contamination import summary_line
+        from stoicheia.inference.benchmark.contamination import summary_line
 
         lines.append(summary_line(cont))
     if c.get("left_out"):
@@ -190,7 +199,10 @@ def _head_lines(result: dict) -> list[str]:
     return lines
 
 
-HEAD = f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} {'ECE':>6} {'restor/s':>8}"
+HEAD = (
+    f"  {'':<20} {'gaps':>6} {'CER':>6} {'top-1':>6} {'top-5':>6} {'top-20':>6} {'len ok':>6} "
+    f"{'ECE':>6} {'restor/s':>8}"
+)
 
 
 def _sweep_lines(result: dict) -> list[str]:
@@ -206,7 +218,8 @@ def _sweep_lines(result: dict) -> list[str]:
         for entry in fam["sweep"]:
             mark = " <- chosen" if entry["weights"] == fam["chosen"] else ""
             cells = "  ".join(
-                f"{_pct(entry['figures'].get(p, {}).get('top1'))} / {_pct(entry['figures'].get(p, {}).get('cer'))}"
+                f"{_pct(entry['figures'].get(p, {}).get('top1'))} / "
+                f"{_pct(entry['figures'].get(p, {}).get('cer'))}"
                 for p in protos
             )
             lines.append(f"  {_weights(entry['weights']):>22}  {cells}{mark}")
@@ -214,7 +227,7 @@ def _sweep_lines(result: dict) -> list[str]:
 
 
 def format_table(result: dict) -> list[str]:
-    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.benchmark`
+    """The lines of the readable table of a :func:`~stoicheia.inference.benchmark.run.benchmark`
     result (module docstring). Shares in per cent; CER = edit distance of the top-1 over the
     truth letters; ECE over 10 bins of the top-1 probability."""
     lines = _head_lines(result)
@@ -243,7 +256,8 @@ def format_table(result: dict) -> list[str]:
             ):
                 continue  # twins not measured: the same gaps
             lines += [
-                f"  {view_name(view, fused)}: {v['gaps']:,} gaps of {v['inscriptions']:,} inscriptions"
+                f"  {view_name(view, fused)}: {v['gaps']:,} gaps of "
+                f"{v['inscriptions']:,} inscriptions"
             ]
             lines += _decoder_rows(v["decoders"], bands=False)
             if view != "selection":
@@ -261,7 +275,7 @@ def format_table(result: dict) -> list[str]:
 
 
 def summary_lines(result: dict) -> list[str]:
-    """A short table of a :func:`~stoicheia.inference.benchmark.benchmark` result (written as
+    """A short table of a :func:`~stoicheia.inference.benchmark.run.benchmark` result (written as
     ``summary.txt``; the README shows it): per protocol and decoder CER, top-1, top-20 and,
     for the unknown width, the share of right lengths, on the report half (all gaps for a
     result written before the halves), then the differences between decoders with their
@@ -275,7 +289,8 @@ def summary_lines(result: dict) -> list[str]:
     }
     halves = result.get("halves")
     lines = [
-        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, {c['letters']:,} letters"
+        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, "
+        f"{c['letters']:,} letters"
         + (
             f"; figures on the report half ({len(halves['report']):,} inscriptions)"
             + (
@@ -298,7 +313,10 @@ def summary_lines(result: dict) -> list[str]:
         smallest.append(view["gaps"])
         lines.append(f"{label}, {view['gaps']:,} gaps")
         for name, f in view["decoders"].items():
-            row = f"  {names.get(name, name):<13} CER {_pct(f.get('cer'))}  top-1 {_pct(f.get('top1'))}  top-20 {_pct(f.get('top20'))}"
+            row = (
+                f"  {names.get(name, name):<13} CER {_pct(f.get('cer'))}  "
+                f"top-1 {_pct(f.get('top1'))}  top-20 {_pct(f.get('top20'))}"
+            )
             lines.append(
                 row
                 + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
@@ -311,10 +329,11 @@ def summary_lines(result: dict) -> list[str]:
     few = min(smallest) if smallest else 0
     if few < 200:
         lines.append(
-            f"few gaps ({few:,} in the smallest protocol): these figures move by several points with other texts"
+            f"few gaps ({few:,} in the smallest protocol): these figures move by several points "
+            "with other texts"
         )
     if result.get("contamination"):
-        from stoicheia.inference.benchmark_contamination import summary_line
+        from stoicheia.inference.benchmark.contamination import summary_line
 
         lines.append(summary_line(result["contamination"]))
     legend = _bootstrap_legend(result)
@@ -375,7 +394,7 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     """Write ``benchmark.json``, ``benchmark.txt`` (the table), ``summary.txt`` (the short
     table) and ``reliability.png`` into ``out_dir`` (made if missing), and
     ``contamination.tsv`` (the dev texts' training twins,
-    :func:`~.benchmark_contamination.twin_lines`) when the result measured them; returns
+    :func:`~.contamination.twin_lines`) when the result measured them; returns
     their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -390,7 +409,7 @@ def write_outputs(result: dict, out_dir: str | Path) -> list[Path]:
     atomic_write(paths[2], "\n".join(summary_lines(result)) + "\n")
     reliability_plot(result, paths[3])
     if result.get("contamination"):
-        from stoicheia.inference.benchmark_contamination import twin_lines
+        from stoicheia.inference.benchmark.contamination import twin_lines
 
         paths.append(out / "contamination.tsv")
         atomic_write(paths[4], "\n".join(twin_lines(result["contamination"])) + "\n")

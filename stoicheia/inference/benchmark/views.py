@@ -1,11 +1,11 @@
 """The benchmark's views: the same gaps seen by half of the dev set and with or without twins.
 
-Every gap of a result made with the halves (:mod:`.benchmark_halves`) carries, in its entry of
+Every gap of a result made with the halves (:mod:`.halves`) carries, in its entry of
 the protocol's ``examples``, the ``half`` of its inscription (``"selection"`` or ``"report"``)
 and ``twin``: whether its text has a near-duplicate among the training records
-(:mod:`.benchmark_contamination`). A view is a subset of those gaps, and its figures are
+(:mod:`.contamination`). A view is a subset of those gaps, and its figures are
 recomputed from the per-gap entries exactly as the benchmark computes its own
-(:func:`~.benchmark_scoring.summarise_rows`):
+(:func:`~.scoring.summarise_rows`):
 
 * ``report``: the gaps of the report half, the headline (the fusion weights were chosen on
   the other half);
@@ -15,15 +15,15 @@ recomputed from the per-gap entries exactly as the benchmark computes its own
 * ``all_without_twins``: every gap of texts without a twin (both halves).
 
 Each view holds ``{"gaps", "inscriptions", "texts", "decoders": {name: figures, by length
-band included}}``; :func:`~.benchmark_bootstrap.add_differences` adds its intervals.
+band included}}``; :func:`~.bootstrap.add_differences` adds its intervals.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from stoicheia.inference.benchmark_bootstrap import inscription_of
-from stoicheia.inference.benchmark_scoring import summarise_rows
+from stoicheia.inference.benchmark.bootstrap import inscription_of
+from stoicheia.inference.benchmark.scoring import summarise_rows
 
 #: view -> which gaps (per-gap entries of ``examples``) it holds, in the order reported.
 VIEWS: dict[str, Callable[[dict], bool]] = {

@@ -119,8 +119,9 @@ def read_dev_texts(
     works = (stats.get("inscription_dev") or {}).get("works") or []
     if not works:
         raise BenchmarkError(
-            f"{Path(shard_root) / 'stats.json'} lists no inscription dev set: convert with --inscription-dev-digit 4 "
-            "(see docs/measuring-restoration.md); the benchmark restores texts the model never trained on"
+            f"{Path(shard_root) / 'stats.json'} lists no inscription dev set: convert with "
+            "--inscription-dev-digit 4 (see docs/measuring-restoration.md); the benchmark "
+            "restores texts the model never trained on"
         )
     opts = dict(stats.get("epidoc") or {})
     opts["supplied_lost"] = "text"
@@ -136,12 +137,12 @@ def read_dev_texts(
             fix = (
                 "give the folder the tier was converted from (e.g. ../shared/corpus/isicily)"
                 if epidoc_root is not None
-                else "give --epidoc-root, the folder the tier was converted from (e.g. ../shared/corpus/isicily), "
-                "or convert again on this machine"
+                else "give --epidoc-root, the folder the tier was converted from "
+                "(e.g. ../shared/corpus/isicily), or convert again on this machine"
             )
             raise BenchmarkError(
-                f"{path}: the EpiDoc file of the dev inscription {w['work']} (listed in {Path(shard_root) / 'stats.json'}) "
-                f"is missing; {fix}"
+                f"{path}: the EpiDoc file of the dev inscription {w['work']} (listed in "
+                f"{Path(shard_root) / 'stats.json'}) is missing; {fix}"
             )
         for rec in read_source(path, None, epidoc=options):
             norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)

@@ -13,8 +13,8 @@ model, the n-gram and ``fused``:
 * ``fused3``: the network, the n-gram and the parallels in one search
   (:func:`~stoicheia.inference.restore.gap_search.search_gap` with the parallels'
   :class:`~stoicheia.inference.parallels.prior.FillPrior`), a
-  :class:`~.benchmark_fusion.FusedFamily` with two axes, ``ngram`` and ``parallels``, whose
-  point is chosen on the selection half only (:func:`~.benchmark_fusion.sweep_family`).
+  :class:`~.fusion.FusedFamily` with two axes, ``ngram`` and ``parallels``, whose
+  point is chosen on the selection half only (:func:`~.fusion.sweep_family`).
 
 The context both read is the one ``restore`` reads
 (:func:`~stoicheia.inference.restore.parallels_fusion.parallel_context`: at most 64 letters a
@@ -35,18 +35,18 @@ from pathlib import Path
 from typing import Any
 
 # the fused3 grid's default weights (kept where --help reads them without NumPy)
-from stoicheia.inference.benchmark_defaults import (  # noqa: E402
+from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
 )
-from stoicheia.inference.benchmark_fusion import FusedFamily
-from stoicheia.inference.benchmark_protocols import Task
+from stoicheia.inference.benchmark.fusion import FusedFamily
+from stoicheia.inference.benchmark.protocols import Task
 
 
 @dataclass
 class ParallelsCache:
     """The parallels of each task's target gap, searched once. ``model_decoder``: the
-    benchmark's :class:`~stoicheia.inference.benchmark.ModelDecoder` (its parse of the task);
+    benchmark's :class:`~stoicheia.inference.benchmark.run.ModelDecoder` (its parse of the task);
     ``index``: a :class:`~stoicheia.inference.parallels.ParallelsIndex`."""
 
     model_decoder: Any
@@ -71,7 +71,7 @@ class ParallelsCache:
 @dataclass
 class ParallelsDecoder:
     """The parallels alone, backing off to ``ngram`` (module docstring). ``ngram``: a
-    :class:`~stoicheia.inference.benchmark.NgramDecoder` or ``None`` (no back-off: a gap
+    :class:`~stoicheia.inference.benchmark.run.NgramDecoder` or ``None`` (no back-off: a gap
     without a parallel has no candidate); ``k``: candidates returned."""
 
     parallels: ParallelsCache

@@ -1,18 +1,17 @@
 """``stoicheia benchmark``: restoration measured the way the field measures it.
 
 The model restores gaps of texts it never trained on (the inscription dev set, see
-:mod:`stoicheia.inference.benchmark_protocols` for the three protocols) with the product's
+:mod:`stoicheia.inference.benchmark.protocols` for the three protocols) with the product's
 decoder (the one ``restore`` runs: one forward pass with the target's slots MASK, then the
 search of :func:`stoicheia.inference.restore.gap_search.search_gap`, 20 candidates kept), a
 letter n-gram (:class:`stoicheia.inference.ngram.LetterNgram`, trained on the training shards
 as ``evaluate`` trains it) fills exactly the same gaps, and, with fusion weights, the model's
 search fused with that n-gram ("fused"), its weight chosen on the selection half of the dev
-set and reported on the other half (:mod:`.benchmark_halves`, :mod:`.benchmark_fusion`: a
-grid over named experts, so that a third expert is one more axis). Scores:
-:mod:`.benchmark_scoring`; views by half and without the texts that have a training twin:
-:mod:`.benchmark_views`, :mod:`.benchmark_contamination`; whether a difference between two
-decoders is larger than chance: :mod:`.benchmark_bootstrap`; table, JSON and reliability
-plot: :mod:`.benchmark_report`.
+set and reported on the other half (:mod:`.halves`, :mod:`.fusion`: a grid over named experts,
+so that a third expert is one more axis). Scores: :mod:`.scoring`; views by half and without the
+texts that have a training twin: :mod:`.views`, :mod:`.contamination`; whether a difference
+between two decoders is larger than chance: :mod:`.bootstrap`; table, JSON and reliability plot:
+:mod:`.report`.
 
 Decoding a task. Only the target gap is decoded; every other lacuna of the text stays a
 lacuna (MASK slots the model sees, never filled; it cuts the n-gram's context), uncertain
@@ -39,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from stoicheia.inference.benchmark_bootstrap import RESAMPLES, add_differences
-from stoicheia.inference.benchmark_contamination import TWIN_THRESHOLD
-from stoicheia.inference.benchmark_fusion import Decoder, FusedFamily, sweep_family
-from stoicheia.inference.benchmark_halves import RULE, half_of, selection_tasks, split_halves
-from stoicheia.inference.benchmark_protocols import Task, base_letters, build_tasks, read_dev_texts
-from stoicheia.inference.benchmark_scoring import TOP_KS, GapScore, summarise
+from stoicheia.inference.benchmark.bootstrap import RESAMPLES, add_differences
+from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD
+from stoicheia.inference.benchmark.fusion import Decoder, FusedFamily, sweep_family
+from stoicheia.inference.benchmark.halves import RULE, half_of, selection_tasks, split_halves
+from stoicheia.inference.benchmark.protocols import Task, base_letters, build_tasks, read_dev_texts
+from stoicheia.inference.benchmark.scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.inference.restore.gap_search import Fusion, GapShape, search_gap
 from stoicheia.inference.restore.reading import Gap, Item
@@ -106,7 +105,7 @@ class ModelDecoder:
 
     def with_fusion(self, fusion: Fusion | None, parallels: Any = None) -> ModelDecoder:
         """The same decoder and cache with another fusion; ``parallels``: a
-        :class:`~.benchmark_parallels.ParallelsCache` that holds each gap's parallels (searched
+        :class:`~.parallels.ParallelsCache` that holds each gap's parallels (searched
         once for every weight; ``None``: searched by each call)."""
         return ModelDecoder(
             self.model, self.k, self.unknown_width, self.window, fusion, self.cache, parallels
@@ -128,14 +127,16 @@ class ModelDecoder:
         ]  # gaps that know their offsets
         if at and at[0] != g:
             raise AssertionError(
-                f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+                f"the target of {task.text_id} at {task.start} is gap {at[0]}, "
+                f"not lacuna {task.target}"
             )
         return items, gaps, g
 
     def prepared(
         self, task: Task
     ) -> tuple[np.ndarray, GapShape, int, list[Item], list[Gap], float]:
-        """The target's forward pass, shape, gap index, items and gaps (cached), and the seconds it took."""
+        """The target's forward pass, shape, gap index, items and gaps (cached), and the seconds
+        it took."""
         key = (task.protocol, task.text_id, task.start, task.input)
         if key not in self.cache:
             from stoicheia.inference.restore.decoding import gap_logp, window_around
@@ -181,7 +182,8 @@ class ModelDecoder:
 
 
 def _context(text: str) -> np.ndarray:
-    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's context)."""
+    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's
+    context)."""
     from stoicheia.text.encode import encode_text
 
     if not text.strip():
@@ -221,7 +223,7 @@ def run_tasks(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Every decoder on every task of every protocol. Returns ``{protocol: {"gaps": n,
-    "decoders": {name: figures of :func:`~.benchmark_scoring.summarise` plus "seconds" and
+    "decoders": {name: figures of :func:`~.scoring.summarise` plus "seconds" and
     "restorations_per_second", "failed"}, "examples": [per gap: text id, offsets, truth, and per
     decoder its top-1, rank, probability and 5 best]}}``. A task a decoder cannot decode (a
     ``ValueError``, e.g. notation it refuses) scores as a wrong answer with probability 0, is
@@ -281,7 +283,7 @@ def run_tasks(
 
 
 def ngram_family(model_decoder: ModelDecoder, ngram: LetterNgram, weights: list[float]):
-    """Today's fused decoder as a :class:`~.benchmark_fusion.FusedFamily`: ``"fused"``, the
+    """Today's fused decoder as a :class:`~.fusion.FusedFamily`: ``"fused"``, the
     model's search with ``ngram`` fused in, one axis ``"ngram"`` over ``weights``."""
     return FusedFamily(
         "fused",
@@ -315,29 +317,29 @@ def benchmark(
 
     ``fusion_weights``: with an ``ngram``, the model's search fused with it
     (:mod:`~stoicheia.inference.restore.gap_search`) at each weight, on the gaps of the
-    selection half only (:mod:`.benchmark_halves`); the weight with the best mean top-1 over
+    selection half only (:mod:`.halves`); the weight with the best mean top-1 over
     the protocols (then the lowest mean CER, then the smaller weight) is chosen and the decoder
     ``"fused"`` at that weight restores every gap. ``decoders``: more decoders by name, each
     made from the model's decoder (e.g. ``{"parallels": lambda md: ParallelsDecoder(...)}``);
     ``families``: more fused decoders whose weights are chosen the same way, each a function
-    of the model's decoder returning a :class:`~.benchmark_fusion.FusedFamily` (e.g.
+    of the model's decoder returning a :class:`~.fusion.FusedFamily` (e.g.
     ``"fused3"`` over the axes ``ngram`` and ``parallels``). ``twin_threshold``: measure the
-    dev texts' near-duplicates among the training records (:mod:`.benchmark_contamination`;
+    dev texts' near-duplicates among the training records (:mod:`.contamination`;
     None: not measured, no text counts as a twin). ``bootstrap``: resamples of the paired
-    bootstrap intervals (:func:`~.benchmark_bootstrap.add_differences`, seeded with
+    bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded with
     ``seed``; 0: none).
 
     Returns ``{"corpus": {...}, "halves": {"rule", "selection": [inscriptions], "report":
     [...], "gaps": {protocol: {half: n}}}, "protocols": (see :func:`run_tasks`; each gap's
     entry with its ``half`` and ``twin``, each protocol with its ``views``, see
-    :mod:`.benchmark_views`), "settings": {...}, "published": PUBLISHED, "fusion": {name:
+    :mod:`.views`), "settings": {...}, "published": PUBLISHED, "fusion": {name:
     {"axes", "sweep", "chosen", "chosen_on"}} (with fused decoders), "contamination": {...}
     (with ``twin_threshold``), "bootstrap": {...} (with ``bootstrap``)}``. Raises
-    :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
+    :class:`~.protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
     from stoicheia.data.shards import read_stats
-    from stoicheia.inference.benchmark_protocols import BenchmarkError
-    from stoicheia.inference.benchmark_views import add_views
+    from stoicheia.inference.benchmark.protocols import BenchmarkError
+    from stoicheia.inference.benchmark.views import add_views
     from stoicheia.text.encode import encode_text
 
     counts: Counter = Counter()
@@ -345,11 +347,12 @@ def benchmark(
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
         raise BenchmarkError(
-            f"no gap to restore in the {len(texts)} texts of the inscription dev set of {shard_root}"
+            f"no gap to restore in the {len(texts)} texts of the inscription dev set of "
+            f"{shard_root}"
         )
     contamination = None
     if twin_threshold is not None:
-        from stoicheia.inference.benchmark_contamination import measure
+        from stoicheia.inference.benchmark.contamination import measure
 
         try:
             contamination = measure(texts, shard_root, twin_threshold)
@@ -368,8 +371,9 @@ def benchmark(
     fusion: dict[str, Any] = {}
     if fams and not any(selection.values()):
         raise BenchmarkError(
-            f"no gap in the selection half of the {len(texts)} dev texts read from {shard_root}, so no fusion "
-            "weight can be chosen: give more texts (--max-texts) or no fusion (--fusion-weights '')"
+            f"no gap in the selection half of the {len(texts)} dev texts read from {shard_root}, "
+            "so no fusion weight can be chosen: give more texts (--max-texts) or no fusion "
+            "(--fusion-weights '')"
         )
     for fam in fams:
         fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)

@@ -5,9 +5,9 @@ one text can stand under two numbers (the same stamp on many tiles, two copies o
 dedication, a decree sent to several cities), and a re-edition of an inscription can carry a
 number of its own. A dev text whose twin the model trained on is not an unseen text. This
 module finds those twins, lists them, and the benchmark reports its figures with and without
-the dev texts that have one (:mod:`.benchmark_views`).
+the dev texts that have one (:mod:`.views`).
 
-**What is compared.** The base letters (:func:`~.benchmark_protocols.base_letters` for the dev
+**What is compared.** The base letters (:func:`~.protocols.base_letters` for the dev
 texts, as printed, supplements included; the letter plane of the shards for the training
 records, lacunae left out), in scriptio continua, as sets of overlapping **3-letter
 shingles** (a text shorter than 3 letters is one shingle). Two texts are twins when the
@@ -63,11 +63,10 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD
 from stoicheia.text import alphabet as A
 
 log = logging.getLogger(__name__)
-
-from stoicheia.inference.benchmark_defaults import TWIN_THRESHOLD  # noqa: E402,F401
 
 SHINGLE = 3
 NUM_PERM = 128
@@ -136,7 +135,8 @@ def _minhash(items: set[bytes], num_perm: int):
 
 
 def _runs(ids: np.ndarray, n: int) -> np.ndarray:
-    """int64 codes of every run of ``n`` letters of ``ids`` (``(len - n + 1,)``; empty if shorter)."""
+    """int64 codes of every run of ``n`` letters of ``ids`` (``(len - n + 1,)``; empty if
+    shorter)."""
     a = np.asarray(ids, dtype=np.int64)
     if len(a) < n:
         return np.zeros(0, dtype=np.int64)
@@ -252,7 +252,8 @@ def training_records(
     tiers = sorted(p.name for p in root.iterdir() if (p / "train" / "index.json").exists())
     if not tiers:
         raise FileNotFoundError(
-            f"{root}: no train split in any tier to look for twins in; give the output folder of `stoicheia convert`"
+            f"{root}: no train split in any tier to look for twins in; give the output folder "
+            "of `stoicheia convert`"
         )
     for tier in tiers:
         ds = local_val_dataset(str((root / tier / "train").resolve()))
@@ -268,12 +269,12 @@ def measure(
     threshold: float = TWIN_THRESHOLD,
 ) -> dict:
     """Contamination of the dev set (module docstring): ``dev_texts`` are the benchmark's
-    :class:`~.benchmark_protocols.DevText` records; the training records are read from the
+    :class:`~.protocols.DevText` records; the training records are read from the
     shards (:func:`training_records`). Returns ``{"threshold", "shingle", "num_perm",
     "method", "training": {"records", "letters", "pieces", "candidates"}, "dev_texts": n,
     "dev_texts_with_twin": [ids], "inscriptions_with_twin": n, "twins": [Twin as dict]}``."""
-    from stoicheia.inference.benchmark_bootstrap import inscription_of
-    from stoicheia.inference.benchmark_protocols import base_letters
+    from stoicheia.inference.benchmark.bootstrap import inscription_of
+    from stoicheia.inference.benchmark.protocols import base_letters
 
     dev = [(t.id, letter_ids(base_letters(t.text))) for t in dev_texts]
     counts: dict = {}
@@ -329,8 +330,8 @@ def summary_line(contamination: dict) -> str:
     return (
         f"contamination: {len(c['dev_texts_with_twin']):,} of {c['dev_texts']:,} dev texts "
         f"({c['inscriptions_with_twin']:,} inscriptions) have a near-duplicate among the "
-        f"{c['training']['records']:,} training records (MinHash LSH, 3-letter shingles, Jaccard >= "
-        f"{c['threshold']:g}); listed in contamination.tsv"
+        f"{c['training']['records']:,} training records (MinHash LSH, 3-letter shingles, "
+        f"Jaccard >= {c['threshold']:g}); listed in contamination.tsv"
     )
 
 
