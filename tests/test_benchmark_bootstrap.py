@@ -298,3 +298,35 @@ def test_the_bootstrap_option_takes_a_count_of_resamples(tmp_path, capsys):
     assert "--bootstrap: -1 is out of range; give a whole number from 0 to 100,000 resamples" in (
         capsys.readouterr().err
     )
+
+
+def test_gaps_of_unknown_width_compare_how_often_the_length_is_right():
+    # a gets the length of every gap right (one letter wrong in ικλμ), b only on the 1-letter
+    # gaps (α, ν): 6/6 against 2/6; both are resampled as inscriptions, like the other figures
+    rows = [
+        _row(t, x, a=(x if len(x) != 4 else "ικλξ", 1 if len(x) != 4 else None), b=(x[:1], None))
+        for t, x in GAPS
+    ]
+    d = paired_differences(
+        rows, [("a", "b")], ("top1", "cer", "length_right"), resamples=300, seed=5
+    )
+    assert d["a-b"]["length_right"]["diff"] == pytest.approx(4 / 6)
+    assert 0 < d["a-b"]["length_right"]["low"] <= 4 / 6 <= d["a-b"]["length_right"]["high"]
+    assert "length +66.7 pts [" in difference_lines({"differences": d})[0]
+    # a benchmark result of the unknown protocol (its decoders record length_right) gets the
+    # length compared; a known-width protocol does not
+    res = _result()
+    hidden = res["protocols"]["hidden"]
+    for name, dec in hidden["decoders"].items():
+        dec["length_right"] = sum(
+            len(r[name]["top1"]) == len(r["truth"]) for r in hidden["examples"]
+        ) / len(hidden["examples"])
+    res["protocols"] = {"unknown": hidden}
+    diffs = add_differences(res, resamples=50)["protocols"]["unknown"]["differences"]
+    assert all("length_right" in figs for figs in diffs.values())
+    assert (
+        "length_right"
+        not in add_differences(_result(), resamples=50)["protocols"]["hidden"]["differences"][
+            "fused-ngram"
+        ]
+    )

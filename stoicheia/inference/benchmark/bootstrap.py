@@ -61,8 +61,10 @@ log = logging.getLogger(__name__)
 REFERENCES = ("ngram", "fused")
 #: The length bands of the intervals: the table's three, and the long gaps together.
 BANDS = ((1, 3), (4, 6), (7, 10), (4, 10))
-#: The figures compared (top-20 only where the benchmark kept 20 candidates).
+#: The figures compared (top-20 only where the benchmark kept 20 candidates; ``length_right``
+#: added on a protocol of gaps of unknown width).
 FIGURES = ("top1", "top20", "cer")
+LENGTH = "length_right"
 LEVEL = 0.95
 RESAMPLES = 1000
 #: Resamples weighed at a time (a float64 matrix of CHUNK x gaps: 6.5 MB for 814 gaps).
@@ -91,12 +93,14 @@ def inscription_of(text_id: str) -> str:
     return text_id.split("#", 1)[0]
 
 
-def gap_arrays(examples: list[dict], decoder: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gap_arrays(
+    examples: list[dict], decoder: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per gap of ``examples`` (a protocol's ``examples`` of a benchmark result): truth letters,
-    edit distance of ``decoder``'s top-1 to the truth, rank of the truth (0: absent), each an
-    int64 array of shape ``(n,)``. Raises ``ValueError`` naming the gap where an entry lacks
-    the truth or the decoder's ``top1``/``rank``."""
-    letters, dist, ranks = [], [], []
+    edit distance of ``decoder``'s top-1 to the truth, rank of the truth (0: absent), letters
+    of the top-1, each an int64 array of shape ``(n,)``. Raises ``ValueError`` naming the gap
+    where an entry lacks the truth or the decoder's ``top1``/``rank``."""
+    letters, dist, ranks, top1 = [], [], [], []
     for i, row in enumerate(examples):
         got = row.get(decoder)
         if (
@@ -112,11 +116,21 @@ def gap_arrays(examples: list[dict], decoder: str) -> tuple[np.ndarray, np.ndarr
         letters.append(len(row["truth"]))
         dist.append(edit_distance(got["top1"], row["truth"]))
         ranks.append(int(got["rank"] or 0))
+        top1.append(len(got["top1"]))
     return (
         np.array(letters, dtype=np.int64),
         np.array(dist, dtype=np.int64),
         np.array(ranks, dtype=np.int64),
+        np.array(top1, dtype=np.int64),
     )
+
+
+def _pooled(arrays: tuple, figures: tuple[str, ...], ks: list[int], weights=None) -> dict:
+    """:func:`~.scoring.pooled_figures` of :func:`gap_arrays`' arrays, with ``length_right``
+    where ``figures`` asks for it."""
+    letters, dist, ranks, top1 = arrays
+    length = top1 if LENGTH in figures else None
+    return pooled_figures(letters, dist, ranks, weights=weights, ks=ks, top1_letters=length)
 
 
 def paired_differences(
@@ -130,12 +144,12 @@ def paired_differences(
     """The paired cluster bootstrap (module docstring) on one protocol's ``examples``.
 
     ``pairs``: ``(a, b)`` decoder names for ``a − b``; ``figures``: of ``top1``, ``top5``,
-    ``top20``, ``cer``; ``resamples`` >= 1; ``seed``: of the generator (give each protocol its
-    own); ``level``: of the interval, in (0, 1). Returns ``{"a-b": {figure: {"diff", "low",
-    "high"}}}``, fractions (a share or CER of ``a`` minus that of ``b``, in [-1, 1] for shares;
-    CER > 0: ``a`` makes more errors); ``low``/``high`` are ``None`` where the gaps come from a
-    single inscription (nothing to resample). Raises ``ValueError`` for no gap, bad options or
-    an incomplete gap (:func:`gap_arrays`)."""
+    ``top20``, ``cer``, ``length_right``; ``resamples`` >= 1; ``seed``: of the generator (give
+    each protocol its own); ``level``: of the interval, in (0, 1). Returns ``{"a-b": {figure:
+    {"diff", "low", "high"}}}``, fractions (a share or CER of ``a`` minus that of ``b``, in [-1,
+    1] for shares; CER > 0: ``a`` makes more errors); ``low``/``high`` are ``None`` where the
+    gaps come from a single inscription (nothing to resample). Raises ``ValueError`` for no gap,
+    bad options or an incomplete gap (:func:`gap_arrays`)."""
     if not examples:
         raise ValueError("paired_differences: no gap")
     if resamples < 1 or not 0 < level < 1:
@@ -161,10 +175,10 @@ def paired_differences(
         counts = np.zeros((rows, n_units), dtype=np.float64)
         np.add.at(counts, (np.arange(rows)[:, None], drawn), 1.0)
         weights = counts[:, unit_of_gap]  # (rows, n): each gap counts as often as its inscription
-        boot = {n: pooled_figures(*arrays[n], weights=weights, ks=ks) for n in arrays}
+        boot = {n: _pooled(arrays[n], figures, ks, weights) for n in arrays}
         for a, b, f in diffs:
             diffs[a, b, f].append(boot[a][f] - boot[b][f])
-    whole = {n: pooled_figures(*arrays[n], ks=ks) for n in arrays}
+    whole = {n: _pooled(arrays[n], figures, ks) for n in arrays}
     tail = 100 * (1 - level) / 2
     out: dict = {}
     for a, b in pairs:
@@ -250,9 +264,11 @@ def add_differences(
         if not pairs or not examples:  # no pair to compare, or a protocol without a gap
             continue
         ks = [int(f[3:]) for f in figures if f.startswith("top")]
+        # gaps of unknown width: how often the length is right, compared as the others are
+        figs = figures + ((LENGTH,) if any(LENGTH in d for d in decs.values()) else ())
         for name in sorted({n for pair in pairs for n in pair}):
-            again = pooled_figures(*gap_arrays(examples, name), ks=ks)
-            for f in figures:
+            again = _pooled(gap_arrays(examples, name), figs, ks)
+            for f in figs:
                 if not np.isclose(again[f], decs[name][f], rtol=1e-9, atol=1e-12):
                     raise ValueError(
                         f"{protocol}: the examples give {name}'s {f} as {again[f]:.6f}, the result "
@@ -268,14 +284,14 @@ def add_differences(
                 if not rows:
                     continue
                 got["differences"], got["band_differences"] = _differences(
-                    rows, pairs, figures, resamples, seed, f"{protocol}|{view}", level
+                    rows, pairs, figs, resamples, seed, f"{protocol}|{view}", level
                 )
         else:
             res["differences"] = paired_differences(
-                examples, pairs, figures, resamples, _protocol_seed(seed, protocol), level
+                examples, pairs, figs, resamples, _protocol_seed(seed, protocol), level
             )
             res["band_differences"] = _differences(
-                examples, pairs, figures, resamples, seed, protocol, level
+                examples, pairs, figs, resamples, seed, protocol, level
             )[1]
         units[protocol] = len({inscription_of(str(r.get("text", ""))) for r in examples})
         log.info(

@@ -45,7 +45,13 @@ def _row(label: str, f: dict, speed: bool = True) -> str:
     ).rstrip()
 
 
-FIGURE_NAMES = {"top1": "top-1", "top5": "top-5", "top20": "top-20", "cer": "CER"}
+FIGURE_NAMES = {
+    "top1": "top-1",
+    "top5": "top-5",
+    "top20": "top-20",
+    "cer": "CER",
+    "length_right": "length",
+}
 
 
 def _interval(figure: str, d: dict) -> str:

@@ -127,6 +127,7 @@ def pooled_figures(
     ranks: np.ndarray,
     weights: np.ndarray | None = None,
     ks: Sequence[int] = TOP_KS,
+    top1_letters: np.ndarray | None = None,
 ) -> dict[str, float | np.ndarray]:
     """CER and top-k exact match (module docstring) pooled over gaps, each gap counted
     ``weights`` times: the one definition of these figures, for the benchmark's own and for the
@@ -138,8 +139,10 @@ def pooled_figures(
     ``(n,)`` or ``(B, n)`` for ``B`` resamples (None: once each). Returns ``{"cer",
     "top1", ...}`` (one per ``ks``): floats, or arrays of shape ``(B,)`` for 2-d weights; CER
     is the micro average (summed distances over summed truth letters, never a mean of ratios),
-    top-k a share in [0, 1]. Raises ``ValueError`` for arrays of unequal length or no letter
-    at all."""
+    top-k a share in [0, 1]. ``top1_letters`` (int ``(n,)``, letters of each top-1 fill; gaps
+    of unknown width) adds ``length_right``: the share of gaps whose top-1 has the truth's
+    number of letters. Raises ``ValueError`` for arrays of unequal length or no letter at
+    all."""
     letters = np.asarray(truth_letters, dtype=np.float64)
     dist = np.asarray(distances, dtype=np.float64)
     rank = np.asarray(ranks, dtype=np.int64)
@@ -157,6 +160,11 @@ def pooled_figures(
     n = w.sum(axis=-1)
     for k in ks:
         out[f"top{k}"] = (w @ ((rank >= 1) & (rank <= k)).astype(np.float64)) / n
+    if top1_letters is not None:
+        top1 = np.asarray(top1_letters, dtype=np.float64)
+        if top1.shape != letters.shape:
+            raise ValueError(f"pooled_figures: top1_letters of shape {top1.shape}")
+        out["length_right"] = (w @ (top1 == letters).astype(np.float64)) / n
     if weights is None or w.ndim == 1:
         out = {key: float(v) for key, v in out.items()}
     return out
@@ -169,9 +177,7 @@ def _figures(
     out: dict = {"gaps": n, "truth_letters": int(letters.sum())}
     if not n:
         return out
-    out.update(pooled_figures(letters, dist, ranks))
-    if not known:
-        out["length_right"] = float(np.mean(top1_len == letters))
+    out.update(pooled_figures(letters, dist, ranks, top1_letters=None if known else top1_len))
     return out
 
 
