@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         GapTooWideError,
         RestoreError,
         format_result,
-        parse_input,
+        read_input,
         restore,
     )
 
@@ -177,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
             f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
         )
     supplements = "repredict" if args.repredict_supplements else "keep"
-    try:  # the notation first: a typo fails before the model is loaded
-        parse_input(
+    reading = text  # the text read once, here: a typo fails before the model is loaded
+    try:
+        reading = read_input(
             text,
-            supplements=supplements,
+            supplements="repredict" if args.score_supplements else supplements,
             unknown_width=args.unknown_width,
             about_margin=args.about_margin,
         )
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         )
         result = restore(
             model,
-            text,
+            reading,
             top_k=args.top_k,
             beam=args.beam,
             respace=args.respace,

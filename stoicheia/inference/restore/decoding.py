@@ -21,8 +21,8 @@ import torch
 
 from stoicheia.inference.restore.cancel import check_cancelled
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
+from stoicheia.inference.restore.gaps import Gap, Item, RestoreError
 from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
-from stoicheia.inference.restore.reading import Gap, Item, RestoreError
 from stoicheia.text import alphabet as A
 
 BLANK = A.BLANK
@@ -357,7 +357,46 @@ def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]
     return [(seqs[j], float(scores[j])) for j in range(len(scores))]
 
 
+@dataclass(frozen=True)
+class Window:
+    """The slots the model sees at once (``slots``; 0: one window, refused past ``trained``),
+    the row length it was trained on, and where the limit comes from (for the errors)."""
+
+    slots: int
+    trained: int
+    why: str
+
+    @classmethod
+    def of(cls, loaded: Any, window: int | None) -> Window:
+        """The window of ``loaded`` (a loaded model: its ``config``) for the ``window`` option
+        (None: the trained row length)."""
+        trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
+        why = (
+            f"the window: the {trained}-slot rows the model was trained on"
+            if window is None
+            else f"--window {window}; the model was trained on {trained}-slot rows"
+            if window
+            else f"--window 0: one row of at most the {trained} slots the model was trained on"
+        )
+        return cls(trained if window is None else window, trained, why)
+
+    def fitted(self, reading: Any) -> int:
+        """The window's slots for ``reading`` (a :class:`~.reading.Reading`): with ``--window 0`` the whole text, refused
+        when longer than the trained rows."""
+        if self.slots:
+            return self.slots
+        total = reading.slots
+        if total > self.trained:
+            raise RestoreError(
+                f"the text takes {total:,} slots, more than the {self.trained} the model was "
+                "trained on, and --window 0 refuses windowing: leave --window out (or give a "
+                "number of slots) to decode it window by window"
+            )
+        return total
+
+
 __all__ = [
+    "Window",
     "BLANK",
     "SYMBOLS",
     "Hyp",

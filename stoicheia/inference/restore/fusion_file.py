@@ -24,7 +24,7 @@ from typing import Any
 
 from stoicheia.inference.ngram import load_ngram
 from stoicheia.inference.restore.gap_search import Fusion
-from stoicheia.inference.restore.reading import RestoreError
+from stoicheia.inference.restore.gaps import RestoreError
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ POOL = 64
 class GapShape:
     """The width of a gap in letters: ``min_letters``..``max_letters``; ``fixed``: a known width;
     ``one_letter``: bool ``(24,)`` the letters a fill of exactly one letter may be (a gap that is
-    a whole word: a vowel, :func:`stoicheia.inference.restore.reading.letter_rules`), None: any."""
+    a whole word: a vowel, :func:`stoicheia.inference.restore.letter_rules.letter_rules`), None: any."""
 
     min_letters: int
     max_letters: int
