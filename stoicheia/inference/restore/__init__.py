@@ -1,4 +1,5 @@
-"""Restore a damaged Greek text written in Leiden notation: ``stoicheia restore`` and :func:`restore`.
+"""Restore a damaged Greek text written in Leiden notation: ``stoicheia restore`` and
+:func:`restore`.
 
 :func:`restore` takes the steps in order, one module per job:
 

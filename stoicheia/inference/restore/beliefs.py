@@ -56,8 +56,8 @@ def gap_beliefs(
     ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
     candidates ``cands`` and forward passes ``logps`` (:func:`~.decoding.decode_gaps`); ``best``
     is restoration #1. ``printer`` renders the alternatives with accents and capitals, one
-    forward pass per gap around it (:class:`~.rendering.FillPrinter`). ``kept``: the gaps whose fill in
-    ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
+    forward pass per gap around it (:class:`~.rendering.FillPrinter`). ``kept``: the gaps whose
+    fill in ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
     probabilities of the model's candidates that agree with the editor's letter at each place."""
     for g in gaps:
         a = best.fill[g.index]

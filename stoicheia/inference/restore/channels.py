@@ -59,8 +59,9 @@ def letters_of(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) 
 
 def head_rows(letters: list[Letter], respace: bool) -> dict[str, np.ndarray]:
     """Model inputs ``(1, n)`` of ``letters``: a restored letter's channels UNKNOWN, a known
-    letter's as it holds them (with ``respace``, :func:`~stoicheia.inference.restore.reading.respace_items` made the predicted ones
-    UNKNOWN; a held supplement's word division is hidden here)."""
+    letter's as it holds them (with ``respace``,
+    :func:`~stoicheia.inference.restore.reading.respace_items` made the predicted ones UNKNOWN;
+    a held supplement's word division is hidden here)."""
     vals = [x.values for x in letters]
     hidden = [v is None for v in vals]
     return {

@@ -59,7 +59,8 @@ def format_result(result: RestoreResult) -> list[str]:
         lines.append(head)
         if g.editor is not None:
             lines.append(
-                f"     editor's reading {g.editor.reading}: {_pct(g.editor.prob)}, rank {g.editor.rank} among the model's readings of its width"
+                f"     editor's reading {g.editor.reading}: {_pct(g.editor.prob)}, "
+                f"rank {g.editor.rank} among the model's readings of its width"
             )
         if g.alternatives:
             lines.append(
@@ -81,7 +82,8 @@ def format_result(result: RestoreResult) -> list[str]:
             lines += parallel_lines(g.parallels)
     lines += [f"({n})" for n in result.notes]
     lines.append(
-        "^ restored letter, . changed reading; #k's figure: the natural log of the restoration's probability "
+        "^ restored letter, . changed reading; #k's figure: the natural log of the "
+        "restoration's probability "
         "(0 = certain); percentages: probabilities"
     )
     return lines

@@ -200,7 +200,8 @@ def plan_windows(
         span = spans[j][2] - a
         if span > window:
             raise RestoreError(
-                f"the lacuna {gaps[spans[i][0]].notation!r} takes {span} slots, more than the window of {window}: "
+                f"the lacuna {gaps[spans[i][0]].notation!r} takes {span} slots, "
+                f"more than the window of {window}: "
                 "give a larger window (--window) or a smaller --unknown-width"
             )
         lo = max(0, a - (window - span) // 2)
@@ -262,11 +263,11 @@ def decode_gaps(
     on_step: Callable[[], None] | None = None,
     hold: dict[int, np.ndarray] | None = None,
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
-    """Each gap's ``k`` best candidates (module docstring), in input order. Returns ``(candidates, logps)``: gap
-    index -> candidates best first, and gap index -> the forward pass's float ``(slots,
-    SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass. ``hold``: gap
-    index -> letter ids that every other gap, before or after it, sees there instead of its
-    best fill (an editor's supplement that is scored but kept as printed)."""
+    """Each gap's ``k`` best candidates (module docstring), in input order. Returns
+    ``(candidates, logps)``: gap index -> candidates best first, and gap index -> the forward pass's
+    float ``(slots, SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass.
+    ``hold``: gap index -> letter ids that every other gap, before or after it, sees there instead
+    of its best fill (an editor's supplement that is scored but kept as printed)."""
     fusion = fusion or Fusion(None, 0.0)
     # a held supplement is printed text: the gaps before it see its letters too, not MASK
     best: dict[int, np.ndarray] = {g: symbols(gaps[g], a) for g, a in (hold or {}).items()}
@@ -381,8 +382,8 @@ class Window:
         return cls(trained if window is None else window, trained, why)
 
     def fitted(self, reading: Any) -> int:
-        """The window's slots for ``reading`` (a :class:`~.reading.Reading`): with ``--window 0`` the whole text, refused
-        when longer than the trained rows."""
+        """The window's slots for ``reading`` (a :class:`~.reading.Reading`): with
+        ``--window 0`` the whole text, refused when longer than the trained rows."""
         if self.slots:
             return self.slots
         total = reading.slots

@@ -30,17 +30,20 @@ def check_options(
     ``window``."""
     if not isinstance(unknown_width, int) or not 1 <= unknown_width <= MAX_LACUNA_WIDTH:
         raise RestoreError(
-            f"unknown_width={unknown_width!r}: a lacuna of unknown width holds 1 to {MAX_LACUNA_WIDTH:,} letters; "
+            f"unknown_width={unknown_width!r}: a lacuna of unknown width holds 1 to "
+            f"{MAX_LACUNA_WIDTH:,} letters; "
             "give a whole number in that range (default 20)"
         )
     if not isinstance(about_margin, (int, float)) or not 0 <= about_margin <= 1:  # also refuses nan
         raise RestoreError(
-            f"about_margin={about_margin!r}: [-ca.N-] is read as N ± max(1, round(margin × N)) letters; "
+            f"about_margin={about_margin!r}: [-ca.N-] is read as "
+            "N ± max(1, round(margin × N)) letters; "
             "give a fraction from 0 to 1 (default 0.25)"
         )
     if window is not None and (not isinstance(window, int) or window < 0):
         raise RestoreError(
-            f"window={window!r}: give the slots the model sees at once (>= 1), or 0 to refuse windowing"
+            f"window={window!r}: give the slots the model sees at once (>= 1), "
+            "or 0 to refuse windowing"
         )
 
 
@@ -51,7 +54,8 @@ def gap_too_wide(
     ``limit`` slots (``why``: where the limit comes from)."""
     if seg.known_width:
         return GapTooWideError(
-            f"the lacuna {notation!r} holds {hi:,} letters, more than the model can fill: at most {limit:,} letters "
+            f"the lacuna {notation!r} holds {hi:,} letters, more than the model can fill: "
+            f"at most {limit:,} letters "
             f"at once ({why}); restore a narrower lacuna"
         )
     if seg.max_width is None:
@@ -61,7 +65,8 @@ def gap_too_wide(
     else:
         fix = "give a narrower lacuna"
     return GapTooWideError(
-        f"the lacuna {notation!r} may hold up to {hi:,} letters ({slots:,} slots with the 2 that BLANK may end), more "
+        f"the lacuna {notation!r} may hold up to {hi:,} letters "
+        f"({slots:,} slots with the 2 that BLANK may end), more "
         f"than the model can fill: at most {limit:,} slots at once ({why}); {fix}"
     )
 

@@ -116,11 +116,11 @@ def _letter_slots(
     folded: str, segments: list[Any]
 ) -> tuple[list[tuple[int, int]], list[bool], list[int]]:
     """Per letter slot of the encoded text (not lacuna slots), in reading order: the span of
-    the text that wrote it (the letter with its combining marks, dot below included), whether
-    it is uncertain (a dot below, or a doubtful supplement ``[καὶ?]``), and the index of the editor's supplement ``[ ]`` it belongs
-    to (-1: none). ``folded``: the text with its look-alikes folded
-    (:func:`~stoicheia.text.encode.fold_lookalikes`, same offsets), so that a look-alike the
-    encoder reads as Greek in its word (the Latin o of ἐνπέραμo) counts as that letter."""
+    the text that wrote it (the letter with its combining marks, dot below included), whether it is
+    uncertain (a dot below, or a doubtful supplement ``[καὶ?]``), and the index of the editor's
+    supplement ``[ ]`` it belongs to (-1: none). ``folded``: the text with its look-alikes folded
+    (:func:`~stoicheia.text.encode.fold_lookalikes`, same offsets), so that a look-alike the encoder
+    reads as Greek in its word (the Latin o of ἐνπέραμo) counts as that letter."""
     spans: list[tuple[int, int]] = []
     uncertain: list[bool] = []
     group: list[int] = []
@@ -370,8 +370,8 @@ def respace_items(
     model predicts it), its accents and breathings UNKNOWN too unless the input bears marks
     (``style.accented``), its punctuation UNKNOWN unless the input has some (then the
     punctuation typed after a gap is kept too; else each gap's ``end_punct`` becomes UNKNOWN);
-    what the input gives is kept. Returns the items and what the model predicts, e.g. ``["word division",
-    "accents"]``."""
+    what the input gives is kept. Returns the items and what the model predicts, e.g.
+    ``["word division", "accents"]``."""
     has_punct = any(
         it.values is not None and it.values[4] not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN)
         for it in items
