@@ -3,7 +3,8 @@ working sequence, its encoding, made once (:func:`read_input`) and handed on.
 
 The text goes once through the project's Leiden parser
 (:func:`stoicheia.text.leiden.parse_leiden`) and once through its encoder
-(:func:`stoicheia.text.encode.encode_text`); the look-alike folding
+(:func:`stoicheia.text.encode.encode_text`, which reads the notation with the same parser inside
+it: an encoder taking the parse would save that, in :mod:`stoicheia.text`); the look-alike folding
 (:func:`stoicheia.text.encode.fold_lookalikes`: one character for one) only says which typed
 characters make each letter slot. The :class:`Reading` holds what decoding, fusion, rendering
 and the notes need. Every lacuna becomes a *gap*:
