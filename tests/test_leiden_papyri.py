@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from stoicheia.data.shards import convert
-from stoicheia.inference.restore import RestoreError, _reading_notes
-from stoicheia.inference.restore.reading import parse_input
+from stoicheia.inference.restore import RestoreError
+from stoicheia.inference.restore.notes import reading_notes
+from stoicheia.inference.restore.reading import parse_input, read_input
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import encode_text
 from stoicheia.text.filter import normalise_record
@@ -166,8 +167,8 @@ def test_a_control_character_is_dropped_and_counted_without_splitting_the_word(c
         assert norm.dropped["control"] == 1 and norm.dropped["other"] == 0
         items, gaps = parse_input(text.replace("καὶ", "κ[.]ὶ"))
         assert _known_letters(items) == "λογοσκι" and len(gaps) == 1
-        _, gaps = parse_input(text.replace("καὶ", "κ[.]ὶ"))
-        assert any("control character" in n for n in _reading_notes(text, gaps))
+        reading = read_input(text.replace("καὶ", "κ[.]ὶ"))
+        assert any("control character" in n for n in reading_notes(reading))
 
 
 def test_whitespace_controls_still_separate_words():

@@ -356,7 +356,7 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
     corpus, tmp_path, monkeypatch
 ):
     from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
-    from stoicheia.inference.restore.reading import RestoreError
+    from stoicheia.inference.restore.gaps import RestoreError
 
     model = _stub()
     model.source = str(tmp_path / "best.pt")

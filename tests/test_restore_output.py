@@ -402,7 +402,7 @@ def test_fused_width_probabilities_are_those_of_the_fills_the_search_kept():
 def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
     """The fill follows the words beside its gap: in capitals (without marks) inside a heading
     typed in capitals, in lowercase in the accented text after it, also in the gap list."""
-    from stoicheia.inference.restore.reading import near_capitals
+    from stoicheia.inference.restore.input_style import near_capitals
 
     text = "ΘΕΟΙΣ ΚΑΤΑ[....]ΟΙΣ. καὶ τὸν πατέρα ἔφη π[...]αι μέν"
     res = restore(STUB, text, top_k=1)

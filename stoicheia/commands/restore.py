@@ -1,5 +1,6 @@
 """``stoicheia restore CHECKPOINT TEXT``: fill the lacunae of a Greek text in Leiden notation
-(:mod:`stoicheia.inference.restore`); ``--epidoc`` goes to :mod:`stoicheia.commands.restore_epidoc`."""
+(:mod:`stoicheia.inference.restore`); ``--epidoc`` goes to
+:mod:`stoicheia.commands.restore_epidoc`."""
 
 from __future__ import annotations
 
@@ -21,17 +22,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "text",
         metavar="TEXT",
         nargs="?",
-        help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ ('-': read stdin)",
+        help="Greek text with Leiden lacunae: [...] [.5.] [-ca.5-] [5±3] [---] [καὶ] α̣ "
+        "('-': read stdin)",
     )
     p.add_argument(
         "--epidoc",
         nargs="+",
         metavar="PATH",
-        help="EpiDoc files or folders (every *.xml below): fill their <gap> elements (docs/restoring-epidoc.md)",
+        help="EpiDoc files or folders (every *.xml below): fill their <gap> elements "
+        "(docs/restoring-epidoc.md)",
     )
     p.add_argument(
         "--out",
-        help="with --epidoc: folder the restored files are written to (files already there are skipped)",
+        help="with --epidoc: folder the restored files are written to "
+        "(files already there are skipped)",
     )
     p.add_argument(
         "--top-k",
@@ -42,35 +46,38 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--beam",
         type=int_in(1, 256, meaning=" candidates per gap"),
-        help="candidates kept per gap, combined into the whole-text restorations (default max(top-k, 4))",
+        help="candidates kept per gap, combined into the whole-text restorations "
+        "(default max(top-k, 4))",
     )
     p.add_argument(
         "--ngram",
         metavar="PATH",
-        help="letter n-gram file to fuse into the search (default: ngram.npz beside the checkpoint, if any; "
-        "written by `stoicheia benchmark --save-ngram`)",
+        help="letter n-gram file to fuse into the search (default: ngram.npz beside the "
+        "checkpoint, if any; written by `stoicheia benchmark --save-ngram`)",
     )
     p.add_argument(
         "--ngram-weight",
         type=float_in(0, 1, meaning=" (0: the model alone)"),
-        help="weight of the n-gram in the search (default: the weight chosen on the dev set, stored in the file; 0: the model alone)",
+        help="weight of the n-gram in the search (default: the weight chosen on the dev set, "
+        "stored in the file; 0: the model alone)",
     )
     p.add_argument(
         "--parallels",
         metavar="INDEX",
-        help="parallels index folder (default: fusion.json's, else the run's shards' parallels folder, if "
-        "any; '' for none): each gap's corpus parallels are listed",
+        help="parallels index folder (default: fusion.json's, else the run's shards' parallels "
+        "folder, if any; '' for none): each gap's corpus parallels are listed",
     )
     p.add_argument(
         "--parallels-weight",
         type=float_in(0, 1, meaning=" (0: parallels shown, not fused)"),
-        help="weight of the parallels in the search (default: fusion.json's beside the checkpoint, else 0)",
+        help="weight of the parallels in the search (default: fusion.json's beside the "
+        "checkpoint, else 0)",
     )
     p.add_argument(
         "--respace",
         action="store_true",
-        help="the text rebuilt in lower case with the model's word division, and its accents, breathings "
-        "and punctuation where the input has none (for scriptio continua)",
+        help="the text rebuilt in lower case with the model's word division, and its accents, "
+        "breathings and punctuation where the input has none (for scriptio continua)",
     )
     p.add_argument(
         "--repredict-supplements",
@@ -92,7 +99,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--window",
         type=int_in(0, meaning=" slots (0: one window, a longer text refused)"),
-        help="slots the model sees at once (default: the row length it was trained on; 0: one window, and a text longer than the trained rows is refused)",
+        help="slots the model sees at once (default: the row length it was trained on; 0: one "
+        "window, and a text longer than the trained rows is refused)",
     )
     p.add_argument(
         "--alternatives",
@@ -102,7 +110,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--score-supplements",
         action="store_true",
-        help="re-predict each editor's supplement [περὶ] and give the probability and rank of the editor's reading",
+        help="re-predict each editor's supplement [περὶ] and give the probability and rank of "
+        "the editor's reading",
     )
     p.add_argument(
         "--json",
@@ -132,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         GapTooWideError,
         RestoreError,
         format_result,
-        parse_input,
+        read_input,
         restore,
     )
 
@@ -143,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         return fail(
             "restore",
-            "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, or leave --out out",
+            "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, "
+            "or leave --out out",
         )
     if args.text is None:
         return fail(
@@ -174,13 +184,15 @@ def run(args: argparse.Namespace) -> int:
     if args.beam is not None and args.beam < args.top_k:
         return fail(
             "restore",
-            f"--beam {args.beam} is smaller than --top-k {args.top_k}; give --beam {args.top_k} or more",
+            f"--beam {args.beam} is smaller than --top-k {args.top_k}; "
+            f"give --beam {args.top_k} or more",
         )
     supplements = "repredict" if args.repredict_supplements else "keep"
-    try:  # the notation first: a typo fails before the model is loaded
-        parse_input(
+    reading = text  # the text read once, here: a typo fails before the model is loaded
+    try:
+        reading = read_input(
             text,
-            supplements=supplements,
+            supplements="repredict" if args.score_supplements else supplements,
             unknown_width=args.unknown_width,
             about_margin=args.about_margin,
         )
@@ -202,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         )
         result = restore(
             model,
-            text,
+            reading,
             top_k=args.top_k,
             beam=args.beam,
             respace=args.respace,
@@ -279,7 +291,8 @@ class _IntermixedParser(OneLineParser):
             # the shell split an unquoted text into words: TEXT took the first
             typed = " ".join([ns.text, *words])
             self.error(
-                f"unrecognized arguments: {' '.join(words)}; a text of several words goes in quotes: "
+                f"unrecognized arguments: {' '.join(words)}; "
+                "a text of several words goes in quotes: "
                 f'stoicheia restore {getattr(ns, "checkpoint", "CHECKPOINT")} "{typed}"'
             )
         return ns, extra

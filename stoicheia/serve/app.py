@@ -313,7 +313,7 @@ def create_app(
     :class:`~stoicheia.inference.loading.LoadedModel`: the caller loads it once; it is never
     reloaded). ``max_json_bytes``/``max_upload_bytes``: body limits of ``POST /restore`` and of
     ``POST /restore-epidoc`` (bytes; larger bodies get 413)."""
-    from stoicheia.inference.restore import GapTooWideError, RestoreError, parse_input, restore
+    from stoicheia.inference.restore import GapTooWideError, RestoreError, read_input, restore
 
     app = FastAPI(
         title="Stoicheia restoration server",
@@ -402,8 +402,9 @@ def create_app(
         and width distributions, and the top-k restorations of the whole text. A request whose
         client disconnects stops being decoded (its answer, 499, is never read)."""
         supplements = req.supplements
-        try:  # the notation first (no lock needed): a typo is answered at once
-            parse_input(
+        reading = req.text  # read once, here (no lock needed): a typo is answered at once
+        try:
+            reading = read_input(
                 req.text,
                 supplements=supplements,
                 unknown_width=req.unknown_width,
@@ -417,7 +418,7 @@ def create_app(
         def work(check: Any) -> Any:
             return restore(
                 model,
-                req.text,
+                reading,
                 top_k=req.top_k,
                 respace=req.respace,
                 supplements=supplements,

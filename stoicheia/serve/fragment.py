@@ -118,12 +118,11 @@ def in_input_style(data: dict[str, Any]) -> dict[str, Any]:
     lowercase, accented rendering, so that the ``<ab>`` fragment of a text in capitals does not
     mix the input's capitals with lowercase fills (``ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ``): one
     case, the input's, as the fills of a restoration without ``respace`` are printed
-    (:func:`stoicheia.inference.restore.rendering.styled`; a gap in a capital stretch of a
-    mixed text in capitals, :func:`~stoicheia.inference.restore.reading.near_capitals`)."""
+    (:func:`stoicheia.inference.restore.input_style.styled`; a gap in a capital stretch of a
+    mixed text in capitals, :func:`~stoicheia.inference.restore.input_style.near_capitals`)."""
     import dataclasses
 
-    from stoicheia.inference.restore.reading import input_style, near_capitals
-    from stoicheia.inference.restore.rendering import styled
+    from stoicheia.inference.restore.input_style import input_style, near_capitals, styled
 
     text = data["input"]
     style = input_style(text)

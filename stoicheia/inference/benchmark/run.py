@@ -46,7 +46,7 @@ from stoicheia.inference.benchmark.protocols import Task, base_letters, build_ta
 from stoicheia.inference.benchmark.scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.inference.restore.gap_search import Fusion, GapShape, search_gap
-from stoicheia.inference.restore.reading import Gap, Item
+from stoicheia.inference.restore.gaps import Gap, Item
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ with ``v`` the parallels weight in [0, 1] and ``E(h)`` the evidence of the fills
 independent source ``(a + b) / FULL_CONTEXT``, ``a + b`` the letters of context it matches. So
 one source with 16 letters of context moves a step half of ``v`` towards its fill, one with 48
 letters or three with 16 three quarters of it (the longer the context, the surer the parallel,
-as Infini-gram trusts a larger effective n more), and a hypothesis that leaves every fill (``c(h) = 0``) is the
-network and the n-gram alone (``lam = 0``): the back-off. With ``v = 0`` or no fill the search
-is today's to the bit (its arithmetic is not touched: the mixing is applied only where
-``lam > 0``).
+as Infini-gram trusts a larger effective n more), and a hypothesis that leaves every fill
+(``c(h) = 0``) is the network and the n-gram alone (``lam = 0``): the back-off. With ``v = 0``
+or no fill the search is today's to the bit (its arithmetic is not touched: the mixing is
+applied only where ``lam > 0``).
 """
 
 from __future__ import annotations

@@ -1,26 +1,28 @@
-"""Restore a damaged Greek text written in Leiden notation: ``stoicheia restore`` and :func:`restore`.
+"""Restore a damaged Greek text written in Leiden notation: ``stoicheia restore`` and
+:func:`restore`.
 
-One module per job:
+:func:`restore` takes the steps in order, one module per job:
 
-* :mod:`~stoicheia.inference.restore.reading`: the Leiden input read into gaps and a working
-  sequence (:func:`parse_input`, :func:`check_options`, :class:`Gap`, the errors);
-* :mod:`~stoicheia.inference.restore.decoding`: the gaps decoded in input order, one forward
-  pass each, and the combination of their candidates into whole-text restorations;
-* :mod:`~stoicheia.inference.restore.gap_search`: one gap's candidates from its forward pass,
-  a beam search fused with a letter n-gram when one is given;
-* :mod:`~stoicheia.inference.restore.rendering`: a finished assignment rendered as text (the
-  auxiliary heads' accents, capitals, punctuation), spliced into the input so that the output
-  equals the input outside the gaps, and the console lines;
-* :mod:`~stoicheia.inference.restore.beliefs`: each gap's own alternatives, width and letter
-  probabilities, and the editor's supplement scored.
+* read (:mod:`~stoicheia.inference.restore.reading`): the Leiden input read once into a
+  :class:`Reading` (its parse, its encoding, its gaps and working sequence, its style), handed
+  on to every later step; :mod:`.gap_widths` checks the widths, :mod:`.letter_rules` what
+  Greek allows in a gap, :mod:`.input_style` how the input is written, and :mod:`.notes` says
+  how it was read;
+* decode (:mod:`~stoicheia.inference.restore.decoding`): the gaps decoded in input order, one
+  forward pass each (:mod:`.gap_search`: a beam search fused with a letter n-gram and the
+  parallels when given), and their candidates combined into whole-text restorations;
+* render (:mod:`~stoicheia.inference.restore.rendering`): the fills printed with the auxiliary
+  heads' accents, capitals and punctuation (:mod:`.channels`), spliced into the input so that
+  the output equals the input outside the gaps (:mod:`.splicing`);
+* believe (:mod:`~stoicheia.inference.restore.beliefs`): each gap's own alternatives, width and
+  letter probabilities, and the editor's supplement scored.
 
-This module holds the API: :func:`restore`, :func:`restore_planes` and :class:`RestoreResult`.
+:mod:`.console` prints a result as ``stoicheia restore`` does. This module holds the API:
+:func:`restore`, :func:`restore_planes` and :class:`RestoreResult`.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,33 +30,37 @@ from typing import Any
 import numpy as np
 
 from stoicheia.inference.restore.beliefs import EDITOR_RANK_POOL, gap_beliefs
-from stoicheia.inference.restore.decoding import combine, decode_gaps, plan_windows, symbols
+from stoicheia.inference.restore.console import format_result
+from stoicheia.inference.restore.decoding import (
+    Hyp,
+    Window,
+    combine,
+    decode_gaps,
+    plan_windows,
+    symbols,
+)
 from stoicheia.inference.restore.gap_search import POOL, Candidate, Fusion
-from stoicheia.inference.restore.reading import (
+from stoicheia.inference.restore.gap_widths import check_options
+from stoicheia.inference.restore.gaps import (
     Alternative,
     EditorScore,
     Gap,
     GapTooWideError,
-    InputStyle,
     Item,
     RestoreError,
-    check_options,
-    input_style,
-    near_capitals,
+)
+from stoicheia.inference.restore.input_style import InputStyle, input_style, near_capitals
+from stoicheia.inference.restore.notes import decoding_notes, reading_notes, respace_note
+from stoicheia.inference.restore.reading import (
+    Reading,
+    check_something_to_restore,
     parse_input,
+    read_input,
     respace_items,
 )
-from stoicheia.inference.restore.rendering import (
-    FillPrinter,
-    Restoration,
-    finish,
-    format_result,
-    spliced_restoration,
-)
+from stoicheia.inference.restore.rendering import FillPrinter, Restoration, finish
+from stoicheia.inference.restore.splicing import spliced_restoration
 from stoicheia.text import alphabet as A
-from stoicheia.text.clusters import CONTROLS
-from stoicheia.text.encode import encode_text, text_to_planes
-from stoicheia.text.leiden_segments import DOT_BELOW
 from stoicheia.text.planes import Planes
 
 
@@ -108,67 +114,21 @@ class _Ticker:
             self.progress(self.total, self.total)
 
 
-#: the editor's and the stone's signs that ``--respace``, which rebuilds the text from the
-#: planes, does not print (a note says so when the input has any outside its gaps)
-EDITORIAL_SIGNS = frozenset("[]()⟦⟧{}⟨⟩⸢⸣|/\\❦⁝⁞⁙‖’'ʼ\n" + DOT_BELOW)
+@dataclass
+class _Decoded:
+    """What decoding hands on to rendering: each gap's candidates (``cands``) and forward pass
+    (``logps``), the whole-text restorations (``chosen``, best first), and the editor's
+    supplements held as printed (``held``: gap index -> their letters, int64)."""
 
-
-#: a word of Latin capitals that all look like Greek ones, touching no other letter: the encoder
-#: reads it as Latin and leaves it out (the Latin A I of ΚΕΙ[..]AI)
-_GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
-_LATIN_CAPITALS = re.compile(r"(?<![^\W\d_])[ABEZHIKMNOPTXY]+(?![^\W\d_])")
-
-
-def _reading_notes(text: str, gaps: list[Gap]) -> list[str]:
-    """Notes on how ``text`` was read where a scholar may have meant otherwise: words of Latin
-    capitals that look Greek (left out of what the model sees), and ``[…]`` (three letters)."""
-    notes = []
-    dropped = encode_text(text).dropped
-    if dropped.get("other"):
-        foreign = "".join(
-            dict.fromkeys(
-                c
-                for c in text
-                if unicodedata.category(c).startswith("L")
-                and not unicodedata.name(c, "").startswith(("GREEK", "LATIN"))
-            )
-        )
-        notes.append(
-            f"left out, not Greek: {dropped['other']} letter(s) of another script ({foreign[:20]})"
-        )
-    if dropped.get("control"):
-        codes = ", ".join(dict.fromkeys(f"U+{ord(c):04X}" for c in text if c in CONTROLS))
-        notes.append(
-            f"left out: {dropped['control']} control character(s) ({codes[:40]}), no word break"
-        )
-    mixed = [w for w in text.split() if re.search("[A-Za-z]", w) and _GREEK_LETTER.search(w)]
-    if dropped.get("latin_in_word") and mixed:
-        notes.append(
-            f"left out: Latin letters inside Greek words ({', '.join(dict.fromkeys(mixed))}); "
-            "type them in Greek letters if they are Greek"
-        )
-    latin = list(dict.fromkeys(_LATIN_CAPITALS.findall(text)))
-    if latin:
-        notes.append(
-            f"left out as Latin, not read as Greek: {', '.join(latin)} (every letter of them looks "
-            "like a Greek capital: if they are Greek, type them in Greek letters)"
-        )
-    ellipsis = [g.notation for g in gaps if "…" in g.notation]
-    if ellipsis:
-        notes.append(
-            f"{ellipsis[0]} is read as a lacuna of 3 letters per '…' (three dots); type [---] for a "
-            "lacuna of unknown width"
-        )
-    return notes
-
-
-def _and(words: list[str]) -> str:
-    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+    cands: dict[int, list[Candidate]]
+    logps: dict[int, np.ndarray]
+    chosen: list[Hyp]
+    held: dict[int, np.ndarray]
 
 
 def restore(
     model: Any,
-    text: str,
+    text: str | Reading,
     *,
     top_k: int = 5,
     beam: int | None = None,
@@ -184,27 +144,33 @@ def restore(
     progress: Callable[[int, int], None] | None = None,
     fusion: Fusion | str | None = "auto",
 ) -> RestoreResult:
-    """Restore ``text`` (Leiden notation) with ``model`` (module docstring).
+    """Restore ``text`` (Leiden notation) with ``model``: read, decode, render, believe (module
+    docstring).
 
-    ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` or a path for
-    :func:`~stoicheia.inference.loading.load_model` (checkpoint, run folder, URI or export;
-    ``config``/``device`` are passed on). ``top_k``: restorations returned, best first (at most
-    ``beam``, default ``max(top_k, 4)``), distinct in at least one gap's letters. ``window``:
-    slots the model sees at once (default the run's ``data.seq_len``; ``0`` refuses to window and
-    raises for a longer text). ``alternatives``: each gap's own top-k (default ``top_k``; 0:
-    none, and no width probabilities for a known width). ``score_supplements``: re-predict every
-    editor's supplement ``[περὶ]`` and score the editor's reading (:mod:`.beliefs`).
-    ``progress``: called as ``progress(done, total)`` after each forward pass. ``fusion``: the
-    letter n-gram fused into the search (:mod:`.gap_search`): a :class:`Fusion`, ``None`` (the
-    model alone) or ``"auto"`` (the ``ngram.npz`` beside the checkpoint, at the weight stored in
-    it, when there is one: :func:`~stoicheia.inference.restore.fusion_file.find_fusion`).
+    ``text``: the text, or its :class:`Reading` already made by :func:`read_input` (the command
+    line and the server read it before loading the model; made with ``supplements``,
+    ``unknown_width`` and ``about_margin`` as given here, ``supplements="repredict"`` when
+    ``score_supplements``). ``model``: a :class:`~stoicheia.inference.loading.LoadedModel` or
+    a path for :func:`~stoicheia.inference.loading.load_model` (checkpoint, run folder, URI or
+    export; ``config``/``device`` are passed on). ``top_k``: restorations returned, best first
+    (at most ``beam``, default ``max(top_k, 4)``), distinct in at least one gap's letters.
+    ``window``: slots the model sees at once (default the run's ``data.seq_len``; ``0`` refuses
+    to window and raises for a longer text). ``alternatives``: each gap's own top-k (default
+    ``top_k``; 0: none, and no width probabilities for a known width). ``score_supplements``:
+    re-predict every editor's supplement ``[περὶ]`` and score the editor's reading
+    (:mod:`.beliefs`). ``progress``: called as ``progress(done, total)`` after each forward
+    pass. ``fusion``: the letter n-gram fused into the search (:mod:`.gap_search`): a
+    :class:`Fusion`, ``None`` (the model alone) or ``"auto"`` (the ``ngram.npz`` beside the
+    checkpoint, at the weight stored in it, when there is one:
+    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`).
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
-    (:func:`check_options`, ``top_k``/``beam`` < 1, ``alternatives`` < 0), a text without Greek
-    letters, a text with nothing to restore (no lacuna, no uncertain letter, no re-predicted or
-    scored supplement, and no ``respace``), a lacuna wider than the window (checked before any
-    slot is made), or a text longer than the window when ``window=0``.
+    (:func:`check_options`, ``top_k``/``beam`` < 1, ``alternatives`` < 0), a reading made with
+    other options, a text without Greek letters, a text with nothing to restore (no lacuna, no
+    uncertain letter, no re-predicted or scored supplement, and no ``respace``), a lacuna wider
+    than the window (checked before any slot is made), or a text longer than the window when
+    ``window=0``.
     """
     from stoicheia.inference.loading import LoadedModel, load_model
 
@@ -219,97 +185,105 @@ def restore(
     if beam < top_k:
         raise RestoreError(f"beam={beam} is smaller than top_k={top_k}")
     check_options(unknown_width=unknown_width, about_margin=about_margin, window=window)
-    trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
-    win = trained if window is None else window
-    why = (
-        f"the window: the {trained}-slot rows the model was trained on"
-        if window is None
-        else f"--window {window}; the model was trained on {trained}-slot rows"
-        if window
-        else f"--window 0: one row of at most the {trained} slots the model was trained on"
-    )
-    items, gaps = parse_input(
-        text,
-        supplements="repredict" if score_supplements else supplements,
-        unknown_width=unknown_width,
-        about_margin=about_margin,
-        max_slots=win or trained,
-        limit_why=why,
-    )
-    if not gaps and not respace:
-        erased = re.search(r"(\[\[|⟦|〚)[\s.\-–—…]+(\]\]|⟧|〛)", text)
-        raise RestoreError(
-            f"nothing to restore in {text!r}: no lacuna ([...], [.5.], [5±3], [---]), no uncertain letter (dot below)"
-            + (", no editor's supplement [καὶ] to score" if score_supplements else "")
-            + (
-                f" ({erased.group(0)} is an erasure, kept as printed: restore fills lacunae in "
-                "single brackets [...])"
-                if erased
-                else ""
-            )
-            + "; use --respace to predict word division, accents and punctuation"
-        )
-    total = sum(gaps[it.gap].slots if it.gap is not None else 1 for it in items)
-    if win == 0:
-        if total > trained:
-            raise RestoreError(
-                f"the text takes {total:,} slots, more than the {trained} the model was trained on, and --window 0 "
-                "refuses windowing: leave --window out (or give a number of slots) to decode it window by window"
-            )
-        win = total
-    # --respace rebuilds the whole text, fills included, from the planes: lowercase with the
-    # heads' marks, so the gaps' fills print as in the restorations and not in the input's style
-    style = None if respace else input_style(text)
-    for g in gaps:  # a capital stretch of a mixed text is filled in capitals
-        g.capitals = None if respace else near_capitals(text, g.start, g.end)
-    result = RestoreResult(text, gaps, [], respace=respace)
-    result.notes += _reading_notes(text, gaps)
-    if respace:
-        # the model predicts the word division, and the accents and punctuation where the
-        # input has none; the input's own are kept
-        items, predicted = respace_items(items, gaps, input_style(text))
-        rest = text
-        for g in sorted(gaps, key=lambda g: -g.start):
-            rest = rest[: g.start] + rest[g.end :]
-        dropped = sorted({ch for ch in rest if ch in EDITORIAL_SIGNS})
-        if any(g.kind == "uncertain" for g in gaps) and DOT_BELOW not in dropped:
-            dropped.append(DOT_BELOW)  # a kept uncertain letter prints without its dot
-        names = {
-            DOT_BELOW: "dots below",
-            "\n": "line breaks",
-            "’": "elision marks ’",
-            "'": "'",
-            "ʼ": "ʼ",
-        }
-        shown = " ".join(names.get(ch, ch) for ch in dropped)
-        kept = [x for x in ("accents", "punctuation") if x not in predicted]
-        note = f"--respace rebuilds the text from the planes, in lower case, with the model's {_and(predicted)}"
-        if kept:
-            note += f"; the input's {_and(kept)} kept"
-        if dropped:
-            note += (
-                f"; the input's {shown} are not in it, only the restored letters are in brackets"
-            )
-        result.notes.append(note)
-    if not gaps:
-        result.restorations = finish(loaded, items, gaps, [{}], respace, [0.0], style=style)
+    view = Window.of(loaded, window)
+    read_as = "repredict" if score_supplements else supplements
+    reading = _read(text, view, read_as, unknown_width, about_margin)
+    check_something_to_restore(reading, respace, score_supplements)
+    win = view.fitted(reading)
+    result = RestoreResult(reading.text, reading.gaps, [], respace=respace)
+    result.notes += reading_notes(reading)
+    items, style = _prepared(reading, respace, result.notes)
+    if not reading.gaps:
+        result.restorations = finish(loaded, items, [], [{}], respace, [0.0], style=style)
         return result
     k_alt = top_k if alternatives is None else alternatives
-    plan = plan_windows(items, gaps, win)  # refuses a lacuna wider than the window
+    plan = plan_windows(items, reading.gaps, win)  # refuses a lacuna wider than the window
     result.windows = len(plan)
     if isinstance(fusion, str):
         from stoicheia.inference.restore.fusion_file import find_fusion
 
         fusion = find_fusion(loaded) if fusion == "auto" else find_fusion(loaded, fusion)
-    ticker = _Ticker(progress, len(gaps) + 2)
+    ticker = _Ticker(progress, len(reading.gaps) + 2)
     pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1, POOL)
-    # --score-supplements alone scores the editor's supplements and keeps them in the text (the
-    # later gaps see them); with supplements="repredict" the model's fill replaces them
-    editor = {
-        g.index: text_to_planes(g.read or "")[0].chars.astype(np.int64)
-        for g in gaps
-        if score_supplements and supplements == "keep" and g.kind == "supplement"
-    }
+    held = score_supplements and supplements == "keep"
+    decoded = _decode(loaded, reading, items, win, pool, top_k, respace, fusion, held, ticker)
+    printer = _render(loaded, reading, items, decoded, result, k_alt, style)
+    ticker.step()
+    _believe(reading, items, decoded, printer, k_alt, score_supplements, fusion)
+    ticker.end()
+    result.notes += decoding_notes(
+        fusion, len(plan), win, bool(decoded.held), score_supplements, reading.gaps
+    )
+    return result
+
+
+def _read(
+    text: str | Reading, view: Window, supplements: str, unknown_width: int, about_margin: float
+) -> Reading:
+    """Step 1: the :class:`Reading` of ``text`` (made now, or checked against the options and
+    the window when given)."""
+    if not isinstance(text, Reading):
+        reading = read_input(
+            text,
+            supplements=supplements,
+            unknown_width=unknown_width,
+            about_margin=about_margin,
+            max_slots=view.slots or view.trained,
+            limit_why=view.why,
+        )
+        reading.used = True
+        return reading
+    if text.used:
+        raise RestoreError(
+            "this reading was restored already (restore fills its gaps): read the text again"
+        )
+    made = (text.supplements, text.unknown_width, text.about_margin)
+    if made != (supplements, unknown_width, about_margin):
+        raise RestoreError(
+            f"the reading was made with supplements, unknown_width, about_margin = {made}, "
+            f"not {(supplements, unknown_width, about_margin)}: read the text with the options "
+            "restore is given"
+        )
+    text.check_widths(view.slots or view.trained, view.why)
+    text.used = True
+    return text
+
+
+def _prepared(
+    reading: Reading, respace: bool, notes: list[str]
+) -> tuple[list[Item], InputStyle | None]:
+    """The working sequence the model sees and the style its fills print in: with ``respace``
+    the items of :func:`respace_items` (its note added to ``notes``) and no style (the fills
+    print as the rebuilt text, lowercase with the heads' marks); else the reading's items and
+    style, each gap in capitals where it sits in a capital stretch of a mixed text."""
+    for g in reading.gaps:
+        g.capitals = None if respace else near_capitals(reading.text, g.start, g.end)
+    if not respace:
+        return reading.items, reading.style
+    # the model predicts the word division, and the accents and punctuation where the
+    # input has none; the input's own are kept
+    items, predicted = respace_items(reading.items, reading.gaps, reading.style)
+    notes.append(respace_note(reading, predicted))
+    return items, None
+
+
+def _decode(
+    loaded: Any,
+    reading: Reading,
+    items: list[Item],
+    win: int,
+    pool: int,
+    top_k: int,
+    respace: bool,
+    fusion: Fusion | None,
+    held: bool,
+    ticker: _Ticker,
+) -> _Decoded:
+    """Step 2: every gap decoded (``pool`` candidates each) and the ``top_k`` whole-text
+    restorations combined; ``held``: the editor's supplements scored but kept in the text (the
+    later gaps see them; else the model's fill replaces them)."""
+    gaps = reading.gaps
+    editor = {g.index: g.read_letters for g in gaps if held and g.kind == "supplement"}
     for gi in editor:
         gaps[gi].held = True
     cands, logps = decode_gaps(
@@ -324,16 +298,32 @@ def restore(
         hold=editor,
     )
     ranked = {g: ([Candidate(editor[g], 0.0, 1.0)] if g in editor else c) for g, c in cands.items()}
-    chosen = combine(gaps, ranked, top_k)
-    kept = {g: gaps[g].notation[1:-1] if gaps[g].bracketed else gaps[g].notation for g in editor}
-    printer = FillPrinter(loaded, items, gaps, chosen[0].fill, respace, style)
-    if respace:  # every letter rendered: the whole text goes through the heads
+    return _Decoded(cands, logps, combine(gaps, ranked, top_k), editor)
+
+
+def _render(
+    loaded: Any,
+    reading: Reading,
+    items: list[Item],
+    decoded: _Decoded,
+    result: RestoreResult,
+    k_alt: int,
+    style: InputStyle | None,
+) -> FillPrinter:
+    """Step 3: ``result.restorations`` rendered, and each gap's ``fill`` set to its fill in
+    restoration #1; returns the printer, which has rendered the gaps' alternatives too."""
+    gaps, chosen = reading.gaps, decoded.chosen
+    kept = {
+        g: gaps[g].notation[1:-1] if gaps[g].bracketed else gaps[g].notation for g in decoded.held
+    }
+    printer = FillPrinter(loaded, items, gaps, chosen[0].fill, result.respace, style)
+    if result.respace:  # every letter rendered: the whole text goes through the heads
         result.restorations = finish(
             loaded,
             items,
             gaps,
             [h.fill for h in chosen],
-            respace,
+            True,
             [h.score for h in chosen],
             style=style,
             kept=kept,
@@ -348,51 +338,39 @@ def restore(
                 printer.render(
                     gi,
                     [h.fill[gi] for h in chosen]
-                    + [symbols(g, c.letters) for c in cands[gi][:k_alt]],
+                    + [symbols(g, c.letters) for c in decoded.cands[gi][:k_alt]],
                 )
         result.restorations = [
-            spliced_restoration(text, gaps, h.fill, printer, h.score, kept) for h in chosen
+            spliced_restoration(reading.text, gaps, h.fill, printer, h.score, kept) for h in chosen
         ]
-    ticker.step()
     for g, f in zip(gaps, result.restorations[0].printed, strict=True):
         g.fill = f
+    return printer
+
+
+def _believe(
+    reading: Reading,
+    items: list[Item],
+    decoded: _Decoded,
+    printer: FillPrinter,
+    k_alt: int,
+    score_supplements: bool,
+    fusion: Fusion | None,
+) -> None:
+    """Step 4: each gap's alternatives, width and letter probabilities, and the editor's
+    supplement scored (:func:`~stoicheia.inference.restore.beliefs.gap_beliefs`)."""
     gap_beliefs(
         items,
-        gaps,
-        cands,
-        logps,
-        chosen[0],
+        reading.gaps,
+        decoded.cands,
+        decoded.logps,
+        decoded.chosen[0],
         k=k_alt,
         printer=printer,
         score_supplements=score_supplements,
         fusion=fusion,
-        kept=set(editor),
+        kept=set(decoded.held),
     )
-    ticker.end()
-    if fusion is not None and fusion.ngram is not None:
-        result.notes.append(
-            f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} ({fusion.source})"
-        )
-    if fusion is not None and fusion.parallels is not None:
-        result.notes.append(
-            f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text, "
-            + (
-                f"fused at weight {fusion.parallels_weight:g} ({fusion.parallels_source})"
-                if fusion.parallels_weight > 0
-                else "shown, not fused (parallels weight 0)"
-            )
-        )
-    if len(plan) > 1:
-        result.notes.append(f"each gap decoded in a window of at most {win} slots around it")
-    if editor:
-        result.notes.append(
-            "editor's supplements kept as printed, each scored against the model's readings of its width (--score-supplements)"
-        )
-    elif score_supplements and any(g.kind == "supplement" for g in gaps):
-        result.notes.append(
-            "editor's supplements hidden from the model and re-predicted, to score them (--score-supplements)"
-        )
-    return result
 
 
 def restore_planes(
@@ -435,6 +413,7 @@ __all__ = [
     "Gap",
     "GapTooWideError",
     "InputStyle",
+    "Reading",
     "Restoration",
     "RestoreError",
     "RestoreResult",
@@ -442,6 +421,7 @@ __all__ = [
     "format_result",
     "input_style",
     "parse_input",
+    "read_input",
     "restore",
     "restore_planes",
 ]

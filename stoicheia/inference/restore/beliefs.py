@@ -31,10 +31,9 @@ import numpy as np
 
 from stoicheia.inference.restore.decoding import Hyp, gap_context, symbols, width_chain
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, score_fill
-from stoicheia.inference.restore.reading import Alternative, EditorScore, Gap, Item
+from stoicheia.inference.restore.gaps import Alternative, EditorScore, Gap, Item
 from stoicheia.inference.restore.rendering import FillPrinter
 from stoicheia.text import alphabet as A
-from stoicheia.text.encode import text_to_planes
 
 #: alternatives a supplement's reading is ranked among, at least
 EDITOR_RANK_POOL = 20
@@ -57,8 +56,8 @@ def gap_beliefs(
     ``width_probs`` and ``editor`` of every gap in ``gaps`` (module docstring) from the gaps'
     candidates ``cands`` and forward passes ``logps`` (:func:`~.decoding.decode_gaps`); ``best``
     is restoration #1. ``printer`` renders the alternatives with accents and capitals, one
-    forward pass per gap around it (:class:`~.rendering.FillPrinter`). ``kept``: the gaps whose fill in
-    ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
+    forward pass per gap around it (:class:`~.rendering.FillPrinter`). ``kept``: the gaps whose
+    fill in ``best`` is the editor's reading (scored, kept): their ``letter_probs`` are the summed
     probabilities of the model's candidates that agree with the editor's letter at each place."""
     for g in gaps:
         a = best.fill[g.index]
@@ -120,7 +119,7 @@ def _editor_score(
 ) -> EditorScore:
     """The editor's reading of supplement ``g`` scored by the search and ranked among the
     candidates of the same width ``cands`` (best first)."""
-    letters = text_to_planes(g.read or "")[0].chars.astype(np.int64)
+    letters = g.read_letters
     n1 = fusion.history if fusion is not None else 0
     before = {i: v for i, v in best.fill.items() if i < g.index}
     left, right = gap_context(items, gaps, before, g.index, n1) if n1 else (None, None)

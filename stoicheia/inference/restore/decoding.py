@@ -21,8 +21,8 @@ import torch
 
 from stoicheia.inference.restore.cancel import check_cancelled
 from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
+from stoicheia.inference.restore.gaps import Gap, Item, RestoreError
 from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
-from stoicheia.inference.restore.reading import Gap, Item, RestoreError
 from stoicheia.text import alphabet as A
 
 BLANK = A.BLANK
@@ -200,7 +200,8 @@ def plan_windows(
         span = spans[j][2] - a
         if span > window:
             raise RestoreError(
-                f"the lacuna {gaps[spans[i][0]].notation!r} takes {span} slots, more than the window of {window}: "
+                f"the lacuna {gaps[spans[i][0]].notation!r} takes {span} slots, "
+                f"more than the window of {window}: "
                 "give a larger window (--window) or a smaller --unknown-width"
             )
         lo = max(0, a - (window - span) // 2)
@@ -262,11 +263,11 @@ def decode_gaps(
     on_step: Callable[[], None] | None = None,
     hold: dict[int, np.ndarray] | None = None,
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
-    """Each gap's ``k`` best candidates (module docstring), in input order. Returns ``(candidates, logps)``: gap
-    index -> candidates best first, and gap index -> the forward pass's float ``(slots,
-    SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass. ``hold``: gap
-    index -> letter ids that every other gap, before or after it, sees there instead of its
-    best fill (an editor's supplement that is scored but kept as printed)."""
+    """Each gap's ``k`` best candidates (module docstring), in input order. Returns
+    ``(candidates, logps)``: gap index -> candidates best first, and gap index -> the forward pass's
+    float ``(slots, SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass.
+    ``hold``: gap index -> letter ids that every other gap, before or after it, sees there instead
+    of its best fill (an editor's supplement that is scored but kept as printed)."""
     fusion = fusion or Fusion(None, 0.0)
     # a held supplement is printed text: the gaps before it see its letters too, not MASK
     best: dict[int, np.ndarray] = {g: symbols(gaps[g], a) for g, a in (hold or {}).items()}
@@ -357,7 +358,46 @@ def kbest_independent(logp: np.ndarray, k: int) -> list[tuple[np.ndarray, float]
     return [(seqs[j], float(scores[j])) for j in range(len(scores))]
 
 
+@dataclass(frozen=True)
+class Window:
+    """The slots the model sees at once (``slots``; 0: one window, refused past ``trained``),
+    the row length it was trained on, and where the limit comes from (for the errors)."""
+
+    slots: int
+    trained: int
+    why: str
+
+    @classmethod
+    def of(cls, loaded: Any, window: int | None) -> Window:
+        """The window of ``loaded`` (a loaded model: its ``config``) for the ``window`` option
+        (None: the trained row length)."""
+        trained = int((loaded.config.get("data") or {}).get("seq_len") or 512)
+        why = (
+            f"the window: the {trained}-slot rows the model was trained on"
+            if window is None
+            else f"--window {window}; the model was trained on {trained}-slot rows"
+            if window
+            else f"--window 0: one row of at most the {trained} slots the model was trained on"
+        )
+        return cls(trained if window is None else window, trained, why)
+
+    def fitted(self, reading: Any) -> int:
+        """The window's slots for ``reading`` (a :class:`~.reading.Reading`): with
+        ``--window 0`` the whole text, refused when longer than the trained rows."""
+        if self.slots:
+            return self.slots
+        total = reading.slots
+        if total > self.trained:
+            raise RestoreError(
+                f"the text takes {total:,} slots, more than the {self.trained} the model was "
+                "trained on, and --window 0 refuses windowing: leave --window out (or give a "
+                "number of slots) to decode it window by window"
+            )
+        return total
+
+
 __all__ = [
+    "Window",
     "BLANK",
     "SYMBOLS",
     "Hyp",

@@ -24,7 +24,7 @@ from typing import Any
 
 from stoicheia.inference.ngram import load_ngram
 from stoicheia.inference.restore.gap_search import Fusion
-from stoicheia.inference.restore.reading import RestoreError
+from stoicheia.inference.restore.gaps import RestoreError
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,8 @@ def beside(source: str) -> Path | None:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> tuple[Any, dict]:
-    """:func:`load_ngram`, read once per file version (a page or a corpus run restores many texts)."""
+    """:func:`load_ngram`, read once per file version (a page or a corpus run restores many
+    texts)."""
     del mtime_ns  # part of the cache key only
     return load_ngram(path)
 
@@ -127,7 +128,10 @@ def find_fusion(
     out = fusion or Fusion(None, 0.0)
     out.parallels = index
     out.parallels_weight = float(pw)
-    out.parallels_source = f"{index.folder}, weight {'chosen on ' + config.chosen_on if config.chosen_on and parallels_weight is None else 'given'}"
+    chosen = config.chosen_on and parallels_weight is None
+    out.parallels_source = (
+        f"{index.folder}, weight {'chosen on ' + config.chosen_on if chosen else 'given'}"
+    )
     return out
 
 
@@ -168,7 +172,8 @@ def _ngram_fusion(
     if chosen is None or not chosen.exists():
         if path is not None:
             raise RestoreError(
-                f"{path}: no such n-gram file; write one with `stoicheia benchmark CHECKPOINT --save-ngram`"
+                f"{path}: no such n-gram file; "
+                "write one with `stoicheia benchmark CHECKPOINT --save-ngram`"
             )
         return None
     try:
@@ -179,7 +184,8 @@ def _ngram_fusion(
     if w <= 0.0:
         return None
     fusion = Fusion(ngram, w)
-    fusion.source = f"{chosen.name}, weight {'chosen on ' + meta['chosen_on'] if 'chosen_on' in meta and weight is None else 'given'}"
+    how = "chosen on " + meta["chosen_on"] if "chosen_on" in meta and weight is None else "given"
+    fusion.source = f"{chosen.name}, weight {how}"
     return fusion
 
 

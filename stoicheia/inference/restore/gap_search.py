@@ -18,18 +18,17 @@ to right. At slot ``j`` of a hypothesis whose letters so far are ``h``:
   with ``w`` the n-gram's weight in [0, 1] (``0``: the model alone, whose slots are then
   independent given the context; ``1``: the n-gram's letters with the model's width).
 
-When the gap ends, the n-gram also scores the letters after it (its first ``n - 1`` known
-letters, cut at the next lacuna) given the fill, weighted by ``w``, so the fill must lead into
-the text that follows. A candidate's score, which ranks the candidates, is the sum of the
-natural logs of its letters' ``q_j``, of its width steps (``b_j`` where it ends, ``1 - b_j``
-where it goes on) weighted by ``1 - w``, and of that n-gram term: every term of the model
-weighted ``1 - w`` and every term of the n-gram ``w`` (weighting the width too gets the length
-of a ``[---]`` right more often on the dev set: 24.4 % against 21.8 % of 119 gaps at w = 0.7).
-A candidate's probability is the product of its steps (``q_j`` and the width's ``b_j``, ``1 - b_j`` unweighted), ``path``, when the n-gram is
-not fused (the steps define a proper distribution over fills); fused, it is
-``exp(score) * P / S``, ``P`` the summed ``path`` and ``S`` the summed ``exp(score)`` of the
-candidates the search kept (``pool``, at least 64): their ranking, with the probability mass
-of their paths.
+When the gap ends, the n-gram also scores the letters after it (its first ``n - 1`` known letters,
+cut at the next lacuna) given the fill, weighted by ``w``, so the fill must lead into the text that
+follows. A candidate's score, which ranks the candidates, is the sum of the natural logs of its
+letters' ``q_j``, of its width steps (``b_j`` where it ends, ``1 - b_j`` where it goes on) weighted
+by ``1 - w``, and of that n-gram term: every term of the model weighted ``1 - w`` and every term of
+the n-gram ``w`` (weighting the width too gets the length of a ``[---]`` right more often on the dev
+set: 24.4 % against 21.8 % of 119 gaps at w = 0.7). A candidate's probability is the product of its
+steps (``q_j`` and the width's ``b_j``, ``1 - b_j`` unweighted), ``path``, when the n-gram is not
+fused (the steps define a proper distribution over fills); fused, it is ``exp(score) * P / S``,
+``P`` the summed ``path`` and ``S`` the summed ``exp(score)`` of the candidates the search kept
+(``pool``, at least 64): their ranking, with the probability mass of their paths.
 
 Why one forward pass per gap and not one per letter: the slots' model terms do not change
 along the beam, so the whole search is numpy arithmetic on a ``(slots, symbols)`` table; the
@@ -58,7 +57,8 @@ POOL = 64
 class GapShape:
     """The width of a gap in letters: ``min_letters``..``max_letters``; ``fixed``: a known width;
     ``one_letter``: bool ``(24,)`` the letters a fill of exactly one letter may be (a gap that is
-    a whole word: a vowel, :func:`stoicheia.inference.restore.reading.letter_rules`), None: any."""
+    a whole word: a vowel, :func:`stoicheia.inference.restore.letter_rules.letter_rules`), None:
+    any."""
 
     min_letters: int
     max_letters: int
@@ -193,7 +193,8 @@ def search_gap(
         from stoicheia.inference.parallels.prior import mix
     if logp.shape[0] < shape.max_letters:
         raise ValueError(
-            f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to {shape.max_letters} letters"
+            f"search_gap: {logp.shape[0]} slots of log-probabilities for a gap of up to "
+            f"{shape.max_letters} letters"
         )
     pool = max(pool, k)
     left = np.zeros(0, dtype=np.int64) if left is None else np.asarray(left, dtype=np.int64)

@@ -16,7 +16,7 @@ import numpy as np
 from stoicheia.inference.parallels.prior import FillPrior
 from stoicheia.inference.parallels.search import MAX_CONTEXT, GapParallels, gap_parallels
 from stoicheia.inference.restore.gap_search import Fusion
-from stoicheia.inference.restore.reading import Gap, Item
+from stoicheia.inference.restore.gaps import Gap, Item
 from stoicheia.text import alphabet as A
 
 

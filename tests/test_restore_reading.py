@@ -1,0 +1,147 @@
+"""One reading of the input, handed on (issue 23 §6): ``restore`` and ``stoicheia restore``
+parse a text's Leiden notation once and encode it once before decoding, and a
+:class:`~stoicheia.inference.restore.reading.Reading` is checked before it is used."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import sys
+
+import pytest
+import torch
+
+from stoicheia.inference.loading import LoadedModel
+from stoicheia.inference.restore import RestoreError, read_input, restore
+from stoicheia.text import alphabet as A
+from stoicheia.text import encode as encode_module
+from stoicheia.text import leiden as leiden_module
+
+
+class _Loaded(LoadedModel):
+    def __call__(self, batch):
+        return self.encoder(batch)
+
+
+class _Stub:
+    """A deterministic stand-in model: one letter per slot, BLANK every fifth slot."""
+
+    def __call__(self, batch):
+        chars = batch["chars"]
+        B, T = chars.shape
+        t = torch.arange(T)
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
+        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
+        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
+        out["boundary"][:, :, 0] = 1.0
+        out["punct"][:, :, 0] = 1.0
+        return out
+
+
+STUB = _Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+
+#: real kinds of input: a lacuna of known width, look-alike Latin letters in a Greek word (the
+#: folding), an editor's supplement and a lacuna of unknown width, a dot below and ``++``
+TEXTS = [
+    "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος",
+    "ἐνπέραμo [..] καὶ τὸν",
+    "ἔδοξε τῇ βουλῇ [καὶ] τῷ [....]ῳ· Φιλόστρατος [---] εἶπεν",
+    "ΔΙΟΝΥΣΙΟΣ ΑΡΙΣ[-ca.5-]ΟΥ ++ ἀνέθη̣κ̣εν",
+]
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    """Counts of the Leiden parses and the encodings of a text made outside ``stoicheia.text``
+    (the encoder's own parse is part of its one encoding): every module of ``stoicheia`` but
+    ``stoicheia.text.*`` that holds the parser or the encoder by name gets a counting spy.
+    ``text_to_planes`` of one character (the per-code-point letter table) is not an
+    encoding of the text and is not counted."""
+    seen: collections.Counter = collections.Counter()
+    originals = {
+        "parse_leiden": leiden_module.parse_leiden,
+        "encode_text": encode_module.encode_text,
+        "text_to_planes": encode_module.text_to_planes,
+    }
+
+    def spy(name):
+        original = originals[name]
+
+        def counted(text, *args, **kwargs):
+            if name != "text_to_planes" or len(text) > 1:
+                seen[name] += 1
+            return original(text, *args, **kwargs)
+
+        return counted
+
+    for mod_name in ("stoicheia.commands.restore", "stoicheia.serve.app"):
+        importlib.import_module(mod_name)
+    for mod_name, mod in list(sys.modules.items()):
+        if not mod_name.startswith("stoicheia.") or mod_name.startswith("stoicheia.text."):
+            continue
+        for name, original in originals.items():
+            if getattr(mod, name, None) is original:
+                monkeypatch.setattr(mod, name, spy(name))
+    return seen
+
+
+def _encodes(seen: collections.Counter) -> int:
+    return seen["encode_text"] + seen["text_to_planes"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"score_supplements": True}, {"respace": True}, {"supplements": "repredict"}],
+    ids=["plain", "score-supplements", "respace", "repredict"],
+)
+def test_restore_parses_and_encodes_the_input_once(counts, text, options):
+    result = restore(STUB, text, top_k=2, fusion=None, **options)
+    assert result.restorations and result.gaps
+    assert counts["parse_leiden"] == 1, counts
+    assert _encodes(counts) == 1, counts
+
+
+def test_the_command_reads_the_text_once(counts, monkeypatch, capsys):
+    """``stoicheia restore`` reads the text before loading the model (a typo fails first) and
+    hands that reading to ``restore``: one parse and one encoding in all."""
+    from stoicheia.cli import main
+    from stoicheia.commands import restore as command
+
+    monkeypatch.setattr(command, "load", lambda args, name: STUB)
+    for text in TEXTS[:2]:
+        counts.clear()
+        assert main(["restore", "stub.pt", "--top-k", "2", "--ngram-weight", "0", text]) == 0
+        assert counts["parse_leiden"] == 1, counts
+        assert _encodes(counts) == 1, counts
+    assert "#1" in capsys.readouterr().out
+
+
+def test_a_reading_gives_what_the_text_gives():
+    """``restore`` of a :class:`Reading` and of its text print the same result."""
+    text = TEXTS[2]
+    for options in ({}, {"score_supplements": True}):
+        read_as = "repredict" if options else "keep"
+        a = restore(STUB, read_input(text, supplements=read_as), top_k=3, fusion=None, **options)
+        b = restore(STUB, text, top_k=3, fusion=None, **options)
+        assert a.to_json() == b.to_json()
+
+
+def test_a_reading_is_used_once_and_with_its_own_options():
+    reading = read_input(TEXTS[0])
+    restore(STUB, reading, top_k=1, fusion=None)
+    with pytest.raises(RestoreError, match="restored already"):
+        restore(STUB, reading, top_k=1, fusion=None)
+    with pytest.raises(RestoreError, match="the reading was made with"):
+        restore(STUB, read_input(TEXTS[0]), unknown_width=30, fusion=None)
+    with pytest.raises(RestoreError, match="the reading was made with"):
+        restore(STUB, read_input(TEXTS[2]), score_supplements=True, fusion=None)
+
+
+def test_a_reading_too_wide_for_the_window_is_refused_with_the_windows_limit():
+    reading = read_input("καὶ [.40.] ἔφη")
+    with pytest.raises(RestoreError, match="--window 30; the model was trained on 512"):
+        restore(STUB, reading, window=30, fusion=None)
