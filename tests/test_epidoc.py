@@ -248,7 +248,8 @@ def test_a_tier_without_greek_says_what_the_readers_left_out(tmp_path):
 def test_gap_too_wide_to_count_is_unknown_width(tmp_path):
     """A <gap> wider than the Leiden parser's limit (a typo, or a whole column) is a loss of
     unknown width, counted; it never allocates its stated width (99,999,999,999 letters)."""
-    from stoicheia.sources.epidoc import MAX_GAP_LETTERS, read_epidoc
+    from stoicheia.sources.epidoc import read_epidoc
+    from stoicheia.sources.epidoc_gap import MAX_GAP_LETTERS
     from stoicheia.text.leiden import MAX_LACUNA_WIDTH
 
     assert MAX_GAP_LETTERS == MAX_LACUNA_WIDTH

@@ -76,14 +76,9 @@ from lxml import etree
 
 from stoicheia.inference.epidoc_restore_pieces import pieces
 from stoicheia.inference.model_identity import model_identity
-from stoicheia.sources.epidoc import (
-    MAX_GAP_LETTERS,
-    EpiDocOptions,
-    is_greek_lang,
-    is_tei_p5,
-    unit_language,
-    unit_leiden,
-)
+from stoicheia.sources.epidoc_gap import MAX_GAP_LETTERS
+from stoicheia.sources.epidoc_tei import is_greek_lang, is_tei_p5, unit_language
+from stoicheia.sources.epidoc_walk import EpiDocOptions, unit_leiden
 from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
 from stoicheia.text.leiden import Lacuna, LeidenError, parse_leiden
 
