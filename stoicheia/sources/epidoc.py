@@ -13,8 +13,9 @@ when no ancestor has one, ``<textLang mainLang>`` of the header.
 
 The elements of each unit are written as Leiden by the element walk
 (:mod:`stoicheia.sources.epidoc_walk`, whose docstring lists every element and what it
-becomes); counts go to ``counts`` like the other readers (``records``, ``chars``, and the kinds
-the walk counts).
+becomes); each record carries its lines (``<lb n="..."/>``: the printed line numbers and the
+text of each line, :attr:`SourceRecord.lines`); counts go to ``counts`` like the other
+readers (``records``, ``chars``, and the kinds the walk counts).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from types import MappingProxyType
 from lxml import etree
 
 from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
-from .epidoc_walk import EpiDocOptions, unit_leiden
+from .epidoc_walk import EpiDocOptions, unit_lines
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 from .xml_entities import XmlReadError, parse_tei
 
@@ -113,7 +114,7 @@ def read_epidoc(
             if not is_greek_lang(lang):
                 counts[f"lang:{lang}"] += 1
                 continue
-            text, _ = unit_leiden(unit, lang, opts, counts)
+            text, lines = unit_lines(unit, lang, opts, counts)
             if not text:
                 counts["empty_division"] += 1
                 continue
@@ -137,4 +138,5 @@ def read_epidoc(
                 file=str(path),
                 line=unit.sourceline or 0,
                 known=MappingProxyType({}),
+                lines=lines,
             )

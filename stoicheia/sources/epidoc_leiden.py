@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["APOSTROPHE", "RAW", "LeidenPieces", "dot_below", "greek_letters"]
@@ -60,6 +61,43 @@ class LeidenPieces:
 
     counts: Counter
     pieces: list[tuple[str, str | None]] = field(default_factory=list)
+    #: where each line of the edition begins (``<lb/>``): (index into ``pieces``, its label)
+    line_starts: list[tuple[int, str]] = field(default_factory=list)
+
+    def line(self, label: str) -> None:
+        """A new line of the edition begins here, its printed number ``label``."""
+        self.line_starts.append((len(self.pieces), label))
+
+    def take(self, sub: LeidenPieces, letters: Callable[[str], str]) -> None:
+        """Append the pieces (and line starts) of ``sub``, ``letters`` applied to the text of
+        each piece that is not Leiden already (a dot below, lower case)."""
+        base = len(self.pieces)
+        for s, k in sub.pieces:
+            self.pieces.append((s, k) if k == RAW else (letters(s), k))
+        self.line_starts.extend((base + i, label) for i, label in sub.line_starts)
+
+    def _keep_line_starts(self) -> None:
+        """After pieces were removed at the end: no line starts past the end."""
+        n = len(self.pieces)
+        self.line_starts = [(min(i, n), label) for i, label in self.line_starts]
+
+    def lines(self) -> list[tuple[str | None, str]]:
+        """The Leiden text line by line: ``(label, text)`` per line of the edition, in order,
+        each text written as :meth:`leiden` writes the whole (its brackets closed within the
+        line: ``[ab`` ``cd]`` across a line end are ``[ab]`` and ``[cd]``, the same letters);
+        the text before the first ``<lb/>``, if any, has the label ``None``. An empty list
+        when the edition has no ``<lb/>``."""
+        if not self.line_starts:
+            return []
+        edges: list[tuple[int, str | None]] = [(0, None), *self.line_starts]
+        out: list[tuple[str | None, str]] = []
+        for k, (i, label) in enumerate(edges):
+            j = edges[k + 1][0] if k + 1 < len(edges) else len(self.pieces)
+            # counted once, by leiden() over the whole: a throwaway counter here
+            text = LeidenPieces(Counter(), self.pieces[i:j]).leiden()
+            if label is not None or text:
+                out.append((label, text))
+        return out
 
     def text(self, s: str | None, kind: str | None, in_w: bool) -> None:
         if not s:
@@ -86,6 +124,7 @@ class LeidenPieces:
                 self.pieces[-1] = (t, kind)
                 return
             self.pieces.pop()
+            self._keep_line_starts()
 
     def line_end_hyphen(self) -> bool:
         """At a ``<lb/>``: if the text before it ends in a letter and a hyphen (``χρη-``, a
@@ -108,6 +147,7 @@ class LeidenPieces:
             self.pieces[k] = (t[:-1], kind)
         else:
             del self.pieces[k]
+        self._keep_line_starts()
         self.counts["hyphen_joined"] += 1
         return True
 

@@ -35,7 +35,10 @@ evidence="previouseditor">``
 ``<lb/>`` / ``<lb break="no"/>``  a word break / nothing (the word goes on; the layout
                                   whitespace around it is ignored); a hyphen typed before an
                                   ``<lb/>`` after a letter (``χρη-<lb/>στέ``) divides a word:
-                                  removed, the word goes on (counted ``hyphen_joined``)
+                                  removed, the word goes on (counted ``hyphen_joined``); a
+                                  new line of the edition, its ``n`` the printed number
+                                  (counted on from the last number when ``n`` is absent:
+                                  ``line_number_counted``), see :func:`unit_lines`
 ``<g>``                           no letter; a word break, except inside a ``<w>``
 ``<g type="apostrophe"/>``        papyri.info's scribal apostrophe (also ``ref="#apostrophe"``):
                                   between two letters (``Ἀπολ<g type="apostrophe"/>λωνίου``)
@@ -88,7 +91,7 @@ from .epidoc_gap import gap_leiden
 from .epidoc_leiden import APOSTROPHE, RAW, LeidenPieces, dot_below, greek_letters
 from .epidoc_tei import XML_LANG, is_greek_lang, local_name
 
-__all__ = ["EpiDocOptions", "EditionWalker", "unit_leiden"]
+__all__ = ["EpiDocOptions", "EditionWalker", "unit_leiden", "unit_lines"]
 
 #: elements left out with their content, counted ``excluded:<name>`` (their tail is read):
 #: the editor's notes and apparatus, index entries (``<index><term>``), bibliography,
@@ -135,6 +138,7 @@ _TEXT_ELEMENTS = frozenset(
     }
 )
 _GREEK_IN = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
+_LEADING_NUMBER = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,21 @@ class EditionWalker:
         self.counts = counts
         self.gap_mark = gap_mark
         self.gaps: list[etree._Element] = []
+        self._lines = 0  # the <lb/> elements met in the unit
+        self._last_number: int | None = None  # the leading number of the last line label
+
+    def line_label(self, lb: etree._Element) -> str:
+        """The printed number of the line that ``lb`` begins: its ``n`` (``"5"``, ``"10a"``),
+        else counted on from the last numbered line (``4`` then ``5``), else the ``<lb/>``'s
+        place in the unit (counted ``line_number_counted``)."""
+        self._lines += 1
+        label = (lb.get("n") or "").strip()
+        if not label:
+            self.counts["line_number_counted"] += 1
+            label = str(self._last_number + 1 if self._last_number is not None else self._lines)
+        lead = _LEADING_NUMBER.match(label)
+        self._last_number = int(lead.group()) if lead else None
+        return label
 
     def visit(
         self,
@@ -205,12 +224,15 @@ class EditionWalker:
             if name in _BREAKS:
                 em.text(" ", None, in_w)
         elif name == "lb":
+            label = self.line_label(el)
             if em.line_end_hyphen() or el.get("break") == "no":
                 em.strip_trailing_space()
+                em.line(label)
                 if tail and el.tail:
                     em.text(el.tail.lstrip(), kind, in_w)
                 return
             em.text(" ", None, in_w)
+            em.line(label)
         elif name == "gap":
             if self.gap_mark is not None:
                 self.gaps.append(el)
@@ -276,11 +298,7 @@ class EditionWalker:
             sub = LeidenPieces(self.counts)
             self.children(el, sub, kind, lang, in_w)
             self.counts["orig_letters"] += sum(greek_letters(s) for s, k in sub.pieces if k != RAW)
-            for s, k in sub.pieces:
-                if k == RAW:
-                    em.raw(s)
-                else:
-                    em.pieces.append((s.lower() if self.opts.orig_case == "lower" else s, k))
+            em.take(sub, str.lower if self.opts.orig_case == "lower" else str)
         else:  # w, name, persName, num, hi, seg, add, c, l, ab, ...: their text
             if name not in _TEXT_ELEMENTS:
                 self.counts[f"unknown_element:{name}"] += 1
@@ -334,11 +352,7 @@ class EditionWalker:
         """The content of ``el`` with a dot below on every letter (an uncertain reading)."""
         sub = LeidenPieces(self.counts)
         self.children(el, sub, kind, lang, in_w)
-        for s, k in sub.pieces:
-            if k == RAW:
-                em.raw(s)
-            else:  # already filtered by sub.text: append, so the dots stay
-                em.pieces.append((dot_below(s), k))
+        em.take(sub, dot_below)  # already filtered by sub.text: appended, so the dots stay
 
     def _app(
         self, el: etree._Element, em: LeidenPieces, kind: str | None, lang: str | None, in_w: bool
@@ -406,3 +420,17 @@ def unit_leiden(
     em = LeidenPieces(counts)
     walker.children(unit, em, None, lang, False)
     return unicodedata.normalize("NFC", em.leiden()), walker.gaps
+
+
+def unit_lines(
+    unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str]
+) -> tuple[str, tuple[tuple[str | None, str], ...]]:
+    """The Leiden text of one text part or edition (as :func:`unit_leiden`) and the same text
+    line by line (:meth:`~stoicheia.sources.epidoc_leiden.LeidenPieces.lines`: the printed
+    line number of each ``<lb/>`` (:meth:`EditionWalker.line_label`) and its Leiden text, NFC;
+    ``None`` labels the text before the first ``<lb/>``; empty when the unit has none)."""
+    walker = EditionWalker(opts, counts)
+    em = LeidenPieces(counts)
+    walker.children(unit, em, None, lang, False)
+    lines = tuple((label, unicodedata.normalize("NFC", t)) for label, t in em.lines())
+    return unicodedata.normalize("NFC", em.leiden()), lines
