@@ -35,8 +35,10 @@ _TAIL = "\n</body></text></TEI>\n"
 ONE = """<div type="edition" xml:lang="grc"><ab>
 <lb n="1"/>ἀγαθᾷ τύχᾳ ἔδοξε τᾷ βουλᾷ
 <lb n="2"/>καὶ τῷ δάμῳ τῶν Ἀκραγαντίνων
-<lb n="3"/>ἐπαινέσαι Φιλιστίωνα <supplied reason="lost">Ἀρίστω</supplied><lb n="4" break="no"/><supplied reason="lost">νος</supplied> Συρακόσιον
-<lb n="5"/>εὐεργέταν γενόμενον πολλάκις <gap reason="lost" quantity="3" unit="character"/> μεγάλων
+<lb n="3"/>ἐπαινέσαι Φιλιστίωνα <supplied reason="lost">Ἀρίστω</supplied><lb n="4"
+break="no"/><supplied reason="lost">νος</supplied> Συρακόσιον
+<lb n="5"/>εὐεργέταν γενόμενον πολλάκις <gap reason="lost" quantity="3"
+unit="character"/> μεγάλων
 <lb n="10a"/>στεφανῶσαι χρυσέῳ στεφάνῳ
 <lb/>ἀρετᾶς ἕνεκεν καὶ εὐνοίας
 <lb/>τᾶς εἰς τὰν πόλιν
@@ -44,8 +46,10 @@ ONE = """<div type="edition" xml:lang="grc"><ab>
 
 #: ISic900002: two text parts whose line numbers each begin at 1
 TWO = """<div type="edition" xml:lang="grc">
-<div type="textpart" n="a"><ab><lb n="1"/>Διονύσιος Ἡρακλείδου <lb n="2"/>χαίρειν ἱερεὺς Ἀπόλλωνος</ab></div>
-<div type="textpart" n="b"><ab><lb n="1"/>Νικομάχα θυγάτηρ <lb n="2"/>Ἑρμοκράτεος ἀνέθηκε</ab></div>
+<div type="textpart" n="a"><ab><lb n="1"/>Διονύσιος Ἡρακλείδου
+<lb n="2"/>χαίρειν ἱερεὺς Ἀπόλλωνος</ab></div>
+<div type="textpart" n="b"><ab><lb n="1"/>Νικομάχα θυγάτηρ
+<lb n="2"/>Ἑρμοκράτεος ἀνέθηκε</ab></div>
 </div>"""
 
 #: ISic900003: a long text (stored as several parts) with one number per line

@@ -92,14 +92,15 @@ class ParallelsIndex:
         man = folder / "manifest.json"
         if not man.exists():
             raise IndexError_(
-                f"{folder}: no parallels index (manifest.json); build it with `stoicheia index SHARDS_DIR`"
+                f"{folder}: no parallels index (manifest.json); "
+                "build it with `stoicheia index SHARDS_DIR`"
             )
         self.folder = folder
         self.manifest = json.loads(man.read_text(encoding="utf-8"))
         if self.manifest.get("version") != VERSION:
             raise IndexError_(
-                f"{man}: index version {self.manifest.get('version')}, expected {VERSION}; rebuild it with "
-                "`stoicheia index SHARDS_DIR`"
+                f"{man}: index version {self.manifest.get('version')}, expected {VERSION}; "
+                "rebuild it with `stoicheia index SHARDS_DIR`"
             )
 
         def load(name: str) -> np.ndarray:
