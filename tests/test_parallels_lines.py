@@ -181,6 +181,22 @@ def test_the_shards_carry_the_line_starts_of_every_part(corpus):
     assert decode_lines({"id": "old"}) is None  # shards written before the column: unknown
 
 
+def test_two_reader_processes_write_the_same_lines(corpus, tmp_path):
+    out = tmp_path / "two"
+    convert(
+        {"bronze": [corpus.parent / "isicily"]},
+        out,
+        val_fraction=0.0,
+        max_record_letters=40,
+        workers=2,
+        progress=False,
+        parallels_index=False,
+    )
+    one = [(s["id"], s["part"], s["lines"]) for s in _samples(corpus)]
+    two = [(s["id"], s["part"], s["lines"]) for s in _samples(out)]
+    assert one == two and any(json.loads(x) for _, _, x in one)
+
+
 # --- the index and the labels ----------------------------------------------------------
 
 
