@@ -161,7 +161,12 @@ def test_lines_whose_letters_differ_from_the_record_are_aligned_and_counted():
 def _samples(root: Path, split: str = "train"):
     from streaming import StreamingDataset
 
-    ds = StreamingDataset(local=str(root / "bronze" / split), batch_size=1, shuffle=False)
+    from stoicheia.data.shm import retry_prefix_race
+
+    # another process on the machine may take the same shared-memory prefix: retried
+    ds = retry_prefix_race(
+        lambda: StreamingDataset(local=str(root / "bronze" / split), batch_size=1, shuffle=False)
+    )
     return [ds.get_item(i) for i in range(ds.num_samples)]
 
 
