@@ -16,9 +16,15 @@ of it. This module builds, beside the shards of a converted corpus, the index th
     rec_work.npy    int32 (R,)  index into the works table
     ids.npy, ids_off.npy        the record ids, UTF-8 bytes and int64 (R+1,) offsets
     works.npy, works_off.npy    the work ids (EpiDoc file or ``Author/work.xml``), likewise
+    line_start.npy  int64 (L,)  the slot in text.npy where each numbered line of an edition
+                                begins (ascending; records without line numbers have none)
+    line_label.npy, line_label_off.npy  the printed number of each line (``"5"``, ``"10a"``),
+                                UTF-8 bytes and int64 (L+1,) offsets
 
 Slot ``i`` of record ``r`` is ``text[rec_start[r] + i]``; each record is followed by one
-separator. Parts of one long record (written as several MDS samples) are joined again.
+separator. Parts of one long record (written as several MDS samples) are joined again. The
+line numbers come from the shards' ``lines`` column (:mod:`stoicheia.data.line_numbers`);
+shards written without it give no lines (a parallel's line is then unknown).
 
 Only the ``train`` split of each tier is read: never ``val`` (held-out records and the
 ``--val-work`` works) nor ``inscription_dev`` (the inscription dev set); as a second guard, a
@@ -39,13 +45,15 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.data.line_numbers import decode_lines
 from stoicheia.data.shard_index import index_samples
 from stoicheia.data.shards import decode_planes, read_stats
 from stoicheia.publish import write_failure
 
 #: the folder beside the tiers
 INDEX_DIR = "parallels"
-VERSION = 1
+#: 2: the line numbers (``line_start.npy``, ``line_label*.npy``) were added
+VERSION = 2
 #: what text.npy holds at a separator (between records) and at a real-lacuna slot
 SEPARATOR = 0
 
@@ -121,6 +129,9 @@ def build_index(
     rec_tier: list[int] = []
     rec_work: list[int] = []
     rec_ids: list[str] = []
+    line_start: list[int] = []
+    line_label: list[str] = []
+    total = 0  # slots laid out so far (text.npy's length)
     works: dict[str, int] = {}
     per_tier: dict[str, dict[str, int]] = {}
     sep = np.zeros(1, dtype=np.uint8)
@@ -158,10 +169,12 @@ def build_index(
                 look = (p.dia.astype(np.uint16) * 3 + p.cap).astype(np.uint8)
                 flow = (p.boundary + 4 * p.punct.astype(np.uint16) + 28 * p.lacuna).astype(np.uint8)
                 rid = str(s["id"])
-                if rid == last_id and int(s.get("part", 0)) > 0 and chunks_text:
+                joined = rid == last_id and int(s.get("part", 0)) > 0 and chunks_text
+                if joined:
                     # the next part of the same record: no separator between the parts
                     chunks_text[-1] = chunks_text[-1][:-1]
                     lengths[-1] += len(chars)
+                    total -= 1
                 else:
                     if work not in works:
                         works[work] = len(works)
@@ -170,6 +183,11 @@ def build_index(
                     rec_work.append(works[work])
                     rec_ids.append(rid)
                     n_rec += 1
+                lines = decode_lines(s)
+                if lines:
+                    line_start.extend(total + off for off, _ in lines)
+                    line_label.extend(label for _, label in lines)
+                total += len(chars) + 1
                 chunks_text += [chars, sep]
                 chunks_look.append(look)
                 chunks_flow.append(flow)
@@ -203,6 +221,10 @@ def build_index(
         "slots": int(len(text)),
         "letters": int(np.count_nonzero(text)),
         "works": len(works),
+        "lines": len(line_start),
+        "records_with_lines": int(
+            np.unique(np.searchsorted(starts, np.asarray(line_start, np.int64), "right")).size
+        ),
         "indexed_split": "train",
         "fraction": fraction,
         "kept_out": {
@@ -224,7 +246,12 @@ def build_index(
         np.save(tmp / "rec_start.npy", starts)
         np.save(tmp / "rec_tier.npy", np.asarray(rec_tier, dtype=np.uint8))
         np.save(tmp / "rec_work.npy", np.asarray(rec_work, dtype=np.int32))
-        for name, strings in (("ids", rec_ids), ("works", list(works))):
+        np.save(tmp / "line_start.npy", np.asarray(line_start, dtype=np.int64))
+        for name, strings in (
+            ("ids", rec_ids),
+            ("works", list(works)),
+            ("line_label", line_label),
+        ):
             blob, off = _blob(strings)
             np.save(tmp / f"{name}.npy", blob)
             np.save(tmp / f"{name}_off.npy", off)

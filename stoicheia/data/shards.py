@@ -14,7 +14,8 @@ Layout written by :func:`convert`::
 
 Each MDS sample is one record (or one word-aligned part of a long record) with the columns in
 :data:`COLUMNS`: the five letter planes as raw ``uint8`` bytes of equal length, plus ``id``,
-``part``, ``source``, ``tier`` and ``work``.
+``part``, ``source``, ``tier``, ``work`` and ``lines`` (where the edition's numbered lines
+begin: :mod:`stoicheia.data.line_numbers`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 from streaming import MDSWriter
 
+from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.shard_index import index_samples  # noqa: F401  (its home before; kept importable)
 from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
@@ -49,6 +51,7 @@ COLUMNS = {
     "tier": "str",
     "work": "str",
     **{name: "bytes" for name in PLANES},
+    LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
 }
 SPLITS = ("train", "val")
 #: Seconds between the plain progress lines of a conversion that is not on a terminal.
@@ -242,9 +245,12 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
             if norm.planes is None:
                 result.dropped[norm.reject_reason or "rejected"] += 1
                 continue
+            cut = split_at_words(norm.planes, max_letters)
+            starts = line_starts(norm.planes.chars, rec.lines, rec.known, result.reader)
+            lines = lines_of_parts(starts, [len(p) for p in cut])
             parts = [
-                {name: getattr(p, name).tobytes() for name in PLANES}
-                for p in split_at_words(norm.planes, max_letters)
+                {**{name: getattr(p, name).tobytes() for name in PLANES}, LINES_COLUMN: ln}
+                for p, ln in zip(cut, map(encode_lines, lines), strict=True)
             ]
             result.records.append(
                 (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()))

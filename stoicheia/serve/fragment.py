@@ -2,7 +2,7 @@
 
 The input's Leiden notation is read with the project's parser
 (:func:`stoicheia.text.leiden.parse_leiden`) and each sign becomes the element the EpiDoc
-Guidelines give it (the inverse of the table in :mod:`stoicheia.sources.epidoc`):
+Guidelines give it (the inverse of the table in :mod:`stoicheia.sources.epidoc_walk`):
 
 ==========================  ====================================================================
 lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoicheia">fill</supplied>``

@@ -78,7 +78,11 @@ class ParallelOut(BaseModel):
     tier: str
     work: str = Field(description="EpiDoc file or Author/work.xml of the training text")
     record: str
-    label: str = Field(description="the source as listed, e.g. 'ISic000046, text'")
+    label: str = Field(description="the source as listed, e.g. 'ISic000154, l. 5'")
+    line: str | None = Field(
+        default=None,
+        description="the edition's printed line(s) of the passage ('5', '5–6'); null: unknown",
+    )
     url: str = Field(description="the edition's own page (I.Sicily), or ''")
     record_index: int = Field(description="row of the parallels index: GET /source/{row}")
     at: list[int] = Field(

@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .conllu import read_conllu
-from .epidoc import EpiDocOptions, read_epidoc
+from .epidoc import read_epidoc
+from .epidoc_walk import EpiDocOptions
 from .perseus import read_perseus
 from .plain import normalise_text, read_jsonl, read_plaintext
 from .record import SourceError, SourceRecord

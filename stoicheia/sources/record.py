@@ -28,6 +28,12 @@ class SourceRecord:
         line: 1-based line in ``file`` where the record starts.
         known: the planes this source records, as ``{plane: False}`` for the planes it does
             *not* record (e.g. ``{"punct": False}`` for PROIEL); planes absent are known.
+        lines: the edition's lines, for a source that prints line numbers (EpiDoc's
+            ``<lb n="5"/>``): ``(label, text)`` per line in order, ``label`` the printed
+            number (``"5"``, ``"10a"``; ``None`` for text before the first line break) and
+            ``text`` the line's Leiden text (its brackets closed within the line), so that the
+            lines read one after the other hold the letters of ``text``. Empty for a source
+            without line numbers.
     """
 
     id: str
@@ -37,6 +43,7 @@ class SourceRecord:
     file: str
     line: int
     known: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    lines: tuple[tuple[str | None, str], ...] = ()
 
 
 class SourceError(Exception):

@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from .epidoc import EpiDocOptions, read_epidoc
+from .epidoc import read_epidoc
+from .epidoc_walk import EpiDocOptions
 from .perseus import read_perseus
 from .record import SourceError, SourceRecord, read_utf8
 

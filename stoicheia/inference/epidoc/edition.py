@@ -22,13 +22,8 @@ from lxml import etree
 
 from stoicheia.inference.epidoc.byte_spans import ElementSpan, _locate
 from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
-from stoicheia.sources.epidoc import (
-    EpiDocOptions,
-    is_greek_lang,
-    is_tei_p5,
-    unit_language,
-    unit_leiden,
-)
+from stoicheia.sources.epidoc_tei import is_greek_lang, is_tei_p5, unit_language
+from stoicheia.sources.epidoc_walk import EpiDocOptions, unit_leiden
 from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
 from stoicheia.text.leiden import parse_leiden
 from stoicheia.text.leiden_segments import Lacuna, LeidenError

@@ -36,7 +36,7 @@ from stoicheia.inference.epidoc.byte_spans import ElementSpan
 from stoicheia.inference.epidoc.edition import Edition, read_edition
 from stoicheia.inference.epidoc.outcomes import GapOutcome
 from stoicheia.inference.epidoc.pieces import pieces
-from stoicheia.sources.epidoc import MAX_GAP_LETTERS
+from stoicheia.sources.epidoc_gap import MAX_GAP_LETTERS
 from stoicheia.text.leiden_segments import Lacuna
 
 __all__ = ["EpiDocPlan", "Piece", "plan_epidoc"]

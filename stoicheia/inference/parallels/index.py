@@ -5,13 +5,15 @@ so the clean pages are the page cache's and are shared by every process that ope
 libdivsufsort's search needs a writable buffer, which this gives without copying) and answers:
 where does a letter string occur (:meth:`ParallelsIndex.find`), which record and work a slot
 belongs to (:meth:`ParallelsIndex.source`), and how a stretch of a record is printed
-(:meth:`ParallelsIndex.printed`).
+(:meth:`ParallelsIndex.printed`), and on which of its edition's lines a stretch stands
+(:meth:`ParallelsIndex.lines`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +33,18 @@ class IndexError_(ValueError):
     """The index folder is missing or unreadable; the message names it and the fix."""
 
 
+#: a Perseus work file: ``Author/abbreviation_gk.xml`` (``Homer/hom.il_gk.xml``)
+_PERSEUS_WORK = re.compile(r"(?P<author>[^/]+)/(?P<work>[^/]+?)_gk\.xml")
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a slot of the index comes from: ``tier``, ``work`` (EpiDoc file or
+    """Where a slot (or a stretch) of the index comes from: ``tier``, ``work`` (EpiDoc file or
     ``Author/work.xml``), ``record`` id, ``record_index`` (row of the index), ``offset`` (slot in
-    the record), ``url`` (I.Sicily's page for an I.Sicily inscription, else ``""``)."""
+    the record), ``url`` (I.Sicily's page for an I.Sicily inscription, else ``""``), ``line``
+    (the edition's printed line of the stretch: ``"5"``, or ``"5–6"`` when it runs over two or
+    more lines; ``None`` when the record carries no line numbers) and ``span`` (whether a
+    stretch was asked for, so that the label says the line, or that it is unknown)."""
 
     tier: str
     work: str
@@ -43,15 +52,27 @@ class Source:
     record_index: int
     offset: int
     url: str = ""
+    line: str | None = None
+    span: bool = False
 
     def label(self) -> str:
-        """``ISic000154, text 1`` for an inscription (its file's name and the record of the file),
-        else the record id (``Homer/hom.od_gk.xml#1``: work and section)."""
-        number = inscription_number(self.work)
-        if number is not None:
+        """``ISic000154, l. 5`` (``ll. 5–6`` over two lines, ``line unknown`` for shards or an
+        index without line numbers) for an inscription: its file's name, its text part when
+        the file has several (``ISic000406, text b, l. 3``) and the line when a stretch was
+        asked for; ``Homer, hom.il 1`` (author, Perseus work abbreviation, passage) for a
+        Perseus work; else the record id."""
+        part = self.record.split("#", 1)[-1] if "#" in self.record else ""
+        if inscription_number(self.work) is not None:
             name = self.work.rsplit("/", 1)[-1].removesuffix(".xml")
-            part = self.record.split("#", 1)[-1] if "#" in self.record else "1"
-            return f"{name}, text {part}"
+            out = name if part in ("", "1") else f"{name}, text {part}"
+            if not self.span:
+                return out
+            if self.line is None:
+                return f"{out}, line unknown"
+            return f"{out}, {'ll.' if '–' in self.line else 'l.'} {self.line}"
+        m = _PERSEUS_WORK.fullmatch(self.work)
+        if m is not None and part:
+            return f"{m['author']}, {m['work']} {part}"
         return self.record
 
 
@@ -59,7 +80,8 @@ class ParallelsIndex:
     """The memory-mapped index at ``folder`` (``SHARDS/parallels``, or the shards folder itself).
 
     Attributes: ``text`` uint8 ``(N,)`` (letter id + 1, 0 a separator), ``sa`` int32 ``(N,)``,
-    ``rec_start`` int64 ``(R+1,)``, ``manifest`` dict. Raises :class:`IndexError_` for a folder
+    ``rec_start`` int64 ``(R+1,)``, ``line_start`` int64 ``(L,)`` (the slot where each numbered
+    line of an edition begins), ``manifest`` dict. Raises :class:`IndexError_` for a folder
     without ``manifest.json`` or of another version (build it with ``stoicheia index``).
     """
 
@@ -78,8 +100,7 @@ class ParallelsIndex:
         if self.manifest.get("version") != VERSION:
             raise IndexError_(
                 f"{man}: index version {self.manifest.get('version')}, expected {VERSION}; "
-                "rebuild it with "
-                "`stoicheia index SHARDS_DIR`"
+                "rebuild it with `stoicheia index SHARDS_DIR`"
             )
 
         def load(name: str) -> np.ndarray:
@@ -96,6 +117,8 @@ class ParallelsIndex:
         self.rec_work = np.load(folder / "rec_work.npy")
         self._ids, self._ids_off = load("ids"), load("ids_off")
         self._works, self._works_off = load("works"), load("works_off")
+        self.line_start = np.load(folder / "line_start.npy")
+        self._line_label, self._line_label_off = load("line_label"), load("line_label_off")
         self.tiers: list[str] = list(self.manifest["tiers"])
 
     def __len__(self) -> int:
@@ -134,8 +157,36 @@ class ParallelsIndex:
     def work_name(self, w: int) -> str:
         return bytes(self._works[self._works_off[w] : self._works_off[w + 1]]).decode("utf-8")
 
-    def source(self, pos: int) -> Source:
-        """The :class:`Source` of slot ``pos``."""
+    def line_index(self, pos: int, r: int) -> int | None:
+        """The row in ``line_start`` of the line of record row ``r`` that slot ``pos`` stands
+        on, or ``None`` (the record has no line numbers, or ``pos`` is before its first)."""
+        k = int(np.searchsorted(self.line_start, pos, side="right")) - 1
+        if k < 0 or self.line_start[k] < self.rec_start[r]:
+            return None
+        return k
+
+    def line_label(self, k: int) -> str:
+        """The printed number of line row ``k``."""
+        a, b = self._line_label_off[k], self._line_label_off[k + 1]
+        return bytes(self._line_label[a:b]).decode("utf-8")
+
+    def lines(self, a: int, b: int) -> str | None:
+        """The edition's lines that slots ``[a, b)`` of one record stand on: ``"5"``, ``"5–6"``
+        (first and last, an en dash), or ``None`` when the record has no line numbers."""
+        r = int(self.record_of(np.array([a]))[0])
+        first = self.line_index(a, r)
+        last = self.line_index(max(a, b - 1), r)
+        if last is None:
+            return None
+        if first is None:  # the stretch begins before the first numbered line
+            first = last
+        if first == last:
+            return self.line_label(first)
+        return f"{self.line_label(first)}–{self.line_label(last)}"
+
+    def source(self, pos: int, span: tuple[int, int] | None = None) -> Source:
+        """The :class:`Source` of slot ``pos``; with ``span`` (slots ``[a, b)`` of the same
+        record, e.g. a match with its context), also the lines it stands on."""
         r = int(self.record_of(np.array([pos]))[0])
         work = self.work_name(int(self.rec_work[r]))
         number = inscription_number(work)
@@ -147,6 +198,8 @@ class ParallelsIndex:
             r,
             int(pos - self.rec_start[r]),
             url,
+            self.lines(*span) if span is not None else None,
+            span is not None,
         )
 
     def planes(self, a: int, b: int) -> Planes:

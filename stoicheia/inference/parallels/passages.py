@@ -48,7 +48,7 @@ class PassageMatch:
         """Source, the letters shared, and the passage around the longest run as printed, in the
         five pieces of :meth:`~.search.Parallel.to_json` (the run is the middle piece)."""
         run = self.runs[0]
-        src = index.source(run.pos)
+        src = index.source(run.pos, (run.pos, run.pos + run.length))
         r0, r1 = index.record_span(self.record_index)
         a = max(r0, run.pos - margin)
         b = min(r1, run.pos + run.length + margin)
@@ -60,6 +60,7 @@ class PassageMatch:
             "work": src.work,
             "record": src.record,
             "label": src.label(),
+            "line": src.line,
             "url": src.url,
             "longest": self.longest,
             "shared": self.shared,

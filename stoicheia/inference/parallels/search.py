@@ -100,6 +100,7 @@ class Parallel:
             "work": self.source.work,
             "record": self.source.record,
             "label": self.source.label(),
+            "line": self.source.line,
             "url": self.source.url,
             "record_index": self.source.record_index,
             "at": [self.pos - self.left - r0, q + self.right - r0],
@@ -425,7 +426,14 @@ def gap_parallels(
         mine = indep[group[indep] == f._group].tolist()
         mine.sort(key=lambda i: (-int(ctx[i]), int(tier[i]), int(P[i])))
         f.parallels = [
-            Parallel(int(P[i]), int(W[i]), int(A_[i]), int(B_[i]), index.source(int(P[i])))
+            Parallel(
+                int(P[i]),
+                int(W[i]),
+                int(A_[i]),
+                int(B_[i]),
+                # the lines of the passage matched: left context, fill and right context
+                index.source(int(P[i]), (int(P[i] - A_[i]), int(P[i] + W[i] + B_[i]))),
+            )
             for i in mine[:per_fill]
         ]
     return GapParallels(fills, left, right, widths, n_occ, index)
