@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import decode_planes, read_stats
+from stoicheia.data.shards import decode_planes
 from stoicheia.text.planes import Planes
 
 log = logging.getLogger(__name__)

@@ -39,8 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import decode_planes, read_stats
+from stoicheia.data.shards import decode_planes
 from stoicheia.publish import write_failure
 
 #: the folder beside the tiers

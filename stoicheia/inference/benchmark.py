@@ -335,7 +335,7 @@ def benchmark(
     (with ``twin_threshold``), "bootstrap": {...} (with ``bootstrap``)}``. Raises
     :class:`~.benchmark_protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
-    from stoicheia.data.shards import read_stats
+    from stoicheia.data.corpus_stats import read_stats
     from stoicheia.inference.benchmark_protocols import BenchmarkError
     from stoicheia.inference.benchmark_views import add_views
     from stoicheia.text.encode import encode_text

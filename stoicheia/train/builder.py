@@ -23,10 +23,10 @@ from composer.utils import dist, reproducibility
 
 from stoicheia.checkpoint_files import missing_records, model_shapes, shape_mismatches, strip_ddp
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
+from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
 from stoicheia.data.eval_batches import build_eval_batches, pad_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader
-from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.data.shm import clean_stale_streaming_shm
 from stoicheia.data.stream import TierMixFactory, fetch_remote_stats
 from stoicheia.model.composer_model import StoicheiaModel

@@ -180,7 +180,7 @@ def read_curves(folder: str | Path) -> RunCurves:
 
 
 def _unigram_bits(folder: Path) -> float | None:
-    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
+    from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
 
     cfg_file = folder / "config.json"
     if not cfg_file.exists():
