@@ -150,8 +150,9 @@ def build_index(
                 work = str(s["work"])
                 if work in held_works or (tier, work) in dev_works:
                     raise IndexBuildError(
-                        f"{split}: record {s['id']!r} of {work!r} is in train, but stats.json holds that work "
-                        "out (a val work or a dev inscription): the shards are inconsistent; convert again"
+                        f"{split}: record {s['id']!r} of {work!r} is in train, but stats.json "
+                        "holds that work out (a val work or a dev inscription): the shards are "
+                        "inconsistent; convert again"
                     )
                 p = decode_planes(s)
                 chars = np.where(p.lacuna > 0, SEPARATOR, p.chars.astype(np.int16) + 1)
