@@ -99,3 +99,13 @@ def read_stats(shard_root: Path) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `stoicheia convert` first (see README)")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def mix_baseline_bits(stats_root: str | Path, tier_weights: Mapping[str, float]) -> float | None:
+    """:func:`mixture_unigram_entropy` of the corpus at ``stats_root`` (bits per letter), or
+    ``None`` when its ``stats.json`` is missing or older (no letter counts): then no baseline
+    is shown."""
+    try:
+        return mixture_unigram_entropy(read_stats(Path(stats_root)), tier_weights)
+    except (FileNotFoundError, ValueError, KeyError):
+        return None  # shards from an object store, or an older stats.json: no baseline shown
