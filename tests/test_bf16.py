@@ -20,7 +20,8 @@ from stoicheia.config import to_dict
 from stoicheia.model import precision as prec
 from stoicheia.model.precision import choose_precision, cpu_autocast, cpu_bf16_units
 from stoicheia.train import run_files
-from stoicheia.train.builder import build_trainer, resolve_device
+from stoicheia.train.builder import build_trainer
+from stoicheia.train.device import resolve_device
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import tiny_run  # noqa: E402

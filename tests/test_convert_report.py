@@ -123,9 +123,9 @@ def test_summary_line_counts_files_without_records_and_leiden_repairs(
     """Real I.Sicily files: many keep no Greek record (Latin, or nothing legible); the
     summary line says how many, and how many Leiden notations were repaired, as stats.json
     does. Not on a terminal, a progress line is printed (every 30 s; here every file)."""
-    from stoicheia.data import shards
+    from stoicheia.data import conversion_pool
 
-    monkeypatch.setattr(shards, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(conversion_pool, "PROGRESS_EVERY", 0.0)
     files = sorted((corpus_root / "isicily" / "inscriptions").glob("ISic*.xml"))[:120]
     folder = tmp_path / "isic"
     folder.mkdir()

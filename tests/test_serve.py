@@ -278,7 +278,7 @@ def test_the_limits_are_the_documented_ones(client):
     (about 117 KB of UTF-8, under the 256 KiB body limit) is restored, not refused with a
     character limit that only /openapi.json mentioned; every bound of the schema's fields is on
     the page's table; an integer is a number for ``about_margin``."""
-    from stoicheia.serve.app import MAX_JSON_BYTES
+    from stoicheia.serve.body_limit import MAX_JSON_BYTES
 
     words = ["ἀγαθῆι", "τύχηι", "ἔδοξε", "τῶι", "δήμωι", "καὶ", "τῆι", "βουλῆι"]
     body = []
@@ -464,7 +464,7 @@ def test_the_page_needs_no_network(client):
 def test_the_font_has_polytonic_greek():
     from fontTools.ttLib import TTFont
 
-    from stoicheia.serve.app import greek_fonts
+    from stoicheia.serve.fonts import greek_fonts
 
     fonts, licence = greek_fonts()
     serif = TTFont(str(fonts["greek-serif.ttf"])).getBestCmap()
@@ -482,7 +482,7 @@ def test_the_font_has_polytonic_greek():
 
 
 def test_restore_epidoc_missing_is_501(client, monkeypatch):
-    from stoicheia.serve import app as app_module
+    from stoicheia.serve import epidoc_upload as app_module
 
     monkeypatch.setattr(app_module, "_restore_epidoc_function", lambda: None)
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<TEI/>")})
@@ -901,7 +901,7 @@ def test_a_body_that_is_not_json_is_said_so(client):
 
 
 def test_api_wording_names_the_fields():
-    from stoicheia.serve.app import api_wording
+    from stoicheia.serve.api_errors import api_wording
 
     assert api_wording("x; use --respace to predict word division") == (
         'x; send "respace": true to predict word division'
@@ -919,7 +919,7 @@ def test_api_wording_names_the_fields():
 def test_restored_name_and_gap_header():
     from types import SimpleNamespace
 
-    from stoicheia.serve.app import gaps_header, restored_name
+    from stoicheia.serve.epidoc_upload import gaps_header, restored_name
 
     assert restored_name("ISic001020.xml") == "ISic001020.restored.xml"
     assert restored_name("dir/Ἐπί 1.XML") == "____1.restored.xml"

@@ -9,15 +9,12 @@ import pytest
 from streaming import StreamingDataset
 
 from stoicheia.cli import main as cli_main
-from stoicheia.data.shards import (
-    ConvertError,
+from stoicheia.data.shards import ConvertError, convert, decode_planes, split_at_words
+from stoicheia.data.splits import (
     choose_split,
-    convert,
-    decode_planes,
     held_out_hash,
     inscription_number,
     is_inscription_dev,
-    split_at_words,
 )
 from stoicheia.text.encode import text_to_planes
 

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import decode_planes, read_stats
+from stoicheia.data.shards import decode_planes
 from stoicheia.text.planes import Planes
 
 log = logging.getLogger(__name__)
@@ -84,8 +85,8 @@ def read_split_records(
             )
     if not found:
         raise FileNotFoundError(
-            f"no {split} shards under {root} (looked for {root}/TIER/{split}/index.json): give the output folder of "
-            "`stoicheia convert`, or raw .txt/.jsonl/.xml/.conllu files"
+            f"no {split} shards under {root} (looked for {root}/TIER/{split}/index.json): give the "
+            "output folder of `stoicheia convert`, or raw .txt/.jsonl/.xml/.conllu files"
         )
     return out
 
@@ -130,7 +131,8 @@ def read_text_records(
             else ""
         )
         raise ValueError(
-            f"no Greek record in {', '.join(map(str, paths))} (rejected: {dict(dropped) or 'none'}{unread}); give Greek "
+            f"no Greek record in {', '.join(map(str, paths))} (rejected: "
+            f"{dict(dropped) or 'none'}{unread}); give Greek "
             ".txt/.jsonl/.xml/.conllu files or a shard folder"
         )
     return out, dropped
@@ -231,7 +233,8 @@ def read_eval_sets(
             log.info("[eval] evaluation set %r is empty (%s); it is not evaluated", name, why)
     if not out:
         raise ValueError(
-            f"no held-out records under {shard_root or remote}/*/val for the tiers in data.tier_weights and the sets "
+            f"no held-out records under {shard_root or remote}/*/val for the tiers in "
+            "data.tier_weights and the sets "
             f"{names}: convert again with a larger --val-fraction or a --val-work"
         )
     return out

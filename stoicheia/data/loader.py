@@ -11,7 +11,10 @@ the packer keeps the exact position (:class:`~stoicheia.data.position.PackPositi
 first slot not yet trained on. It owns that position and saves and restores it itself
 (:meth:`PackedLoader.state_dict`, :meth:`PackedLoader.load_state_dict`), also on another
 number of processes (the plan is in :mod:`stoicheia.data.position`); Composer reaches them
-through the loader's ``dataset`` (:class:`_StateHook`), where it looks for ``state_dict``.
+through the loader's ``dataset`` (:class:`~stoicheia.data.pack_state.StateHook`), where it
+looks for ``state_dict``; :mod:`stoicheia.data.pack_state` decides where a resumed run starts.
+The records come from :func:`~stoicheia.data.stream_epochs.epoch_records`, and the ranks agree
+through :mod:`stoicheia.data.rank_flags`.
 
 Tier mixes change during a run (the anneal phases): the loader holds a mix schedule
 (``[(first batch, mix index), ...]``, set by a training plugin) and, before producing batch
@@ -27,50 +30,22 @@ batches (ranks that ran out of an epoch at different times would deadlock DDP).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader
 
+from stoicheia.data.pack_state import StateHook, resume_point, warn_if_changed
 from stoicheia.data.packing import EPOCH_END, PieceQueue, collate_rows, pack_rows
-from stoicheia.data.position import (
-    FORMAT,
-    ElasticRegion,
-    PackPosition,
-    frontier,
-    phase_at,
-    plan_elastic_resume,
-)
-from stoicheia.data.stream import NoisedRecord, NoisedRecordStream, TierMixFactory
-from stoicheia.lifetime import worker_init
+from stoicheia.data.position import FORMAT, ElasticRegion, PackPosition, frontier, phase_at
+from stoicheia.data.rank_flags import agree
+from stoicheia.data.stream import NoisedRecordStream, TierMixFactory
+from stoicheia.data.stream_epochs import epoch_records
 from stoicheia.noise import Noised
 
 log = logging.getLogger(__name__)
-
-
-def _list_collate(items: list[NoisedRecord]) -> list[NoisedRecord]:
-    return items
-
-
-class _StateHook(IterableDataset):
-    """What Composer sees as the training loader's ``dataset`` (where it looks for
-    ``state_dict``): passes both hooks on to the loader. Never iterated."""
-
-    def __init__(self, loader: PackedLoader) -> None:
-        self.loader = loader
-
-    def __iter__(self):
-        raise TypeError("the loader's dataset hook is not iterable; iterate the PackedLoader")
-
-    def state_dict(self, num_samples: int = 0, from_beginning: bool = True) -> dict[str, Any]:
-        return self.loader.state_dict()
-
-    def load_state_dict(self, obj: dict[str, Any]) -> None:
-        self.loader.load_state_dict(obj)
 
 
 class PackedLoader(DataLoader):
@@ -118,13 +93,14 @@ class PackedLoader(DataLoader):
         else:
             if not mixes:
                 raise ValueError(
-                    "PackedLoader needs mixes (a list of tier weights, mix 0 first) with a TierMixFactory"
+                    "PackedLoader needs mixes (a list of tier weights, mix 0 first) with a "
+                    "TierMixFactory"
                 )
             self.factory = source
             self.mixes = []
             self.set_mixes(mixes)
             first = source.build(self.mixes[0], 0)
-        super().__init__(_StateHook(self), batch_size=None)
+        super().__init__(StateHook(self), batch_size=None)
         self._datasets: dict[int, NoisedRecordStream] = {0: first}
         self.rows = rows
         self.seq_len = first.seq_len
@@ -153,7 +129,8 @@ class PackedLoader(DataLoader):
         change once its dataset exists."""
         if self.factory is None:
             raise ValueError(
-                "this PackedLoader was built with a single dataset; build it from a TierMixFactory to use several mixes"
+                "this PackedLoader was built with a single dataset; build it from a "
+                "TierMixFactory to use several mixes"
             )
         mixes = [dict(m) for m in mixes]
         if getattr(self, "_datasets", None) and mixes[0] != self.mixes[0]:
@@ -223,88 +200,16 @@ class PackedLoader(DataLoader):
         """
         from composer.utils import dist
 
-        version = obj.get("version") if obj else None
-        if version not in (2, FORMAT):
-            raise ValueError(
-                f"unrecognised data position in checkpoint (format {version}, expected {FORMAT}): "
-                "it was written by an older Stoicheia; load weights only (train.load_path with a new run_name)"
-            )
-        world = dist.get_world_size()
-        ranks = [PackPosition(**r) for r in obj["ranks"]]
-        saved_rows = obj.get("global_rows")
-        if saved_rows is not None and saved_rows != self.rows * world:
-            raise ValueError(
-                f"the checkpoint was trained with a batch of {saved_rows} rows per step; this run has "
-                f"{self.rows * world} ({world} process(es) x {self.rows} rows): set train.global_batch_rows={saved_rows} "
-                "(and leave train.grad_accum null) to resume with the same batch"
-            )
-        regions = [ElasticRegion(**r) for r in obj.get("regions", [])]
-        consumed = obj.get("consumed") or [[] for _ in ranks]
-        if len(ranks) == world:
-            if obj["records_per_batch"] != self.records_per_batch:
-                raise ValueError(
-                    f"checkpoint used data.records_per_batch={obj['records_per_batch']}, the config says "
-                    f"{self.records_per_batch}; keep it unchanged to resume"
-                )
-            rank = dist.get_global_rank()
-            self.resume(ranks[rank], ranks, obj.get("mixes"), regions=regions, taken=consumed[rank])
-            return
-        if version == 2:
-            raise ValueError(
-                f"the checkpoint was saved by {len(ranks)} processes in an older format that cannot move to {world}; "
-                f"resume it with {len(ranks)} processes"
-            )
-        plan = plan_elastic_resume(ranks, consumed, regions, obj["records_per_batch"])
-        log.info(
-            "[data] elastic resume %d -> %d processes at batch %d: stream epoch %d restarts at record %d; "
-            "%d records already trained on after it are skipped, of them %d in flight at the checkpoint "
-            "(partly trained, their rest dropped)",
-            len(ranks),
-            world,
-            plan.start.batch,
-            plan.start.epoch,
-            plan.start.sample_base,
-            plan.skipped,
-            plan.in_flight,
+        at = resume_point(
+            obj, dist.get_world_size(), dist.get_global_rank(), self.rows, self.records_per_batch
         )
-        self.resume(plan.start, [plan.start], obj.get("mixes"), regions=plan.regions, taken=[])
+        self.resume(at.own, at.ranks, at.mixes, regions=at.regions, taken=at.taken)
 
     def trim_taken(self, front: tuple[int, int]) -> None:
         """Forget the records taken before worker batch ``front = (epoch, record_batch)`` (no
         rank stands before it any more, so no elastic resume can need them)."""
         self.taken = [t for t in self.taken if (t[0], t[1]) >= front]
         self.regions = [r for r in self.regions if r.epoch >= front[0]]
-
-    def _warn_if_changed(self, start: PackPosition) -> None:
-        """Log a warning when a resumed position no longer means what it meant when saved."""
-        saved = self._saved_mixes
-        phase = self.phase_at(start.batch)
-        if phase != start.phase and not any(
-            first == start.batch and p == phase for first, p in self.schedule
-        ):
-            log.warning(
-                "[data] batch %d: the checkpoint was in tier mix %d, the schedule now gives mix %d (changed anneal "
-                "settings?): mix %d starts from its first record",
-                start.batch,
-                start.phase,
-                phase,
-                phase,
-            )
-        elif (
-            saved is not None
-            and self.factory is not None
-            and start.phase < len(saved)
-            and start.phase < len(self.mixes)
-        ):
-            if dict(saved[start.phase]) != self.mixes[start.phase]:
-                log.warning(
-                    "[data] batch %d: tier mix %d was %s when checkpointed and is %s now: the stream position is "
-                    "reused, so the records drawn differ from an uninterrupted run",
-                    start.batch,
-                    start.phase,
-                    saved[start.phase],
-                    self.mixes[start.phase],
-                )
 
     def dataset_of(self, phase: int) -> NoisedRecordStream:
         """The dataset of mix ``phase``, built on first use. Raises ``ValueError`` for a mix
@@ -316,58 +221,6 @@ class PackedLoader(DataLoader):
                 )
             self._datasets[phase] = self.factory.build(self.mixes[phase], phase)
         return self._datasets[phase]
-
-    def _records(
-        self, dataset: NoisedRecordStream, start: PackPosition, first_record_batch: int
-    ) -> Iterator[tuple[NoisedRecord, int, int, int]]:
-        """``(record, epoch, record_batch, item)`` from ``start`` on, over stream epochs."""
-        epoch = start.epoch
-        record_batch = first_record_batch
-        resuming = (start.epoch, start.record_batch, start.sample_base) != (0, 0, 0)
-        if resuming:
-            dataset.seek(start.epoch, first_record_batch, start.sample_base)
-        # streaming keeps the resume point in one shared-memory segment per node that every
-        # rank writes; a rank must not start reading before all have written it (a reader once
-        # found it still empty). Every rank starts this generator at the same batch.
-        self._barrier()
-        while True:
-            inner = DataLoader(
-                dataset,
-                batch_size=dataset.batch_size,
-                collate_fn=_list_collate,
-                num_workers=self.num_workers,
-                prefetch_factor=self.worker_prefetch,
-                persistent_workers=False,
-                # workers die with this process even when it is SIGKILLed, and leave SIGTERM
-                # (preemption) to it: see stoicheia.lifetime
-                worker_init_fn=functools.partial(worker_init, os.getpid())
-                if self.num_workers > 0
-                else None,
-            )
-            it = iter(inner)
-            got_any = False
-            try:
-                for records in it:
-                    got_any = True
-                    if record_batch >= start.record_batch or epoch > start.epoch:
-                        for i, record in enumerate(records):
-                            yield record, epoch, record_batch, i
-                    record_batch += 1
-            finally:
-                shutdown = getattr(it, "_shutdown_workers", None)
-                if shutdown is not None:
-                    shutdown()
-            if not got_any and not resuming:
-                raise RuntimeError(
-                    "the training streams yielded no record in a whole epoch; check data.epoch_size and the shards"
-                )
-            # Every rank must open the next epoch at the same step (streaming waits for all
-            # ranks of the node there): the packer resumes this generator when all are done.
-            yield EPOCH_END
-            resuming = False
-            dataset.seek_base = 0
-            epoch += 1
-            record_batch = 0
 
     def _pieces(
         self, start: PackPosition, first_record_batch: int
@@ -383,7 +236,14 @@ class PackedLoader(DataLoader):
             self.taken = []  # a new mix: records of the old one are no longer in question
         per_batch = dataset.batch_size * dataset.world_size()
         skip = [(r, set(r.keys)) for r in self.regions]
-        for got in self._records(dataset, start, first_record_batch):
+        records = epoch_records(
+            dataset,
+            start,
+            first_record_batch,
+            num_workers=self.num_workers,
+            prefetch_factor=self.worker_prefetch,
+        )
+        for got in records:
             if got is EPOCH_END:
                 yield EPOCH_END
                 continue
@@ -465,19 +325,13 @@ class PackedLoader(DataLoader):
                 queue.next_epoch()
                 if padded:
                     log.debug(
-                        "[data] rank waited %d batches (padding) for the other ranks to end the epoch",
+                        "[data] rank waited %d batches (padding) for the other ranks to end the "
+                        "epoch",
                         padded,
                     )
                 padded = 0
         finally:
             queue.pieces.close()
-
-    def _barrier(self) -> None:
-        """Collective: wait for every rank (nothing with one process)."""
-        import torch.distributed as tdist
-
-        if tdist.is_available() and tdist.is_initialized() and tdist.get_world_size() > 1:
-            tdist.barrier()
 
     def _all_ranks_done(self, done: bool) -> bool:
         """Collective (one per batch, on every rank): True when every rank has used up its
@@ -487,21 +341,12 @@ class PackedLoader(DataLoader):
         (``signal_source()``, the preemption plugin's signal number, 0 for none) into
         ``agreed_signal``: one collective per batch for both. The flags are CPU tensors; under
         NCCL they go through ``flag_group`` (a gloo group the builder makes), so reading them
-        never waits for the GPU's queued work (no host-device sync)."""
-        import torch.distributed as tdist
-
+        never waits for the GPU's queued work (no host-device sync): see
+        :func:`stoicheia.data.rank_flags.agree`."""
         signal = int(self.signal_source()) if self.signal_source is not None else 0
-        if not (tdist.is_available() and tdist.is_initialized()) or tdist.get_world_size() == 1:
-            self.agreed_signal = signal
-            return done
-        group = self.flag_group
-        on_gpu = group is None and tdist.get_backend() == "nccl"
-        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else None
-        flag = torch.tensor([0 if done else 1, signal], dtype=torch.int32, device=device)
-        tdist.all_reduce(flag, op=tdist.ReduceOp.MAX, group=group)
-        not_done, self.agreed_signal = (int(x) for x in flag.tolist())
-        self.collectives += 1
-        return not_done == 0
+        all_done, self.agreed_signal, ran = agree(done, signal, self.flag_group)
+        self.collectives += int(ran)
+        return all_done
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         if self._resume is not None:
@@ -513,7 +358,10 @@ class PackedLoader(DataLoader):
                 r.record_batch for r in ranks if (r.phase, r.epoch) == (start.phase, start.epoch)
             ]
             first_record_batch = min(same) if same else start.record_batch
-            self._warn_if_changed(start)
+            mixes = self.mixes if self.factory is not None else None
+            warn_if_changed(
+                start, self.phase_at(start.batch), self.schedule, self._saved_mixes, mixes
+            )
         else:
             start, first_record_batch = PackPosition(), 0
         self.position = dataclasses.replace(start)

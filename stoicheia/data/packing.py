@@ -172,7 +172,8 @@ class PieceQueue:
 
     def state_dict(self) -> dict[str, Any]:
         """What the loop holds (for inspection; the checkpointed position is the loader's
-        :class:`~stoicheia.data.position.PackPosition`): the pieces in flight and whether one is fetched ahead."""
+        :class:`~stoicheia.data.position.PackPosition`): the pieces in flight and whether one is
+        fetched ahead."""
         return {
             "positions": {k: [list(w), b, n] for k, (w, b, n) in self.positions.items()},
             "ahead": len(self.ahead),

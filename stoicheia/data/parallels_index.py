@@ -45,9 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.line_numbers import decode_lines
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import decode_planes, read_stats
+from stoicheia.data.shards import decode_planes
 from stoicheia.publish import write_failure
 
 #: the folder beside the tiers
@@ -160,8 +161,9 @@ def build_index(
                 work = str(s["work"])
                 if work in held_works or (tier, work) in dev_works:
                     raise IndexBuildError(
-                        f"{split}: record {s['id']!r} of {work!r} is in train, but stats.json holds that work "
-                        "out (a val work or a dev inscription): the shards are inconsistent; convert again"
+                        f"{split}: record {s['id']!r} of {work!r} is in train, but stats.json "
+                        "holds that work out (a val work or a dev inscription): the shards are "
+                        "inconsistent; convert again"
                     )
                 p = decode_planes(s)
                 chars = np.where(p.lacuna > 0, SEPARATOR, p.chars.astype(np.int16) + 1)

@@ -138,7 +138,9 @@ def plan_elastic_resume(
     Args:
         ranks: the saved :class:`PackPosition` of each old rank (all in one tier mix).
         consumed: per old rank, ``[epoch, record_batch, item, key]`` of the records it took
-            from the :func:`frontier` on (as :meth:`PackedLoader.state_dict <stoicheia.data.loader.PackedLoader.state_dict>` saves them).
+            from the :func:`frontier` on (as
+            :meth:`PackedLoader.state_dict <stoicheia.data.loader.PackedLoader.state_dict>`
+            saves them).
         regions: the skip regions still in force when the checkpoint was written (from an
             earlier elastic resume); they are kept.
         records_per_batch: the old ranks' worker batch size ``B``.

@@ -45,8 +45,8 @@ def index_samples(split_dir: Path) -> int:
             actual = (Path(split_dir) / name).stat().st_size
             if actual != size:
                 raise ValueError(
-                    f"{Path(split_dir) / name} has {actual} bytes, {index} says {size}: the shard is "
-                    "truncated or corrupt; re-run `stoicheia convert`"
+                    f"{Path(split_dir) / name} has {actual} bytes, {index} says {size}: the shard "
+                    "is truncated or corrupt; re-run `stoicheia convert`"
                 )
     return total
 

@@ -206,7 +206,8 @@ def retry_prefix_race(make: Callable[[], T], attempts: int = 5) -> T:
             if k == attempts - 1 or multi or not _SEGMENT.match(name):
                 raise
             log.warning(
-                "[data] streaming shared-memory prefix %s was taken by another process meanwhile; trying the next one",
+                "[data] streaming shared-memory prefix %s was taken by another process meanwhile; "
+                "trying the next one",
                 name,
             )
         finally:

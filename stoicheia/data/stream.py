@@ -6,7 +6,8 @@ into word-aligned pieces and noised (in the DataLoader workers). Its noise depen
 same pieces, and a record repeated by the tier mix is noised afresh each time.
 
 The data position (which record, piece and slot comes next) is not kept here: the packer
-(:class:`stoicheia.data.loader.PackedLoader`) owns it and seeks a dataset with :meth:`NoisedRecordStream.seek`.
+(:class:`stoicheia.data.loader.PackedLoader`) owns it and seeks a dataset with
+:meth:`NoisedRecordStream.seek`.
 :class:`TierMixFactory` builds one dataset per tier mix (the base mix and each anneal phase).
 """
 
@@ -54,7 +55,8 @@ def make_streams(
     active = {t: float(w) for t, w in tier_weights.items() if w > 0}
     if not active:
         raise ValueError(
-            f"every tier weight is 0: {dict(tier_weights)}; give at least one tier a positive weight"
+            f"every tier weight is 0: {dict(tier_weights)}; give at least one tier a positive "
+            "weight"
         )
     total = sum(active.values())
     streams = []
@@ -96,9 +98,10 @@ def fetch_remote_stats(remote: str, local_cache: str | Path) -> Path:
     except Exception as err:
         tmp.unlink(missing_ok=True)
         raise FileNotFoundError(
-            f"cannot read {source} ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}): data.remote must hold "
-            "the whole output folder of `stoicheia convert` (stats.json and TIER/SPLIT/ shards); check the URI, S3_ENDPOINT_URL "
-            "and the credentials in the job's environment"
+            f"cannot read {source} ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}): data.remote must hold the whole "
+            "output folder of `stoicheia convert` (stats.json and TIER/SPLIT/ shards); check the "
+            "URI, S3_ENDPOINT_URL and the credentials in the job's environment"
         ) from None
     os.replace(tmp, folder / "stats.json")
     return folder

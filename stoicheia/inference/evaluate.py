@@ -364,7 +364,7 @@ def load_records(
     :class:`stoicheia.sources.SourceError` for a file the readers cannot read.
     """
     from stoicheia.data.eval_sets import read_text_records
-    from stoicheia.data.shards import index_samples
+    from stoicheia.data.shard_index import index_samples
 
     if max_records is not None and max_records < 1:
         raise ValueError(

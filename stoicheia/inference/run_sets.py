@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
+from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
 from stoicheia.data.eval_batches import build_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
-from stoicheia.data.shards import mixture_unigram_entropy, read_stats
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.model.metrics import eval_metrics, update_metric
 
@@ -65,7 +65,7 @@ def run_eval_sets(model: LoadedModel, shard_root: str | Path) -> dict[str, dict[
 
 def run_unigram_bits(config: dict[str, Any], shard_root: str | Path) -> float | None:
     """The letter-unigram entropy of the run's training mix in bits per letter: the one
-    definition (:func:`stoicheia.data.shards.mixture_unigram_entropy` of ``stats.json`` under
+    definition (:func:`stoicheia.data.corpus_stats.mixture_unigram_entropy` of ``stats.json`` under
     the run's ``data.tier_weights``) that the training console, ``report``, the model card and
     ``evaluate`` print. ``None`` if ``shard_root`` has no ``stats.json`` or the config no tier
     weights."""

@@ -26,7 +26,8 @@ def add_serve_parser(sub: argparse._SubParsersAction, model_args: object) -> Non
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1: this computer only; 0.0.0.0 opens it to the network)",
+        help="address to listen on (default 127.0.0.1: this computer only; 0.0.0.0 opens it "
+        "to the network)",
     )
     p.add_argument(
         "--port",
@@ -54,7 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else (err.strerror or str(err))
         )
         print(
-            f"stoicheia serve: error: cannot listen on {args.host}:{args.port} ({why}); give another --port or --host",
+            f"stoicheia serve: error: cannot listen on {args.host}:{args.port} ({why}); "
+            "give another --port or --host",
             file=sys.stderr,
         )
         return 2
@@ -73,7 +75,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(model)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(
-        f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ (API schema: /openapi.json); Ctrl-C stops",
+        f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ "
+        "(API schema: /openapi.json); Ctrl-C stops",
         flush=True,
     )
     # uvicorn's h11 protocol, made to answer a client that half-closes after its request

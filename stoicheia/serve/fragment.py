@@ -9,11 +9,13 @@ lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoichei
 ``[καὶ]`` kept               ``<supplied reason="lost">καὶ</supplied>`` (re-predicted: as a lacuna)
 ``α̣``                       ``<unclear>α</unclear>`` (the model's letter; ``cert="low"
                             resp="#stoicheia"`` when it differs from the reading)
-``⟨ ⟩`` ``⟦ ⟧`` ``{ }``       ``<supplied reason="omitted">``, ``<del rend="erasure">``, ``<surplus>``
+``⟨ ⟩`` ``⟦ ⟧`` ``{ }``       ``<supplied reason="omitted">``, ``<del rend="erasure">``,
+                            ``<surplus>``
 ``⸢ ⸣``                     ``<supplied reason="undefined" evidence="previouseditor">``
 ``α(ὐτοῦ)``                 ``α<ex>ὐτοῦ</ex>`` (inside ``<expan><abbr>``: left to the editor)
 ``vac.`` ``vac. 3``          ``<space extent="unknown" unit="character"/>``, ``<space quantity="3"
-                            unit="character"/>`` (an uninscribed space; ``vac. ca. 3``: ``precision="low"``)
+                            unit="character"/>`` (an uninscribed space; ``vac. ca. 3``:
+                            ``precision="low"``)
 ``(?)`` ``(!)`` ``(sic)``    ``<note>`` holding the remark
 a new line, ``|``            ``<lb n="N"/>`` (``|`` between two letters, no blank either side:
                             ``<lb n="N" break="no"/>``, the word runs on)
@@ -166,7 +168,8 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
     )
     at = 0
     for seg in parse_leiden(text):
-        # characters between segments are the [ ] of a lacuna or supplement: the element replaces them
+        # characters between segments are the [ ] of a lacuna or supplement: the element
+        # replaces them
         if seg.start > at:
             between = re.sub(
                 r"\[\s*|\s*\]", "", text[at : seg.start]

@@ -12,12 +12,13 @@ closes the connection once that answer is sent (nothing more can come in on it).
 A client that has really gone (the page's Cancel, a client's time-out, a killed client) looks
 the same at that moment: its end of input is the same FIN. What tells them apart is writing:
 a closed socket answers with a reset. So while such a request runs, :data:`FIRST_PROBE_S`
-after the end of input and then every :data:`PROBE_S` seconds, the protocol writes an interim response ``HTTP/1.1 102 Processing``
-(a 1xx response, which RFC 9110 §15.2 requires an HTTP/1.1 client to read and skip before the
-final one; never sent to an HTTP/1.0 client, which the RFC forbids) and reads the socket's
+after the end of input and then every :data:`PROBE_S` seconds, the protocol writes an interim
+response ``HTTP/1.1 102 Processing`` (a 1xx response, which RFC 9110 §15.2 requires an
+HTTP/1.1 client to read and skip before the final one; never sent to an HTTP/1.0 client, which
+the RFC forbids) and reads the socket's
 pending error shortly after: a reset there (``SO_ERROR``) is a client that has gone, and the
 connection is dropped as uvicorn drops any lost connection, so the application's
-``Request.is_disconnected`` turns true and the decoding stops (:mod:`stoicheia.serve.app`).
+``Request.is_disconnected`` turns true and the decoding stops (:mod:`stoicheia.serve.jobs`).
 A half-closed HTTP/1.0 client is answered, but its leaving is noticed only at the answer.
 """
 

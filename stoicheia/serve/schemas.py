@@ -1,5 +1,6 @@
 """Request and response bodies of the restoration server's JSON API (pydantic models; FastAPI
-publishes them as the OpenAPI schema at ``/openapi.json``, served locally; FastAPI's ``/docs`` page is off because it loads Swagger UI from a CDN).
+publishes them as the OpenAPI schema at ``/openapi.json``, served locally; FastAPI's ``/docs``
+page is off because it loads Swagger UI from a CDN).
 
 The response is the restore result JSON of ``stoicheia restore --json`` (every field of
 :meth:`~stoicheia.inference.restore.RestoreResult.to_json`, nothing dropped; see
@@ -25,7 +26,7 @@ class RestoreRequest(BaseModel):
     Strict types (pydantic ``strict``): ``"top_k": true`` or ``"respace": "yes"`` are refused
     with the field and the type it must be, not read as 1 or True; an integer is taken for
     ``about_margin`` (JSON does not tell 1 from 1.0). The text has no length limit of its own:
-    the request body's (256 KiB, ``stoicheia.serve.app.MAX_JSON_BYTES``) is the only one, as
+    the request body's (256 KiB, ``stoicheia.serve.body_limit.MAX_JSON_BYTES``) is the only one, as
     ``stoicheia restore`` has none (a 50,000-letter text, 117 KB, is restored window by
     window)."""
 
@@ -153,8 +154,8 @@ class RestoreResponse(BaseModel):
     )
     respaced: list[str] | None = Field(
         None,
-        description="with respace: each restoration as the model writes it (word division, accents, "
-        "capitals, punctuation from its heads; restored letters in [ ]), else null",
+        description="with respace: each restoration as the model writes it (word division, "
+        "accents, capitals, punctuation from its heads; restored letters in [ ]), else null",
     )
 
 

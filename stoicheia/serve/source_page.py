@@ -45,7 +45,8 @@ def add_source_routes(app: FastAPI, model: Any) -> None:
             f"<p class='muted'>{html.escape(src.tier)} · {html.escape(src.work)}{link} · "
             "training text of the model (parallels index)</p>"
             f"<p class='greek source'>{'… ' if lo > r0 else ''}{html.escape(before)}"
-            f"<mark>{html.escape(mid)}</mark>{html.escape(after)}{' …' if hi < r1 else ''}</p></main>"
+            f"<mark>{html.escape(mid)}</mark>{html.escape(after)}"
+            f"{' …' if hi < r1 else ''}</p></main>"
         )
         return HTMLResponse(body)
 

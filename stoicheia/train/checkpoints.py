@@ -118,7 +118,8 @@ def repair_checkpoint_folder(folder: Path, first_save: int | None = None) -> lis
                 break
             newest_bad = max(newest_bad or 0, batch)
             why = (
-                f"incomplete checkpoint (lacks {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''})"
+                "incomplete checkpoint (lacks "
+                f"{', '.join(missing[:3])}{'...' if len(missing) > 3 else ''})"
                 if missing
                 else "unreadable checkpoint"
             )
@@ -132,8 +133,8 @@ def repair_checkpoint_folder(folder: Path, first_save: int | None = None) -> lis
                 problems.append(f"rank {rank}: newest incomplete checkpoint at batch {newest_bad}")
             elif newest_bad is not None:
                 actions.append(
-                    f"rank {rank}: no complete checkpoint; the only one written (batch {newest_bad}) was incomplete: "
-                    "the run starts from batch 0"
+                    f"rank {rank}: no complete checkpoint; the only one written (batch "
+                    f"{newest_bad}) was incomplete: the run starts from batch 0"
                 )
             continue
         if not link.is_symlink() or os.readlink(link) != newest_ok.name:
@@ -145,9 +146,10 @@ def repair_checkpoint_folder(folder: Path, first_save: int | None = None) -> lis
         log.warning("[checkpoint] repair: %s", a)
     if problems:
         raise CheckpointError(
-            f"no complete checkpoint in {folder} ({'; '.join(problems)}; the broken files are in {folder / 'corrupt'}): "
-            "the run cannot resume, and starting it from scratch would lose its training. To start over anyway, "
-            f"move {folder} away (or use another run_name); to continue from another checkpoint, give it as "
-            "train.load_path with a new run_name"
+            f"no complete checkpoint in {folder} ({'; '.join(problems)}; the broken files are in "
+            f"{folder / 'corrupt'}): the run cannot resume, and starting it from scratch would "
+            f"lose its training. To start over anyway, move {folder} away (or use another "
+            "run_name); to continue from another checkpoint, give it as train.load_path with a "
+            "new run_name"
         )
     return actions

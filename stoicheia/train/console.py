@@ -46,7 +46,7 @@ def eval_lines(
 ) -> list[str]:
     """The console lines of one evaluation at batch ``step``: one per set (``holdout``,
     ``dev``), ``set/metric value`` pairs, the last line followed by the letter-unigram entropy
-    of the training mix (:func:`stoicheia.data.shards.mixture_unigram_entropy`, in bits: the
+    of the training mix (:func:`stoicheia.data.corpus_stats.mixture_unigram_entropy`, in bits: the
     baseline ``bits_per_char`` must beat) when known. The training console and ``stoicheia
     evaluate`` print the same lines."""
     import math

@@ -48,13 +48,15 @@ def read_decision_metric(state: State, key: str) -> float | None:
     if metrics is None or name not in metrics:
         have = [f"{lab}/{m}" for lab, ms in state.eval_metrics.items() for m in ms]
         raise KeyError(
-            f"decision metric {key!r} is not evaluated; evaluated metrics: {', '.join(have)} (train.decide_on)"
+            f"decision metric {key!r} is not evaluated; evaluated metrics: {', '.join(have)} "
+            "(train.decide_on)"
         )
     return float(metrics[name].compute())
 
 
 def from_rank0(obj: Any) -> Any:
-    """Rank 0's ``obj`` on every rank (``dist.broadcast_object_list``; identity with one process)."""
+    """Rank 0's ``obj`` on every rank (``dist.broadcast_object_list``; identity with one
+    process)."""
     from composer.utils import dist
 
     if dist.get_world_size() == 1:

@@ -89,7 +89,8 @@ class StoreFolder:
         p = urlparse(uri)
         if p.scheme not in SCHEMES:
             raise StoreError(
-                f"{uri}: unsupported object store {p.scheme!r}; use one of {', '.join(s + '://' for s in SCHEMES)} or a local path"
+                f"{uri}: unsupported object store {p.scheme!r}; use one of "
+                f"{', '.join(s + '://' for s in SCHEMES)} or a local path"
             )
         if not p.hostname:
             raise StoreError(
@@ -133,8 +134,9 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
     if bex is not None:
         if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
             return (
-                f"no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, "
-                "~/.aws/credentials) in the job's environment; credentials are never read from the YAML"
+                f"no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+                "AWS_PROFILE, ~/.aws/credentials) in the job's environment; credentials are never "
+                "read from the YAML"
             )
         code = None
         if isinstance(err, bex.ClientError):
@@ -147,8 +149,8 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
         if code is not None:
             if code == "NoSuchBucket":
                 return (
-                    f"the bucket {folder.bucket!r} does not exist at {endpoint}: create it (e.g. `aws s3 mb s3://{folder.bucket}`) "
-                    "or correct the bucket in the URI"
+                    f"the bucket {folder.bucket!r} does not exist at {endpoint}: create it (e.g. "
+                    f"`aws s3 mb s3://{folder.bucket}`) or correct the bucket in the URI"
                 )
             if code in (
                 "InvalidAccessKeyId",
@@ -160,13 +162,17 @@ def describe_error(err: BaseException, folder: StoreFolder) -> str:
                 "AllAccessDisabled",
             ):
                 return (
-                    f"the object store refused the credentials for {where} ({code}): check AWS_ACCESS_KEY_ID, "
-                    "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (or AWS_PROFILE) in the job's environment, and that this key "
-                    "may read and write that prefix"
+                    f"the object store refused the credentials for {where} ({code}): check "
+                    "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (or "
+                    "AWS_PROFILE) in the job's environment, and that this key may read and write "
+                    "that prefix"
                 )
             return f"the object store answered {code or 'an error'} for {where}: {err}"
         if isinstance(err, (bex.EndpointConnectionError, bex.ConnectionError)):
-            return f"cannot reach the object store at {endpoint} for {where} ({type(err).__name__}): check S3_ENDPOINT_URL and the network"
+            return (
+                f"cannot reach the object store at {endpoint} for {where} "
+                f"({type(err).__name__}): check S3_ENDPOINT_URL and the network"
+            )
     if isinstance(err, FileNotFoundError):
         return f"{where}: {err}"
     return f"{where}: {type(err).__name__}: {err}"
@@ -204,8 +210,8 @@ def check_local_folder(folder: Path, what: str) -> None:
         probe.unlink()
     except OSError as err:
         raise StoreError(
-            f"{what} {folder} is not writable ({err.strerror or err}): choose a folder this job may write "
-            "(set train.save_folder), or fix the folder's permissions"
+            f"{what} {folder} is not writable ({err.strerror or err}): choose a folder this job "
+            "may write (set train.save_folder), or fix the folder's permissions"
         ) from None
 
 
@@ -286,13 +292,15 @@ def prune_checkpoints(store, folder: StoreFolder, keep: int, latest: str | None)
             gone.append(name)
         except Exception as err:
             log.warning(
-                "[store] could not delete the old checkpoint %s (%s); it stays until the next checkpoint",
+                "[store] could not delete the old checkpoint %s (%s); it stays until the next "
+                "checkpoint",
                 folder.uri(name),
                 describe_error(err, folder),
             )
     if gone:
         log.info(
-            "[store] removed %d old checkpoint(s) from %s (train.save_num_checkpoints_to_keep=%d): %s",
+            "[store] removed %d old checkpoint(s) from %s (train.save_num_checkpoints_to_keep=%d): "
+            "%s",
             len(gone),
             folder.uri(),
             keep,
@@ -387,7 +395,8 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
             tmp.unlink(missing_ok=True)
             bad.append(folder.uri(name))
             log.warning(
-                "[store] %s is incomplete or corrupt: it is not loaded (it stays in the store); trying the previous checkpoint",
+                "[store] %s is incomplete or corrupt: it is not loaded (it stays in the store); "
+                "trying the previous checkpoint",
                 folder.uri(name),
             )
             continue
@@ -403,11 +412,13 @@ def restore_run(folder: StoreFolder, run_folder: Path) -> str | None:
         return name
     if local < 0:
         raise StoreError(
-            f"no complete checkpoint in {folder.uri()}: every one is incomplete or corrupt ({', '.join(bad)}); "
-            "delete those objects to start the run over, or set train.load_path to a good checkpoint"
+            f"no complete checkpoint in {folder.uri()}: every one is incomplete or corrupt "
+            f"({', '.join(bad)}); delete those objects to start the run over, or set "
+            "train.load_path to a good checkpoint"
         )
     log.warning(
-        "[store] the store's newer checkpoints are corrupt (%s); resuming from the local one at batch %d",
+        "[store] the store's newer checkpoints are corrupt (%s); resuming from the local one at "
+        "batch %d",
         ", ".join(bad),
         local,
     )

@@ -53,7 +53,10 @@ class RunCurves:
     unigram_bits: float | None = None
 
 
-_RUN_FOLDER_HINT = "give the run folder (train.save_folder, or runs/RUN_NAME when checkpoints go to an object store)"
+_RUN_FOLDER_HINT = (
+    "give the run folder (train.save_folder, or runs/RUN_NAME when checkpoints go to an "
+    "object store)"
+)
 
 
 def _read_log(path: Path) -> tuple[list[Any], int, str | None]:
@@ -86,7 +89,8 @@ def _read_log(path: Path) -> tuple[list[Any], int, str | None]:
         return (
             [],
             0,
-            f"{path} is not a JSONL log ({len(data):,} bytes, no line of JSON): not a log this project writes",
+            f"{path} is not a JSONL log ({len(data):,} bytes, no line of JSON): not a log this "
+            "project writes",
         )
     return values, bad, None
 
@@ -125,14 +129,16 @@ def read_curves(folder: str | Path) -> RunCurves:
                 problems.append(whole)
             elif path.exists():
                 problems.append(
-                    f"{path}: none of its lines is a JSON record with a step, not a log this project writes"
+                    f"{path}: none of its lines is a JSON record with a step, not a log this "
+                    "project writes"
                 )
         if problems:
             raise ValueError(f"nothing to draw: {'; '.join(problems)}; {_RUN_FOLDER_HINT}")
         raise ValueError(f"{folder} holds no metrics.jsonl nor evals.jsonl: {_RUN_FOLDER_HINT}")
     if bad or len(usable) < len(rows):
         log.warning(
-            "%s: %d line(s) left out: %d not JSON (a line cut by a kill is expected), %d without a step",
+            "%s: %d line(s) left out: %d not JSON (a line cut by a kill is expected), %d without a "
+            "step",
             metrics_path,
             bad + len(rows) - len(usable),
             bad,
@@ -180,7 +186,7 @@ def read_curves(folder: str | Path) -> RunCurves:
 
 
 def _unigram_bits(folder: Path) -> float | None:
-    from stoicheia.data.shards import mixture_unigram_entropy, read_stats
+    from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
 
     cfg_file = folder / "config.json"
     if not cfg_file.exists():
@@ -299,12 +305,14 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Pat
         cells = "".join(f"<td>{v:.4f}</td>" for _, (_, v) in sorted(last.items()))
         heads = "".join(f"<th>{html.escape(m)}</th>" for m in sorted(last))
         rows.append(
-            f"<h3>{html.escape(name)} (step {step})</h3><table><tr>{heads}</tr><tr>{cells}</tr></table>"
+            f"<h3>{html.escape(name)} (step "
+            f"{step})</h3><table><tr>{heads}</tr><tr>{cells}</tr></table>"
         )
     marks = []
     if curves.anneal_start is not None:
         marks.append(
-            f"<li>anneal start: step {curves.anneal_start} ({html.escape(str(curves.anneal_reason))})</li>"
+            f"<li>anneal start: step {curves.anneal_start} "
+            f"({html.escape(str(curves.anneal_reason))})</li>"
         )
     marks += [f"<li>tier-mix phase {ph} from step {s}</li>" for s, ph in curves.phase_switches]
     last_step = curves.steps[-1] if curves.steps else None
@@ -316,7 +324,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Pat
         f"<h1>Run {html.escape(curves.folder.name)}</h1><p>{len(curves.steps)} steps logged"
         + (f", last step {last_step}" if last_step is not None else "")
         + f".</p><ul>{''.join(marks) or '<li>no anneal yet</li>'}</ul>"
-        f"<h2>Last held-out evaluation</h2>{''.join(rows) or '<p>none yet</p>'}"
-        f"<h2>Curves</h2><img src='{png.name}' alt='training curves' style='max-width:100%'></body></html>\n",
+        f"<h2>Last held-out evaluation</h2>{''.join(rows) or '<p>none yet</p>'}<h2>Curves</h2><img "
+        f"src='{png.name}' alt='training curves' style='max-width:100%'></body></html>\n",
     )
     return png, page

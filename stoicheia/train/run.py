@@ -72,7 +72,8 @@ def main(argv: list[str]) -> int:
     if len(argv) < 1 or argv[0] in ("-h", "--help"):
         print(__doc__)
         return ExitCode.OK if argv else ExitCode.CONFIG
-    ignore_file_size_signal()  # past `ulimit -f` a save fails with EFBIG and is reported (no core dump)
+    # past `ulimit -f` a save fails with EFBIG and is reported (no core dump)
+    ignore_file_size_signal()
     try:
         cfg = load_config(argv[0], argv[1:])
     except ConfigError as err:
@@ -134,7 +135,8 @@ def run(cfg: RunConfig) -> ExitCode:
         KeyboardInterrupt
     ):  # Ctrl-C before the preemption plugin's handler is installed (or after fit)
         _error(
-            "interrupted (Ctrl-C) outside a training batch: nothing new to save; run the same command to resume"
+            "interrupted (Ctrl-C) outside a training batch: nothing new to save; run the same "
+            "command to resume"
         )
         return ExitCode.INTERRUPTED
 
@@ -250,11 +252,14 @@ def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:
         dropped = sum(run_files.DROPPED_LOG_LINES.values())
         what = f"{err.path} not saved ({err.cause})" if isinstance(err, WriteError) else str(err)
         print(
-            f"train.py: {what}; the run stopped at batch {int(built.trainer.state.timestamp.batch)}: "
+            f"train.py: {what}; the run stopped at batch "
+            f"{int(built.trainer.state.timestamp.batch)}: "
             + (
-                f"{err.fix}, then run the same command to resume from {built.run_folder / last_good}"
+                f"{err.fix}, then run the same command to resume from "
+                f"{built.run_folder / last_good}"
                 if last_good
-                else f"no checkpoint was saved yet: {err.fix}, then run the same command to start again"
+                else f"no checkpoint was saved yet: {err.fix}, then run the same command to "
+                "start again"
             )
             + (f" ({dropped} log lines could not be written either)" if dropped else ""),
             file=sys.stderr,
@@ -304,7 +309,8 @@ def fit_run(built: Built) -> bool:
     done_at = int(state.timestamp.batch)
     if state.max_duration is not None and done_at >= int(state.max_duration.value):
         raise ValueError(
-            f"run {state.run_name!r} is at batch {done_at} = train.max_steps but its anneal has not ended "
+            f"run {state.run_name!r} is at batch {done_at} = train.max_steps but its anneal has "
+            "not ended "
             f"(it ends at batch {built.control.anneal_end}): raise train.max_steps to continue"
         )
     built.control.check_fits()

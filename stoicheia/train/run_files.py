@@ -151,8 +151,8 @@ def read_json(folder: Path, name: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
     fix = (
-        "it is a copy of state kept in the checkpoints: restore it, or delete it "
-        "(a complete.json or best.json is written again by the next run of the same command; anneal.json is not)"
+        "it is a copy of state kept in the checkpoints: restore it, or delete it (a complete.json "
+        "or best.json is written again by the next run of the same command; anneal.json is not)"
     )
     try:
         value = json.loads(path.read_text(encoding="utf-8"))

@@ -65,9 +65,10 @@ def collective_write(
     If it fails for want of space or past a size limit (:func:`~stoicheia.publish.write_failure`)
     and ``before_barrier()`` says the failure came before Composer's barrier that ends the
     write, the half-written ``partial`` is removed and this rank meets the others at that
-    barrier (a failure after it, an upload's staging copy say, leaves the whole file); then every rank raises
-    :class:`CheckpointNotSaved` with the failing rank's one line. Other exceptions propagate
-    as they are. Every rank must call it (it ends with one ``all_gather_object``)."""
+    barrier (a failure after it, an upload's staging copy say, leaves the whole file); then
+    every rank raises :class:`CheckpointNotSaved` with the failing rank's one line. Other
+    exceptions propagate as they are. Every rank must call it (it ends with one
+    ``all_gather_object``)."""
     failure: str | None = None
     result: T | None = None
     try:

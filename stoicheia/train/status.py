@@ -92,9 +92,15 @@ def checkpoint_problem(path: Path) -> str | None:
         return f"{path.name} is not a file"
     missing = missing_records(path)
     if missing is None:
-        return f"{path.name} is truncated or not a checkpoint ({path.stat().st_size:,} bytes; it cannot be loaded)"
+        return (
+            f"{path.name} is truncated or not a checkpoint ({path.stat().st_size:,} bytes; it "
+            "cannot be loaded)"
+        )
     if missing:
-        return f"{path.name} is incomplete (lacks {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}; it cannot be loaded)"
+        more = "..." if len(missing) > 3 else ""
+        return (
+            f"{path.name} is incomplete (lacks {', '.join(missing[:3])}{more}; it cannot be loaded)"
+        )
     return None
 
 
@@ -303,11 +309,13 @@ def _anneal_lines(facts: dict[str, Any]) -> list[str]:
     step, planned, reason = a.get("step"), a.get("planned_start"), a.get("reason")
     when = _WHY.get(reason, str(reason))
     if isinstance(step, int) and isinstance(planned, int) and step != planned:
-        when += f", {abs(planned - step)} batches {'before' if step < planned else 'after'} the planned start {planned}"
+        side = "before" if step < planned else "after"
+        when += f", {abs(planned - step)} batches {side} the planned start {planned}"
     elif reason != "planned" and planned is not None:
         when += f", at the planned start {planned}"
     lines = [
-        f"anneal: started at step {step} ({reason}: {when}; cap {a.get('cap')}), decay ends at step {a.get('end')}"
+        f"anneal: started at step {step} ({reason}: {when}; cap {a.get('cap')}), decay ends at "
+        f"step {a.get('end')}"
     ]
     evals = a.get("evaluations") or []
     if evals:
@@ -345,7 +353,8 @@ def format_status(facts: dict[str, Any]) -> list[str]:
     best = facts.get("best")
     if best:
         lines.append(
-            f"best: step {best.get('step')}, {best.get('metric')} {_num(best.get('value'))} ({best.get('file')})"
+            f"best: step {best.get('step')}, {best.get('metric')} {_num(best.get('value'))} "
+            f"({best.get('file')})"
         )
     else:
         lines.append("best: none yet")

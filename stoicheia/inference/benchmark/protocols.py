@@ -108,7 +108,7 @@ def read_dev_texts(
     Raises :class:`BenchmarkError` when ``stats.json`` lists no inscription dev set (convert
     with ``--inscription-dev-digit 4``) or an EpiDoc file listed there is missing.
     """
-    from stoicheia.data.shards import read_stats
+    from stoicheia.data.corpus_stats import read_stats
     from stoicheia.sources import EpiDocOptions, read_source
     from stoicheia.text.filter import normalise_record
 

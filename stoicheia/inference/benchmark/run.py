@@ -337,7 +337,7 @@ def benchmark(
     (with ``twin_threshold``), "bootstrap": {...} (with ``bootstrap``)}``. Raises
     :class:`~.protocols.BenchmarkError` (no dev set, a missing EpiDoc file, an
     unknown protocol, no gap at all)."""
-    from stoicheia.data.shards import read_stats
+    from stoicheia.data.corpus_stats import read_stats
     from stoicheia.inference.benchmark.protocols import BenchmarkError
     from stoicheia.inference.benchmark.views import add_views
     from stoicheia.text.encode import encode_text

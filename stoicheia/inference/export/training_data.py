@@ -147,7 +147,7 @@ def _sources(root: Path) -> dict[str, list[str]]:
     record's ``source``, for EpiDoc records with the collection its work names
     (:data:`EPIDOC_COLLECTIONS`), e.g. ``epidoc:isicily``."""
     from stoicheia.data.eval_sets import local_val_dataset
-    from stoicheia.data.shards import index_samples
+    from stoicheia.data.shard_index import index_samples
 
     found: dict[str, set[str]] = {}
     for tier_dir in sorted(p for p in root.iterdir() if p.is_dir()):

@@ -108,7 +108,8 @@ class GradientGuard(Algorithm):
             self.skipped += 1
             self.consecutive += 1
             log.warning(
-                "[guard] batch %d: non-finite gradient norm, update skipped (%d in a row, %d in all)",
+                "[guard] batch %d: non-finite gradient norm, update skipped (%d in a row, %d in "
+                "all)",
                 step,
                 self.consecutive,
                 self.skipped,
@@ -152,7 +153,8 @@ class GradientGuard(Algorithm):
             return
         if new:
             log.warning(
-                "[guard] batches %d-%d: %d non-finite gradient norm(s), update(s) skipped (%d in a row, %d in all)",
+                "[guard] batches %d-%d: %d non-finite gradient norm(s), update(s) skipped (%d in a "
+                "row, %d in all)",
                 max(1, step - self.log_every + 1),
                 step,
                 new,
@@ -164,9 +166,10 @@ class GradientGuard(Algorithm):
     def _check_diverged(self, step: int) -> None:
         if self.max_consec_skips and self.consecutive >= self.max_consec_skips:
             raise TrainingDiverged(
-                f"{self.consecutive} consecutive non-finite gradients up to batch {step}: the run diverged. "
-                "No checkpoint of this state was written; lower train.lr (or raise train.warmup_frac) and "
-                "run the same command again to resume from the last good checkpoint"
+                f"{self.consecutive} consecutive non-finite gradients up to batch {step}: the run "
+                "diverged. No checkpoint of this state was written; lower train.lr (or raise "
+                "train.warmup_frac) and run the same command again to resume from the last good "
+                "checkpoint"
             )
 
     def state_dict(self) -> dict[str, Any]:

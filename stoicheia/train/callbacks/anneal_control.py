@@ -107,7 +107,8 @@ class AnnealControl(Callback):
                 else f"{step - planned} batches after"
             ) + f" the planned start {planned}"
         log.info(
-            "[anneal] step %d: anneal starts (%s, %s); the decay runs %d batches, the run ends at batch %d",
+            "[anneal] step %d: anneal starts (%s, %s); the decay runs %d batches, the run ends at "
+            "batch %d",
             step,
             reason,
             when,
@@ -137,7 +138,8 @@ class AnnealControl(Callback):
             # switched off mid-run): anneal from here, not from a batch already trained
             self.decide(step, "planned")
         log.info(
-            "[run] step %d: schedule: warmup %d, planned anneal start %d, decay %d batches, %s, max_steps %d",
+            "[run] step %d: schedule: warmup %d, planned anneal start %d, decay %d batches, %s, "
+            "max_steps %d",
             step,
             shape.warmup_steps,
             shape.planned_anneal_start,
@@ -184,8 +186,9 @@ class AnnealControl(Callback):
         stop in the middle of its decay)."""
         if self.decided and not self.complete and self.anneal_end > self.max_steps:
             raise ValueError(
-                f"the anneal started at batch {self.anneal_start} and its decay of {self.shape.decay_steps} batches ends at "
-                f"batch {self.anneal_end}, after train.max_steps={self.max_steps}: raise train.max_steps to at least "
+                f"the anneal started at batch {self.anneal_start} and its decay of "
+                f"{self.shape.decay_steps} batches ends at batch {self.anneal_end}, after "
+                f"train.max_steps={self.max_steps}: raise train.max_steps to at least "
                 f"{self.anneal_end} (or shorten train.decay_frac)"
             )
 

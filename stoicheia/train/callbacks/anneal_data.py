@@ -26,7 +26,8 @@ def check_phases(phases: Any) -> list[tuple[float, dict[str, float]]]:
     Raises ``ValueError`` naming the bad entry."""
     if not isinstance(phases, (list, tuple)) or not phases:
         raise ValueError(
-            f"anneal_data.phases must be a non-empty list of [end_fraction, {{tier: weight}}], got {phases!r}"
+            "anneal_data.phases must be a non-empty list of [end_fraction, {tier: weight}], got "
+            f"{phases!r}"
         )
     out: list[tuple[float, dict[str, float]]] = []
     last = 0.0
@@ -42,13 +43,15 @@ def check_phases(phases: Any) -> list[tuple[float, dict[str, float]]]:
         end, mix = float(entry[0]), {str(t): float(w) for t, w in entry[1].items()}
         if not last < end <= 1.0:
             raise ValueError(
-                f"anneal_data.phases[{k}]: end fraction {end} must be in ({last}, 1.0] (fractions of the decay window, increasing)"
+                f"anneal_data.phases[{k}]: end fraction {end} must be in ({last}, 1.0] (fractions "
+                "of the decay window, increasing)"
             )
         if not all(math.isfinite(w) for w in mix.values()):
             raise ValueError(f"anneal_data.phases[{k}]: weights must be finite numbers, got {mix}")
         if any(w < 0 for w in mix.values()) or not any(w > 0 for w in mix.values()):
             raise ValueError(
-                f"anneal_data.phases[{k}]: weights must be >= 0 with at least one positive, got {mix}"
+                f"anneal_data.phases[{k}]: weights must be >= 0 with at least one positive, got "
+                f"{mix}"
             )
         out.append((end, mix))
         last = end
@@ -95,7 +98,8 @@ class AnnealData(Callback):
                     loader.factory.check(mix)
             except (FileNotFoundError, ValueError) as err:
                 raise ValueError(
-                    f"anneal_data.phases[{k}] {mix} cannot be read: {str(err).split(': ', 1)[0]}; remove that tier from "
+                    f"anneal_data.phases[{k}] {mix} cannot be read: {str(err).split(': ', 1)[0]}; "
+                    "remove that tier from "
                     "the phase (callbacks.anneal_data.phases) or convert shards for it"
                 ) from err
         loader.set_mixes([dict(tier_weights), *(mix for _, mix in self.phases)])
@@ -127,7 +131,8 @@ class AnnealData(Callback):
         phase = self.loader.position.phase
         if phase != self.phase_at(step):
             raise RuntimeError(
-                f"the packer is in tier mix {phase} at batch {step}, the schedule says {self.phase_at(step)}"
+                f"the packer is in tier mix {phase} at batch {step}, the schedule says "
+                f"{self.phase_at(step)}"
             )
         if phase != self._shown:
             mix = ", ".join(f"{t} {w:g}" for t, w in self.loader.mixes[phase].items() if w > 0)

@@ -61,8 +61,8 @@ class AnnealEarlyStop(Callback):
         middle = self.control.effective_start + self.control.shape.decay_steps // 2
         if step >= middle and self.since_best >= self.patience:
             log.info(
-                "[anneal] step %d: early stop: %s has not improved on %.4f for %d evaluations in the second half of the decay; "
-                "best.pt is the model to use",
+                "[anneal] step %d: early stop: %s has not improved on %.4f for %d evaluations in "
+                "the second half of the decay; best.pt is the model to use",
                 step,
                 self.metric,
                 self.best if self.best is not None else float("nan"),

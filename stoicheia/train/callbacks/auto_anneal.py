@@ -19,8 +19,8 @@ def is_stalled(values: list[float], window: int, eps: float, mode: str = "min") 
     """The stall test over the last ``window`` values (oldest first).
 
     Stalled when the best of the newer half is not better than the best of the older half
-    by at least ``eps`` (gain < ``eps``) (in the metric's unit, e.g. bits). Fewer than ``window`` values: not
-    stalled (there is not enough evidence).
+    by at least ``eps`` (gain < ``eps``) (in the metric's unit, e.g. bits). Fewer than
+    ``window`` values: not stalled (there is not enough evidence).
     """
     if window < 2 or len(values) < window:
         return False
@@ -111,9 +111,10 @@ class AutoAnneal(Callback):
     def fit_start(self, state: State, logger: Logger) -> None:
         if not self.control.decided:
             log.info(
-                "[anneal] automatic anneal: decides from %s; stalled when the best of the last %d evaluations' newer half "
-                "is less than %g better than the older half's; not before batch %d; at the planned start %d, a model "
-                "still improving keeps its peak LR, at the latest until batch %d",
+                "[anneal] automatic anneal: decides from %s; stalled when the best of the last %d "
+                "evaluations' newer half is less than %g better than the older half's; not before "
+                "batch %d; at the planned start %d, a model still improving keeps its peak LR, at "
+                "the latest until batch %d",
                 self.decide_on,
                 self.stall_window,
                 self.stall_eps,
@@ -150,8 +151,8 @@ class AutoAnneal(Callback):
             if full and not stalled:
                 self.extended = True
                 log.info(
-                    "[anneal] step %d: stable phase extended: %s still improves at the planned anneal start %d "
-                    "(peak LR kept until it stalls, at the latest until batch %d)",
+                    "[anneal] step %d: stable phase extended: %s still improves at the planned "
+                    "anneal start %d (peak LR kept until it stalls, at the latest until batch %d)",
                     step,
                     self.metric,
                     planned,
@@ -162,7 +163,8 @@ class AutoAnneal(Callback):
                 evidence = self._evidence()
                 if not full:
                     evidence["note"] = (
-                        f"only {len(self.window)} of the {self.stall_window} evaluations the stall test needs"
+                        f"only {len(self.window)} of the {self.stall_window} evaluations the stall "
+                        "test needs"
                     )
                 self.control.decide(step, why, evidence)
 

@@ -18,8 +18,8 @@ log = logging.getLogger(__name__)
 
 class BestCheckpoint(Callback):
     """After each evaluation whose decision metric is the best so far, save the full training
-    state as ``best.pt`` (replaced atomically) in the run folder (uploaded too when ``save_folder`` is an object
-    store) and describe it in ``best.json`` (step, metric, value).
+    state as ``best.pt`` (replaced atomically) in the run folder (uploaded too when
+    ``save_folder`` is an object store) and describe it in ``best.json`` (step, metric, value).
 
     The best value and step are checkpointed with the metric's name; a run resumed with
     another ``decide_on`` starts a new best. The file is written at ``BATCH_CHECKPOINT`` of

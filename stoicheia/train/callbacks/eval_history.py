@@ -25,8 +25,9 @@ class EvalHistory(Callback):
 
     The file survives restarts. After a resume, evaluations between the checkpoint and the
     kill are run again and appear again: the later line for a ``(step, set)`` is the one that
-    counts (:func:`~stoicheia.train.run_files.read_history`). Decisions are not taken from this file but from the
-    plugins' checkpointed state, so a resumed run decides exactly as an uninterrupted one.
+    counts (:func:`~stoicheia.train.run_files.read_history`). Decisions are not taken from this
+    file but from the plugins' checkpointed state, so a resumed run decides exactly as an
+    uninterrupted one.
 
     Args:
         run_folder: where ``evals.jsonl`` goes (``None``: print only).

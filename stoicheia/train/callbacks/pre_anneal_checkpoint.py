@@ -41,7 +41,8 @@ class PreAnnealCheckpoint(Callback):
             )
             self.saved_at = step
             log.info(
-                "[anneal] step %d: saved the last peak-LR state as %s (the branch point for another anneal)",
+                "[anneal] step %d: saved the last peak-LR state as %s (the branch point for "
+                "another anneal)",
                 step,
                 path,
             )

@@ -31,12 +31,13 @@ class Preemption(Callback):
     The signal handler only sets a flag (the signal's number). At every ``BATCH_END`` the ranks
     agree on it with one ``all_reduce(MAX)`` of a 1-element int tensor (saving is collective:
     one rank alone saving would hang the others), so a signal that reached any rank stops all
-    of them at the same batch, and all of them know which signal it was. The plugin then calls ``state.stop_training()``: Composer's checkpoint
-    saver writes ``ep{E}-ba{B}-rank{R}.pt`` and moves ``latest`` at that ``BATCH_CHECKPOINT``
-    (its interval fires at the end of training), the evaluation scheduled for that batch (if
-    any) still runs, so the resumed run is bit-identical to an uninterrupted one. The recipe
-    then exits with :meth:`ExitCode.for_signal` (130 after SIGINT, 143 after SIGTERM) unless
-    the run completed at that batch.
+    of them at the same batch, and all of them know which signal it was. The plugin then calls
+    ``state.stop_training()``: Composer's checkpoint saver writes ``ep{E}-ba{B}-rank{R}.pt``
+    and moves ``latest`` at that ``BATCH_CHECKPOINT`` (its interval fires at the end of
+    training), the evaluation scheduled for that batch (if any) still runs, so the resumed run
+    is bit-identical to an uninterrupted one. The recipe then exits with
+    :meth:`ExitCode.for_signal` (130 after SIGINT, 143 after SIGTERM) unless the run completed
+    at that batch.
 
     **One collective per batch.** The run's loader (:class:`~stoicheia.data.loader.PackedLoader`)
     already runs one all-reduce per batch (its end-of-epoch flag); the plugin hands it the
@@ -131,7 +132,8 @@ class Preemption(Callback):
 
         if threading.current_thread() is not threading.main_thread():
             log.warning(
-                "[preempt] the trainer is not in the main thread: no signal handler, a SIGTERM ends it without a checkpoint"
+                "[preempt] the trainer is not in the main thread: no signal handler, a SIGTERM "
+                "ends it without a checkpoint"
             )
             return
         for sig in self.signals:
@@ -143,7 +145,8 @@ class Preemption(Callback):
             self.agreed = signal.Signals(flag)
             self.stopped_at = int(state.timestamp.batch)
             if not self.control.complete:
-                state.stop_training()  # Composer's saver writes the checkpoint at this BATCH_CHECKPOINT
+                # Composer's saver writes the checkpoint at this BATCH_CHECKPOINT
+                state.stop_training()
 
     def fit_end(self, state: State, logger: Logger) -> None:
         if self.stopped_at is None or self.control.complete:
@@ -166,7 +169,8 @@ class Preemption(Callback):
             else ""
         )
         log.info(
-            "[preempt] step %d: %s received; saved %s%s; exiting with status %d (run the same command to resume)",
+            "[preempt] step %d: %s received; saved %s%s; exiting with status %d (run the same "
+            "command to resume)",
             self.stopped_at,
             what,
             saved[-1] if saved else "no checkpoint (no save_folder?)",

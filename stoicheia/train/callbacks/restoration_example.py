@@ -75,10 +75,10 @@ def pad_to_shape(batch: dict[str, torch.Tensor], shape: tuple[int, int]) -> dict
 
 
 class RestorationExample(Callback):
-    """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked held-out word, the truth and
-    the model's restoration, decoded as ``stoicheia restore`` decodes a lacuna of known width
-    (:func:`stoicheia.inference.restore.restore_planes`: one forward pass and the search over the gap's
-    slots).
+    """After every evaluation (``EVAL_AFTER_ALL``), print the context around one masked
+    held-out word, the truth and the model's restoration, decoded as ``stoicheia restore``
+    decodes a lacuna of known width (:func:`stoicheia.inference.restore.restore_planes`: one
+    forward pass and the search over the gap's slots).
 
     Args:
         eval_records: the held-out records of the first evaluation set (injected).

@@ -98,7 +98,8 @@ class TrainingMonitor(Callback):
             self._peak = peak_flops(name, precision)
             if self._peak is None and dist.get_global_rank() == 0:
                 log.info(
-                    "[train] model FLOPs utilisation is not logged: no peak FLOP rate for %r in stoicheia.train.flops",
+                    "[train] model FLOPs utilisation is not logged: no peak FLOP rate for %r in "
+                    "stoicheia.train.flops",
                     name,
                 )
 
@@ -175,8 +176,9 @@ class TrainingMonitor(Callback):
             total = metrics.get("loss/total", float("nan"))
             mfu = f"  mfu {metrics['throughput/mfu']:.1%}" if "throughput/mfu" in metrics else ""
             log.info(
-                f"[train] step {step:>6}  loss {total:.4f}  char {metrics.get('loss/char', float('nan')):.4f}  "
-                f"lr {lr:.2e}  grad_norm {grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
+                f"[train] step {step:>6}  loss {total:.4f}  char "
+                f"{metrics.get('loss/char', float('nan')):.4f}  lr {lr:.2e}  grad_norm "
+                f"{grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
                 f"mem {metrics['memory/gib']:.2f} GiB"
             )
             if end is not None:

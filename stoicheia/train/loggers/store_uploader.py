@@ -130,7 +130,8 @@ class StoreUploader(LoggerDestination):
         name = Path(remote_file_name).name
         if name.endswith(".symlink"):
             target = Path(Path(file_path).read_text(encoding="utf-8").strip()).name
-            self._put_markers()  # the logs up to this checkpoint are in the store before `latest` moves
+            # the logs up to this checkpoint are in the store before `latest` moves
+            self._put_markers()
             self._put(
                 _Job(
                     LATEST_SYMLINK if name.startswith("latest-rank0") else name,
@@ -282,7 +283,8 @@ class StoreUploader(LoggerDestination):
                 self._put(_Job(name, self._stage(path), verify=True, stamp=_stamp(path)))
         if missing:
             log.warning(
-                "[store] %d checkpoint(s) of the local run folder are missing in %s: uploading them",
+                "[store] %d checkpoint(s) of the local run folder are missing in %s: uploading "
+                "them",
                 len(missing),
                 self.folder.uri(),
             )
@@ -304,7 +306,8 @@ class StoreUploader(LoggerDestination):
         if job.verify and not checkpoint_is_complete(job.path):
             self._bad.add(job.name)
             log.error(
-                "[store] %s is incomplete; it is not uploaded (the store keeps the previous checkpoint)",
+                "[store] %s is incomplete; it is not uploaded (the store keeps the previous "
+                "checkpoint)",
                 self.run_folder / job.name,
             )
             return
@@ -325,15 +328,18 @@ class StoreUploader(LoggerDestination):
                 down = now - first_failure
                 if down >= self.retry_seconds:
                     self._failed = (
-                        f"the object store stayed unreachable for {down:.0f} s (train.upload_retry_seconds={self.retry_seconds:g}) "
-                        f"while uploading {job.name}: {describe_error(err, self.folder)}. The run stopped; nothing is lost: "
-                        f"the checkpoints are in {self.run_folder.resolve()}. Run the same command again on this machine when the "
-                        "store is back (the missing files are uploaded first), or raise train.upload_retry_seconds"
+                        f"the object store stayed unreachable for {down:.0f} s "
+                        f"(train.upload_retry_seconds={self.retry_seconds:g}) while uploading "
+                        f"{job.name}: {describe_error(err, self.folder)}. The run stopped; nothing "
+                        f"is lost: the checkpoints are in {self.run_folder.resolve()}. Run the "
+                        "same command again on this machine when the store is back (the missing "
+                        "files are uploaded first), or raise train.upload_retry_seconds"
                     )
                     return  # reported once, by the rank that raises StoreUnavailable
                 wait = min(delay, BACKOFF_MAX, self.retry_seconds - down)
                 log.warning(
-                    "[store] %s upload of %s failed (%s, try %d); retrying in %.0f s (giving up after %g s)",
+                    "[store] %s upload of %s failed (%s, try %d); retrying in %.0f s (giving up "
+                    "after %g s)",
                     time.strftime("%H:%M:%S"),
                     job.name,
                     type(err).__name__,

@@ -1,0 +1,111 @@
+"""The statistics of a converted corpus (``stats.json``): what each tier kept and dropped, and
+the letter-unigram entropy that is the baseline of ``bits_per_char``.
+
+:func:`stoicheia.data.shards.convert` fills a :class:`TierStats` per tier and writes
+``stats.json``; :func:`read_stats` reads it back for training, evaluation and reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
+
+#: what the readers tally as read (records, characters, ...), not as left out
+_READ_KINDS = {"records", "chars", "sentences", "gaps", "choice", "expansions", "symbol", "space"}
+
+
+@dataclass
+class TierStats:
+    """Counts for one tier, written to ``stats.json`` (letters are Greek letters kept)."""
+
+    files: int = 0
+    files_skipped: dict[str, str] = field(default_factory=dict)  # file -> reason
+    records_kept: Counter = field(default_factory=Counter)  # split -> records (source records)
+    parts: Counter = field(default_factory=Counter)  # split -> MDS samples written
+    letters: Counter = field(default_factory=Counter)  # split -> letters
+    words: Counter = field(default_factory=Counter)  # split -> words
+    records_dropped: Counter = field(default_factory=Counter)  # reason -> records
+    # what readers read and left out, by kind
+    reader_counts: Counter = field(default_factory=Counter)
+    files_without_records: list[str] = field(default_factory=list)  # read, but no record kept
+    # lacunae, supplied letters, ... (kept records and dropped)
+    leiden: Counter = field(default_factory=Counter)
+    lacuna_slots: Counter = field(default_factory=Counter)  # split -> real-lacuna slots stored
+    files_not_read: list[str] = field(default_factory=list)  # in the directories, not a source
+    stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
+    # letter counts of the train split, by letter id: int64, shape (NUM_LETTERS,)
+    letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))
+
+    def to_json(self) -> dict:
+        """The tier's entry of ``stats.json``."""
+        return {
+            "letter_unigram_entropy_bits": unigram_entropy_bits(self.letter_counts),
+            "letter_counts_train": dict(zip(LETTERS, self.letter_counts.tolist(), strict=False)),
+            "files": self.files,
+            "files_skipped": dict(sorted(self.files_skipped.items())),
+            "records_kept": dict(self.records_kept),
+            "samples_written": dict(self.parts),
+            "letters": dict(self.letters),
+            "real_lacuna_slots": dict(self.lacuna_slots),
+            "words": dict(self.words),
+            "records_dropped": dict(self.records_dropped),
+            "files_without_records": self.files_without_records,
+            "files_not_read": self.files_not_read,
+            "reader_counts": dict(self.reader_counts.most_common()),
+            "stripped_characters": dict(self.stripped.most_common()),
+            "leiden": dict(self.leiden.most_common()),
+        }
+
+    def left_out(self, most: int = 6) -> str:
+        """The commonest kinds the readers left out (``lang:la: 1, edition_skipped:...``), for
+        error messages; the tallies of what was read (records, chars, ...) are not listed."""
+        kinds = [(k, v) for k, v in self.reader_counts.most_common() if k not in _READ_KINDS]
+        return ", ".join(f"{k}: {v}" for k, v in kinds[:most])
+
+
+def unigram_entropy_bits(counts: np.ndarray) -> float:
+    """Shannon entropy ``-sum p log2 p`` (bits per letter) of letter counts: the bits per
+    character of a model that knows only letter frequencies, the baseline for ``bits_per_char``."""
+    total = counts.sum()
+    if total == 0:
+        return float("nan")
+    p = counts[counts > 0] / total
+    return float(-(p * np.log2(p)).sum())
+
+
+def mixture_unigram_entropy(stats: dict, tier_weights: Mapping[str, float]) -> float:
+    """Unigram entropy (bits per letter) of the letter distribution the tier mix trains on:
+    each tier's train letter frequencies weighted by its tier weight. NaN if unknown."""
+    mix = np.zeros(NUM_LETTERS)
+    for tier, w in tier_weights.items():
+        counts = stats.get("tiers", {}).get(tier, {}).get("letter_counts_train")
+        if w <= 0 or not counts:
+            continue
+        c = np.array([counts[ch] for ch in LETTERS], dtype=np.float64)
+        mix += w * c / max(c.sum(), 1.0)
+    return unigram_entropy_bits(mix)
+
+
+def read_stats(shard_root: Path) -> dict:
+    """Load ``stats.json`` of a converted corpus. Raises ``FileNotFoundError`` with the fix."""
+    path = Path(shard_root) / "stats.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `stoicheia convert` first (see README)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def mix_baseline_bits(stats_root: str | Path, tier_weights: Mapping[str, float]) -> float | None:
+    """:func:`mixture_unigram_entropy` of the corpus at ``stats_root`` (bits per letter), or
+    ``None`` when its ``stats.json`` is missing or older (no letter counts): then no baseline
+    is shown."""
+    try:
+        return mixture_unigram_entropy(read_stats(Path(stats_root)), tier_weights)
+    except (FileNotFoundError, ValueError, KeyError):
+        return None  # shards from an object store, or an older stats.json: no baseline shown

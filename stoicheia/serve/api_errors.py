@@ -1,0 +1,62 @@
+"""The API's refusals in one line: a malformed request (:func:`validation_line`), and the
+restorer's messages, worded for the command line, with its options named as the request's
+fields (:func:`api_wording`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.exceptions import RequestValidationError
+
+#: what a ``POST /restore`` body looks like, for the errors of a body that is not one
+_JSON_HINT = 'send a JSON object such as {"text": "καὶ [...] τοῦ"}, content-type: application/json'
+
+
+def validation_line(err: RequestValidationError) -> str:
+    """A malformed request as one line: the first problem, its field and what is expected (a
+    body that is not JSON, not a JSON object, or empty, said as such: FastAPI's own words for
+    them, "0: JSON decode error", name neither the body nor the fix)."""
+    first = err.errors()[0] if err.errors() else {}
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type")
+    if kind == "json_invalid" and loc[:1] == ("body",):
+        why = (first.get("ctx") or {}).get("error") or "JSON decode error"
+        at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+        return f"the request body is not JSON: {why}{at}; {_JSON_HINT}"
+    if loc == ("body",) and kind in ("model_attributes_type", "dict_type"):
+        got = first.get("input")
+        shown = "text" if isinstance(got, (bytes, str)) else type(got).__name__
+        return f"the request body is not a JSON object (it is {shown}); {_JSON_HINT}"
+    if loc == ("body",) and kind == "missing":
+        return f"the request body is empty; {_JSON_HINT}"
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    msg = first.get("msg", "invalid request")
+    extra = f" ({len(err.errors()) - 1} more problems)" if len(err.errors()) > 1 else ""
+    return f"{where}: {msg}{extra}; see /openapi.json for the fields of this request"
+
+
+#: the options of ``stoicheia restore`` that the API takes as request fields, as a request
+#: spells them (the restorer's messages name the command line's)
+API_FIELDS = {
+    "--respace": '"respace": true',
+    "--repredict-supplements": '"supplements": "repredict"',
+    "--unknown-width": '"unknown_width"',
+    "--about-margin": '"about_margin"',
+    "--top-k": '"top_k"',
+}
+_VALUE = re.compile(r'("unknown_width"|"about_margin"|"top_k") (\d)')
+_FLAG = re.compile(r"(?:use |give )?(" + "|".join(map(re.escape, API_FIELDS)) + r")(?![\w-])")
+
+
+def api_wording(message: str) -> str:
+    """``message`` (a :class:`~stoicheia.inference.restore.RestoreError`'s line, worded for
+    the command line) with each command-line option the API has as a field named as that
+    field: ``use --respace`` becomes ``send "respace": true``, ``give --unknown-width 94`` becomes
+    ``send "unknown_width": 94``. Options the API does not take (``--window``) are left."""
+
+    def field(m: re.Match[str]) -> str:
+        return ("send " if m.group(0) != m.group(1) else "") + API_FIELDS[m.group(1)]
+
+    # a value after the field's name: "unknown_width": 94
+    return _VALUE.sub(r"\1: \2", _FLAG.sub(field, message))

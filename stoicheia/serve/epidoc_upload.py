@@ -1,0 +1,143 @@
+"""``POST /restore-epidoc``: an uploaded EpiDoc file in, the restored file out
+(``stoicheia.restore_epidoc``, when the installed ``stoicheia`` has it; else 501 with a line
+saying so), downloaded as ``NAME.restored.xml`` with ``X-Stoicheia-Gaps`` counting its gaps.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi.responses import JSONResponse, Response
+
+from stoicheia.serve.jobs import Cancelled, run_cancellable
+from stoicheia.serve.schemas import MAX_TOP_K, ErrorResponse
+from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
+
+
+def restored_name(filename: str | None) -> str:
+    """The name the restored file is downloaded as: ``NAME.restored.xml`` for an upload named
+    ``NAME.xml`` (or ``NAME``), so that it does not overwrite the original beside it; the name
+    as ASCII letters, digits, dots, dashes and underscores (a header is Latin-1), others ``_``;
+    ``inscription.restored.xml`` without a name."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename or "").name)
+    stem = re.sub(r"\.xml$", "", name, flags=re.I).strip(".") or "inscription"
+    return f"{stem}.restored.xml"
+
+
+#: the outcomes of a gap that ``X-Stoicheia-Gaps`` always counts, in this order
+GAP_OUTCOMES = ("restored", "left", "refused")
+
+
+def gaps_header(gaps: list[Any]) -> str:
+    """``X-Stoicheia-Gaps``: the file's gaps counted by outcome, every outcome of
+    :data:`GAP_OUTCOMES` given, 0 included (``restored=2 left=0 refused=0``), then any other
+    outcome; ``gaps``: objects with a ``status``."""
+    counts = Counter(str(getattr(g, "status", "?")) for g in gaps)
+    order = [*GAP_OUTCOMES, *sorted(set(counts) - set(GAP_OUTCOMES))]
+    return " ".join(f"{k}={counts[k]}" for k in order)
+
+
+def _restore_epidoc_function() -> Any:
+    """``stoicheia.restore_epidoc`` when this installation has it, else ``None``."""
+    import stoicheia
+
+    try:
+        return stoicheia.restore_epidoc
+    except AttributeError:
+        return None
+
+
+def epidoc_upload_available() -> bool:
+    """True when this installation has ``stoicheia.restore_epidoc`` (``GET /model`` says so)."""
+    return _restore_epidoc_function() is not None
+
+
+def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
+    """Register ``POST /restore-epidoc`` on ``app``: restores with ``model`` (a loaded
+    :class:`~stoicheia.inference.loading.LoadedModel`) one decoding at a time under ``lock``,
+    cancelled when the client goes away (:func:`~stoicheia.serve.jobs.run_cancellable`)."""
+
+    @app.post(
+        "/restore-epidoc",
+        response_class=Response,
+        responses={
+            200: {
+                "content": {"application/xml": {"schema": {"type": "string", "format": "binary"}}},
+                "description": "the restored EpiDoc file",
+                "headers": {
+                    "X-Stoicheia-Gaps": {
+                        "description": "the file's gaps counted by outcome, every outcome "
+                        "given, e.g. 'restored=3 left=1 refused=0'",
+                        "schema": {"type": "string"},
+                    }
+                },
+            },
+            400: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+            500: {"model": ErrorResponse},
+            501: {"model": ErrorResponse},
+        },
+    )
+    async def restore_epidoc_file(
+        request: Request,
+        file: Annotated[UploadFile, File(description="an EpiDoc (TEI P5) XML file")],
+        top_k: Annotated[
+            int, Form(ge=1, le=MAX_TOP_K, description="alternatives kept per gap")
+        ] = 5,
+        unknown_width: Annotated[
+            int,
+            Form(
+                ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most"
+            ),
+        ] = 20,
+    ) -> Response:
+        """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``);
+        answers the restored file, downloaded as ``NAME.restored.xml``, with
+        ``X-Stoicheia-Gaps`` counting its gaps by outcome (``restored=3 left=1 refused=0``)."""
+        fn = _restore_epidoc_function()
+        if fn is None:
+            return JSONResponse(
+                {
+                    "error": "EpiDoc upload is not available in this installation: "
+                    "stoicheia.restore_epidoc is missing; update Stoicheia, or restore the text "
+                    "in Leiden notation above"
+                },
+                status_code=501,
+            )
+        xml = await file.read()
+        shown = Path(file.filename or "").name or "the uploaded file"
+
+        def work(check: Any) -> Any:
+            return fn(model, xml, top_k=top_k, unknown_width=unknown_width, on_step=check)
+
+        try:
+            out = await run_cancellable(request, lock, work)
+        except Cancelled:
+            return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
+        except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
+            line = str(err).splitlines()[0]
+            if line.startswith("<xml>"):
+                # restore_epidoc got bytes, not a path: name the file the user chose
+                line = shown + line[len("<xml>") :]
+            return JSONResponse({"error": line}, status_code=422)
+        body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
+        if body is None:
+            return JSONResponse(
+                {"error": f"restore_epidoc returned {type(out).__name__}, not the restored XML"},
+                status_code=500,
+            )
+        headers = {
+            "Content-Disposition": f'attachment; filename="{restored_name(file.filename)}"',
+            "X-Stoicheia-Gaps": gaps_header(getattr(out, "gaps", []) or []),
+        }
+        return Response(
+            body if isinstance(body, bytes) else body.encode("utf-8"),
+            media_type="application/xml",
+            headers=headers,
+        )
