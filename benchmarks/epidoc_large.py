@@ -4,10 +4,10 @@
         [--sizes 0.02 0.04 0.08] [--plan-sizes 2 20] [--shape ab|textparts]
 
 The large files are synthetic and built in a temporary folder (never in the repository): a
-real I.Sicily file from ``--corpus`` (default ``$STOICHEIA_CORPUS`` or ``../shared/corpus``) whose Greek edition is
-repeated until the file has the size asked for, either inside its one ``<ab>`` (``--shape ab``:
-one long edition, the case that never finished) or as that many ``<div type="textpart">``
-(``--shape textparts``). Two measurements:
+real I.Sicily file from ``--corpus`` (default ``$STOICHEIA_CORPUS`` or ``../shared/corpus``)
+whose Greek edition is repeated until the file has the size asked for, either inside its one
+``<ab>`` (``--shape ab``: one long edition, the case that never finished) or as that many
+``<div type="textpart">`` (``--shape textparts``). Two measurements:
 
 1. ``plan``: :func:`stoicheia.inference.epidoc_restore.plan_epidoc` (parse, read the Greek
    edition, locate every element in the bytes, plan every gap, cut the edition into pieces):
@@ -122,7 +122,8 @@ def main() -> int:
             dt = time.perf_counter() - t0
             size = len(plan.data) / 1e6
             print(
-                f"{'plan':8} {size:6.2f} {len(plan.gaps):7d} {len(plan.pieces):7d} {dt:9.2f} {dt / size:8.2f} {'':>7}",
+                f"{'plan':8} {size:6.2f} {len(plan.gaps):7d} {len(plan.pieces):7d} "
+                f"{dt:9.2f} {dt / size:8.2f} {'':>7}",
                 flush=True,
             )
             del plan
@@ -142,7 +143,8 @@ def main() -> int:
             size = f.stat().st_size / 1e6
             n = len(res.gaps)
             print(
-                f"{'restore':8} {size:6.2f} {n:7d} {n_pieces:7d} {dt:9.2f} {dt / size:8.1f} {dt / max(n, 1):7.3f}",
+                f"{'restore':8} {size:6.2f} {n:7d} {n_pieces:7d} "
+                f"{dt:9.2f} {dt / size:8.1f} {dt / max(n, 1):7.3f}",
                 flush=True,
             )
     return 0
