@@ -9,7 +9,8 @@ writes `benchmark.json`, `benchmark.txt`, `summary.txt`, `reliability.png` (and
 `contamination.tsv` where the twins were measured) again, into the folder or `--out`:
 
     .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo
-    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo --out /tmp/intervals --bootstrap 5000
+    .venv/bin/python scripts/benchmark_intervals.py benchmark/stoicheia-demo
+        --out /tmp/intervals --bootstrap 5000
 
 It prints the table's difference lines. Exit status 2 with one line on stderr for a folder
 without a readable benchmark result.
