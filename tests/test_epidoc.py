@@ -156,7 +156,8 @@ def _tei(tmp_path: Path, body: str, name: str = "t.xml") -> Path:
     path = tmp_path / name
     path.write_text(
         '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader>'
-        '<profileDesc><langUsage><language ident="grc"/></langUsage><textLang mainLang="grc"/></profileDesc>'
+        '<profileDesc><langUsage><language ident="grc"/></langUsage><textLang mainLang="grc"/>'
+        "</profileDesc>"
         f"</teiHeader>\n<text><body>\n{body}\n</body></text></TEI>\n",
         encoding="utf-8",
     )
@@ -167,7 +168,8 @@ def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
     path = _tei(
         tmp_path,
         '<div type="edition" xml:lang="grc"><div type="textpart" n="a"><ab>λόγος</ab></div>'
-        '<div type="textpart" n="a"><ab>ἔργον</ab></div><div type="textpart" n="a"><ab>καί</ab></div></div>',
+        '<div type="textpart" n="a"><ab>ἔργον</ab></div>'
+        '<div type="textpart" n="a"><ab>καί</ab></div></div>',
     )
     counts = Counter()
     recs = list(read_epidoc(path, tmp_path, counts=counts))
@@ -178,10 +180,13 @@ def test_repeated_textpart_numbers_get_a_suffix_and_are_counted(tmp_path):
 def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind(tmp_path):
     path = _tei(
         tmp_path,
-        '<div type="edition" xml:lang="grc"><ab>λόγος <gap reason="lost" quantity="lots" unit="character"/> '
-        'καὶ <gap reason="lost" quantity="0" unit="character"/> ἔργον <gap reason="lost" atLeast="x" atMost="3" '
-        'unit="character"/> τε <gap reason="lost" unit="character"/> δὲ <gap reason="lost" extent="unknwn" '
-        'unit="character"/> μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>',
+        '<div type="edition" xml:lang="grc"><ab>'
+        'λόγος <gap reason="lost" quantity="lots" unit="character"/> '
+        'καὶ <gap reason="lost" quantity="0" unit="character"/> '
+        'ἔργον <gap reason="lost" atLeast="x" atMost="3" unit="character"/> '
+        'τε <gap reason="lost" unit="character"/> '
+        'δὲ <gap reason="lost" extent="unknwn" unit="character"/> '
+        'μὲν <gap reason="lost" quantity=" 2 " unit="character"/></ab></div>',
     )
     counts = Counter()
     (rec,) = read_epidoc(path, tmp_path, counts=counts)
@@ -202,8 +207,9 @@ def test_gap_without_a_readable_width_is_an_unknown_width_lacuna_counted_by_kind
 def test_unknown_elements_keep_their_text_and_are_counted_by_name(tmp_path):
     path = _tei(
         tmp_path,
-        '<div type="edition" xml:lang="grc"><ab><date>ἔτους</date> <placeName>Συρακοσίων</placeName> '
-        "<term>δῆμος</term> <persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>",
+        '<div type="edition" xml:lang="grc"><ab>'
+        "<date>ἔτους</date> <placeName>Συρακοσίων</placeName> <term>δῆμος</term> "
+        "<persName><roleName>ἄρχων</roleName></persName> <date>β</date></ab></div>",
     )
     counts = Counter()
     (rec,) = read_epidoc(path, tmp_path, counts=counts)
@@ -254,10 +260,12 @@ def test_gap_too_wide_to_count_is_unknown_width(tmp_path):
     assert MAX_GAP_LETTERS == MAX_LACUNA_WIDTH
     f = tmp_path / "wide.xml"
     f.write_text(
-        '<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>t</title></titleStmt>'
+        '<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt>'
+        "<title>t</title></titleStmt>"
         '</fileDesc></teiHeader><text><body><div type="edition" xml:lang="grc"><ab>'
         'καὶ τὸν <gap reason="lost" unit="character" quantity="99999999999"/> πατέρα '
-        '<gap reason="lost" unit="character" atLeast="3" atMost="20000"/> ἔφη</ab></div></body></text></TEI>',
+        '<gap reason="lost" unit="character" atLeast="3" atMost="20000"/> ἔφη</ab></div>'
+        "</body></text></TEI>",
         encoding="utf-8",
     )
     counts = __import__("collections").Counter()
