@@ -114,7 +114,8 @@ def test_external_entities_are_never_read_and_the_file_is_refused_in_one_line(tm
     dtd = _tei(
         tmp_path,
         "λόγος καὶ",
-        f'<!DOCTYPE TEI SYSTEM "{recorder}/tei.dtd" [<!ENTITY % p SYSTEM "{recorder}/p.ent"> %p;]>\n',
+        f'<!DOCTYPE TEI SYSTEM "{recorder}/tei.dtd" '
+        f'[<!ENTITY % p SYSTEM "{recorder}/p.ent"> %p;]>\n',
         name="dtd.xml",
         header="",
     )

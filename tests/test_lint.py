@@ -20,7 +20,8 @@ def _ruff() -> str:
     found = str(beside) if beside.exists() else shutil.which("ruff")
     if found is None:
         pytest.fail(
-            "ruff is not installed: it is a dev dependency (pip install -e '.[dev]', or bash scripts/setup.sh)"
+            "ruff is not installed: it is a dev dependency "
+            "(pip install -e '.[dev]', or bash scripts/setup.sh)"
         )
     return found
 
@@ -31,5 +32,6 @@ def _ruff() -> str:
 def test_ruff(args):
     res = subprocess.run([_ruff(), *args], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, (
-        f"ruff {' '.join(args)} failed; fix with `ruff check --fix . && ruff format .`:\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
+        f"ruff {' '.join(args)} failed; fix with `ruff check --fix . && ruff format .`:\n"
+        f"{res.stdout[-4000:]}{res.stderr[-2000:]}"
     )
