@@ -5,7 +5,8 @@ re-wrapped comments) for ``E501``; fix a failure with ``.venv/bin/ruff check --f
 .venv/bin/ruff format .``.
 
 And the house kept tidy as it grows (issue 23 §6): no module of ``stoicheia/`` over 500 lines,
-every import in the direction of the data flow, no import circle, the recipe a few lines."""
+every import in the direction of the data flow, no import circle, the recipe a few lines, the
+README at most 2,500 words."""
 
 from __future__ import annotations
 
@@ -227,3 +228,10 @@ def test_the_recipe_is_a_few_lines_that_hand_the_run_to_one_function():
         f"recipes/train.py's __main__ block calls {calls or 'no function'} of stoicheia.train: "
         "it hands the run to exactly one"
     )
+
+
+def test_the_readme_stays_under_2500_words():
+    """README.md at most 2,500 words (words as ``wc -w`` counts them: runs of non-space
+    characters, its code blocks included); the details belong in docs/."""
+    n = len((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert n <= 2500, f"README.md has {n} words (at most 2,500): move details into docs/"
