@@ -83,8 +83,8 @@ def test_a_full_disk_stops_the_run_like_sigterm_and_it_resumes(
         m = re.fullmatch(
             rf"train\.py: cannot save checkpoint {re.escape(str(folder))}/(\S+) \({FULL}\); "
             r"the run stopped at batch (\d+): free some space or write elsewhere, "
-            r"then run the same "
-            rf"command to resume from {re.escape(str(folder / 'ep0-ba10-rank0.pt'))}",
+            r"then run the same command to resume from "
+            rf"{re.escape(str(folder / 'ep0-ba10-rank0.pt'))}",
             line,
         )
         assert m and m[1] in ("pre_anneal.pt", "best.pt", "ep0-ba20-rank0.pt"), line
