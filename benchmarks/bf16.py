@@ -12,9 +12,9 @@ torch has, printed). On a shared machine, 1 thread measures what one core comput
 threads on 2 busy cores, every operation waits for the descheduled thread, which hides the
 arithmetic (the same reason as ``stoicheia.inference.loading.inference_threads``).
 
-1. **Training speed.** For every ``WIDTHxDEPTH`` of ``--shapes`` (heads of 32 dimensions, the demo's other
-   settings: 512-slot rows, 8 rows per step, local window 128), two copies of one model (same
-   init) train on the same real packed batches, one in fp32 and one under bf16 autocast
+1. **Training speed.** For every ``WIDTHxDEPTH`` of ``--shapes`` (heads of 32 dimensions, the
+   demo's other settings: 512-slot rows, 8 rows per step, local window 128), two copies of one
+   model (same init) train on the same real packed batches, one in fp32 and one under bf16 autocast
    (``StoicheiaModel(cpu_bf16=True)``, what ``train.precision=amp_bf16`` runs on a CPU):
    forward, loss, backward, gradient clipping, AdamW step. They are interleaved: each round runs
    ``--round-steps`` fp32 steps then as many bf16 steps, so a busy machine slows both alike;
@@ -100,7 +100,8 @@ def bench_training(shards: Path, shapes, rounds: int, round_steps: int) -> list[
         f"{torch.get_num_threads()} threads, {rounds} interleaved rounds of {round_steps} steps:"
     )
     print(
-        f"  {'width':>5} {'depth':>5} {'params':>8} {'fp32 letters/s':>15} {'bf16 letters/s':>15} {'bf16/fp32':>9}"
+        f"  {'width':>5} {'depth':>5} {'params':>8} "
+        f"{'fp32 letters/s':>15} {'bf16 letters/s':>15} {'bf16/fp32':>9}"
     )
     for width, depth in shapes:
         pair = {}
@@ -121,7 +122,8 @@ def bench_training(shards: Path, shapes, rounds: int, round_steps: int) -> list[
         n_params = sum(p.numel() for p in pair[False][0].parameters())
         rows.append({"width": width, "depth": depth, "params": n_params, "fp32": fp, "bf16": bf})
         print(
-            f"  {width:5d} {depth:5d} {n_params / 1e6:7.2f}M {fp:15,.0f} {bf:15,.0f} {bf / fp:8.2f}x",
+            f"  {width:5d} {depth:5d} {n_params / 1e6:7.2f}M "
+            f"{fp:15,.0f} {bf:15,.0f} {bf / fp:8.2f}x",
             flush=True,
         )
     return rows
@@ -133,7 +135,8 @@ def bench_inference(shards: Path, shapes, rounds: int) -> list[dict]:
     out = []
     print(f"inference forward (no_grad, eval), {rounds} interleaved rounds:")
     print(
-        f"  {'width':>5} {'depth':>5} {'shape':>7} {'fp32 ms':>8} {'bf16 ms':>8} {'bf16/fp32 speed':>15} {'max |dlogp|':>11}"
+        f"  {'width':>5} {'depth':>5} {'shape':>7} {'fp32 ms':>8} {'bf16 ms':>8} "
+        f"{'bf16/fp32 speed':>15} {'max |dlogp|':>11}"
     )
     for width, depth in shapes:
         fp = _model(width, depth, 0, False).eval()
@@ -231,7 +234,8 @@ def loss_curves(
         curves[name] = c
         print(
             f"  {name:20s} final {dev_name} bits/char {c['dev_bits'][-1]:.4f}   "
-            f"train bits/char, mean of the last 50 steps {statistics.mean(c['train_bits'][-50:]):.4f}   "
+            "train bits/char, mean of the last 50 steps "
+            f"{statistics.mean(c['train_bits'][-50:]):.4f}   "
             f"{c['seconds']:.0f} s",
             flush=True,
         )
@@ -251,8 +255,10 @@ def loss_curves(
         "wall_seconds": time.perf_counter() - t_all,
     }
     print(
-        f"  |bf16 - fp32| {dev_name} bits/char over the second half: max {summary['max_abs_dev_bits_bf16_vs_fp32_second_half']:.4f}; "
-        f"|fp32 seed 1 - fp32 seed 0|: max {summary['max_abs_dev_bits_seed1_vs_seed0_second_half']:.4f}"
+        f"  |bf16 - fp32| {dev_name} bits/char over the second half: max "
+        f"{summary['max_abs_dev_bits_bf16_vs_fp32_second_half']:.4f}; "
+        "|fp32 seed 1 - fp32 seed 0|: max "
+        f"{summary['max_abs_dev_bits_seed1_vs_seed0_second_half']:.4f}"
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "bf16_curves.json").write_text(

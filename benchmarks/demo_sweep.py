@@ -1,6 +1,7 @@
 """Choose the demo's model size and batch shape by a small measured sweep.
 
-    .venv/bin/python benchmarks/demo_sweep.py [--shards data/shards] [--budget-min 10] [--only NAME ...]
+    .venv/bin/python benchmarks/demo_sweep.py [--shards data/shards] [--budget-min 10]
+        [--only NAME ...]
 
 Every configuration below trains the demo recipe (``yamls/demo.yaml`` plus its overrides) from
 scratch within the same wall-clock budget (default 10 minutes of training on this machine):
@@ -185,8 +186,9 @@ def main() -> int:
         }
         rows.append(row)
         print(
-            f"{name:<26} {per_step[name]:6.3f} s/step  {nominal:5d} steps  {seconds / 60:5.1f} min  "
-            f"best {best.get('metric', '?')} {best.get('value', float('nan')):.4f} at step {best.get('step')}",
+            f"{name:<26} {per_step[name]:6.3f} s/step  {nominal:5d} steps  "
+            f"{seconds / 60:5.1f} min  best {best.get('metric', '?')} "
+            f"{best.get('value', float('nan')):.4f} at step {best.get('step')}",
             flush=True,
         )
         (out / "sweep.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
@@ -194,7 +196,8 @@ def main() -> int:
     if done:
         win = min(done, key=lambda r: r["best_dev_bits_per_char"])
         print(
-            f"lowest held-out bits/char: {win['config']} ({win['best_dev_bits_per_char']:.4f}); overrides {win['overrides']}"
+            f"lowest held-out bits/char: {win['config']} ({win['best_dev_bits_per_char']:.4f}); "
+            f"overrides {win['overrides']}"
         )
     return 0 if done else 1
 

@@ -68,7 +68,8 @@ def main() -> None:
     steps = ", ".join(f"step {m.step}" for m in models)
     print(
         f"{args.set} set: {len(records)} records read; {steps}; t = {data['eval_t']}, "
-        f"{data['eval_rows']} x {data['seq_len']} slots per batch; the run's own draw: seed {data['eval_seed']}"
+        f"{data['eval_rows']} x {data['seq_len']} slots per batch; "
+        f"the run's own draw: seed {data['eval_seed']}"
     )
     for n in sizes:
         if n > len(records):
@@ -95,7 +96,8 @@ def main() -> None:
             d = [a - b for a, b in zip(values[0], values[1], strict=True)]
             print(
                 f"       paired difference step {models[0].step} - step {models[1].step}: mean "
-                f"{statistics.mean(d):+.4f}  sd {statistics.stdev(d):.4f}  range {max(d) - min(d):.4f}"
+                f"{statistics.mean(d):+.4f}  sd {statistics.stdev(d):.4f}  "
+                f"range {max(d) - min(d):.4f}"
             )
 
 

@@ -80,8 +80,8 @@ def main() -> None:
     test = gaps(dev_records(shards), args.gaps)
     print(f"{len(test)} gaps from the dev texts, widths 1-10, <= 64 context letters a side")
     print(
-        "share  letters      build s  size MB  open ms  known-width ms (median/p90)  unknown-width ms (median/p90)  "
-        "found  top-1 known/unknown width"
+        "share  letters      build s  size MB  open ms  known-width ms (median/p90)  "
+        "unknown-width ms (median/p90)  found  top-1 known/unknown width"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for frac in args.fractions:
@@ -109,8 +109,9 @@ def main() -> None:
                 return f"{statistics.median(xs):6.1f} / {xs[int(0.9 * (len(xs) - 1))]:6.1f}"
 
             print(
-                f"{frac:5.2f}  {m['letters']:11,}  {build:7.1f}  {m['bytes'] / 1e6:7.0f}  {opened:7.1f}  "
-                f"{q(known):>27}  {q(unknown):>30}  {found}/{len(test)}  {right1}/{right_u} of {len(test)}"
+                f"{frac:5.2f}  {m['letters']:11,}  {build:7.1f}  {m['bytes'] / 1e6:7.0f}  "
+                f"{opened:7.1f}  {q(known):>27}  {q(unknown):>30}  {found}/{len(test)}  "
+                f"{right1}/{right_u} of {len(test)}"
             )
     if args.checkpoint:
         latency(args.checkpoint, shards)

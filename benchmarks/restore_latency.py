@@ -72,12 +72,14 @@ def main() -> None:
 
     model = _model(args.checkpoint)
     print(
-        f"code: {_Path(R.__file__).resolve().parent}; model: {model.source}; import + load {time.perf_counter() - t0:.2f} s"
+        f"code: {_Path(R.__file__).resolve().parent}; model: {model.source}; "
+        f"import + load {time.perf_counter() - t0:.2f} s"
     )
     from stoicheia.text.encode import text_to_planes
 
     print(
-        f"text: {len(text_to_planes(TEXT)[0])} letters, 3 gaps; {args.threads} threads; median of {args.repeats}"
+        f"text: {len(text_to_planes(TEXT)[0])} letters, 3 gaps; {args.threads} threads; "
+        f"median of {args.repeats}"
     )
     kwargs = {}
     if args.alternatives is not None and "alternatives" in inspect.signature(R.restore).parameters:
@@ -91,7 +93,8 @@ def main() -> None:
             times.append(time.perf_counter() - t)
         med = statistics.median(times)
         print(
-            f"top-{k:<3} {med:7.3f} s   {len(res.restorations) / med:7.1f} restorations/s   {1 / med:6.2f} texts/s"
+            f"top-{k:<3} {med:7.3f} s   {len(res.restorations) / med:7.1f} restorations/s   "
+            f"{1 / med:6.2f} texts/s"
         )
 
 

@@ -26,7 +26,10 @@ import runpy, sys
 argv = sys.argv[1:]
 sys.argv = argv
 try:
-    runpy.run_path(argv[0], run_name="__main__") if argv[0].endswith(".py") else runpy.run_module(argv[0], run_name="__main__")
+    if argv[0].endswith(".py"):
+        runpy.run_path(argv[0], run_name="__main__")
+    else:
+        runpy.run_module(argv[0], run_name="__main__")
 except SystemExit:
     pass
 heavy = [m for m in ("torch", "composer") if m in sys.modules]

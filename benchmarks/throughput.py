@@ -17,9 +17,10 @@ CPU in float32.
 Composer overhead: the same batches (held in memory, so no data loading is timed) train two
 copies of the demo model, one in a bare loop (forward, loss, backward, clip, AdamW step) and
 one through a Composer ``Trainer`` (same optimizer, the recipe's ``GradientGuard`` for the
-clipping, no callbacks or loggers: the framework alone), interleaved: each round runs ``--round-steps`` steps of the bare loop, then the same
-steps through ``trainer.fit(duration=...)``, so both see the same machine state. The ratio
-of the median per-step wall times (Composer / bare) is printed; the goal is at most 1.05.
+clipping, no callbacks or loggers: the framework alone), interleaved: each round runs
+``--round-steps`` steps of the bare loop, then the same steps through
+``trainer.fit(duration=...)``, so both see the same machine state. The ratio of the median
+per-step wall times (Composer / bare) is printed; the goal is at most 1.05.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def bench_data(shards: Path, seq_len: int, rows: int, batches: int) -> None:
     seconds = time.perf_counter() - t0
     print(f"data pipeline, T={seq_len}, {rows} rows/batch, {batches} batches, 1 process:")
     print(
-        f"  {letters / seconds:,.0f} letters/s per worker   row fill {letters / slots:.3f}   {seconds / batches * 1e3:.1f} ms/batch"
+        f"  {letters / seconds:,.0f} letters/s per worker   row fill {letters / slots:.3f}   "
+        f"{seconds / batches * 1e3:.1f} ms/batch"
     )
 
 
@@ -159,7 +161,8 @@ def bench_step(shards: Path, steps: int, dev: torch.device) -> None:
         f"{torch.cuda.get_device_name() if gpu else f'{torch.get_num_threads()} CPU threads'}):"
     )
     print(
-        f"  step time median {statistics.median(times) * 1e3:.0f} ms (min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f})"
+        f"  step time median {statistics.median(times) * 1e3:.0f} ms "
+        f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f})"
         f"   {letters / statistics.median(times):,.0f} letters/s"
     )
 
@@ -254,10 +257,12 @@ def bench_composer_overhead(shards: Path, rounds: int, round_steps: int, dev: to
     trainer.close()
     b, c = statistics.median(bare_t), statistics.median(comp_t)
     print(
-        f"Composer trainer vs bare PyTorch loop, demo model, {rounds} interleaved rounds of {round_steps} steps:"
+        f"Composer trainer vs bare PyTorch loop, demo model, {rounds} interleaved rounds "
+        f"of {round_steps} steps:"
     )
     print(
-        f"  bare loop {b * 1e3:.0f} ms/step   Composer {c * 1e3:.0f} ms/step   overhead ratio {c / b:.3f} (goal <= 1.05)"
+        f"  bare loop {b * 1e3:.0f} ms/step   Composer {c * 1e3:.0f} ms/step   "
+        f"overhead ratio {c / b:.3f} (goal <= 1.05)"
     )
 
 

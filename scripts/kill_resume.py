@@ -270,7 +270,8 @@ def kill_once(
     if alive:
         rep.leftovers += len(alive)
         rep.notes.append(
-            f"kill {rep.kills}: {len(alive)} process(es) outlived the trainer by 20 s: {[p.pid for p in alive]}"
+            f"kill {rep.kills}: {len(alive)} process(es) outlived the trainer by 20 s: "
+            f"{[p.pid for p in alive]}"
         )
         for p in alive:
             try:
@@ -412,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     startup = max(0.0, t_ref - per_batch * args.steps)
     window = startup + per_batch * args.steps / (args.kills + 1)
     print(
-        f"reference: {len(times)} batches (the run's own end) in {t_ref:.1f} s ({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)",
+        f"reference: {len(times)} batches (the run's own end) in {t_ref:.1f} s "
+        f"({args.launcher}, {args.nproc} process(es), {args.num_workers} workers)",
         flush=True,
     )
 
@@ -456,7 +458,10 @@ def main(argv: list[str] | None = None) -> int:
         la, lb = losses(runs / "reference"), losses(folder)
         same_losses = la == lb
         diffs = [abs(la[s] - lb.get(s, float("nan"))) for s in la]
-        detail = f"{len(la)} steps in the reference, {len(lb)} after de-duplication, max |loss difference| {max(diffs, default=0):.3g}"
+        detail = (
+            f"{len(la)} steps in the reference, {len(lb)} after de-duplication, "
+            f"max |loss difference| {max(diffs, default=0):.3g}"
+        )
     if failed:
         print(f"FAILED: {failed}")
     for n in rep.notes:
@@ -464,19 +469,24 @@ def main(argv: list[str] | None = None) -> int:
     if rep.kills < args.kills:
         print(f"the run completed after {rep.kills} of the {args.kills} kills planned")
     print(
-        f"kills survived {rep.survived}/{rep.kills}, weights identical {'yes' if identical else 'no'}"
+        f"kills survived {rep.survived}/{rep.kills}, "
+        f"weights identical {'yes' if identical else 'no'}"
     )
     print(
-        f"kills during a save: {rep.during_save}/{rep.kills}; processes left behind: {rep.leftovers}"
+        f"kills during a save: {rep.during_save}/{rep.kills}; "
+        f"processes left behind: {rep.leftovers}"
     )
     print(f"per-step losses equal: {'yes' if same_losses else 'no'} ({detail})")
     for i, s in enumerate(rep.sigterms, 1):
         print(
-            f"sigterm {i}: exit status {s['rc']} after {s['exit_s']} s, checkpoint at batch {s['saved_batch']} "
-            f"(>= {s['logged_at_signal']} logged at the signal), batches lost {s['lost_batches']}, processes left {s['leftovers']}"
+            f"sigterm {i}: exit status {s['rc']} after {s['exit_s']} s, "
+            f"checkpoint at batch {s['saved_batch']} "
+            f"(>= {s['logged_at_signal']} logged at the signal), "
+            f"batches lost {s['lost_batches']}, processes left {s['leftovers']}"
         )
     print(
-        f"wall time: reference {t_ref:.1f} s, killed run {t_killed:.1f} s, total {time.monotonic() - t_all:.1f} s"
+        f"wall time: reference {t_ref:.1f} s, killed run {t_killed:.1f} s, "
+        f"total {time.monotonic() - t_all:.1f} s"
     )
     summary = {
         "kills": rep.kills,

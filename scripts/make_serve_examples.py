@@ -132,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     data = {
         "source": "I.Sicily, J. Prag et al., http://sicily.classics.ox.ac.uk",
         "licence": "CC BY 4.0",
-        "note": "edition text read with stoicheia.sources.epidoc.read_epidoc (scripts/make_serve_examples.py)",
+        "note": (
+            "edition text read with stoicheia.sources.epidoc.read_epidoc "
+            "(scripts/make_serve_examples.py)"
+        ),
         "examples": examples,
     }
     Path(args.out).write_text(

@@ -15,7 +15,8 @@ CORPUS = Path(os.environ.get("STOICHEIA_CORPUS", REPO.parent / "shared" / "corpu
 def corpus_root() -> Path:
     if not (CORPUS / "perseus").is_dir():
         pytest.fail(
-            f"real corpus not found at {CORPUS}: tests read ../shared/corpus (or set STOICHEIA_CORPUS)"
+            f"real corpus not found at {CORPUS}: "
+            "tests read ../shared/corpus (or set STOICHEIA_CORPUS)"
         )
     return CORPUS
 

@@ -93,7 +93,8 @@ class S3Server:
             iam.put_user_policy(
                 UserName="stoicheia",
                 PolicyName="all",
-                PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}',
+                PolicyDocument='{"Version": "2012-10-17", "Statement": '
+                '[{"Effect": "Allow", "Action": "*", "Resource": "*"}]}',
             )
             self.env["AWS_ACCESS_KEY_ID"], self.env["AWS_SECRET_ACCESS_KEY"] = (
                 key["AccessKeyId"],

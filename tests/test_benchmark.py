@@ -46,7 +46,8 @@ def test_supplements_protocol_by_hand():
     assert (
         first.target == 0 and first.input[first.start : first.end] == "[...]" and first.known_width
     )
-    # the other supplements stay as printed, the real gap stays a lacuna (lacuna 0), the target is lacuna 1
+    # the other supplements stay as printed, the real gap stays a lacuna (lacuna 0), the target is
+    # lacuna 1
     assert second.input == "καὶ [τὸν] δῆμον [---] ἔδωκε[.] [καὶ ---] [ἀνέθηκε τὸν ἀνδριάντα]"
     assert second.target == 1 and second.input[second.start : second.end] == "[.]"
 
@@ -152,7 +153,8 @@ def test_ece_against_a_hand_computation():
     probs = [0.95, 0.91, 0.55, 0.52, 0.05, 1.0]
     correct = [True, False, False, False, False, True]
     cal = calibration(probs, correct)
-    # bin 9: 0.95, 0.91, 1.0 -> conf 0.9533, acc 2/3; bin 5: 0.55, 0.52 -> conf 0.535, acc 0; bin 0: 0.05, acc 0
+    # bin 9: 0.95, 0.91, 1.0 -> conf 0.9533, acc 2/3; bin 5: 0.55, 0.52 -> conf 0.535, acc 0;
+    # bin 0: 0.05, acc 0
     want = 3 / 6 * abs(2 / 3 - (0.95 + 0.91 + 1.0) / 3) + 2 / 6 * 0.535 + 1 / 6 * 0.05
     assert cal["ece"] == pytest.approx(want)
     assert [b["n"] for b in cal["bins"]] == [1, 0, 0, 0, 0, 2, 0, 0, 0, 3]
@@ -338,7 +340,8 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
     assert res["corpus"]["inscriptions"] == 2 and res["corpus"]["texts"] == 2
     hidden, sup = (res["protocols"][p] for p in ("hidden", "supplements"))
     assert hidden["gaps"] == 4, "2 spans in each of the 2 texts"
-    # ISic000824: [βασιλέως] [Γέλωνος] [β] [έως] [Ἱέρω] [Ἡρ] [Κ] [ρό] [ς]; ISic000864: [ωνια] [ἔτη] [έρας]
+    # ISic000824: [βασιλέως] [Γέλωνος] [β] [έως] [Ἱέρω] [Ἡρ] [Κ] [ρό] [ς];
+    # ISic000864: [ωνια] [ἔτη] [έρας]
     assert sup["gaps"] == 9 + 3
     assert [e["truth"] for e in sup["examples"][-3:]] == ["ωνια", "ετη", "ερασ"]
     for protocol in res["protocols"].values():
@@ -523,7 +526,8 @@ def test_hidden_and_unknown_figures_by_hand_through_the_decoder():
     p = math.exp(8) / (math.exp(8) + 23)  # ρ at a 1-letter gap, against 23 letters
     q = math.exp(8) / (math.exp(8) + 24)  # the BLANK after it, against 24 letters and BLANK
     hidden = res["hidden"]["decoders"]["model"]
-    # top-1 ρ for both (CER 1); then the other letters in alphabet order, tied: α, β, γ -> ranks 3, 4
+    # top-1 ρ for both (CER 1); then the other letters in alphabet order, tied: α, β, γ ->
+    # ranks 3, 4
     assert (hidden["gaps"], hidden["cer"], hidden["top1"], hidden["top5"]) == (2, 1.0, 0.0, 1.0)
     assert sorted(e["model"]["rank"] for e in res["hidden"]["examples"]) == [3, 4]
     assert hidden["ece"] == pytest.approx(p), "two gaps in the last bin: confidence p, accuracy 0"

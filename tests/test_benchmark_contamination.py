@@ -124,7 +124,8 @@ def test_the_listing_and_its_summary_line():
         "δαμοσια",
     ]
     assert summary_line(contamination).startswith(
-        "contamination: 1 of 3 dev texts (1 inscriptions) have a near-duplicate among the 1 training records"
+        "contamination: 1 of 3 dev texts (1 inscriptions) have a near-duplicate "
+        "among the 1 training records"
     )
 
 

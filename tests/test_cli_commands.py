@@ -15,38 +15,60 @@ from stoicheia.cli import build_parser, main
 REPO = Path(__file__).resolve().parents[1]
 
 USAGE = {
-    "": "usage: stoicheia [-h] {convert,index,status,evaluate,benchmark,restore,parallels,report,export,"
-    "serve} ...",
-    "convert": "usage: stoicheia convert [-h] --out OUT [--val-fraction VAL_FRACTION] [--val-work WORK] "
-    "[--inscription-dev-digit DIGIT] [--max-record-letters MAX_RECORD_LETTERS] [--min-greek MIN_GREEK] "
-    "[--skip-bad] [--workers WORKERS] [--overwrite] [--supplied-lost {text,lacuna}] "
-    "[--expansions {expanded,abbreviated}] [--choice {regularised,original}] [--no-parallels-index] "
-    "TIER=PATH [TIER=PATH ...]",
+    "": (
+        "usage: stoicheia [-h] "
+        "{convert,index,status,evaluate,benchmark,restore,parallels,report,export,serve} ..."
+    ),
+    "convert": (
+        "usage: stoicheia convert [-h] --out OUT [--val-fraction VAL_FRACTION] "
+        "[--val-work WORK] [--inscription-dev-digit DIGIT] "
+        "[--max-record-letters MAX_RECORD_LETTERS] [--min-greek MIN_GREEK] [--skip-bad] "
+        "[--workers WORKERS] [--overwrite] [--supplied-lost {text,lacuna}] "
+        "[--expansions {expanded,abbreviated}] [--choice {regularised,original}] "
+        "[--no-parallels-index] TIER=PATH [TIER=PATH ...]"
+    ),
     "index": "usage: stoicheia index [-h] [--out OUT] SHARDS_DIR",
-    "parallels": "usage: stoicheia parallels [-h] [--index INDEX] [--top TOP] [--min-letters MIN_LETTERS] "
-    "[--json] TEXT",
+    "parallels": (
+        "usage: stoicheia parallels [-h] [--index INDEX] [--top TOP] "
+        "[--min-letters MIN_LETTERS] [--json] TEXT"
+    ),
     "status": "usage: stoicheia status [-h] RUN_FOLDER",
-    "evaluate": "usage: stoicheia evaluate [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] --shards DIR_OR_FILE "
-    "[DIR_OR_FILE ...] [--split {val,train,inscription_dev}] [--tiers TIERS [TIERS ...]] "
-    "[--max-records MAX_RECORDS] [--train-shards TRAIN_SHARDS] [--ngram-order NGRAM_ORDER] "
-    "[--ngram-letters NGRAM_LETTERS] [--seq-len SEQ_LEN] [--rows ROWS] [--t T] [--seed SEED] "
-    "[--word-rate WORD_RATE] [--max-works MAX_WORKS] [--out OUT] CHECKPOINT",
-    "benchmark": "usage: stoicheia benchmark [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--shards SHARDS] "
-    "--out OUT [--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
-    "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] [--epidoc-root EPIDOC_ROOT] "
-    "[--unknown-width UNKNOWN_WIDTH] [--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
-    "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] [--parallels INDEX] "
-    "[--fused3-weights NGRAM/PARALLELS] [--save-fusion] [--bootstrap BOOTSTRAP] CHECKPOINT",
-    "export": "usage: stoicheia export [-h] [--config CONFIG] [--device DEVICE] [--overwrite] "
-    "[--shards SHARDS] CHECKPOINT OUT_DIR",
+    "evaluate": (
+        "usage: stoicheia evaluate [-h] [--config CONFIG] [--device DEVICE] "
+        "[--precision {auto,fp32,bf16}] --shards DIR_OR_FILE [DIR_OR_FILE ...] "
+        "[--split {val,train,inscription_dev}] [--tiers TIERS [TIERS ...]] "
+        "[--max-records MAX_RECORDS] [--train-shards TRAIN_SHARDS] [--ngram-order NGRAM_ORDER] "
+        "[--ngram-letters NGRAM_LETTERS] [--seq-len SEQ_LEN] [--rows ROWS] [--t T] "
+        "[--seed SEED] [--word-rate WORD_RATE] [--max-works MAX_WORKS] [--out OUT] CHECKPOINT"
+    ),
+    "benchmark": (
+        "usage: stoicheia benchmark [-h] [--config CONFIG] [--device DEVICE] "
+        "[--precision {auto,fp32,bf16}] [--shards SHARDS] --out OUT "
+        "[--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
+        "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] "
+        "[--epidoc-root EPIDOC_ROOT] [--unknown-width UNKNOWN_WIDTH] "
+        "[--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
+        "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] "
+        "[--parallels INDEX] [--fused3-weights NGRAM/PARALLELS] [--save-fusion] "
+        "[--bootstrap BOOTSTRAP] CHECKPOINT"
+    ),
+    "export": (
+        "usage: stoicheia export [-h] [--config CONFIG] [--device DEVICE] [--overwrite] "
+        "[--shards SHARDS] CHECKPOINT OUT_DIR"
+    ),
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
-    "restore": "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] "
-    "[--out OUT] [--top-k TOP_K] [--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] "
-    "[--parallels INDEX] [--parallels-weight PARALLELS_WEIGHT] [--respace] "
-    "[--repredict-supplements] [--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] "
-    "[--window WINDOW] [--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]",
-    "serve": "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] [--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] "
-    "CHECKPOINT",
+    "restore": (
+        "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] "
+        "[--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] [--out OUT] [--top-k TOP_K] "
+        "[--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--parallels INDEX] "
+        "[--parallels-weight PARALLELS_WEIGHT] [--respace] [--repredict-supplements] "
+        "[--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] [--window WINDOW] "
+        "[--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]"
+    ),
+    "serve": (
+        "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] "
+        "[--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] CHECKPOINT"
+    ),
 }
 
 

@@ -197,7 +197,8 @@ def test_restore_input_names_the_model_limit():
     for text, needle in (
         (
             "καὶ [100000] τοῦ",
-            "holds up to 100,000 letters, more than the model can fill: at most 512 letters at once",
+            "holds up to 100,000 letters, more than the model can fill: "
+            "at most 512 letters at once",
         ),
         ("καὶ [99999999999999999999] τοῦ", "more than the model can fill: at most 512"),
         ("καὶ [600] τοῦ", "holds 600 letters, more than the model can fill: at most 512 letters"),

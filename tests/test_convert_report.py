@@ -68,7 +68,8 @@ def test_english_tei_p4_without_lang_is_refused_not_read_as_greek(tmp_path):
     f.write_text(ENGLISH_P4, encoding="utf-8")
     with pytest.raises(
         SourceError,
-        match=r"hes\.th_eng\.xml:\d+: the text is not Beta Code Greek: 0 of \d+ words carry a Greek accent",
+        match=r"hes\.th_eng\.xml:\d+: the text is not Beta Code Greek: "
+        r"0 of \d+ words carry a Greek accent",
     ):
         list(read_source(f, None, counts=Counter()))
 
@@ -110,8 +111,8 @@ def test_convert_refuses_or_counts_such_files_and_lists_dangling_links(
     assert sorted(Path(p).name for p in stats["files_skipped"]) == ["english.xml", "tagged.conllu"]
     assert "files skipped 2" in printed
     assert (
-        f"  dangling link {src / 'gone.conllu'} -> {tmp_path / 'moved-away.conllu'} (its target does not exist): not read"
-        in printed
+        f"  dangling link {src / 'gone.conllu'} -> {tmp_path / 'moved-away.conllu'} "
+        "(its target does not exist): not read" in printed
     )
     assert str(src / "gone.conllu") in stats["files_not_read"]
     assert stats["records_kept"]["train"] >= 1  # the good file is converted

@@ -141,7 +141,8 @@ def test_a_folder_is_published_whole_or_not_at_all(tmp_path):
 
 def test_past_the_file_size_limit_the_write_fails_with_efbig(tmp_path):
     code = (
-        "import sys; from stoicheia.publish import WriteError, atomic_write, ignore_file_size_signal\n"
+        "import sys; "
+        "from stoicheia.publish import WriteError, atomic_write, ignore_file_size_signal\n"
         "ignore_file_size_signal()\n"
         "try:\n    atomic_write(sys.argv[1], 'x' * 200_000)\n"
         "except WriteError as err:\n    print(err)\n"
@@ -158,7 +159,8 @@ def test_past_the_file_size_limit_the_write_fails_with_efbig(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == (
-        f"cannot write {target} ({TOO_LARGE}); raise the file size limit (ulimit -f) or write elsewhere"
+        f"cannot write {target} ({TOO_LARGE}); "
+        "raise the file size limit (ulimit -f) or write elsewhere"
     )
     assert not target.exists() and leftovers(tmp_path) == []
 

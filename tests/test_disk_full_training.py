@@ -82,8 +82,9 @@ def test_a_full_disk_stops_the_run_like_sigterm_and_it_resumes(
         # the first save after batch 12: pre_anneal.pt (the anneal starts at 19) or batch 20's
         m = re.fullmatch(
             rf"train\.py: cannot save checkpoint {re.escape(str(folder))}/(\S+) \({FULL}\); "
-            r"the run stopped at batch (\d+): free some space or write elsewhere, then run the same "
-            rf"command to resume from {re.escape(str(folder / 'ep0-ba10-rank0.pt'))}",
+            r"the run stopped at batch (\d+): free some space or write elsewhere, "
+            r"then run the same command to resume from "
+            rf"{re.escape(str(folder / 'ep0-ba10-rank0.pt'))}",
             line,
         )
         assert m and m[1] in ("pre_anneal.pt", "best.pt", "ep0-ba20-rank0.pt"), line
@@ -132,7 +133,8 @@ def test_two_processes_stop_together_when_rank_0_cannot_save(small_shards, tmp_p
         assert len(lines) == 1 and FULL in lines[0], out[-4000:]
         assert (
             "best.pt (No space left on device); the run stopped at batch 10: no checkpoint was "
-            "saved yet: free some space or write elsewhere, then run the same command to start again"
+            "saved yet: free some space or write elsewhere, "
+            "then run the same command to start again"
         ) in lines[0], lines[0]
         assert "Traceback" not in out, out[-4000:]
         folder = mnt / "two"

@@ -126,11 +126,12 @@ def _check_resumed(shards, tmp_path, name: str, before: int, after: int):
     out = proc.stdout
     accum = 8 // (2 * after)
     assert (
-        f"[run] batch: 8 rows of 96 slots per step = {after} process(es) x 2 rows x grad_accum {accum}"
-        in out
+        f"[run] batch: 8 rows of 96 slots per step = {after} process(es) x 2 rows "
+        f"x grad_accum {accum}" in out
     )
     m = re.search(
-        rf"elastic resume {before} -> {after} processes at batch {killed_at}: stream epoch (\d+) restarts at record (\d+); "
+        rf"elastic resume {before} -> {after} processes at batch {killed_at}: "
+        r"stream epoch (\d+) restarts at record (\d+); "
         r"(\d+) records already trained on after it are skipped, of them (\d+) in flight",
         out,
     )
@@ -158,7 +159,8 @@ def test_two_processes_to_one(small_shards, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     killed_at, skipped, in_flight = _check_resumed(small_shards, tmp_path, "two-to-one", 2, 1)
     print(
-        f"2 -> 1 at batch {killed_at}: {skipped} records skipped (trained before), {in_flight} in flight"
+        f"2 -> 1 at batch {killed_at}: {skipped} records skipped (trained before), "
+        f"{in_flight} in flight"
     )
 
 
@@ -167,7 +169,8 @@ def test_one_process_to_two(small_shards, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     killed_at, skipped, in_flight = _check_resumed(small_shards, tmp_path, "one-to-two", 1, 2)
     print(
-        f"1 -> 2 at batch {killed_at}: {skipped} records skipped (trained before), {in_flight} in flight"
+        f"1 -> 2 at batch {killed_at}: {skipped} records skipped (trained before), "
+        f"{in_flight} in flight"
     )
 
 

@@ -80,18 +80,22 @@ def test_header_entries_placed_and_indented_in_place():
 
     model = SimpleNamespace(config={"run_name": "demo&1"}, step=7, source="ck&1.pt")
     head = (
-        '<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n    <fileDesc>\r\n      <titleStmt>\r\n'
+        '<TEI xmlns="http://www.tei-c.org/ns/1.0">\r\n  <teiHeader>\r\n'
+        "    <fileDesc>\r\n      <titleStmt>\r\n"
         "        <title>T</title>\r\n      </titleStmt>\r\n    </fileDesc>\r\n"
     )
     for rev, expect_change in (
         (
-            '    <revisionDesc>\r\n      <listChange>\r\n        <change when="2020-01-01">x</change>\r\n'
+            "    <revisionDesc>\r\n      <listChange>\r\n"
+            '        <change when="2020-01-01">x</change>\r\n'
             "      </listChange>\r\n    </revisionDesc>\r\n",
-            '<change when="2020-01-01">x</change>\r\n        <change when="2026-12-01" who="#stoicheia">',
+            '<change when="2020-01-01">x</change>\r\n'
+            '        <change when="2026-12-01" who="#stoicheia">',
         ),
         (
             "",
-            '</fileDesc>\r\n    <revisionDesc><listChange><change when="2026-12-01" who="#stoicheia">',
+            "</fileDesc>\r\n    <revisionDesc><listChange>"
+            '<change when="2026-12-01" who="#stoicheia">',
         ),
     ):
         data = (head + rev + "  </teiHeader>\r\n</TEI>").encode()
@@ -105,8 +109,8 @@ def test_header_entries_placed_and_indented_in_place():
             at = e
         new = b"".join(out + [data[at:]]).decode()
         assert (
-            '<title>T</title>\r\n        <respStmt><name xml:id="stoicheia">Stoicheia (run demo&amp;1, step 7)</name>'
-            in new
+            "<title>T</title>\r\n        <respStmt>"
+            '<name xml:id="stoicheia">Stoicheia (run demo&amp;1, step 7)</name>' in new
         )
         assert "ck&amp;1.pt" not in new and expect_change in new  # no path of this machine
         assert "\n" not in new.replace("\r\n", "")  # no bare LF in a CRLF file
@@ -246,8 +250,8 @@ def model(trained):
 
 _ADDED_GAP = re.compile(
     rb'<supplied reason="lost" cert="low" resp="#stoicheia" xml:id="stoicheia-\d+">[^<]*</supplied>'
-    rb'(?:<certainty target="#stoicheia-\d+" locus="value"(?: assertedValue="[^"]*")? degree="[0-9.]+" '
-    rb'resp="#stoicheia"/>)+'
+    rb'(?:<certainty target="#stoicheia-\d+" locus="value"'
+    rb'(?: assertedValue="[^"]*")? degree="[0-9.]+" resp="#stoicheia"/>)+'
 )
 # an entry and the line break and indent put before it (no more: the spaces ending the line
 # before are the file's)
@@ -509,8 +513,8 @@ def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(
     assert "c_not_epidoc.xml" in err[1] and "not a TEI P5" in err[1]
     line = stdout.strip().splitlines()[-1]
     assert re.fullmatch(
-        r"restore --epidoc: 4 files \(2 written, 0 already there, 2 refused\); gaps \d+ restored / 2 left "
-        r"\(lines 2\) / 0 refused; [0-9.]+ s",
+        r"restore --epidoc: 4 files \(2 written, 0 already there, 2 refused\); "
+        r"gaps \d+ restored / 2 left \(lines 2\) / 0 refused; [0-9.]+ s",
         line,
     ), line
     written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}

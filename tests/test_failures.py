@@ -119,7 +119,8 @@ def test_save_folder_not_writable(yaml, tmp_path):
 
 
 def test_global_batch_that_cannot_be_split(yaml):
-    # 6 rows over 2 processes of 2-row micro-batches: 3 rows each, not a whole number of micro-batches
+    # 6 rows over 2 processes of 2-row micro-batches: 3 rows each, not a whole number of
+    # micro-batches
     proc = _train(
         yaml,
         "train.global_batch_rows=6",

@@ -82,11 +82,13 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
 
     ok = tmp_path / "ok.py"
     ok.write_text(
-        "from stoicheia.text import alphabet as A\nfrom stoicheia.model.config import (\n    EncoderConfig,\n)\n"
+        "from stoicheia.text import alphabet as A\n"
+        "from stoicheia.model.config import (\n    EncoderConfig,\n)\n"
         "def f():\n    from stoicheia.text.planes import Planes\n"
     )
     assert ex._relative_source(ok) == (
-        "from . import stoicheia_alphabet as A\nfrom .stoicheia_config import (\n    EncoderConfig,\n)\n"
+        "from . import stoicheia_alphabet as A\n"
+        "from .stoicheia_config import (\n    EncoderConfig,\n)\n"
         "def f():\n    from .stoicheia_planes import Planes\n"
     )
     bad = tmp_path / "bad.py"
@@ -108,7 +110,8 @@ def test_export_refuses_code_it_cannot_carry(tmp_path, monkeypatch):
     out.mkdir()
     with pytest.raises(
         RuntimeError,
-        match=r"tokenization_stoicheia\.py needs stoicheia_clusters .*from \.stoicheia_clusters import",
+        match=r"tokenization_stoicheia\.py needs stoicheia_clusters "
+        r".*from \.stoicheia_clusters import",
     ):
         ex.write_code(out)
 
@@ -306,7 +309,8 @@ def test_evaluate_command_on_raw_text(trained, small_shards, tmp_path, capsys):
 
     txt = tmp_path / "hymn.txt"
     txt.write_text(
-        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε.\n\nHello world.\n",
+        "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθηκε."
+        "\n\nHello world.\n",
         encoding="utf-8",
     )
     out = tmp_path / "eval.json"
@@ -392,7 +396,8 @@ def test_export_round_trip_through_automodel(trained, model, tmp_path, monkeypat
     for bad in (chars[0], chars[None]):
         with pytest.raises(
             ValueError,
-            match=rf"chars has shape \({', '.join(map(str, bad.shape))},?\): expected 2 dimensions \(B, T\)",
+            match=rf"chars has shape \({', '.join(map(str, bad.shape))},?\): "
+            r"expected 2 dimensions \(B, T\)",
         ):
             hf(bad)
     with pytest.raises(ValueError, match="not both"):
@@ -796,7 +801,10 @@ def test_report_from_real_metrics_log(trained, tmp_path):
 
 # --- restore -----------------------------------------------------------------------------------
 
-TEXT = "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη[3±2] πολλὰς δ᾽ ἰφθίμους"
+TEXT = (
+    "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος οὐλομένην, ἣ μυρί᾽ Ἀχαιοῖς ἄλγε᾽ ἔθη[3±2] "
+    "πολλὰς δ᾽ ἰφθίμους"
+)
 
 
 def _letters(s: str) -> str:

@@ -347,7 +347,8 @@ def test_store_outage_during_uploads_is_survived(small_shards, tmp_path, s3_serv
     assert s3_server.get("runs/out/final.pt") == (local / "final.pt").read_bytes()
     # the timeline, for the record (pytest -s shows it)
     print(
-        f"\noutage timeline (s after the server was stopped; it was back at {s3_server.starts[-1] - t0:.1f} s):"
+        "\noutage timeline (s after the server was stopped; "
+        f"it was back at {s3_server.starts[-1] - t0:.1f} s):"
     )
     for t, line in console.lines:
         if "[store]" in line or "[run]" in line:
@@ -406,7 +407,8 @@ def test_store_down_past_the_limit_stops_the_run_and_keeps_the_local_copy(
     } <= names
     assert json.loads(s3_server.get("runs/down/complete.json"))["step"] == 24
     print(
-        f"\nstopped at the limit: {[line for line in out.splitlines() if '[store]' in line or 'train.py' in line]}"
+        "\nstopped at the limit: "
+        f"{[line for line in out.splitlines() if '[store]' in line or 'train.py' in line]}"
     )
 
 
@@ -463,7 +465,8 @@ def test_no_good_checkpoint_in_the_store_is_a_clear_error(tmp_path, s3_server, m
     s3_server.put("r/y/ep0-ba20-rank0.pt", _ckpt(20)[:500])
     with pytest.raises(
         StoreError,
-        match=r"no complete checkpoint in s3://.*/r/y: every one is incomplete or corrupt .*ep0-ba20-rank0.pt.*ep0-ba10-rank0.pt",
+        match=r"no complete checkpoint in s3://.*/r/y: every one is incomplete or corrupt "
+        r".*ep0-ba20-rank0.pt.*ep0-ba10-rank0.pt",
     ):
         restore_run(StoreFolder.parse(f"s3://{BUCKET}/r/y"), tmp_path / "run")
     assert not list((tmp_path / "run").glob("*.pt"))

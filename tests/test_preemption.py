@@ -266,7 +266,8 @@ def test_ctrl_c_saves_the_batch_in_progress_and_exits_130(small_shards, tmp_path
     assert proc.returncode == 130, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     m = re.search(
-        r"\[preempt\] step (\d+): SIGINT received; saved \S+ep0-ba(\d+)-rank0\.pt.*exiting with status 130",
+        r"\[preempt\] step (\d+): SIGINT received; saved \S+ep0-ba(\d+)-rank0\.pt"
+        r".*exiting with status 130",
         out,
     )
     assert m and m[1] == m[2] and out.count("[preempt]") == 1, out[-3000:]

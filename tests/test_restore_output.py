@@ -200,7 +200,8 @@ def test_round_trip_on_random_leiden_texts(words):
 
 
 def test_fill_follows_the_input_style():
-    # capitals in a capital text, without accents; accents where the input has them; none where it has none
+    # capitals in a capital text, without accents; accents where the input has them; none where
+    # it has none
     caps = restore(STUB, "ΣΤΕ[....]ΩΣΑΙ", top_k=1, alternatives=0)
     fill = caps.gaps[0].fill
     assert (
@@ -215,7 +216,10 @@ def test_fill_follows_the_input_style():
         unicodedata.combining(c) for c in unicodedata.normalize("NFD", plain.gaps[0].fill)
     )
     # the stone's and the editor's signs stay, the header shows the notation as typed
-    text = "δεκάτ[...], ἐπὶ [περὶ] Αὐρ(ήλιος) ⟦ἀβγ⟧ {δ} ⟨ε⟩ ⸢ζ⸣ vac. ἐπ’ [ - - - ]· λεʹ ϛ 12 Marcus ⁝ τοῦ|το ἔρ/γον δια- λέγω ἐ̣πὶ"
+    text = (
+        "δεκάτ[...], ἐπὶ [περὶ] Αὐρ(ήλιος) ⟦ἀβγ⟧ {δ} ⟨ε⟩ ⸢ζ⸣ vac. ἐπ’ [ - - - ]· λεʹ ϛ 12 Marcus "
+        "⁝ τοῦ|το ἔρ/γον δια- λέγω ἐ̣πὶ"
+    )
     res = restore(STUB, text, top_k=2, unknown_width=6)
     _check_round_trip(text, res)
     assert [g.kind for g in res.gaps] == ["lacuna", "lacuna", "uncertain"]

@@ -109,7 +109,9 @@ def test_status_and_help_do_not_import_torch(tmp_path):
     )
     code = (
         "import sys; from stoicheia.cli import main; rc = main(['status', sys.argv[1]]); "
-        "assert rc == 0; assert 'torch' not in sys.modules and 'composer' not in sys.modules, 'heavy import'; print('OK')"
+        "assert rc == 0; "
+        "assert 'torch' not in sys.modules and 'composer' not in sys.modules, 'heavy import'; "
+        "print('OK')"
     )
     proc = subprocess.run(
         [PYTHON, "-c", code, str(folder)],

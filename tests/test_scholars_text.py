@@ -107,15 +107,20 @@ def test_real_isicily_hyphen_before_a_line_break_joins_the_word():
     assert counts["hyphen_joined"] == 2
 
 
-PAPYRUS = """<?xml version="1.0" encoding="UTF-8"?>
-<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>t</title></titleStmt>
-<publicationStmt><p>t</p></publicationStmt><sourceDesc><p>t</p></sourceDesc></fileDesc></teiHeader>
-<text><body><div type="edition" xml:lang="grc"><ab>
-<lb n="1"/>Ἀπολ<g type="apostrophe"/>λωνίου τοῦ Ἀπολ<g type="apostrophe"/><supplied reason="lost">λ</supplied>ωνίου
-<lb n="2"/>δ<g type="apostrophe"/> ἐκεῖνος <app type="editorial"><lem>ἔδωκεν</lem><rdg>ἔδωκε</rdg><rdg>ἔδοκεν</rdg></app> καὶ
-<lb n="3"/><app type="alternative"><rdg>ἀλλά</rdg><rdg>ἄλλα</rdg></app>
-</ab></div></body></text></TEI>
-"""
+PAPYRUS = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>t</title>'
+    "</titleStmt>\n"
+    "<publicationStmt><p>t</p></publicationStmt><sourceDesc><p>t</p></sourceDesc></fileDesc>"
+    "</teiHeader>\n"
+    '<text><body><div type="edition" xml:lang="grc"><ab>\n'
+    '<lb n="1"/>Ἀπολ<g type="apostrophe"/>λωνίου τοῦ Ἀπολ<g type="apostrophe"/>'
+    '<supplied reason="lost">λ</supplied>ωνίου\n'
+    '<lb n="2"/>δ<g type="apostrophe"/> ἐκεῖνος <app type="editorial"><lem>ἔδωκεν</lem>'
+    "<rdg>ἔδωκε</rdg><rdg>ἔδοκεν</rdg></app> καὶ\n"
+    '<lb n="3"/><app type="alternative"><rdg>ἀλλά</rdg><rdg>ἄλλα</rdg></app>\n'
+    "</ab></div></body></text></TEI>\n"
+)
 
 
 def test_epidoc_apostrophe_inside_a_word_and_app_lemma(tmp_path):

@@ -181,8 +181,10 @@ def test_fragment_maps_each_leiden_sign():
     }
     assert epidoc_ab(data) == (
         '<ab xml:space="preserve"><lb n="1"/><unclear cert="low" resp="#stoicheia">π</unclear>οῦ δή'
-        '<supplied reason="lost" cert="low" resp="#stoicheia">μο</supplied> <supplied reason="omitted">κ</supplied>αὶ'
-        '\n<lb n="2"/><supplied reason="lost">καὶ</supplied> <del rend="erasure">ὁ</del> <surplus>ς</surplus></ab>'
+        '<supplied reason="lost" cert="low" resp="#stoicheia">μο</supplied> '
+        '<supplied reason="omitted">κ</supplied>αὶ'
+        '\n<lb n="2"/><supplied reason="lost">καὶ</supplied> <del rend="erasure">ὁ</del> '
+        "<surplus>ς</surplus></ab>"
     )
     data["restorations"][0]["fills"][0] = "τ"  # the reading kept: no resp
     assert epidoc_ab(data).startswith('<ab xml:space="preserve"><lb n="1"/><unclear>τ</unclear>οῦ')
@@ -202,11 +204,13 @@ def test_fragment_maps_each_leiden_sign():
         # the command line's options named as the request's fields
         (
             {"text": "καὶ τοῦ"},
-            r"^nothing to restore in 'καὶ τοῦ'.*; send \"respace\": true to predict word division[^-]*$",
+            r"^nothing to restore in 'καὶ τοῦ'.*; "
+            r"send \"respace\": true to predict word division[^-]*$",
         ),
         (
             {"text": "καὶ [---]", "unknown_width": 500},
-            r"^the lacuna '\[---\]' may hold up to 500 letters .* send \"unknown_width\": \d+ or less$",
+            r"^the lacuna '\[---\]' may hold up to 500 letters .* "
+            r"send \"unknown_width\": \d+ or less$",
         ),
         (
             {"text": "καὶ [...]", "top_k": 0},
@@ -476,7 +480,8 @@ def test_the_font_has_polytonic_greek():
         if unicodedata.name(chr(c), "").startswith("GREEK")
     ]
     assert len(letters) > 280 and [c for c in letters if ord(c) not in serif] == []
-    marks = "\u0300\u0301\u0308\u0313\u0314\u0323\u0342\u0345"  # text typed decomposed: the sans has them all
+    # text typed decomposed: the sans has them all
+    marks = "\u0300\u0301\u0308\u0313\u0314\u0323\u0342\u0345"
     assert [c for c in marks if ord(c) not in sans] == []
     assert licence is not None and licence.is_file()
 
@@ -575,7 +580,8 @@ def test_serve_command_refusals(tmp_path, capsys):
 
 
 def test_examples_are_the_scripts_output(tmp_path, corpus_root):
-    """examples.json is what scripts/make_serve_examples.py writes from the shared I.Sicily files."""
+    """examples.json is what scripts/make_serve_examples.py writes from the shared I.Sicily
+    files."""
     sys.path.insert(0, str(REPO / "scripts"))
     import make_serve_examples
 
@@ -677,7 +683,8 @@ class _AlwaysRho:
 
 
 def test_uncertain_letters_and_supplements_in_the_json():
-    """An uncertain letter the model changes comes back as its fill; a kept supplement stays text."""
+    """An uncertain letter the model changes comes back as its fill; a kept supplement stays
+    text."""
     from stoicheia.inference.loading import LoadedModel
     from stoicheia.inference.restore import restore
 
@@ -779,7 +786,8 @@ def test_the_serve_command_serves(model, tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert out.startswith(
-        f"serving {folder} (step 0) at http://127.0.0.1:{port}/ (API schema: /openapi.json); Ctrl-C stops"
+        f"serving {folder} (step 0) at http://127.0.0.1:{port}/ "
+        "(API schema: /openapi.json); Ctrl-C stops"
     )
 
 
@@ -811,8 +819,10 @@ def test_fragment_line_division_and_vacat():
     frag = epidoc_ab(data)
     assert frag == (
         '<ab xml:space="preserve"><lb n="1"/>καὶ τοῦ\n<lb n="2"/>δή'
-        '<supplied reason="lost" cert="low" resp="#stoicheia">μο</supplied><lb n="3" break="no"/>ου '
-        '<space quantity="3" unit="character"/> τ <space quantity="2" unit="character" precision="low"/> κ '
+        '<supplied reason="lost" cert="low" resp="#stoicheia">μο</supplied>'
+        '<lb n="3" break="no"/>ου '
+        '<space quantity="3" unit="character"/> τ '
+        '<space quantity="2" unit="character" precision="low"/> κ '
         '<space extent="unknown" unit="character"/> ω</ab>'
     )
     assert "|" not in "".join(etree.fromstring(frag).itertext())
@@ -834,7 +844,8 @@ def test_the_frameworks_refusals_are_one_line_too(client):
     r = client.get("/restore")
     assert r.status_code == 405 and set(r.json()) == {"error"}
     assert client.get("/static/nothing.js").json() == {
-        "error": "no page or API at /static/nothing.js; the page is at /, the API is described at /openapi.json"
+        "error": "no page or API at /static/nothing.js; the page is at /, "
+        "the API is described at /openapi.json"
     }
 
 
@@ -875,7 +886,8 @@ def test_a_body_that_is_not_json_is_said_so(client):
         (
             b"not json",
             "application/json",
-            r"^the request body is not JSON: Expecting value at character 0; send a JSON object such as \{\"text\": ",
+            r"^the request body is not JSON: Expecting value at character 0; "
+            r"send a JSON object such as \{\"text\": ",
         ),
         (
             b'{"text": "\xce\xb1 [..]",',

@@ -322,7 +322,8 @@ def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     # the Greek is drawn with the page's own font, loaded from the server
     assert browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "document.fonts.ready.then(() => done(document.fonts.check('20px \"Stoicheia Greek\"', 'ἀῶ')));"
+        "document.fonts.ready.then("
+        "() => done(document.fonts.check('20px \"Stoicheia Greek\"', 'ἀῶ')));"
     )
     target = os.environ.get("STOICHEIA_SCREENSHOT")
     if target:

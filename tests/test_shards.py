@@ -169,7 +169,8 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     assert (tmp_path / "notes" / "precious.txt").exists(), (
         "--overwrite never deletes what convert did not write"
     )
-    # a converted folder with a user's file (or an input) added: --overwrite refuses, deletes nothing
+    # a converted folder with a user's file (or an input) added: --overwrite refuses, deletes
+    # nothing
     (out / "src").mkdir()
     (out / "src" / "mine.txt").write_text(
         "καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρεῖναι μέν " * 20, encoding="utf-8"
@@ -209,7 +210,8 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, corpus_root):
     )
 
 
-# I.Sicily files of the shared corpus: 634, 644, 794 end in 4 (the inscription dev set), the others do not
+# I.Sicily files of the shared corpus: 634, 644, 794 end in 4 (the inscription dev set), the
+# others do not
 _ISIC_DEV = ("ISic000634.xml", "ISic000644.xml", "ISic000794.xml")
 _ISIC_TRAIN = (
     "ISic000635.xml",

@@ -160,7 +160,8 @@ def test_a_job_waits_for_the_prefix_lock_of_another(tmp_path, monkeypatch):
         [
             sys.executable,
             "-c",
-            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); "
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); "
             "print('held', flush=True); time.sleep(1.5)",
             str(tmp_path / shm.LOCK_NAME),
         ],

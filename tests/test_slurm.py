@@ -88,8 +88,8 @@ def test_dry_run_prints_script_and_chain_and_writes_nothing(dry: dict) -> None:
     # the composer command, one launcher per node
     assert "srun --ntasks-per-node=1" in script
     assert (
-        'exec .venv/bin/python -m stoicheia.launch -n "$1" --world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID"'
-        in script
+        'exec .venv/bin/python -m stoicheia.launch -n "$1" '
+        '--world_size "$((SLURM_NNODES * $1))" --node_rank "$SLURM_NODEID"' in script
     )
     assert (
         "TRAIN=(recipes/train.py yamls/demo.yaml run_name=chain-test" in script
@@ -202,7 +202,8 @@ def test_job_runs_composer_per_node(job) -> None:
     assert rc == 0
     (line,) = [ln for ln in log.splitlines() if ln.startswith("COMPOSER")]
     assert line.startswith(
-        "COMPOSER -n 4 --world_size 8 --node_rank 1 --master_addr n1 --master_port 29500 recipes/train.py yamls/demo.yaml run_name=chain-test"
+        "COMPOSER -n 4 --world_size 8 --node_rank 1 --master_addr n1 --master_port 29500 "
+        "recipes/train.py yamls/demo.yaml run_name=chain-test"
     )
     assert "scancel" not in log and "next job of the chain (if any) resumes" in out
 

@@ -92,7 +92,8 @@ def test_header_text_never_appears():
 
 
 def test_entity_lpar_is_a_parenthesis_not_a_breathing():
-    # Sophocles, Philoctetes 854 (a line in the kommos): <l>&lpar;a)leh\s u(/pnos e)sqlo/s,&rpar;</l>
+    # Sophocles, Philoctetes 854 (a line in the kommos):
+    # <l>&lpar;a)leh\s u(/pnos e)sqlo/s,&rpar;</l>
     r = record("Sophocles/soph.phil_gk.xml", "10.4")
     assert "ἐκτέταται νύχιος, (ἀλεὴς ὕπνος ἐσθλός,) οὐ χερός, οὐ ποδός" in r.text
 
@@ -116,7 +117,8 @@ def test_entity_lsqb_brackets_kept_as_punctuation():
 
 
 def test_note_inside_a_verse_line_is_cut_and_the_words_around_it_stay_whole():
-    # Aeschines 2.144 quotes Hesiod: <l>polloi\ fhmi/cwsi:<note ...>English...</note> qeo/s nu ...</l>
+    # Aeschines 2.144 quotes Hesiod:
+    # <l>polloi\ fhmi/cwsi:<note ...>English...</note> qeo/s nu ...</l>
     r = record("Aeschines/aeschin_gk.xml", "2.144")
     assert "ἥντινα λαοὶ πολλοὶ φημίξωσι· θεός νυ τίς ἐστι καὶ αὐτή." in r.text
     assert "Baiter" not in r.text and beta_to_unicode("Baiter and Sauppe") not in r.text
@@ -187,7 +189,8 @@ def test_no_latin_letters_leak_on_a_sample_of_works():
 
 
 def test_ids_unique_and_duplicates_get_a_suffix():
-    # Aeschylus' strophe and antistrophe share n: <div2 type="strophe" n="1"> ... "antistrophe" n="1"
+    # Aeschylus' strophe and antistrophe share n:
+    # <div2 type="strophe" n="1"> ... "antistrophe" n="1"
     recs, counts = perseus("Aeschylus/aesch.ag_gk.xml")
     ids = [r.id for r in recs]
     assert len(ids) == len(set(ids))

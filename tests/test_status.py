@@ -257,12 +257,12 @@ def test_annealing_after_a_stall(tmp_path: Path, capsys) -> None:
     lines = status_lines(folder, capsys)
     assert lines[1].startswith("step: 650, lr 0.00025, data: anneal phase 1")
     i = lines.index(
-        "anneal: started at step 600 (stall: the decision metric stalled, 200 batches before the planned start 800; "
-        "cap 1000), decay ends at step 800"
+        "anneal: started at step 600 (stall: the decision metric stalled, "
+        "200 batches before the planned start 800; cap 1000), decay ends at step 800"
     )
-    assert (
-        lines[i + 1]
-        == "  evidence: 4 evaluations of gold/bits_per_char, steps 300-600: 1.5000 -> 1.4480 (stall_eps 0.01)"
+    assert lines[i + 1] == (
+        "  evidence: 4 evaluations of gold/bits_per_char, steps 300-600: "
+        "1.5000 -> 1.4480 (stall_eps 0.01)"
     )
 
 
@@ -299,8 +299,8 @@ def test_diverged_names_the_last_good_checkpoint(tmp_path: Path, capsys) -> None
     )
     lines = status_lines(folder, capsys)
     assert (
-        "state: diverged at step 230: 25 consecutive non-finite gradients up to batch 230: the run diverged."
-        in lines
+        "state: diverged at step 230: 25 consecutive non-finite gradients up to batch 230: "
+        "the run diverged." in lines
     )
     assert f"use: {folder / 'ep0-ba200-rank0.pt'} (the last good checkpoint)" in lines
 
@@ -391,8 +391,8 @@ def test_missing_best_pt_is_reported_with_the_checkpoint_to_use(tmp_path: Path, 
     lines = status_lines(folder, capsys)
     assert "warning: best.pt is missing" in lines
     assert (
-        f"use: {folder / 'ep0-ba400-rank0.pt'} (the newest complete checkpoint, instead of best.pt (the best evaluation so far))"
-        in lines
+        f"use: {folder / 'ep0-ba400-rank0.pt'} (the newest complete checkpoint, "
+        "instead of best.pt (the best evaluation so far))" in lines
     )
 
 
@@ -420,7 +420,8 @@ def test_dangling_latest_is_reported_and_an_older_checkpoint_used(tmp_path: Path
     facts = run_status(folder)
     assert facts["latest_checkpoint"] == "ep0-ba200-rank0.pt"
     assert facts["problems"] == [
-        "latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"
+        "latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): "
+        "ep0-ba200-rank0.pt is missing"
     ]
     assert facts["use"] == str(folder / "ep0-ba100-rank0.pt")
     assert (
@@ -429,8 +430,8 @@ def test_dangling_latest_is_reported_and_an_older_checkpoint_used(tmp_path: Path
     )
     lines = status_lines(folder, capsys)
     assert (
-        "warning: latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): ep0-ba200-rank0.pt is missing"
-        in lines
+        "warning: latest-rank0.pt points at ep0-ba200-rank0.pt (the link dangles): "
+        "ep0-ba200-rank0.pt is missing" in lines
     )
 
 
@@ -448,7 +449,8 @@ def test_latest_pointing_at_an_incomplete_file_and_nothing_else(tmp_path: Path) 
             zf.writestr(name, blob)
     facts = run_status(folder)
     assert facts["problems"] == [
-        "latest-rank0.pt points at ep0-ba100-rank0.pt: ep0-ba100-rank0.pt is incomplete (lacks data/0; it cannot be loaded)"
+        "latest-rank0.pt points at ep0-ba100-rank0.pt: ep0-ba100-rank0.pt is incomplete "
+        "(lacks data/0; it cannot be loaded)"
     ]
     assert (
         facts["use"] is None

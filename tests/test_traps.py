@@ -35,7 +35,8 @@ def words(planes) -> list[str]:
 
 def p4(tmp_path: Path, body: str, counts: Counter | None = None):
     xml = (
-        '<?xml version="1.0"?>\n<!DOCTYPE TEI.2 PUBLIC "-//TEI P4//DTD Main DTD Driver File//EN" "tei2.dtd">\n'
+        '<?xml version="1.0"?>\n'
+        '<!DOCTYPE TEI.2 PUBLIC "-//TEI P4//DTD Main DTD Driver File//EN" "tei2.dtd">\n'
         "<TEI.2><teiHeader><fileDesc><titleStmt><title>t</title></titleStmt></fileDesc></teiHeader>\n"
         f"<text><body>\n{body}\n</body></text></TEI.2>\n"
     )

@@ -44,8 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"),
         metavar="DIGIT",
-        help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) as the inscription dev set, "
-        "never trained on (TIER/inscription_dev); repeatable",
+        help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) "
+        "as the inscription dev set, never trained on (TIER/inscription_dev); repeatable",
     )
     p.add_argument(
         "--max-record-letters",
@@ -75,7 +75,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--supplied-lost",
         choices=("text", "lacuna"),
         default="text",
-        help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) or make them a real lacuna of their length",
+        help="EpiDoc <supplied reason='lost'>: keep the editor's letters (text) "
+        "or make them a real lacuna of their length",
     )
     p.add_argument(
         "--expansions",
@@ -92,7 +93,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-parallels-index",
         action="store_true",
-        help="do not build the parallels index (OUT/parallels; `stoicheia index OUT` builds it later)",
+        help="do not build the parallels index "
+        "(OUT/parallels; `stoicheia index OUT` builds it later)",
     )
     p.set_defaults(func=run)
 
@@ -140,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         dropped = st["records_dropped"]
         leiden = st.get("leiden", {})
         print(
-            f"{tier}: {st['files']} files, records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
+            f"{tier}: {st['files']} files, "
+            f"records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
             f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
             f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}, "
             f"files without a kept record {len(st['files_without_records'])}, "
@@ -152,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         if st.get("real_lacuna_slots") or leiden.get("supplied_letters"):
             slots = st.get("real_lacuna_slots", {})
             print(
-                f"  real-lacuna slots train {slots.get('train', 0):,} / val {slots.get('val', 0):,} "
+                f"  real-lacuna slots train {slots.get('train', 0):,} "
+                f"/ val {slots.get('val', 0):,} "
                 f"({leiden.get('lacunae_unknown_width', 0):,} of unknown width), "
                 f"supplied letters {leiden.get('supplied_letters', 0):,}"
             )
@@ -161,23 +165,28 @@ def run(args: argparse.Namespace) -> int:
             print(f"  no record kept from {path}")
         if len(without) > 10:
             print(
-                f"  ... and {len(without) - 10} more files without a kept record (listed in stats.json)"
+                f"  ... and {len(without) - 10} more files without a kept record "
+                "(listed in stats.json)"
             )
         dangling = [p for p in st["files_not_read"] if os.path.islink(p) and not os.path.exists(p)]
         for path in dangling:
             print(
-                f"  dangling link {path} -> {os.readlink(path)} (its target does not exist): not read"
+                f"  dangling link {path} -> {os.readlink(path)} "
+                "(its target does not exist): not read"
             )
         others = len(st["files_not_read"]) - len(dangling)
         if others:
             print(
-                f"  {others} files in the directories are not sources and were not read (listed in stats.json)"
+                f"  {others} files in the directories are not sources and were not read "
+                "(listed in stats.json)"
             )
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):
         print(
-            f"inscription dev set (numbers ending in {', '.join(map(str, dev['digits']))}): {len(dev['works']):,} inscriptions, "
-            f"{sum(w['records'] for w in dev['works']):,} records, {sum(w['letters'] for w in dev['works']):,} letters, "
+            f"inscription dev set (numbers ending in {', '.join(map(str, dev['digits']))}): "
+            f"{len(dev['works']):,} inscriptions, "
+            f"{sum(w['records'] for w in dev['works']):,} records, "
+            f"{sum(w['letters'] for w in dev['works']):,} letters, "
             "held out of train and val (TIER/inscription_dev; listed in stats.json)"
         )
     for warning in summary.get("warnings", []):
@@ -196,7 +205,8 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
         tier, sep, path = item.partition("=")
         if not sep or not tier or not path:
             print(
-                f"stoicheia convert: error: input {item!r} must look like TIER=PATH, e.g. gold=../shared/corpus/perseus",
+                f"stoicheia convert: error: input {item!r} must look like TIER=PATH, "
+                "e.g. gold=../shared/corpus/perseus",
                 file=sys.stderr,
             )
             raise SystemExit(2)
@@ -207,8 +217,8 @@ def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:
             if ra == rb or ra in rb.parents or rb in ra.parents:
                 # the same text would be read twice (and could land in train and val at once)
                 print(
-                    f"stoicheia convert: error: inputs {tier_a}={a} and {tier_b}={b} overlap (the same files would be "
-                    "read twice); give each source once",
+                    f"stoicheia convert: error: inputs {tier_a}={a} and {tier_b}={b} overlap "
+                    "(the same files would be read twice); give each source once",
                     file=sys.stderr,
                 )
                 raise SystemExit(2)

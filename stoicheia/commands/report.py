@@ -14,7 +14,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``report`` on the ``stoicheia`` sub-command parsers."""
     p = subparsers.add_parser(
         "report",
-        help="a run's curves: writes report.png and report.html into the run folder (or --out FOLDER)",
+        help="a run's curves: writes report.png and report.html into the run folder "
+        "(or --out FOLDER)",
     )
     p.add_argument(
         "run_folder",
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         return fail(
             "report",
-            f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); give --out FOLDER you can write to",
+            f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); "
+            "give --out FOLDER you can write to",
         )
     print(f"wrote {png} and {page}")
     return 0

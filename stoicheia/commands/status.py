@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, AttributeError, KeyError, OverflowError) as err:
         # valid JSON with values of the wrong type: a damaged marker file (or a hand edit)
         print(
-            f"stoicheia status: error: a file in {args.run_folder} holds a value of the wrong type ({type(err).__name__}: "
-            f"{err}); check complete.json, anneal.json, best.json, diverged.json and the last lines of evals.jsonl "
+            f"stoicheia status: error: a file in {args.run_folder} holds a value of the wrong type "
+            f"({type(err).__name__}: {err}); check complete.json, anneal.json, best.json, "
+            "diverged.json and the last lines of evals.jsonl "
             "(restore them from the checkpoints, or delete the damaged one)",
             file=sys.stderr,
         )
