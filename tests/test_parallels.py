@@ -41,11 +41,18 @@ def _records(root, split):
     """{(tier, record id): (work, letters str with '#' at lacunae)} of one split, parts joined."""
     from streaming import StreamingDataset
 
+    from stoicheia.data.shm import retry_prefix_race
+
     out: dict = {}
     for tier in ("gold", "bronze"):
         if not (root / tier / split / "index.json").exists():
             continue
-        ds = StreamingDataset(local=str(root / tier / split), batch_size=1, shuffle=False)
+        # the node-wide prefix lock, as the index builder takes it: another job on the machine
+        # may be building a StreamingDataset at the same moment
+        local = str(root / tier / split)
+        ds = retry_prefix_race(
+            lambda local=local: StreamingDataset(local=local, batch_size=1, shuffle=False)
+        )
         for i in range(ds.num_samples):
             s = ds.get_item(i)
             p = decode_planes(s)
