@@ -53,7 +53,9 @@ class FusionConfig:
     def __post_init__(self) -> None:
         for name in ("ngram_weight", "parallels_weight"):
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+            if v is not None and not (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+            ):
                 raise RestoreError(f"{FUSION_FILE}: {name} {v!r} must be a number in [0, 1]")
 
     @classmethod
