@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from stoicheia.cli_args import int_in
-from stoicheia.commands.common import fail
+from stoicheia.commands.common import fail, stdin_text
 
 #: where ``stoicheia convert --out data/shards`` puts the index
 DEFAULT_INDEX = "data/shards/parallels"
@@ -44,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from stoicheia.inference.parallels.passages import shared_passages
     from stoicheia.text.encode import encode_text
 
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = stdin_text("parallels") if args.text == "-" else args.text
+    if text is None:  # not UTF-8: said in one line
+        return 2
     try:
         index = open_index(args.index)
     except IndexError_ as err:
