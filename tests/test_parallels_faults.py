@@ -205,3 +205,29 @@ def test_a_build_cut_short_leaves_the_previous_index_whole(shards, tmp_path, mon
     monkeypatch.undo()
     assert ParallelsIndex(folder).records == records
     assert not (tmp_path / "parallels.partial").exists()
+
+
+def test_a_full_disk_is_named_as_such_and_leaves_no_partial_index(shards, tmp_path, monkeypatch):
+    import os
+
+    from stoicheia.publish import WriteError
+
+    out = tmp_path / "parallels"
+    partial = tmp_path / "parallels.partial"
+    save, statvfs = np.save, os.statvfs
+
+    def short_write(path, arr, *a, **k):
+        if str(path).endswith("sa.npy"):  # numpy's short write on a full disk: no errno
+            raise OSError(f"{arr.nbytes} requested and 17376 written")
+        return save(path, arr, *a, **k)
+
+    class Full:  # the disk is full while the partial files fill it
+        def __init__(self, real):
+            self.f_frsize, self.f_bavail = real.f_frsize, 0 if partial.exists() else 10**9
+
+    monkeypatch.setattr(np, "save", short_write)
+    monkeypatch.setattr(os, "statvfs", lambda p: Full(statvfs(p)))
+    with pytest.raises(WriteError) as err:
+        build_index(shards, out, progress=False)
+    assert "No space left on device" in str(err.value) and str(out) in str(err.value)
+    assert not out.exists() and not partial.exists()

@@ -232,8 +232,10 @@ def build_index(
         manifest["bytes"] = sum(f.stat().st_size for f in tmp.iterdir())
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     except BaseException as err:
+        # a full disk or a size limit: one line, not a traceback; asked before the partial files
+        # go, since numpy's short write carries no errno and only a disk still full tells
+        failure = write_failure(err, out)
         shutil.rmtree(tmp, ignore_errors=True)
-        failure = write_failure(err, out)  # a full disk or a size limit: one line, not a traceback
         if failure is not None and failure is not err:
             raise failure from err
         raise
