@@ -231,3 +231,17 @@ def test_a_full_disk_is_named_as_such_and_leaves_no_partial_index(shards, tmp_pa
         build_index(shards, out, progress=False)
     assert "No space left on device" in str(err.value) and str(out) in str(err.value)
     assert not out.exists() and not partial.exists()
+
+
+def test_what_parallels_leaves_out_of_a_text_is_counted_and_said(shards, capsys):
+    from stoicheia.cli import main
+
+    argv = ["parallels", "hello καὶ τῶι δήμωι Привет 12", "--index", str(shards / "parallels")]
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["left_out"] == {"latin": 5, "other": 6, "digit": 2}
+    assert captured.err.strip() == (
+        "stoicheia parallels: left out, not Greek: 5 Latin letter(s), 6 letter(s) of another "
+        "script, 2 digit(s)"
+    )
+    _one_error(["parallels", "hello", "--index", str(shards / "parallels")], capsys, "no Greek")
