@@ -245,3 +245,24 @@ def test_what_parallels_leaves_out_of_a_text_is_counted_and_said(shards, capsys)
         "script, 2 digit(s)"
     )
     _one_error(["parallels", "hello", "--index", str(shards / "parallels")], capsys, "no Greek")
+
+
+def test_fusion_json_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
+    from stoicheia.publish import WriteError
+
+    path = tmp_path / FUSION_FILE
+    FusionConfig(ngram_weight=0.6, parallels_weight=0.9).save(path)
+    write_text = Path.write_text
+
+    def full(self, data, *a, **k):  # the disk fills half-way through the new file
+        write_text(self, data[: len(data) // 2], *a, **k)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(WriteError, match="No space left"):
+        FusionConfig(ngram_weight=0.1, parallels_weight=0.2).save(path)
+    monkeypatch.undo()
+    assert FusionConfig.load(path).parallels_weight == 0.9  # the previous file, whole

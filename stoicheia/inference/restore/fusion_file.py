@@ -71,8 +71,11 @@ class FusionConfig:
             ) from None
 
     def save(self, path: str | Path) -> None:
-        """Write ``path`` (JSON)."""
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        """Write ``path`` (JSON) whole or not at all: a full disk raises
+        :class:`~stoicheia.publish.WriteError` and leaves the previous file, never half a one."""
+        from stoicheia.publish import atomic_write
+
+        atomic_write(path, json.dumps(asdict(self), indent=2) + "\n")
 
 
 def beside(source: str) -> Path | None:
