@@ -16,6 +16,26 @@ def fail(command: str, message: str) -> int:
     return 2
 
 
+def stdin_text(command: str) -> str | None:
+    """The text on stdin, decoded as UTF-8 (a byte-order mark dropped, ends stripped). Bytes that
+    are not UTF-8 print the one-line error of ``stoicheia COMMAND`` (naming UTF-16, which some
+    Windows editors save) and return ``None`` (the command then returns 2): never replaced by
+    U+FFFD unsaid."""
+    buffer = getattr(sys.stdin, "buffer", None)  # None: a str stream (tests, embedding)
+    raw = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+    try:
+        return raw.decode("utf-8-sig").strip()
+    except UnicodeDecodeError as err:
+        utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+        fail(
+            command,
+            f"the text on stdin is not UTF-8 (byte {err.start}"
+            + (", UTF-16 as some Windows editors save" if utf16 else "")
+            + "); save it as UTF-8 and give it again",
+        )
+        return None
+
+
 def load(args: argparse.Namespace, command: str):
     """The model of ``args.checkpoint`` (with ``args.config``, on ``args.device``, in
     ``args.precision``, fp32 for a command without that option), as

@@ -33,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
     except IndexBuildError as err:
         return fail("index", str(err))
     except OSError as err:  # a read-only shards folder, a full disk
-        return fail("index", f"{err}; give --out a folder you can write to")
+        from stoicheia.publish import WriteError
+
+        fix = "" if isinstance(err, WriteError) else "; give --out a folder you can write to"
+        return fail("index", f"{err}{fix}")  # a WriteError names its own fix
     out = Path(args.out) if args.out else Path(args.shards) / INDEX_DIR
     tiers = ", ".join(f"{t} {v['letters']:,}" for t, v in m["per_tier"].items())
     print(

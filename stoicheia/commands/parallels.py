@@ -8,7 +8,16 @@ import json
 import sys
 
 from stoicheia.cli_args import int_in
-from stoicheia.commands.common import fail
+from stoicheia.commands.common import fail, stdin_text
+
+#: what :func:`~stoicheia.text.encode.encode_text` drops that a user may have meant as text
+LEFT_OUT = {
+    "latin": "Latin letter(s)",
+    "latin_in_word": "Latin letter(s) inside Greek words",
+    "other": "letter(s) of another script",
+    "digit": "digit(s)",
+    "control": "control character(s)",
+}
 
 #: where ``stoicheia convert --out data/shards`` puts the index
 DEFAULT_INDEX = "data/shards/parallels"
@@ -44,20 +53,28 @@ def run(args: argparse.Namespace) -> int:
     from stoicheia.inference.parallels.passages import shared_passages
     from stoicheia.text.encode import encode_text
 
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = stdin_text("parallels") if args.text == "-" else args.text
+    if text is None:  # not UTF-8: said in one line
+        return 2
     try:
         index = open_index(args.index)
     except IndexError_ as err:
         return fail("parallels", str(err))
-    planes = encode_text(text).planes
+    encoded = encode_text(text)
+    planes = encoded.planes
     if planes.n_letters() == 0:
         return fail("parallels", f"no Greek letter in {text[:40]!r}: give Greek text")
+    left_out = {k: encoded.dropped[k] for k in LEFT_OUT if encoded.dropped.get(k)}
+    if left_out:  # never unsaid: what of the text the search did not see
+        said = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in left_out.items())
+        print(f"stoicheia parallels: left out, not Greek: {said}", file=sys.stderr)
     letters = planes.chars.astype("int64")
     letters[planes.lacuna > 0] = 24
     found = shared_passages(index, letters, min_letters=args.min_letters, top=args.top)
     rows = [m.to_json(index) for m in found]
     if args.json:
-        print(json.dumps({"text": text, "passages": rows}, ensure_ascii=False, indent=2))
+        out = {"text": text, "left_out": left_out, "passages": rows}
+        print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     if not rows:
         print(

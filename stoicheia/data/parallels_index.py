@@ -116,6 +116,7 @@ def build_index(
     out = Path(out) if out is not None else root / INDEX_DIR
     if out.exists() and not overwrite:
         raise IndexBuildError(f"{out} exists; pass overwrite=True (--overwrite) to rebuild it")
+    _refuse_foreign_folder(out)
     if not 0.0 < fraction <= 1.0:
         raise IndexBuildError(f"fraction {fraction}: give a share in (0, 1]")
     tiers = list(stats.get("tiers", {}))
@@ -260,14 +261,42 @@ def build_index(
         manifest["bytes"] = sum(f.stat().st_size for f in tmp.iterdir())
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     except BaseException as err:
+        # a full disk or a size limit: one line, not a traceback; asked before the partial files
+        # go, since numpy's short write carries no errno and only a disk still full tells
+        failure = write_failure(err, out)
         shutil.rmtree(tmp, ignore_errors=True)
-        failure = write_failure(err, out)  # a full disk or a size limit: one line, not a traceback
         if failure is not None and failure is not err:
             raise failure from err
         raise
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return manifest
+
+
+#: the files an index folder holds (a folder of only these may be replaced)
+INDEX_FILES = frozenset(
+    ["manifest.json"]
+    + [
+        f"{n}.npy"
+        for n in "text sa look flow rec_start rec_tier rec_work ids ids_off works works_off".split()
+    ]
+)
+
+
+def _refuse_foreign_folder(out: Path) -> None:
+    """Raise :class:`IndexBuildError` when ``out`` exists and holds anything but index files: the
+    build replaces the folder whole, and ``--out SHARDS_DIR`` (or ``--out ~``) would delete it."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise IndexBuildError(f"--out {out} is a file; give a folder for the index")
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in INDEX_FILES)
+    if foreign:
+        raise IndexBuildError(
+            f"--out {out} exists and holds {len(foreign)} entries that are no part of an index "
+            f"({', '.join(foreign[:3])}); the build replaces the folder whole, so give a new or "
+            "empty folder (default SHARDS_DIR/parallels)"
+        )
 
 
 def _align(

@@ -26,8 +26,12 @@ def add_source_routes(app: FastAPI, model: Any) -> None:
     @app.get("/source/{row}", response_class=HTMLResponse, include_in_schema=False)
     def source(row: int, start: int = Query(0, ge=0), end: int = Query(0, ge=0)) -> HTMLResponse:
         from stoicheia.inference.restore.fusion_file import find_fusion
+        from stoicheia.inference.restore.reading import RestoreError
 
-        fusion = find_fusion(model)
+        try:  # a hand-edited fusion.json, a moved or damaged index: its one line, not a 500
+            fusion = find_fusion(model)
+        except RestoreError as err:
+            raise HTTPException(503, str(err)) from None
         index = fusion.parallels if fusion is not None else None
         if index is None or not 0 <= row < index.records:
             raise HTTPException(404, f"no record {row} in the parallels index")

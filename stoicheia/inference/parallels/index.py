@@ -96,30 +96,80 @@ class ParallelsIndex:
                 "build it with `stoicheia index SHARDS_DIR`"
             )
         self.folder = folder
-        self.manifest = json.loads(man.read_text(encoding="utf-8"))
-        if self.manifest.get("version") != VERSION:
-            raise IndexError_(
-                f"{man}: index version {self.manifest.get('version')}, expected {VERSION}; "
-                "rebuild it with `stoicheia index SHARDS_DIR`"
-            )
+        rebuild = "rebuild it with `stoicheia index SHARDS_DIR`"
+        try:
+            self.manifest = json.loads(man.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:  # a hand edit, a copy cut short, no read permission
+            raise IndexError_(f"{man}: not a readable index manifest ({err}); {rebuild}") from None
+        if not isinstance(self.manifest, dict) or self.manifest.get("version") != VERSION:
+            got = self.manifest.get("version") if isinstance(self.manifest, dict) else None
+            raise IndexError_(f"{man}: index version {got}, expected {VERSION}; {rebuild}")
 
-        def load(name: str) -> np.ndarray:
-            # a plain ndarray view of the map: numpy.memmap's indexing costs microseconds a call
-            return np.load(folder / f"{name}.npy", mmap_mode="c").view(np.ndarray)
+        def load(name: str, mmap: bool = True) -> np.ndarray:
+            path = folder / f"{name}.npy"
+            try:
+                if not mmap:  # one entry per record (thousands): read into memory
+                    return np.load(path)
+                # a plain ndarray view of the map: numpy.memmap's indexing costs microseconds
+                return np.load(path, mmap_mode="c").view(np.ndarray)
+            except (OSError, ValueError, EOFError) as err:  # missing, truncated, not a .npy
+                raise IndexError_(f"{path}: unreadable ({err}); {rebuild}") from None
 
         self.text = load("text")
         self.sa = load("sa")
         self.look = load("look")
         self.flow = load("flow")
-        # one entry per record (thousands): read into memory, indexed element by element
-        self.rec_start = np.load(folder / "rec_start.npy")
-        self.rec_tier = np.load(folder / "rec_tier.npy")
-        self.rec_work = np.load(folder / "rec_work.npy")
+        self.rec_start = load("rec_start", mmap=False)
+        self.rec_tier = load("rec_tier", mmap=False)
+        self.rec_work = load("rec_work", mmap=False)
         self._ids, self._ids_off = load("ids"), load("ids_off")
         self._works, self._works_off = load("works"), load("works_off")
-        self.line_start = np.load(folder / "line_start.npy")
+        self.line_start = load("line_start", mmap=False)
         self._line_label, self._line_label_off = load("line_label"), load("line_label_off")
-        self.tiers: list[str] = list(self.manifest["tiers"])
+        self.tiers: list[str] = list(self.manifest.get("tiers", []))
+        self._check(rebuild)
+
+    def _check(self, rebuild: str) -> None:
+        """Raise :class:`IndexError_` when the arrays do not fit each other and the manifest
+        (files of two builds mixed, or a hand edit): libdivsufsort's search would read past a
+        short suffix array (a crash, not an error)."""
+        n = len(self.text)
+        r = self.manifest.get("records")
+        wants = [
+            ("text", self.text, np.uint8, self.manifest.get("slots")),
+            ("sa", self.sa, np.int32, n),
+            ("look", self.look, np.uint8, n),
+            ("flow", self.flow, np.uint8, n),
+            ("rec_start", self.rec_start, np.int64, None if r is None else r + 1),
+            ("rec_tier", self.rec_tier, np.uint8, r),
+            ("rec_work", self.rec_work, np.int32, r),
+            ("ids_off", self._ids_off, np.int64, None if r is None else r + 1),
+            ("works_off", self._works_off, np.int64, None),
+        ]
+        for name, arr, dtype, size in wants:
+            if arr.ndim != 1 or arr.dtype != dtype or (size is not None and len(arr) != size):
+                raise IndexError_(
+                    f"{self.folder / (name + '.npy')}: {arr.dtype}{list(arr.shape)}, expected "
+                    f"{np.dtype(dtype)}[{size if size is not None else 'n'}] (files of another "
+                    f"build?); {rebuild}"
+                )
+        if r is None or len(self.rec_start) == 0 or int(self.rec_start[-1]) != n:
+            raise IndexError_(
+                f"{self.folder / 'rec_start.npy'}: the records do not end at the text's "
+                f"{n:,} slots (files of another build?); {rebuild}"
+            )
+        if int(self._ids_off[-1]) != len(self._ids) or int(self._works_off[-1]) != len(self._works):
+            raise IndexError_(
+                f"{self.folder}: ids.npy or works.npy do not fit their offsets; {rebuild}"
+            )
+        if self.rec_tier.size and int(self.rec_tier.max()) >= len(self.tiers):
+            raise IndexError_(
+                f"{self.folder / 'manifest.json'}: a record's tier is not in 'tiers'; {rebuild}"
+            )
+        if self.rec_work.size and int(self.rec_work.max()) >= len(self._works_off) - 1:
+            raise IndexError_(
+                f"{self.folder / 'rec_work.npy'}: a record's work is not in works.npy; {rebuild}"
+            )
 
     def __len__(self) -> int:
         """Letter slots indexed, separators included."""

@@ -53,7 +53,9 @@ class FusionConfig:
     def __post_init__(self) -> None:
         for name in ("ngram_weight", "parallels_weight"):
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+            if v is not None and not (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+            ):
                 raise RestoreError(f"{FUSION_FILE}: {name} {v!r} must be a number in [0, 1]")
 
     @classmethod
@@ -69,8 +71,11 @@ class FusionConfig:
             ) from None
 
     def save(self, path: str | Path) -> None:
-        """Write ``path`` (JSON)."""
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        """Write ``path`` (JSON) whole or not at all: a full disk raises
+        :class:`~stoicheia.publish.WriteError` and leaves the previous file, never half a one."""
+        from stoicheia.publish import atomic_write
+
+        atomic_write(path, json.dumps(asdict(self), indent=2) + "\n")
 
 
 def beside(source: str) -> Path | None:
