@@ -125,7 +125,33 @@ def test_attention_probs_match_the_model_and_probe_covers_every_layer():
 
 
 def test_exit_step():
-    lines = [{"kind": "step", "masked_bits": b} for b in [4.2] * 12 + [3.0] * 12]
+    bits = [4.2] * 12 + [3.0] * 12
+    lines = [{"kind": "step", "step": i + 1, "near_bits": b} for i, b in enumerate(bits)]
     lines.insert(3, {"kind": "probe"})
+    lines[0]["near_bits"] = float("nan")  # a step without such slots counts for nothing
     assert plateau.exit_step(lines, 3.9) == 15  # steps 6..15: three at 3.0 bring the mean to 3.84
     assert plateau.exit_step(lines, 2.0) is None
+    for r in lines[1:]:
+        r["far_bits"] = 5.0
+    assert plateau.exit_step(lines[1:], 3.9, key="far_bits") is None
+
+
+def test_qk_norm_init_sets_the_gains_and_sharpens_the_first_attention():
+    with pytest.raises(ValueError, match=r"^model\.qk_norm_init="):
+        EncoderConfig(qk_norm_init=0.0).validate()
+    torch.manual_seed(3)
+    chars = torch.randint(0, 24, (2, 16))
+    batch = {"chars": chars, "seg_id": torch.ones(2, 16, dtype=torch.long)}
+    entropy = {}
+    for gain in (1.0, 2.0):
+        torch.manual_seed(0)
+        cfg = EncoderConfig(d_model=32, n_layers=2, n_heads=2, char_window=8, qk_norm_init=gain)
+        model = StoicheiaModel(cfg)
+        for b in model.encoder.blocks:
+            assert torch.equal(b.attn.q_norm.weight, torch.full((16,), gain))
+            assert torch.equal(b.attn.k_norm.weight, torch.full((16,), gain))
+        assert torch.equal(model.encoder.final_norm.weight, torch.ones(32))
+        stats = plateau.probe_attention(model, batch)
+        entropy[gain] = sum(sum(s["entropy"]) for s in stats.values())
+    # the same weights otherwise: logits 4 times larger give rows of lower entropy
+    assert entropy[2.0] < entropy[1.0] - 1.0
