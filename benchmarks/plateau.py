@@ -37,7 +37,8 @@ from Beta(A, B) for the first N steps (a rate curriculum); ``--set`` overrides a
 
 reads runs already written instead, prints for each the plateau exit step (:func:`exit_step`),
 the mean masked, near and far bits/char of its last 10 steps and the letters/s, and plots their masked bits/char
-(10-step means) and the attention mass within distance 2 of the last layer to ``--plot``.
+(10-step means of the ``near`` slots) and the largest attention mass at distance 1-2 of any
+layer and head to ``--plot``.
 """
 
 from __future__ import annotations
@@ -429,18 +430,18 @@ def compare(paths: list[Path], below: float, plot: Path | None, at: list[int]) -
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for lines in runs.values():
         steps = [r for r in lines if r["kind"] == "step"]
-        b = [r["masked_bits"] for r in steps]
-        smooth = [
-            sum(b[max(0, i - 9) : i + 1]) / len(b[max(0, i - 9) : i + 1]) for i in range(len(b))
-        ]
+        smooth = [window_mean(lines, "near_bits", r["step"], 10) for r in steps]
         (line,) = ax1.plot([r["step"] for r in steps], smooth, label=label_of(lines))
         probes = [r for r in lines if r["kind"] == "probe"]
-        last = sorted(k for k in probes[0] if k.startswith("L"))[-1]
-        near = [sum(r[last]["near"]) / len(r[last]["near"]) for r in probes]
+        near = [max(max(v["near"]) for k, v in r.items() if k.startswith("L")) for r in probes]
         ax2.plot([r["step"] for r in probes], near, color=line.get_color(), marker="o", ms=2)
     ax1.axhline(below, color="grey", lw=0.8, ls=":")
-    ax1.set(xlabel="step", ylabel="masked bits/char (mean of 10 steps)", title="training loss")
-    ax2.set(xlabel="step", ylabel="attention mass at distance 1-2", title=f"last layer ({last})")
+    ax1.set(
+        xlabel="step",
+        ylabel="bits/char (mean of 10 steps)",
+        title="loss of masked letters with a visible neighbour",
+    )
+    ax2.set(xlabel="step", ylabel="attention mass at distance 1-2", title="the most local head")
     ax1.legend(fontsize=7)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -155,3 +156,21 @@ def test_qk_norm_init_sets_the_gains_and_sharpens_the_first_attention():
         entropy[gain] = sum(sum(s["entropy"]) for s in stats.values())
     # the same weights otherwise: logits 4 times larger give rows of lower entropy
     assert entropy[2.0] < entropy[1.0] - 1.0
+
+
+def test_window_mean_and_compare(tmp_path, capsys):
+    lines = [{"kind": "run", "seed": 5, "qk_gain": 2.0, "t_early": None, "set": []}]
+    for s in range(1, 31):
+        near = 4.0 if s <= 20 else 3.0
+        lines.append(
+            {"kind": "step", "step": s, "near_bits": near, "far_bits": 4.0, "masked_bits": 3.5}
+        )
+    assert plateau.window_mean(lines, "near_bits", 20) == pytest.approx(4.0)
+    assert plateau.window_mean(lines, "near_bits", 30, 20) == pytest.approx(3.5)
+    assert math.isnan(plateau.window_mean(lines, "near_bits", 100, 20))
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    plateau.compare([path], 3.9, None, [20, 30])
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[:5] == ["qk", "gain", "2", "(seed", "5)"]
+    assert row[5:8] == ["22", "4.000", "3.500"]  # exit at step 22: 2 steps at 3.0 of 10
