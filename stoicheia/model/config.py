@@ -33,6 +33,12 @@ class EncoderConfig:
       (FlexAttention with a block-sparse mask; the GPU path).
     - ``init_std``: std of the normal init of every linear/embedding weight (output
       projections of attention and MLP are further scaled by ``1/sqrt(2 * n_layers)``).
+    - ``qk_norm_init``: initial value of the gains of the per-head query and key RMSNorms
+      (learned afterwards). Attention logits are ``g_q g_k cos(q, k) sqrt(head_dim)``, so at
+      the default 1 a head's logits lie within ``+-sqrt(head_dim)`` and its first rows are
+      nearly uniform; 2 scales the logits by 4 (the QK-norm scale of Henry et al. 2020,
+      "Query-Key Normalization for Transformers", here only its starting value).
+      docs/benchmarks.md, "The unigram plateau", measures what it changes.
     """
 
     d_model: int = 256
@@ -44,6 +50,7 @@ class EncoderConfig:
     norm_eps: float = 1e-5
     attn_impl: str = "sdpa"
     init_std: float = 0.02
+    qk_norm_init: float = 1.0
 
     @property
     def head_dim(self) -> int:
@@ -87,7 +94,7 @@ class EncoderConfig:
                 "char_window",
                 "must be an even number >= 2 (a slot sees char_window // 2 on each side)",
             )
-        for name in ("rope_theta", "norm_eps", "init_std"):
+        for name in ("rope_theta", "norm_eps", "init_std", "qk_norm_init"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise bad(name, "must be a number > 0")

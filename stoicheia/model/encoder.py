@@ -25,7 +25,7 @@ stay float32.
 Init: every linear and embedding weight ~ N(0, init_std); the two residual output projections
 of each block (attention ``out`` and MLP ``wo``) use ``init_std / sqrt(2 * n_layers)`` so the
 residual stream's variance does not grow with depth (GPT-2, Radford et al. 2019). Norm weights
-start at 1.
+start at 1, the per-head QK norms' at ``qk_norm_init`` (1 by default).
 """
 
 from __future__ import annotations
@@ -196,6 +196,8 @@ class CharBertEncoder(nn.Module):
         for block in self.blocks:
             for proj in (block.attn.out, block.mlp.wo):
                 nn.init.normal_(proj.weight, mean=0.0, std=std / math.sqrt(2 * self.cfg.n_layers))
+            for norm in (block.attn.q_norm, block.attn.k_norm):
+                nn.init.constant_(norm.weight, self.cfg.qk_norm_init)
 
     def forward(
         self,
