@@ -6,7 +6,7 @@ calls it. The decoding calls :func:`check_cancelled` before every forward pass o
 (:func:`~stoicheia.inference.restore.decoding.forward`: the gaps' passes, the rendering of the
 fills, the respaced text) and at every slot of a gap's beam search, so whatever the callable
 raises ends the restoration within one forward pass or one beam step. The restoration server
-(:mod:`stoicheia.serve.app`) installs one that raises once the request's client has gone, and
+(:mod:`stoicheia.serve.jobs`) installs one that raises once the request's client has gone, and
 ``restore_epidoc`` is stopped the same way, since it decodes through the same functions.
 """
 
