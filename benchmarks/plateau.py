@@ -29,16 +29,17 @@ slots at distance 1 or 2 (``near``), with the entropy of a uniform row over the 
 (``uniform``) for reference.
 
 Interventions (default: none): ``--qk-gain G`` starts the per-head QK RMSNorm gains at ``G``
-instead of the config's ``model.qk_norm_init`` (attention logits scale by ``G**2``); ``--t-early A,B:N`` draws the masking rate
-from Beta(A, B) for the first N steps (a rate curriculum); ``--set`` overrides any config key
-(``load_config``'s ``section.key=value``). Prints a compact table; asserts nothing.
+instead of the config's ``model.qk_norm_init`` (attention logits scale by ``G**2``); ``--t-early
+A,B:N`` draws the masking rate from Beta(A, B) for the first N steps (a rate curriculum);
+``--set`` overrides any config key (``load_config``'s ``section.key=value``). Prints a compact
+table; asserts nothing.
 
     .venv/bin/python benchmarks/plateau.py --compare A.jsonl B.jsonl ... [--plot PNG]
 
 reads runs already written instead, prints for each the plateau exit step (:func:`exit_step`),
-the mean masked, near and far bits/char of its last 10 steps and the letters/s, and plots their masked bits/char
-(10-step means of the ``near`` slots) and the largest attention mass at distance 1-2 of any
-layer and head to ``--plot``.
+the mean masked, near and far bits/char of its last 10 steps and the letters/s, and plots their
+masked bits/char (10-step means of the ``near`` slots) and the largest attention mass at
+distance 1-2 of any layer and head to ``--plot``.
 """
 
 from __future__ import annotations
@@ -368,8 +369,9 @@ def table(lines: list[dict], below: float) -> None:
                 for L in layers
             )
         print(
-            f"{chunk[-1]['step']:5d} {m('bits'):5.2f} {m('masked_bits'):6.2f} {m('near_bits'):5.2f} "
-            f"{m('far_bits'):5.2f} {m('mask_rate'):5.2f} {g('embed'):6.3f} {ga:>23} {gm:>23} "
+            f"{chunk[-1]['step']:5d} {m('bits'):5.2f} {m('masked_bits'):6.2f} "
+            f"{m('near_bits'):5.2f} {m('far_bits'):5.2f} {m('mask_rate'):5.2f} "
+            f"{g('embed'):6.3f} {ga:>23} {gm:>23} "
             f"{g('head'):6.3f}  {att}"
         )
     print(

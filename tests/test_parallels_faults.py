@@ -162,7 +162,12 @@ def test_index_out_at_a_folder_of_other_things_is_refused_and_nothing_is_deleted
     before = sorted(p.name for p in shards.iterdir())
     _one_error(["index", str(shards), "--out", str(shards)], capsys, "stats.json", "new or empty")
     assert sorted(p.name for p in shards.iterdir()) == before
-    # a previous index (its own files only) is rebuilt in place, as before
+    # a previous index (its own files only) is rebuilt in place, as before; the list of an
+    # index's files is the list of what a build writes (an array added to one but not the
+    # other would make every rebuild refuse its own folder)
+    from stoicheia.data.parallels_index import INDEX_FILES
+
+    assert {p.name for p in (shards / "parallels").iterdir()} == INDEX_FILES
     copy = tmp_path / "again"
     shutil.copytree(shards / "parallels", copy)
     assert build_index(shards, copy, progress=False)["records"] == ParallelsIndex(copy).records

@@ -274,13 +274,25 @@ def build_index(
 
 
 #: the files an index folder holds (a folder of only these may be replaced)
-INDEX_FILES = frozenset(
-    ["manifest.json"]
-    + [
-        f"{n}.npy"
-        for n in "text sa look flow rec_start rec_tier rec_work ids ids_off works works_off".split()
-    ]
+#: the arrays of the module docstring, each written as NAME.npy
+ARRAYS = (
+    "text",
+    "sa",
+    "look",
+    "flow",
+    "rec_start",
+    "rec_tier",
+    "rec_work",
+    "ids",
+    "ids_off",
+    "works",
+    "works_off",
+    "line_start",
+    "line_label",
+    "line_label_off",
 )
+#: every file a built index holds (a folder holding anything else is not replaced)
+INDEX_FILES = frozenset(["manifest.json", *(f"{n}.npy" for n in ARRAYS)])
 
 
 def _refuse_foreign_folder(out: Path) -> None:
