@@ -35,44 +35,57 @@ import shutil
 import statistics
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: name -> overrides of yamls/demo.yaml. Sizes around the demo's (128 x 4, T = 512, 8 rows).
-CONFIGS: dict[str, list[str]] = {
-    "d128-L4-T512-r8": [],
-    "d96-L4-T512-r8": ["model.d_model=96", "model.n_heads=4"],
+#: The first sweep's grid (2026-12-01, fp32 only), kept so its table can be reproduced
+#: (``--grid fp32``). Sizes around the demo of that day (128 x 4, T = 512, 8 rows).
+_D128 = ["model.d_model=128", "model.n_heads=4"]
+FP32_CONFIGS: dict[str, list[str]] = {
+    "d128-L4-T512-r8": [*_D128],
+    "d96-L4-T512-r8": [],
     "d192-L4-T512-r8": ["model.d_model=192", "model.n_heads=6"],
-    "d128-L6-T512-r8": ["model.n_layers=6"],
-    "d128-L4-T256-r16": [
-        "data.seq_len=256",
-        "train.micro_batch_rows=16",
-        "train.global_batch_rows=16",
-        "model.char_window=64",
-    ],
-    "d128-L4-T1024-r4": [
-        "data.seq_len=1024",
-        "train.micro_batch_rows=4",
-        "train.global_batch_rows=4",
-    ],
-    "d128-L4-T512-r8-lr3e-3": ["train.lr=3e-3"],
+    "d128-L6-T512-r8": [*_D128, "model.n_layers=6"],
     "d64-L4-T512-r8": ["model.d_model=64", "model.n_heads=4"],
-    "d96-L4-T256-r16": [
-        "model.d_model=96",
-        "model.n_heads=4",
-        "data.seq_len=256",
-        "train.micro_batch_rows=16",
-        "train.global_batch_rows=16",
-        "model.char_window=64",
-    ],
 }
 
+_BF16 = ["train.precision=amp_bf16"]
+_D192 = ["model.d_model=192", "model.n_heads=6"]
+#: The sweep with bf16 allowed (issue 24 section 2): width, depth, rows and sequence length, and
+#: the learning rate, around the hint that width 192 in bf16 runs at the fp32 demo's letters/s.
+#: ``fp32-d96-L4`` is ``yamls/demo.yaml`` unchanged (the demo before this sweep).
+BF16_CONFIGS: dict[str, list[str]] = {
+    "fp32-d96-L4": [],
+    "bf16-d96-L4": [*_BF16],
+    "bf16-d128-L4": [*_BF16, *_D128],
+    "bf16-d128-L6": [*_BF16, *_D128, "model.n_layers=6"],
+    "bf16-d192-L4": [*_BF16, *_D192],
+    "bf16-d192-L4-lr1e-3": [*_BF16, *_D192, "train.lr=1e-3"],
+    "bf16-d192-L4-lr3e-3": [*_BF16, *_D192, "train.lr=3e-3"],
+    "bf16-d192-L4-T256-r16": [
+        *_BF16,
+        *_D192,
+        "data.seq_len=256",
+        "train.micro_batch_rows=16",
+        "train.global_batch_rows=16",
+        "model.char_window=64",
+    ],
+    "bf16-d256-L4": [*_BF16, "model.d_model=256", "model.n_heads=8"],
+}
+GRIDS = {"bf16": BF16_CONFIGS, "fp32": FP32_CONFIGS}
 
-def run(cmd: list[str], log: Path) -> tuple[int, float]:
+
+def run(cmd: list[str], log: Path, threads: int | None = None) -> tuple[int, float]:
+    """Run ``cmd`` in the repository with its output in ``log``; ``threads`` sets
+    ``OMP_NUM_THREADS`` (torch's intra-op threads). Returns (exit status, wall seconds)."""
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     t0 = time.perf_counter()
     with open(log, "w", encoding="utf-8") as fh:
-        rc = subprocess.call(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+        rc = subprocess.call(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=env)
     return rc, time.perf_counter() - t0
 
 
@@ -116,18 +129,28 @@ def main() -> int:
         "--budget-min",
         type=float,
         default=10.0,
-        help="training wall time per configuration, minutes",
+        help="training wall time per configuration on the idle machine, minutes",
     )
     p.add_argument("--calib-steps", type=int, default=30)
     p.add_argument("--out", default="checkpoints/sweep")
+    p.add_argument("--grid", choices=sorted(GRIDS), default="bf16")
     p.add_argument("--only", nargs="+", help="run only these configurations")
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="long runs at once (after the calibrations, which run alone); their step counts "
+        "are fixed by the calibration, so sharing the cores changes their wall time only",
+    )
+    p.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of each long run")
     args = p.parse_args()
-    if args.only and (unknown := sorted(set(args.only) - set(CONFIGS))):
-        p.error(f"unknown configuration(s) {unknown}; known: {sorted(CONFIGS)}")
+    configs = GRIDS[args.grid]
+    if args.only and (unknown := sorted(set(args.only) - set(configs))):
+        p.error(f"unknown configuration(s) {unknown}; known: {sorted(configs)}")
     out = REPO / args.out
     out.mkdir(parents=True, exist_ok=True)
     composer = str(REPO / ".venv" / "bin" / "composer")
-    names = [n for n in CONFIGS if not args.only or n in args.only]
+    names = [n for n in configs if not args.only or n in args.only]
 
     def base(name: str) -> list[str]:
         return [
@@ -135,12 +158,12 @@ def main() -> int:
             "recipes/train.py",
             "yamls/demo.yaml",
             f"data.shard_root={args.shards}",
-            *CONFIGS[name],
+            *configs[name],
             f"train.save_folder={args.out}/{{run_name}}",
         ]
 
-    # All calibrations first, back to back: the step counts are fixed from them, so the long
-    # runs after them give the same result even if the machine is busier by then.
+    # All calibrations first, alone and back to back: the step counts are fixed from them, so
+    # the long runs after them give the same result however busy the machine is by then.
     per_step, per_eval = {}, {}
     for name in names:
         t = calibrate(name, base(name), args.calib_steps, out)
@@ -149,8 +172,8 @@ def main() -> int:
             print(
                 f"{name:<26} {t[0]:6.3f} s/step, {t[1]:5.1f} s/evaluation (calibration)", flush=True
             )
-    rows = []
-    for name in per_step:
+
+    def long_run(name: str) -> dict:
         # the longest run: max_steps = 1.2 x nominal batches and 24 evaluations + checkpoints
         nominal = max(
             50, math.floor((args.budget_min * 60 - 24 * per_eval[name]) / (per_step[name] * 1.2))
@@ -167,31 +190,39 @@ def main() -> int:
                 f"train.save_interval={interval}",
             ],
             out / f"{run_name}.log",
+            args.threads,
         )
-        best = (
-            json.loads((out / run_name / "best.json").read_text())
-            if (out / run_name / "best.json").exists()
-            else {}
+        folder = out / run_name
+        best, anneal = (
+            json.loads((folder / f).read_text()) if (folder / f).exists() else {}
+            for f in ("best.json", "anneal.json")
         )
         row = {
             "config": name,
-            "overrides": CONFIGS[name],
+            "overrides": configs[name],
             "seconds_per_step": per_step[name],
             "seconds_per_evaluation": per_eval[name],
             "nominal_steps": nominal,
             "exit": rc,
-            "train_minutes": seconds / 60,
+            "wall_minutes": seconds / 60,
+            "threads": args.threads,
+            "anneal": anneal,
             "best_step": best.get("step"),
             "best_dev_bits_per_char": best.get("value"),
         }
-        rows.append(row)
         print(
             f"{name:<26} {per_step[name]:6.3f} s/step  {nominal:5d} steps  "
-            f"{seconds / 60:5.1f} min  best {best.get('metric', '?')} "
+            f"{seconds / 60:5.1f} min wall  best {best.get('metric', '?')} "
             f"{best.get('value', float('nan')):.4f} at step {best.get('step')}",
             flush=True,
         )
-        (out / "sweep.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        return row
+
+    rows: list[dict] = []
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        for row in pool.map(long_run, list(per_step)):
+            rows.append(row)
+            (out / "sweep.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     done = [r for r in rows if r["best_dev_bits_per_char"] is not None]
     if done:
         win = min(done, key=lambda r: r["best_dev_bits_per_char"])
