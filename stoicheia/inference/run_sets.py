@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
+from stoicheia.data.corpus_stats import mix_baseline_bits
 from stoicheia.data.eval_batches import build_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.inference.loading import LoadedModel
@@ -70,9 +70,4 @@ def run_unigram_bits(config: dict[str, Any], shard_root: str | Path) -> float | 
     ``evaluate`` print. ``None`` if ``shard_root`` has no ``stats.json`` or the config no tier
     weights."""
     weights = (config.get("data") or {}).get("tier_weights")
-    if not weights:
-        return None
-    try:
-        return mixture_unigram_entropy(read_stats(Path(shard_root)), weights)
-    except (FileNotFoundError, ValueError, KeyError):
-        return None
+    return mix_baseline_bits(shard_root, weights) if weights else None

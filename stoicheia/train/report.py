@@ -186,19 +186,14 @@ def read_curves(folder: str | Path) -> RunCurves:
 
 
 def _unigram_bits(folder: Path) -> float | None:
-    from stoicheia.data.corpus_stats import mixture_unigram_entropy, read_stats
+    from stoicheia.data.corpus_stats import mix_baseline_bits
 
-    cfg_file = folder / "config.json"
-    if not cfg_file.exists():
-        return None
     try:
-        cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
-        value = mixture_unigram_entropy(
-            read_stats(Path(cfg["data"]["shard_root"])), cfg["data"]["tier_weights"]
-        )
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        value = mix_baseline_bits(cfg["data"]["shard_root"], cfg["data"]["tier_weights"])
     except (OSError, KeyError, ValueError, TypeError):
         return None
-    return value if math.isfinite(value) else None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _marks(ax: Any, curves: RunCurves) -> None:
