@@ -73,6 +73,16 @@ BF16_CONFIGS: dict[str, list[str]] = {
         "model.char_window=64",
     ],
     "bf16-d256-L4": [*_BF16, "model.d_model=256", "model.n_heads=8"],
+    "bf16-d96-L4-lr1e-3": [*_BF16, "train.lr=1e-3"],
+    "bf16-d96-L4-lr3e-3": [*_BF16, "train.lr=3e-3"],
+    "bf16-d128-L4-lr1e-3": [*_BF16, *_D128, "train.lr=1e-3"],
+    "bf16-d96-L4-T256-r16": [
+        *_BF16,
+        "data.seq_len=256",
+        "train.micro_batch_rows=16",
+        "train.global_batch_rows=16",
+        "model.char_window=64",
+    ],
 }
 GRIDS = {"bf16": BF16_CONFIGS, "fp32": FP32_CONFIGS}
 
@@ -143,6 +153,14 @@ def main() -> int:
         "are fixed by the calibration, so sharing the cores changes their wall time only",
     )
     p.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of each long run")
+    p.add_argument(
+        "--calibration",
+        nargs="+",
+        metavar="NAME:STEP_S:EVAL_S",
+        help="take a configuration's seconds per step and per evaluation from an earlier "
+        "calibration instead of measuring them (one of the same shape: a learning rate does not "
+        "change the step time), e.g. when the machine is busy now",
+    )
     args = p.parse_args()
     configs = GRIDS[args.grid]
     if args.only and (unknown := sorted(set(args.only) - set(configs))):
@@ -165,8 +183,15 @@ def main() -> int:
     # All calibrations first, alone and back to back: the step counts are fixed from them, so
     # the long runs after them give the same result however busy the machine is by then.
     per_step, per_eval = {}, {}
+    given = {}
+    for spec in args.calibration or []:
+        try:
+            name, step_s, eval_s = spec.split(":")
+            given[name] = (float(step_s), float(eval_s))
+        except ValueError:
+            p.error(f"--calibration {spec!r}: write NAME:SECONDS_PER_STEP:SECONDS_PER_EVALUATION")
     for name in names:
-        t = calibrate(name, base(name), args.calib_steps, out)
+        t = given.get(name) or calibrate(name, base(name), args.calib_steps, out)
         if t is not None:
             per_step[name], per_eval[name] = t
             print(

@@ -28,6 +28,20 @@ def test_shipped_configs_load():
     assert demo.data.tier_weights == {"gold": 1.0, "silver": 1.0, "bronze": 0.5}
 
 
+def test_every_shipped_yaml_validates_and_the_cpu_runs_share_the_sweep_shape():
+    """Every YAML in yamls/ loads and validates; the CPU runs sized by benchmarks/demo_sweep.py
+    keep its shape: max_steps = 1.2 x nominal batches, a checkpoint + evaluation every
+    nominal / 20 batches (24 in the longest run)."""
+    from stoicheia.config import validate
+
+    for path in sorted(YAMLS.glob("*.yaml")):
+        validate(load_config(path), str(path))
+    for name in ("demo.yaml", "base.yaml"):
+        t = load_config(YAMLS / name).train
+        assert t.max_steps == int(1.2 * t.nominal_steps), name
+        assert t.save_interval == t.nominal_steps // 20, name
+
+
 def test_overrides_apply_with_types():
     cfg = load_config(YAMLS / "demo.yaml", ["train.lr=1e-3", "data.seq_len=256", "noise.t_min=0.1"])
     assert cfg.train.lr == 1e-3 and cfg.data.seq_len == 256 and cfg.noise.t_min == 0.1
