@@ -13,7 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
     """``yamls/demo.yaml`` shrunk to a 2-layer, 32-wide model on 96-slot rows, one held-out
     set, checkpoints in ``folder/name``; ``extra`` overrides come last. The small shards hold
-    gold and silver only, so the demo's bronze tier is switched off."""
+    gold and silver only, so the demo's bronze tier is switched off. It trains in fp32 whatever
+    the demo's precision (``auto``: bf16 on a CPU with the instructions), so a test gives the
+    same figures on every CPU; tests/test_bf16.py trains the tiny run in bf16."""
     return load_config(
         "yamls/demo.yaml",
         [
@@ -37,6 +39,7 @@ def tiny_run(shards, folder, name, *extra: str) -> RunConfig:
             "train.grad_accum=1",
             "train.log_every=1000",
             "train.warmup_frac=0.05",
+            "train.precision=fp32",
             f"train.save_folder={folder}/{{run_name}}",
             "callbacks.restoration_example=false",
             *extra,
