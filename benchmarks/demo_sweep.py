@@ -161,6 +161,12 @@ def main() -> int:
         "calibration instead of measuring them (one of the same shape: a learning rate does not "
         "change the step time), e.g. when the machine is busy now",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the long runs in --out from their newest checkpoints (autoresume) "
+        "instead of starting them again; give the same --calibration so the step counts match",
+    )
     args = p.parse_args()
     configs = GRIDS[args.grid]
     if args.only and (unknown := sorted(set(args.only) - set(configs))):
@@ -205,7 +211,8 @@ def main() -> int:
         )
         interval = max(10, nominal // 20)
         run_name = f"sweep-{name}"
-        shutil.rmtree(out / run_name, ignore_errors=True)
+        if not args.resume:
+            shutil.rmtree(out / run_name, ignore_errors=True)
         rc, seconds = run(
             [
                 *base(name),
