@@ -15,7 +15,8 @@ and the ``stoicheia benchmark`` folder of its best checkpoint. For each point it
   :func:`stoicheia.train.flops.flops_per_letter` (PaLM's count, Chowdhery et al. 2022,
   Appendix B: 6 N + the attention's own work; an upper bound for packed rows);
 - its best ``dev/bits_per_char`` (``best.json``);
-- top-1 on each protocol of the benchmark for the model alone, the n-gram and the fused search.
+- top-1 on each protocol of the benchmark for the model alone, the n-gram and the fused search,
+  on the benchmark's report half (the fusion weight was chosen on the other half).
 
 Then the extrapolation: for the model alone on hidden spans (and on editors' supplements),
 top-1 is fitted as a straight line in log10(FLOPs) by least squares (with 3 points: a rough
@@ -96,15 +97,16 @@ def read_point(minutes: float, run: Path, bench: Path) -> Point:
     letters = int(last["time/token"])
     flops = flops_per_letter(enc, int(cfg["data"]["seq_len"])) * letters
     b = _read_json(bench / "benchmark.json")
-    top1 = {
-        proto: {
-            dec: b["protocols"][proto]["decoders"][dec]["top1"]
-            for dec in DECODERS
-            if dec in b["protocols"][proto]["decoders"]
+    top1 = {}
+    for proto in PROTOCOLS:
+        if proto not in b["protocols"]:
+            continue
+        # the report half (the fused weights were chosen on the other half); older benchmark
+        # folders without halves give the whole dev set
+        figures = b["protocols"][proto].get("views", {}).get("report", b["protocols"][proto])
+        top1[proto] = {
+            dec: figures["decoders"][dec]["top1"] for dec in DECODERS if dec in figures["decoders"]
         }
-        for proto in PROTOCOLS
-        if proto in b["protocols"]
-    }
     return Point(
         minutes=minutes,
         run=str(run),
