@@ -76,6 +76,15 @@ BF16_CONFIGS: dict[str, list[str]] = {
     "bf16-d96-L4-lr1e-3": [*_BF16, "train.lr=1e-3"],
     "bf16-d96-L4-lr3e-3": [*_BF16, "train.lr=3e-3"],
     "bf16-d128-L4-lr1e-3": [*_BF16, *_D128, "train.lr=1e-3"],
+    "bf16-d128-L4-lr1e-3-T256-r16": [
+        *_BF16,
+        *_D128,
+        "train.lr=1e-3",
+        "data.seq_len=256",
+        "train.micro_batch_rows=16",
+        "train.global_batch_rows=16",
+        "model.char_window=64",
+    ],
     "bf16-d96-L4-T256-r16": [
         *_BF16,
         "data.seq_len=256",

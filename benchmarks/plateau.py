@@ -8,7 +8,8 @@ first 100-220 steps, measured step by step.
 
 Trains the model of ``--config`` (its ``model``, ``noise`` and ``data`` sections; the project's
 own :class:`~stoicheia.model.composer_model.StoicheiaModel`, AdamW parameter groups and WSD
-warm-up; the real shards, read-only) in-process on 8 packed rows of 512 slots per step, and
+warm-up; the real shards, read-only) in-process on the config's packed rows (``data.seq_len``
+slots, ``train.global_batch_rows`` rows per step; 8 of 512 when docs/benchmarks.md measured), and
 writes one JSON line per step:
 
 * ``bits``: the char loss of the training objective (``last_loss_terms["char"]``) in bits;
