@@ -4,7 +4,7 @@
         --point 10 checkpoints/stoicheia-demo benchmark/stoicheia-demo \\
         --point 40 checkpoints/sweep40 benchmark/sweep40 \\
         --point 120 checkpoints/stoicheia-base-2h benchmark/stoicheia-base-2h \\
-        [--plot docs/img/scaling.png] [--json benchmarks/results/scaling.json] [--mfu 0.35]
+        [--plot benchmark/scaling.png] [--json benchmark/scaling.json] [--mfu 0.35]
 
 Each ``--point MINUTES RUN_FOLDER BENCHMARK_FOLDER`` is one training run (its folder holds
 ``config.json``, ``best.json`` and ``metrics.jsonl``) trained for MINUTES of 2 idle CPU cores,

@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as err:
                 problems.append(f"{page.relative_to(REPO)}: block '{source}' left as it was: {err}")
                 return m.group(0)
+            # paths inside the checkout where the demo ran are shown from its root, as a
+            # reader's own checkout prints them relative to theirs
+            body = body.replace(f"{Path(args.root).resolve()}/", "")
             head = m.group(0)[: m.start("body") - m.start(0)]
             return f"{head}{body}```\n"
 
