@@ -21,8 +21,9 @@ check that it ends exactly where an uninterrupted run ends.
    so that the run is never so near its end that it completes before acting on the signal:
    each must end the run with exit status 143 after a checkpoint of the batch in progress,
    and the next start must resume there (at most one batch lost). An aimed kill lets a
-   checkpoint pass only while two save intervals remain, so the K kills all land before the
-   run completes.
+   checkpoint pass only while two save intervals remain, and every kill (aimed or not) is
+   sent at the latest when the run has logged its second-to-last batch, so the K kills all
+   land before the run completes.
 4. Compared with the reference: the final weights (``final.pt``, on CPU) bit for bit, and
    the per-step losses of ``metrics.jsonl`` (retrained steps de-duplicated, the last kept).
 
@@ -243,7 +244,14 @@ def kill_once(
     when = t0 + rng.uniform(0.0, 1.0) * expected
     let_pass = rng.randint(0, 1)  # checkpoint writes to let through before the one killed
     seen = set(before)
+    checked = 0.0
     while proc.poll() is None and time.monotonic() < deadline:
+        # whatever the aim, the kill lands before the run's last batch, so that no kill finds
+        # the run complete (a late random moment, or an aimed one at the last checkpoint)
+        if time.monotonic() - checked >= 0.01:
+            checked = time.monotonic()
+            if steps_logged(folder) >= args.steps - 1:
+                break
         if aim_at_save:
             new = set(checkpoints(folder)) - seen
             if new and let_pass > 0 and steps_logged(folder) + 2 * args.save_interval < args.steps:
