@@ -60,17 +60,23 @@ SCREEN = (
 def demo_screen(log: Path) -> str:
     """One screen (at most about 30 lines) of the demo's console log ``log``: the corpus
     summary, the run's start-up lines, the first training and evaluation lines, the anneal
-    and data-mix decisions, the end of the run and the closing restoration, with ``...`` where
-    lines were left out. Raises ``FileNotFoundError`` when the log is missing."""
+    and data-mix decisions, the end of the run and the closing restoration (each gap's
+    parallels reduced to their heading), with ``...`` where lines were left out. Raises ``FileNotFoundError`` when the log is missing."""
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     keep: set[int] = set()
     for prefix, n, which in SCREEN:
         hits = [i for i, ln in enumerate(lines) if ln.lstrip().startswith(prefix)]
         keep.update(hits[:n] if which == "first" else hits[-n:])
-    # the closing restoration: everything after the demo's own announcement
+    # the closing restoration: everything after the demo's own announcement, but of each
+    # gap's parallels only their heading (docs/parallels.md shows them in full)
     tail = [i for i, ln in enumerate(lines) if ln.startswith("demo: restoring")]
     if tail:
-        keep.update(range(tail[-1], len(lines)))
+        listing = False
+        for i in range(tail[-1], len(lines)):
+            if listing and lines[i].startswith("      "):
+                continue
+            listing = lines[i].lstrip().startswith("parallels (")
+            keep.add(i)
     out: list[str] = []
     last = -1
     for i in sorted(keep):

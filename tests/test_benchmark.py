@@ -566,6 +566,16 @@ def test_ngram_file_round_trip_and_the_fusion_restore_finds_beside_the_checkpoin
     fusion = find_fusion(loaded)
     assert fusion.weight == 0.7 and fusion.ngram.order == 3 and "chosen on 12 gaps" in fusion.source
     assert find_fusion(loaded, weight=0.3).weight == 0.3 and find_fusion(loaded, weight=0.0) is None
+    assert find_fusion(loaded, weight=0.3).source == "ngram.npz, weight given"
+    # fusion.json's weight (chosen by the benchmark with the parallels') is not "given"
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
+
+    FusionConfig(ngram_weight=0.6, chosen_on="fused3, 9 gaps").save(run / FUSION_FILE)
+    fusion = find_fusion(loaded)
+    assert fusion.weight == 0.6 and fusion.source == "ngram.npz, weight chosen on fused3, 9 gaps"
+    FusionConfig(ngram_weight=0.5).save(run / FUSION_FILE)
+    assert find_fusion(loaded).source == "ngram.npz, weight from fusion.json"
+    (run / FUSION_FILE).unlink()
     assert find_fusion(SimpleNamespace(source=str(tmp_path / "other" / "best.pt"))) is None, (
         "no file beside: the model alone"
     )

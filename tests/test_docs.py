@@ -37,7 +37,7 @@ PY = sys.executable
 #: the day it is added).
 PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("docs/*.md"))]
 #: Programs that only appear as context (exports, cluster tools) and are not ours to check.
-FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd", "cat"}
+FOREIGN = {"export", "aws", "srun", "scancel", "sbatch", "cd", "cat", "head"}
 REPO_DIRS = ("yamls/", "scripts/", "benchmarks/", "recipes/", "docs/", "tests/", "stoicheia/")
 
 
@@ -377,12 +377,27 @@ def test_demo_screen_is_cut_from_a_log(tmp_path: Path) -> None:
         "[run] step 199: run complete",
         "demo: restoring",
         "#1 ...",
+        "  1. lacuna [...]",
+        "     parallels (corpus passages with the same letters on both sides):",
+        "       εῖν: 7 letters matched",
+        "         Appian, appian.cw 5.11 [gold]: …",
+        "  2. lacuna [5±3]",
+        "(fused with a letter 5-gram)",
     ]
     log.write_text("gold: 3 files\nnoise line\n" + "\n".join(lines) + "\n", encoding="utf-8")
     screen = outputs.demo_screen(log).splitlines()
     assert screen[0] == "gold: 3 files" and screen[1] == "..."
     assert "[train] step 1  loss 4.0" in screen and "[train] step 176  loss 4.0" not in screen
-    assert screen[-3:] == ["[run] step 199: run complete", "demo: restoring", "#1 ..."]
+    assert screen[-8:] == [
+        "[run] step 199: run complete",
+        "demo: restoring",
+        "#1 ...",
+        "  1. lacuna [...]",
+        "     parallels (corpus passages with the same letters on both sides):",
+        "...",
+        "  2. lacuna [5±3]",
+        "(fused with a letter 5-gram)",
+    ]
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:

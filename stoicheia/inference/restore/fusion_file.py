@@ -123,10 +123,21 @@ def find_fusion(
         config = (
             FusionConfig.load(fjson) if fjson is not None and fjson.exists() else FusionConfig()
         )
-    if weight is None and config.ngram_weight is not None:
+    from_config = weight is None and config.ngram_weight is not None
+    if from_config:
         weight = config.ngram_weight
     fusion = _ngram_fusion(loaded, path, weight)
     index = _open_parallels(loaded, parallels, config)
+    if fusion is not None and from_config:
+        # fusion.json's weight was chosen with the parallels' (their note says on what)
+        how = (
+            "chosen with the parallels' weight"
+            if config.chosen_on and index is not None
+            else f"chosen on {config.chosen_on}"
+            if config.chosen_on
+            else "from fusion.json"
+        )
+        fusion.source = f"{fusion.source.split(', weight ')[0]}, weight {how}"
     if index is None:
         return fusion
     pw = config.parallels_weight if parallels_weight is None else parallels_weight
