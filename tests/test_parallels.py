@@ -299,6 +299,9 @@ def test_fused_parallels_restore_a_gap_the_network_alone_misses(corpus, unknown)
     assert top["parallels"][0]["record"] and "⟪" in top["parallels"][0]["passage"]
     lines = "\n".join(format_result(fused))
     assert "parallels (corpus passages" in lines and "fused at weight 0.9" in lines
+    # the legend explains the parallels' brackets only where parallels are listed
+    assert "⟪ ⟫ the letters matched around the gap, ⸢ ⸣ its fill" in lines.splitlines()[-1]
+    assert "⟪" not in format_result(alone)[-1]
 
 
 def _letters_only(s: str) -> str:

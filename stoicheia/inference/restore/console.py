@@ -81,11 +81,13 @@ def format_result(result: RestoreResult) -> list[str]:
 
             lines += parallel_lines(g.parallels)
     lines += [f"({n})" for n in result.notes]
-    lines.append(
+    legend = (
         "^ restored letter, . changed reading; #k's figure: the natural log of the "
-        "restoration's probability "
-        "(0 = certain); percentages: probabilities"
+        "restoration's probability (0 = certain); percentages: probabilities"
     )
+    if any(g.parallels is not None and g.parallels.fills for g in result.gaps):
+        legend += "; in a parallel, ⟪ ⟫ the letters matched around the gap, ⸢ ⸣ its fill"
+    lines.append(legend)
     return lines
 
 
