@@ -61,7 +61,8 @@ def demo_screen(log: Path) -> str:
     """One screen (at most about 30 lines) of the demo's console log ``log``: the corpus
     summary, the run's start-up lines, the first training and evaluation lines, the anneal
     and data-mix decisions, the end of the run and the closing restoration (each gap's
-    parallels reduced to their heading), with ``...`` where lines were left out. Raises ``FileNotFoundError`` when the log is missing."""
+    parallels reduced to their heading), with ``...`` where lines were left out. Raises
+    ``FileNotFoundError`` when the log is missing."""
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     keep: set[int] = set()
     for prefix, n, which in SCREEN:
