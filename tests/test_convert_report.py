@@ -140,7 +140,10 @@ def test_summary_line_counts_files_without_records_and_leiden_repairs(
     repaired = st["leiden"].get("leiden_repaired", 0)
     assert without > 0, "some of these I.Sicily files keep no Greek record"
     line = next(x for x in cap.out.splitlines() if x.startswith("bronze: "))
-    assert f"files without a kept record {without}," in line
+    why = st["files_without_records_why"]
+    assert sum(why.values()) == without and "edition not in Greek" in why, why
+    listed = ", ".join(f"{k} {v}" for k, v in why.items())
+    assert f"files without a kept record {without} ({listed})," in line
     assert f"Leiden notation repaired {repaired:,}," in line
     progress = [x for x in cap.err.splitlines() if x.startswith("convert: bronze ")]
     assert progress and re.fullmatch(

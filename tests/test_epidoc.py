@@ -134,6 +134,7 @@ def test_convert_bronze_stats(tmp_path):
     st = stats["tiers"]["bronze"]
     assert sum(st["records_kept"].values()) == 5
     assert st["files_without_records"] == [str(isic("001880"))]
+    assert st["files_without_records_why"] == {"edition not in Greek": 1}  # xml:lang="la"
     assert st["reader_counts"]["records"] == 5 and st["reader_counts"]["lang:la"] == 1
     # 000811: 28 supplied letters; 001382: ζή τη ἐνθάδε εἰρήνῃ σας τὸν ἑαυτῷ καὶ τοῖς ἰδίοις
     assert st["leiden"]["supplied_letters"] == 28 + (2 + 2 + 6 + 6 + 3 + 3 + 5 + 13)

@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             f"records train {kept.get('train', 0):,} / val {kept.get('val', 0):,}, "
             f"letters train {letters.get('train', 0):,} / val {letters.get('val', 0):,}, "
             f"dropped {dict(dropped) or 0}, files skipped {len(st['files_skipped'])}, "
-            f"files without a kept record {len(st['files_without_records'])}, "
+            f"files without a kept record {_without(st)}, "
             f"Leiden notation repaired {leiden.get('leiden_repaired', 0):,}, "
             f"letter-unigram entropy {st['letter_unigram_entropy_bits']:.3f} bits"
         )
@@ -195,6 +195,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"parallels index of the train records in {Path(args.out) / 'parallels'}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
     return 0
+
+
+def _without(st: dict) -> str:
+    """``N`` files without a kept record, with why (``389 (edition not in Greek 300, ...)``)
+    when ``stats.json`` says (older ones do not)."""
+    n = len(st["files_without_records"])
+    why = st.get("files_without_records_why") or {}
+    return f"{n} ({', '.join(f'{k} {v}' for k, v in why.items())})" if n and why else str(n)
 
 
 def _parse_inputs(items: list[str]) -> dict[str, list[Path]]:

@@ -35,6 +35,8 @@ class TierStats:
     # what readers read and left out, by kind
     reader_counts: Counter = field(default_factory=Counter)
     files_without_records: list[str] = field(default_factory=list)  # read, but no record kept
+    # why those files kept no record (see :func:`why_no_record`) -> files
+    files_without_records_why: Counter = field(default_factory=Counter)
     # lacunae, supplied letters, ... (kept records and dropped)
     leiden: Counter = field(default_factory=Counter)
     lacuna_slots: Counter = field(default_factory=Counter)  # split -> real-lacuna slots stored
@@ -57,6 +59,7 @@ class TierStats:
             "words": dict(self.words),
             "records_dropped": dict(self.records_dropped),
             "files_without_records": self.files_without_records,
+            "files_without_records_why": dict(self.files_without_records_why.most_common()),
             "files_not_read": self.files_not_read,
             "reader_counts": dict(self.reader_counts.most_common()),
             "stripped_characters": dict(self.stripped.most_common()),
@@ -109,3 +112,23 @@ def mix_baseline_bits(stats_root: str | Path, tier_weights: Mapping[str, float])
         return mixture_unigram_entropy(read_stats(Path(stats_root)), tier_weights)
     except (FileNotFoundError, ValueError, KeyError):
         return None  # shards from an object store, or an older stats.json: no baseline shown
+
+
+def why_no_record(dropped: Counter, reader: Counter) -> str:
+    """Why a file that was read kept no record, from its own counts: ``dropped`` (records
+    rejected by normalisation, by reason) and ``reader`` (what the reader left out, by kind).
+    One of: ``records not Greek``, ``records empty`` (or another rejection reason), ``edition
+    not in Greek`` (the edition's language, e.g. ``xml:lang="la"``), ``no primary edition``,
+    ``edition empty``, ``no text``."""
+    if dropped:
+        reason = dropped.most_common(1)[0][0]
+        return {"not_greek": "records not Greek", "empty": "records empty"}.get(
+            reason, f"records rejected ({reason})"
+        )
+    if any(k.startswith("lang:") for k in reader):
+        return "edition not in Greek"
+    if any(k.startswith("edition_skipped:") for k in reader) and not reader.get("records"):
+        return "no primary edition"
+    if reader.get("empty_division"):
+        return "edition empty"
+    return "no text"

@@ -37,7 +37,7 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.data.conversion_pool import map_files
-from stoicheia.data.corpus_stats import TierStats
+from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.publish import partial_folder, publish_folder, write_failure
@@ -223,6 +223,7 @@ def convert(
                     st.leiden.update(res.leiden)
                     if not res.records:
                         st.files_without_records.append(res.path)
+                        st.files_without_records_why[why_no_record(res.dropped, res.reader)] += 1
                     for rec_id, source, work, parts, n_words in res.records:
                         seen_works.add(work)
                         split = choose_split(
