@@ -99,6 +99,7 @@ def test_convert_refuses_or_counts_such_files_and_lists_dangling_links(
         "# text = ἐν ἀρχῇ\n1\tἐν\tADP\n2\tἀρχῇ\tNOUN\n\n", encoding="utf-8"
     )
     os.symlink(tmp_path / "moved-away.conllu", src / "gone.conllu")  # a link whose target was moved
+    (src / "notes.md").write_text("not a source\n", encoding="utf-8")
     out = tmp_path / "out"
     assert main(["convert", f"silver={src}", "--out", str(out), "--workers", "1"]) == 2
     err = capsys.readouterr().err
@@ -115,6 +116,7 @@ def test_convert_refuses_or_counts_such_files_and_lists_dangling_links(
         "(its target does not exist): not read" in printed
     )
     assert str(src / "gone.conllu") in stats["files_not_read"]
+    assert "  1 file in the directories is not a source and was not read" in printed
     assert stats["records_kept"]["train"] >= 1  # the good file is converted
 
 

@@ -626,3 +626,21 @@ def test_a_corrupt_complete_marker_is_one_clear_error(small_shards, tmp_path, ca
     assert main([str(yaml)]) == 2
     err = capsys.readouterr().err
     assert "complete.json is not valid JSON" in err and err.count("\n") == 1
+
+
+def test_progress_end_moves_to_the_latest_end_once_the_stable_phase_is_extended():
+    """`[progress]` counts to the nominal end before the planned anneal start, to the latest
+    end (an anneal at the cap) once the stable phase is extended past it, and to the decided
+    end after the decision."""
+    from stoicheia.train.callbacks.anneal_control import AnnealControl
+    from stoicheia.train.callbacks.training_monitor import TrainingMonitor
+    from stoicheia.train.schedule import WSDShape
+
+    control = AnnealControl(WSDShape(nominal_steps=100, decay_frac=0.2), max_steps=120)
+    control.auto = True
+    monitor = TrainingMonitor(control=control)
+    assert monitor._end(50) == (100, False)
+    assert monitor._end(80) == (100, False)  # the planned start: not yet extended
+    assert monitor._end(81) == (120, True)
+    control.start_anneal_at(90)
+    assert monitor._end(95) == (110, False)

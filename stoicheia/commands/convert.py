@@ -177,8 +177,9 @@ def run(args: argparse.Namespace) -> int:
         others = len(st["files_not_read"]) - len(dangling)
         if others:
             print(
-                f"  {others} files in the directories are not sources and were not read "
-                "(listed in stats.json)"
+                f"  {others} {'file' if others == 1 else 'files'} in the directories "
+                f"{'is not a source and was' if others == 1 else 'are not sources and were'} "
+                "not read (listed in stats.json)"
             )
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):

@@ -167,7 +167,7 @@ class TrainingMonitor(Callback):
         if self.guard is not None:
             metrics["train/grad_norm"] = grad_norm
             metrics["train/skipped_updates"] = float(self.guard.skipped_count())
-        end = self._end()
+        end, latest = self._end(step)
         eta = self._eta(step, end)
         if eta is not None:
             metrics["time/eta_seconds"] = eta
@@ -183,17 +183,22 @@ class TrainingMonitor(Callback):
             )
             if end is not None:
                 pct = min(step / end, 1.0) if end else 1.0
-                log.info(f"[progress] step {step}/{end} ({pct:.0%}), ETA {format_seconds(eta)}")
+                at = " at the latest" if latest else ""
+                log.info(f"[progress] step {step}/{end}{at} ({pct:.0%}), ETA {format_seconds(eta)}")
 
-    def _end(self) -> int | None:
-        """The batch the run is expected to end at: the anneal end once decided, else the
-        nominal end (``nominal_steps``; a stall or an extension moves it)."""
+    def _end(self, step: int) -> tuple[int | None, bool]:
+        """The batch the run is expected to end at, and whether that is only its latest end:
+        the anneal end once decided; before the planned anneal start the nominal end
+        (``nominal_steps``; a stall moves it); past it, with the stable phase extended, the
+        end of an anneal starting at the cap (``max_steps``: the latest end)."""
         c = self.control
         if c is None:
-            return None
+            return None, False
         if c.decided:
-            return int(c.anneal_end)
-        return int(c.shape.nominal_steps)
+            return int(c.anneal_end), False
+        if step > c.shape.planned_anneal_start:
+            return int(c.anneal_end), True
+        return int(c.shape.nominal_steps), False
 
     def _eta(self, step: int, end: int | None) -> float | None:
         """Seconds until ``end`` at the mean wall time per batch of the recent batches."""
