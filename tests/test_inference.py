@@ -784,6 +784,14 @@ def test_report_from_real_metrics_log(trained, tmp_path):
     assert f"anneal start: step {anneal['step']}" in text and "report.png" in text
     assert "tier-mix phase 1 from step 6" in text and "tier-mix phase 2 from step 7" in text
     assert sorted(curves.evals["holdout"]["bits_per_char"])[-1][0] == 8
+    # the command prints what the page shows, not only the files' names
+    from stoicheia.train.report import summary_lines
+
+    lines = summary_lines(curves)
+    assert lines[0].startswith(f"run {trained.name}: {len(curves.steps)} steps logged")
+    assert f"anneal from step {anneal['step']}" in lines[0] and "phases from step 6, 7" in lines[0]
+    last_step, last = curves.evals["holdout"]["bits_per_char"][-1]
+    assert lines[1].startswith(f"  holdout/bits_per_char {last:.4f} at step {last_step} (lowest")
     # the throughput log: FLOPs per letter from the shape (PaLM's 6N + 12 d sum of pairs), ETA
     last = [r for r in rows if "loss/total" in r][-1]
     d, hidden, T = 32, 128, 96  # GeGLU hidden: ceil(8 * 32 / 3 / 64) * 64

@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the report of ``args.run_folder``; returns the exit status (0, or 2 after one line on
     stderr)."""
-    from stoicheia.train.report import write_report
+    from stoicheia.train.report import read_curves, summary_lines, write_report
 
     problem = out_dir_problem(args.out) if args.out else None
     if problem:
@@ -44,5 +44,6 @@ def run(args: argparse.Namespace) -> int:
             f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); "
             "give --out FOLDER you can write to",
         )
+    print("\n".join(summary_lines(read_curves(Path(args.run_folder)))))
     print(f"wrote {png} and {page}")
     return 0

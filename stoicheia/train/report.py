@@ -284,6 +284,37 @@ def plot_run(curves: RunCurves, png: str | Path) -> Path:
     return png
 
 
+def summary_lines(curves: RunCurves) -> list[str]:
+    """A few console lines of what the report shows: the steps logged, the anneal start and
+    the tier-mix switches, and per evaluation set its bits/char at the last evaluation and its
+    lowest (with their steps)."""
+    head = f"run {curves.folder.name}: {len(curves.steps):,} steps logged"
+    if curves.steps:
+        head += f", the last {curves.steps[-1]:,}"
+    if curves.anneal_start is not None:
+        head += f"; anneal from step {curves.anneal_start:,} ({curves.anneal_reason})"
+    if curves.phase_switches:
+        head += "; tier-mix phases from step " + ", ".join(
+            f"{s:,}" for s, _ in curves.phase_switches
+        )
+    lines = [head]
+    for name, metrics in curves.evals.items():
+        pts = metrics.get("bits_per_char")
+        if not pts:
+            continue
+        last_step, last = pts[-1]
+        low_step, low = min(pts, key=lambda p: (p[1], p[0]))
+        lines.append(
+            f"  {name}/bits_per_char {last:.4f} at step {last_step:,} "
+            f"(lowest {low:.4f} at step {low_step:,}; {len(pts)} evaluations)"
+        )
+    if curves.unigram_bits is not None:
+        lines.append(
+            f"  (letter-unigram entropy of the training mix: {curves.unigram_bits:.3f} bits)"
+        )
+    return lines
+
+
 def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Path, Path]:
     """Write ``report.png`` and ``report.html`` (the PNG, the marks, the last evaluation of every
     set) into ``out`` (default: the run folder). Returns both paths. Raises what
