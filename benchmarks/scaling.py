@@ -15,8 +15,10 @@ and the ``stoicheia benchmark`` folder of its best checkpoint. For each point it
   :func:`stoicheia.train.flops.flops_per_letter` (PaLM's count, Chowdhery et al. 2022,
   Appendix B: 6 N + the attention's own work; an upper bound for packed rows);
 - its best ``dev/bits_per_char`` (``best.json``);
-- top-1 on each protocol of the benchmark for the model alone, the n-gram and the fused search,
-  on the benchmark's report half (the fusion weight was chosen on the other half).
+- top-1 on each protocol of the benchmark for the model alone, the n-gram, the network fused
+  with the n-gram (``fused``) and with the parallels too (``fused3``), on the benchmark's report
+  half (the fusion weights were chosen on the other half), and the model-alone minus n-gram
+  difference on hidden spans with its 95 % paired-bootstrap interval over inscriptions.
 
 Then the extrapolation: for the model alone on hidden spans (and on editors' supplements),
 top-1 is fitted as a straight line in log10(FLOPs) by least squares (with 3 points: a rough
@@ -46,7 +48,8 @@ from stoicheia.model.encoder import CharBertEncoder
 from stoicheia.train.flops import flops_per_letter, peak_flops
 
 PROTOCOLS = ("hidden", "supplements", "unknown")
-DECODERS = ("model", "ngram", "fused")
+#: fused: the network + the n-gram; fused3: + the parallels (benchmark folders from 2026-12-03)
+DECODERS = ("model", "ngram", "fused", "fused3")
 
 
 @dataclass
@@ -64,6 +67,10 @@ class Point:
     steps: int
     dev_bits_per_char: float
     top1: dict[str, dict[str, float]]
+    #: protocol -> the model-alone minus n-gram top-1 difference and its 95 % paired-bootstrap
+    #: interval over inscriptions, ``{"diff", "low", "high"}`` (fractions), where the benchmark
+    #: has it
+    model_minus_ngram: dict[str, dict[str, float]]
 
 
 def _read_json(path: Path) -> dict:
@@ -97,7 +104,7 @@ def read_point(minutes: float, run: Path, bench: Path) -> Point:
     letters = int(last["time/token"])
     flops = flops_per_letter(enc, int(cfg["data"]["seq_len"])) * letters
     b = _read_json(bench / "benchmark.json")
-    top1 = {}
+    top1, gap = {}, {}
     for proto in PROTOCOLS:
         if proto not in b["protocols"]:
             continue
@@ -107,6 +114,9 @@ def read_point(minutes: float, run: Path, bench: Path) -> Point:
         top1[proto] = {
             dec: figures["decoders"][dec]["top1"] for dec in DECODERS if dec in figures["decoders"]
         }
+        diff = figures.get("differences", {}).get("model-ngram", {}).get("top1")
+        if diff is not None:
+            gap[proto] = {k: float(diff[k]) for k in ("diff", "low", "high")}
     return Point(
         minutes=minutes,
         run=str(run),
@@ -119,6 +129,7 @@ def read_point(minutes: float, run: Path, bench: Path) -> Point:
         steps=int(last["step"]),
         dev_bits_per_char=float(best["value"]),
         top1=top1,
+        model_minus_ngram=gap,
     )
 
 
@@ -167,20 +178,27 @@ def main() -> int:
     )
     head = (
         "| minutes (2 cores) | model | parameters | steps | letters | FLOPs | dev bits/char "
-        "| hidden top-1 model / n-gram / fused | supplements top-1 model / n-gram / fused |"
+        "| hidden top-1 model / n-gram / fused / fused3 | model − n-gram, hidden [95 %] "
+        "| supplements top-1 model / n-gram / fused / fused3 |"
     )
     print(head)
-    print("|" + "---|" * 9)
+    print("|" + "---|" * 10)
 
     def trio(q: Point, proto: str) -> str:
         t = q.top1.get(proto, {})
         return " / ".join(f"{100 * t[d]:.1f}" if d in t else "–" for d in DECODERS)
 
+    def interval(q: Point, proto: str) -> str:
+        g = q.model_minus_ngram.get(proto)
+        if g is None:
+            return "–"
+        return f"{100 * g['diff']:+.1f} [{100 * g['low']:+.1f}, {100 * g['high']:+.1f}]"
+
     for q in points:
         print(
             f"| {q.minutes:g} | {q.d_model} × {q.n_layers} | {q.parameters / 1e6:.2f} M | "
             f"{q.steps:,} | {q.letters / 1e6:.1f} M | {q.flops:.2e} | {q.dev_bits_per_char:.3f} | "
-            f"{trio(q, 'hidden')} | {trio(q, 'supplements')} |"
+            f"{trio(q, 'hidden')} | {interval(q, 'hidden')} | {trio(q, 'supplements')} |"
         )
     h200 = peak_flops("NVIDIA H200", "amp_bf16")
     cpu_rate = points[-1].flops / (points[-1].minutes * 60)
@@ -241,10 +259,11 @@ def plot(points: list[Point], extrapolation: dict, out: Path) -> None:
     ax1.set_xlabel("training compute (FLOPs)")
     ax1.set_ylabel("dev bits/char (lower is better)")
     ax1.set_title("held-out bits per character")
-    for dec, style in (("model", "o-"), ("ngram", "s--"), ("fused", "^-")):
+    for dec, style in (("model", "o-"), ("ngram", "s--"), ("fused", "^-"), ("fused3", "v-")):
         ys = [100 * q.top1["hidden"][dec] for q in points if dec in q.top1.get("hidden", {})]
         if len(ys) == len(xs):
-            ax2.plot(xs, ys, style, label={"ngram": "5-gram"}.get(dec, dec))
+            label = {"ngram": "5-gram", "fused": "model + 5-gram", "fused3": "+ parallels"}
+            ax2.plot(xs, ys, style, label=label.get(dec, dec))
     c = extrapolation.get("hidden")
     if c and c.get("flops"):
         lo = math.log10(xs[0])

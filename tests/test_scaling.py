@@ -40,12 +40,17 @@ def _run(tmp: Path, name: str, d_model: int, tokens: int, dev: float, model_top1
         {"step": 3, "time/token": tokens},
     ]
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    decoders = {"model": {"top1": model_top1}, "ngram": {"top1": 0.2}, "fused": {"top1": 0.21}}
+    decoders = {
+        "model": {"top1": model_top1},
+        "ngram": {"top1": 0.2},
+        "fused": {"top1": 0.21},
+        "fused3": {"top1": 0.25},
+    }
     # the whole set's figures differ from the report half's: the report half is read
     whole = {d: {"top1": 0.99} for d in decoders}
-    bench_json = {
-        "protocols": {"hidden": {"decoders": whole, "views": {"report": {"decoders": decoders}}}}
-    }
+    diff = {"top1": {"diff": model_top1 - 0.2, "low": model_top1 - 0.25, "high": model_top1 - 0.15}}
+    report = {"decoders": decoders, "differences": {"model-ngram": diff}}
+    bench_json = {"protocols": {"hidden": {"decoders": whole, "views": {"report": report}}}}
     (bench / "benchmark.json").write_text(json.dumps(bench_json))
     return run, bench
 
@@ -60,7 +65,10 @@ def test_point_counts_compute_from_the_last_training_row(tmp_path):
     assert p.flops == pytest.approx(scaling.flops_per_letter(enc, 64) * 1000)
     assert p.parameters == sum(x.numel() for x in enc.parameters())
     assert p.dev_bits_per_char == 3.1
-    assert p.top1 == {"hidden": {"model": 0.05, "ngram": 0.2, "fused": 0.21}}
+    assert p.top1 == {"hidden": {"model": 0.05, "ngram": 0.2, "fused": 0.21, "fused3": 0.25}}
+    assert p.model_minus_ngram["hidden"] == pytest.approx(
+        {"diff": -0.15, "low": -0.2, "high": -0.1}
+    )
 
 
 def test_crossing_is_where_the_fitted_line_meets_the_ngram(tmp_path):
