@@ -440,13 +440,25 @@ def test_export_carries_the_ngram_restore_fuses(trained, tmp_path, capsys):
     shutil.copy(trained / "best.pt", run / "best.pt")
     ngram = LetterNgram(3).fit([np.arange(24, dtype=np.uint8).repeat(3)])
     save_ngram(ngram, run / "ngram.npz", weight=0.6, chosen_on="a test")
+    # fusion.json: its weights travel, the index folder of this machine does not
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
+
+    FusionConfig(
+        ngram_weight=0.5, parallels_weight=0.4, parallels_index="/nowhere", chosen_on="fused3"
+    ).save(run / FUSION_FILE)
     out = tmp_path / "export"
     assert main(["export", str(run / "best.pt"), str(out)]) == 0
-    assert "ngram.npz (restore fuses it in)" in capsys.readouterr().out
+    assert "ngram.npz, fusion.json (restore fuses them in)" in capsys.readouterr().out
     assert (out / "ngram.npz").read_bytes() == (run / "ngram.npz").read_bytes()
     assert "ngram.npz" in (out / "README.md").read_text(encoding="utf-8")
+    carried = FusionConfig.load(out / FUSION_FILE)
+    assert carried.parallels_index is None and carried.parallels_weight == 0.4
     fusion = find_fusion(load_model(out, device="cpu"))
-    assert fusion is not None and fusion.weight == 0.6 and fusion.ngram.order == 3
+    assert fusion is not None and fusion.ngram.order == 3
+    # with the tiny run's parallels index found (its shards): fusion.json's pair, else 0.6
+    assert fusion.weight == (0.5 if fusion.parallels is not None else 0.6)
+    assert find_fusion(load_model(out, device="cpu"), parallels="").weight == 0.6
+    (out / FUSION_FILE).unlink()  # below: the n-gram alone
     # an export of a checkpoint without one has none, and restore uses the model alone
     bare = tmp_path / "bare"
     assert main(["export", str(trained / "best.pt"), str(bare)]) == 0

@@ -386,3 +386,33 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
         find_fusion(model)
     with pytest.raises(RestoreError, match="no parallels index"):
         find_fusion(model, parallels=str(tmp_path), config=FusionConfig())
+
+
+def test_fusion_json_ngram_weight_goes_with_its_parallels(corpus, tmp_path, monkeypatch):
+    """fusion.json's n-gram weight was chosen together with the parallels' weight: it is used
+    when the parallels are fused in, and the n-gram's own weight (chosen for it alone) when
+    they are not (no index, or parallels weight 0)."""
+    from stoicheia.inference.ngram import LetterNgram, save_ngram
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
+    from stoicheia.text import alphabet as A
+
+    model = _stub()
+    model.source = str(tmp_path / "best.pt")
+    monkeypatch.chdir(tmp_path)
+    letters = np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 5], dtype=np.uint8)
+    save_ngram(LetterNgram(3).fit([letters]), tmp_path / "ngram.npz", weight=0.9, chosen_on="n")
+    FusionConfig(
+        ngram_weight=0.6,
+        parallels_weight=0.6,
+        parallels_index=str(corpus / "parallels"),
+        chosen_on="fused3, 9 gaps",
+    ).save(tmp_path / FUSION_FILE)
+    both = find_fusion(model)
+    assert both.weight == 0.6 and both.parallels_weight == 0.6
+    assert both.source == "ngram.npz, weight chosen with the parallels' weight"
+    assert "chosen on fused3, 9 gaps" in both.parallels_source
+    alone = find_fusion(model, parallels="")
+    assert alone.weight == 0.9 and alone.source == "ngram.npz, weight chosen on n"
+    shown = find_fusion(model, parallels_weight=0.0)
+    assert shown.weight == 0.9 and shown.parallels_weight == 0.0
+    assert find_fusion(model, weight=0.3).weight == 0.3  # given on the command line

@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except FileExistsError as err:
         return fail("export", str(err))
+    except ValueError as err:  # a fusion.json beside the checkpoint that is not one
+        return fail("export", f"{err} (mend or remove it, then export again)")
     except OSError as err:  # disk full, permissions changed meanwhile
         return fail(
             "export",
@@ -90,7 +92,13 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"wrote {out}: model.safetensors, config.json, the model code, README.md"
-        + (", ngram.npz (restore fuses it in)" if (out / "ngram.npz").is_file() else "")
+        + (
+            ", ngram.npz, fusion.json (restore fuses them in)"
+            if (out / "fusion.json").is_file()
+            else ", ngram.npz (restore fuses it in)"
+            if (out / "ngram.npz").is_file()
+            else ""
+        )
         + f" (step {model.step}"
         + (
             f", held-out figures of step {held['step']}"

@@ -86,9 +86,9 @@ def export_model(
 
 def export_file_names() -> set[str]:
     """The names an export folder holds: the weights, ``config.json``, the model card, the
-    model and tokenizer code, ``tokenizer_config.json`` and the n-gram ``ngram.npz`` (a
-    ``__pycache__`` that ``transformers`` may leave is allowed too)."""
-    from stoicheia.inference.restore.fusion_file import NGRAM_FILE
+    model and tokenizer code, ``tokenizer_config.json``, the n-gram ``ngram.npz`` and the fusion
+    weights ``fusion.json`` (a ``__pycache__`` that ``transformers`` may leave is allowed too)."""
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, NGRAM_FILE
 
     names = {
         EXPORT_WEIGHTS,
@@ -97,6 +97,7 @@ def export_file_names() -> set[str]:
         "README.md",
         "__pycache__",
         NGRAM_FILE,
+        FUSION_FILE,
     }
     return names | set(HF_FILES) | set(code_files())
 
@@ -149,3 +150,12 @@ def _write_export(
         import shutil
 
         shutil.copyfile(ngram, out / ngram.name)
+        from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
+
+        fusion = ngram.with_name(FUSION_FILE)
+        if fusion.is_file():
+            # the weights travel; the parallels index named there is a folder of this machine:
+            # the export looks for one where the run's shards would be (data.shard_root)
+            config = FusionConfig.load(fusion)
+            config.parallels_index = None
+            config.save(out / FUSION_FILE)

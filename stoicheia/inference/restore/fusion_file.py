@@ -106,11 +106,11 @@ def find_fusion(
 ) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
-    n-gram), at ``weight`` (default ``fusion.json``'s ``ngram_weight``, else the weight stored in
-    the n-gram file); and the parallels index ``parallels`` (default ``fusion.json``'s, else the
-    run's shards' ``parallels`` folder, when it exists; ``""``: none)
-    at ``parallels_weight`` (default ``fusion.json``'s, else 0). ``config`` replaces
-    ``fusion.json``. Returns ``None`` for the model alone (no n-gram and no index). Raises
+    n-gram), at ``weight`` (default ``fusion.json``'s ``ngram_weight`` when its parallels are
+    fused in, else the weight stored in the n-gram file, chosen for the n-gram alone); and the
+    parallels index ``parallels`` (default ``fusion.json``'s, else the run's shards'
+    ``parallels`` folder, when it exists; ``""``: none) at ``parallels_weight`` (default
+    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. Returns ``None`` for the model alone (no n-gram and no index). Raises
     :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given and missing
     or unreadable, or a weight is outside [0, 1]."""
     if parallels_weight is not None and not 0.0 <= parallels_weight <= 1.0:
@@ -123,24 +123,22 @@ def find_fusion(
         config = (
             FusionConfig.load(fjson) if fjson is not None and fjson.exists() else FusionConfig()
         )
-    from_config = weight is None and config.ngram_weight is not None
+    index = _open_parallels(loaded, parallels, config)
+    pw = config.parallels_weight if parallels_weight is None else parallels_weight
+    # fusion.json's n-gram weight was chosen together with its parallels weight: without the
+    # parallels fused in, the n-gram's own weight (chosen for the n-gram alone) is the right one
+    from_config = (
+        weight is None and config.ngram_weight is not None and index is not None and pw > 0
+    )
     if from_config:
         weight = config.ngram_weight
     fusion = _ngram_fusion(loaded, path, weight)
-    index = _open_parallels(loaded, parallels, config)
     if fusion is not None and from_config:
         # fusion.json's weight was chosen with the parallels' (their note says on what)
-        how = (
-            "chosen with the parallels' weight"
-            if config.chosen_on and index is not None
-            else f"chosen on {config.chosen_on}"
-            if config.chosen_on
-            else "from fusion.json"
-        )
+        how = "chosen with the parallels' weight" if config.chosen_on else "from fusion.json"
         fusion.source = f"{fusion.source.split(', weight ')[0]}, weight {how}"
     if index is None:
         return fusion
-    pw = config.parallels_weight if parallels_weight is None else parallels_weight
     out = fusion or Fusion(None, 0.0)
     out.parallels = index
     out.parallels_weight = float(pw)
