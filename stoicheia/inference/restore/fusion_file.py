@@ -110,9 +110,10 @@ def find_fusion(
     fused in, else the weight stored in the n-gram file, chosen for the n-gram alone); and the
     parallels index ``parallels`` (default ``fusion.json``'s, else the run's shards'
     ``parallels`` folder, when it exists; ``""``: none) at ``parallels_weight`` (default
-    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. Returns ``None`` for the model alone (no n-gram and no index). Raises
-    :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given and missing
-    or unreadable, or a weight is outside [0, 1]."""
+    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. Returns ``None`` for the
+    model alone (no n-gram and no index). Raises :class:`RestoreError` naming the file when
+    ``path`` or ``parallels`` is given and missing or unreadable, or a weight is outside
+    [0, 1]."""
     if parallels_weight is not None and not 0.0 <= parallels_weight <= 1.0:
         raise RestoreError(
             f"--parallels-weight {parallels_weight}: give a weight in [0, 1] (0: shown, not fused)"
