@@ -20,8 +20,10 @@ and the ``stoicheia benchmark`` folder of its best checkpoint. For each point it
   half (the fusion weights were chosen on the other half), and the model-alone minus n-gram
   difference on hidden spans with its 95 % paired-bootstrap interval over inscriptions.
 
-Then the extrapolation: for the model alone on hidden spans (and on editors' supplements),
-top-1 is fitted as a straight line in log10(FLOPs) by least squares (with 3 points: a rough
+Then each larger point against the smallest on the same gaps (hidden spans, report half):
+the difference in top-1 of the model alone and of fused3, with the 95 % interval of a paired
+bootstrap over inscriptions. Then the extrapolation: for the model alone on hidden spans
+(and on editors' supplements), top-1 is fitted as a straight line in log10(FLOPs) by least squares (with 3 points: a rough
 guide, said so), and the compute at which the line meets the n-gram's top-1 is printed, in
 FLOPs, in minutes of these 2 cores at the largest point's FLOP rate, and in hours of one
 H200 at ``--mfu`` of its dense bf16 peak (989 TFLOP/s, ``stoicheia.train.flops.PEAK_FLOPS``).
@@ -133,6 +135,38 @@ def read_point(minutes: float, run: Path, bench: Path) -> Point:
     )
 
 
+def versus(bench_a: Path, bench_b: Path, protocol: str = "hidden") -> dict | None:
+    """Benchmark ``a`` minus benchmark ``b`` on the same gaps of ``protocol``'s report half:
+    ``{"model": {"diff", "low", "high"}, "fused3": ...}`` (top-1, fractions; fused3 where both
+    have it), the 95 % paired bootstrap over inscriptions of
+    :func:`stoicheia.inference.benchmark.bootstrap.paired_differences` (1,000 resamples, seed
+    1234). ``None`` when the two did not restore the same gaps (another dev set or seed)."""
+    from stoicheia.inference.benchmark.bootstrap import paired_differences
+
+    def gaps(bench: Path) -> dict:
+        rows = _read_json(bench / "benchmark.json")["protocols"].get(protocol, {})
+        return {
+            (r["text"], r["start"], r["end"], r["truth"]): r
+            for r in rows.get("examples", [])
+            if r.get("half", "report") == "report"
+        }
+
+    a, b = gaps(bench_a), gaps(bench_b)
+    if not a or a.keys() != b.keys():
+        return None
+    decoders = [d for d in ("model", "fused3") if all(d in r for r in (*a.values(), *b.values()))]
+    merged = [
+        {"text": key[0], "truth": key[3]}
+        | {f"a_{d}": a[key][d] for d in decoders}
+        | {f"b_{d}": b[key][d] for d in decoders}
+        for key in a
+    ]
+    diffs = paired_differences(
+        merged, [(f"a_{d}", f"b_{d}") for d in decoders], figures=("top1",), seed=1234
+    )
+    return {d: diffs[f"a_{d}-b_{d}"]["top1"] for d in decoders}
+
+
 def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares ``y = a + b x``; returns ``(a, b)``. Needs two distinct ``xs``."""
     n = len(xs)
@@ -200,6 +234,22 @@ def main() -> int:
             f"{q.steps:,} | {q.letters / 1e6:.1f} M | {q.flops:.2e} | {q.dev_bits_per_char:.3f} | "
             f"{trio(q, 'hidden')} | {interval(q, 'hidden')} | {trio(q, 'supplements')} |"
         )
+    base = points[0]
+    against = {}
+    for q in points[1:]:
+        v = versus(Path(q.benchmark), Path(base.benchmark))
+        against[q.minutes] = v
+        if v is None:
+            print(f"{q.minutes:g} min − {base.minutes:g} min: not the same gaps, not compared")
+            continue
+        print(
+            f"{q.minutes:g} min − {base.minutes:g} min, hidden-span top-1 on the same gaps: "
+            + ", ".join(
+                f"{d} {100 * v[d]['diff']:+.1f} [{100 * v[d]['low']:+.1f}, "
+                f"{100 * v[d]['high']:+.1f}]"
+                for d in v
+            )
+        )
     h200 = peak_flops("NVIDIA H200", "amp_bf16")
     cpu_rate = points[-1].flops / (points[-1].minutes * 60)
     extrapolation = {}
@@ -230,6 +280,7 @@ def main() -> int:
                 {
                     "points": [asdict(q) for q in points],
                     "extrapolation": extrapolation,
+                    "against_smallest": {f"{m:g}": v for m, v in against.items()},
                     "mfu": args.mfu,
                 },
                 indent=2,

@@ -88,3 +88,39 @@ def test_a_missing_file_names_the_folder(tmp_path):
     (run / "best.json").unlink()
     with pytest.raises(SystemExit, match="best.json is missing"):
         scaling.read_point(10, run, bench)
+
+
+def test_two_benchmarks_are_compared_on_the_same_gaps(tmp_path):
+    """A larger run against the smallest: paired over inscriptions, report half only, and no
+    comparison at all when the gaps differ."""
+
+    def bench(name: str, hits: list[bool]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = []
+        for i, hit in enumerate(hits):
+            truth = "αβγ"
+            got = {"top1": truth if hit else "δδδ", "rank": 1 if hit else None}
+            rows.append(
+                {
+                    "text": f"ISic{i % 4:06d}.xml#1",
+                    "start": i,
+                    "end": i + 3,
+                    "truth": truth,
+                    "half": "report" if i < 8 else "selection",
+                    "model": got,
+                    "fused3": got,
+                }
+            )
+        data = {"protocols": {"hidden": {"examples": rows}}}
+        (folder / "benchmark.json").write_text(json.dumps(data))
+        return folder
+
+    small = bench("small", [False] * 8 + [True] * 4)
+    large = bench("large", [True, False] * 4 + [False] * 4)
+    v = scaling.versus(large, small)
+    # report half: 4 of 8 against 0 of 8 (the selection half's hits do not count)
+    assert v["model"]["diff"] == pytest.approx(0.5) and v["fused3"]["diff"] == pytest.approx(0.5)
+    assert v["model"]["low"] <= 0.5 <= v["model"]["high"]
+    other = bench("other", [True] * 7)
+    assert scaling.versus(other, small) is None
