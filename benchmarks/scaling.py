@@ -20,13 +20,14 @@ and the ``stoicheia benchmark`` folder of its best checkpoint. For each point it
   half (the fusion weights were chosen on the other half), and the model-alone minus n-gram
   difference on hidden spans with its 95 % paired-bootstrap interval over inscriptions.
 
-Then each larger point against the smallest on the same gaps (hidden spans, report half):
-the difference in top-1 of the model alone and of fused3, with the 95 % interval of a paired
-bootstrap over inscriptions. Then the extrapolation: for the model alone on hidden spans
-(and on editors' supplements), top-1 is fitted as a straight line in log10(FLOPs) by least
-squares (with 3 points: a rough guide, said so), and the compute at which the line meets the n-gram's top-1 is printed, in
-FLOPs, in minutes of these 2 cores at the largest point's FLOP rate, and in hours of one
-H200 at ``--mfu`` of its dense bf16 peak (989 TFLOP/s, ``stoicheia.train.flops.PEAK_FLOPS``).
+Then each larger point against the smallest on the same gaps (hidden spans, report half): the
+difference in top-1 of the model alone and of fused3, with the 95 % interval of a paired
+bootstrap over inscriptions. Then the extrapolation: for the model alone on hidden spans (and
+on editors' supplements), top-1 is fitted as a straight line in log10(FLOPs) by least squares
+(with 3 points: a rough guide, said so), and the compute at which the line meets the n-gram's
+top-1 is printed, in FLOPs, in minutes of these 2 cores at the largest point's FLOP rate, and
+in hours of one H200 at ``--mfu`` of its dense bf16 peak (989 TFLOP/s,
+``stoicheia.train.flops.PEAK_FLOPS``).
 A fit whose slope is not positive prints that no crossing can be extrapolated.
 
 Raises ``SystemExit`` naming the folder and file when a point's files are missing.
