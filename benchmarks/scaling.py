@@ -330,6 +330,10 @@ def plot(points: list[Point], extrapolation: dict, out: Path) -> None:
             label="model, fitted line",
         )
     ax2.set_xscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    for ax in (ax1, ax2):  # the minor ticks' labels overlap over a decade or two
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax2.set_xlabel("training compute (FLOPs)")
     ax2.set_ylabel("top-1 on hidden spans (%)")
     ax2.set_title("restoration, inscription dev set")
