@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return fail("report", f"--out {problem}")
     try:
-        png, page = write_report(Path(args.run_folder), args.out)
+        curves = read_curves(Path(args.run_folder))
+        png, page = write_report(Path(args.run_folder), args.out, curves)
     except ValueError as err:
         return fail("report", str(err))
     except OSError as err:
@@ -44,6 +45,6 @@ def run(args: argparse.Namespace) -> int:
             f"cannot write {err.filename or args.out or args.run_folder} ({err.strerror}); "
             "give --out FOLDER you can write to",
         )
-    print("\n".join(summary_lines(read_curves(Path(args.run_folder)))))
+    print("\n".join(summary_lines(curves)))
     print(f"wrote {png} and {page}")
     return 0

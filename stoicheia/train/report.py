@@ -315,11 +315,13 @@ def summary_lines(curves: RunCurves) -> list[str]:
     return lines
 
 
-def write_report(folder: str | Path, out: str | Path | None = None) -> tuple[Path, Path]:
+def write_report(
+    folder: str | Path, out: str | Path | None = None, curves: RunCurves | None = None
+) -> tuple[Path, Path]:
     """Write ``report.png`` and ``report.html`` (the PNG, the marks, the last evaluation of every
-    set) into ``out`` (default: the run folder). Returns both paths. Raises what
-    :func:`read_curves` raises."""
-    curves = read_curves(folder)
+    set) into ``out`` (default: the run folder), from ``curves`` (default: read from
+    ``folder``). Returns both paths. Raises what :func:`read_curves` raises."""
+    curves = curves if curves is not None else read_curves(folder)
     out_dir = Path(out) if out is not None else Path(folder)
     out_dir.mkdir(parents=True, exist_ok=True)
     png = plot_run(curves, out_dir / "report.png")

@@ -133,11 +133,9 @@ def find_fusion(
     )
     if from_config:
         weight = config.ngram_weight
-    fusion = _ngram_fusion(loaded, path, weight)
-    if fusion is not None and from_config:
-        # fusion.json's weight was chosen with the parallels' (their note says on what)
-        how = "chosen with the parallels' weight" if config.chosen_on else "from fusion.json"
-        fusion.source = f"{fusion.source.split(', weight ')[0]}, weight {how}"
+    # fusion.json's weight was chosen with the parallels' (their note says on what)
+    how = "chosen with the parallels' weight" if config.chosen_on else "from fusion.json"
+    fusion = _ngram_fusion(loaded, path, weight, how if from_config else None)
     if index is None:
         return fusion
     out = fusion or Fusion(None, 0.0)
@@ -176,9 +174,10 @@ def _open_parallels(loaded: Any, given: str | Path | None, config: FusionConfig)
 
 
 def _ngram_fusion(
-    loaded: Any, path: str | Path | None = None, weight: float | None = None
+    loaded: Any, path: str | Path | None = None, weight: float | None = None, how: str | None = None
 ) -> Fusion | None:
-    """The n-gram part of :func:`find_fusion` (its behaviour before the parallels)."""
+    """The n-gram part of :func:`find_fusion` (its behaviour before the parallels); ``how``:
+    where ``weight`` came from, for the note (default: given, or the file's own)."""
     if weight is not None and not 0.0 <= weight <= 1.0:
         raise RestoreError(f"--ngram-weight {weight}: give a weight in [0, 1] (0: the model alone)")
     if weight == 0.0:
@@ -199,7 +198,10 @@ def _ngram_fusion(
     if w <= 0.0:
         return None
     fusion = Fusion(ngram, w)
-    how = "chosen on " + meta["chosen_on"] if "chosen_on" in meta and weight is None else "given"
+    if how is None:
+        how = (
+            "chosen on " + meta["chosen_on"] if "chosen_on" in meta and weight is None else "given"
+        )
     fusion.source = f"{chosen.name}, weight {how}"
     return fusion
 
