@@ -459,6 +459,13 @@ def test_export_carries_the_ngram_restore_fuses(trained, tmp_path, capsys):
     assert fusion.weight == (0.5 if fusion.parallels is not None else 0.6)
     assert find_fusion(load_model(out, device="cpu"), parallels="").weight == 0.6
     (out / FUSION_FILE).unlink()  # below: the n-gram alone
+    # a fusion.json without an n-gram (the parallels' weight alone) travels too
+    (run / "ngram.npz").unlink()
+    only = tmp_path / "only-fusion"
+    assert main(["export", str(run / "best.pt"), str(only)]) == 0
+    assert "fusion.json (restore fuses the parallels in" in capsys.readouterr().out
+    assert not (only / "ngram.npz").exists()
+    assert FusionConfig.load(only / FUSION_FILE).parallels_weight == 0.4
     # an export of a checkpoint without one has none, and restore uses the model alone
     bare = tmp_path / "bare"
     assert main(["export", str(trained / "best.pt"), str(bare)]) == 0

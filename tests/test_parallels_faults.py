@@ -127,6 +127,9 @@ def test_a_damaged_index_named_in_fusion_json_is_one_restore_error(shards, tmp_p
     FusionConfig(parallels_weight=0.5, parallels_index=str(folder)).save(tmp_path / FUSION_FILE)
     with pytest.raises(RestoreError, match="sa.npy"):
         find_fusion(Model())
+    # a weight out of range is the user's first fault to hear of: checked before any file opens
+    with pytest.raises(RestoreError, match="--ngram-weight 1.5"):
+        find_fusion(Model(), weight=1.5)
     with pytest.raises(RestoreError, match="parallels_weight"):
         FusionConfig(parallels_weight=True)  # JSON true is no weight
 

@@ -92,13 +92,12 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"wrote {out}: model.safetensors, config.json, the model code, README.md"
-        + (
-            ", ngram.npz, fusion.json (restore fuses them in)"
-            if (out / "fusion.json").is_file()
-            else ", ngram.npz (restore fuses it in)"
-            if (out / "ngram.npz").is_file()
-            else ""
-        )
+        + {
+            (True, True): ", ngram.npz, fusion.json (restore fuses them in)",
+            (True, False): ", ngram.npz (restore fuses it in)",
+            (False, True): ", fusion.json (restore fuses the parallels in at its weight)",
+            (False, False): "",
+        }[(out / "ngram.npz").is_file(), (out / "fusion.json").is_file()]
         + f" (step {model.step}"
         + (
             f", held-out figures of step {held['step']}"

@@ -118,6 +118,8 @@ def find_fusion(
         raise RestoreError(
             f"--parallels-weight {parallels_weight}: give a weight in [0, 1] (0: shown, not fused)"
         )
+    if weight is not None and not 0.0 <= weight <= 1.0:  # before any file is opened
+        raise RestoreError(f"--ngram-weight {weight}: give a weight in [0, 1] (0: the model alone)")
     if config is None:
         here = beside(str(loaded.source))
         fjson = here.with_name(FUSION_FILE) if here is not None else None
