@@ -146,6 +146,10 @@ def test_the_command_adds_parallels_and_fused3_and_writes_fusion_json(
     )
     printed = capsys.readouterr().out
     assert f"parallels: {shards / 'parallels'}" in printed
+    # the index's letters as restore counts them (separators between records left out)
+    man = json.loads((shards / "parallels" / "manifest.json").read_text(encoding="utf-8"))
+    assert f"training records, {man['letters']:,} letters)" in printed
+    assert man["letters"] != man["slots"]
     for p in ("hidden", "supplements"):
         assert list(res["protocols"][p]["decoders"]) == [
             "model",

@@ -379,6 +379,21 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
     assert fusion.ngram is None and fusion.parallels_weight == 0.4
     assert fusion.parallels.records == ParallelsIndex(corpus / "parallels").records
     assert "chosen on dev half A" in fusion.parallels_source
+    # the folder as the user would type it, from where they are
+    monkeypatch.chdir(corpus)
+    assert find_fusion(model).parallels_source == "parallels, weight chosen on dev half A"
+    monkeypatch.chdir(tmp_path)
+    # --ngram-weight 0 leaves the n-gram out, not the parallels: the note says which
+    from stoicheia.commands.restore import without_ngram_note
+
+    assert without_ngram_note(fusion, 0.0) == (
+        "the network and the parallels, without the letter n-gram: --ngram-weight 0; "
+        "with --parallels-weight 0 too, the model alone"
+    )
+    assert without_ngram_note(None, 0.0) == (
+        "the model alone, without the letter n-gram: --ngram-weight 0"
+    )
+    assert without_ngram_note(fusion, None).startswith("the network and the parallels: no ngram")
     assert find_fusion(model, parallels_weight=0.0).parallels_weight == 0.0
     assert find_fusion(model, parallels="") is None  # no index, no n-gram: the model alone
     (tmp_path / FUSION_FILE).write_text('{"parallels_weight": 3}')

@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(
             f"parallels: {index.folder} ({index.records:,} training records, "
-            f"{len(index):,} letters)"
+            f"{index.manifest['letters']:,} letters)"  # restore's count: separators left out
         )
         caches: dict = {}
 
@@ -299,14 +299,19 @@ def run(args: argparse.Namespace) -> int:
             step=model.step,
         )
         print(
-            f"wrote {target}: restore fuses this n-gram at weight {weight:g}, chosen on the "
-            "selection half (0: the model alone)"
+            f"wrote {target}: the n-gram, at weight {weight:g} for the network and the n-gram "
+            "alone (chosen on the selection half; restore uses it when no parallels are fused in)"
         )
         config = fusion_config(result, index.folder if index is not None else None)
         config.save(target.with_name(FUSION_FILE))
         print(
-            f"wrote {target.with_name(FUSION_FILE)}: restore fuses the n-gram at "
-            f"{config.ngram_weight:g} and the parallels at {config.parallels_weight:g} "
-            f"({config.chosen_on})"
+            f"wrote {target.with_name(FUSION_FILE)}: "
+            + (
+                f"with the parallels fused in, restore weighs the n-gram {config.ngram_weight:g} "
+                f"and the parallels {config.parallels_weight:g}"
+                if config.parallels_weight > 0
+                else "restore shows the parallels under each gap, not fused in"
+            )
+            + f" (chosen on {config.chosen_on})"
         )
     return 0

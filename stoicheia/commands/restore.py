@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from stoicheia.cli_args import OneLineParser, float_in, int_in
 from stoicheia.commands.common import fail, load, model_args
@@ -57,9 +58,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--ngram-weight",
-        type=float_in(0, 1, meaning=" (0: the model alone)"),
+        type=float_in(0, 1, meaning=" (0: without the n-gram)"),
         help="weight of the n-gram in the search (default: the weight chosen on the dev set, "
-        "stored in the file; 0: the model alone)",
+        "stored in the file or in fusion.json; 0: without the n-gram, and with "
+        "--parallels-weight 0 too, the model alone)",
     )
     p.add_argument(
         "--parallels",
@@ -203,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     model = load(args, "restore")
     progress, stop = _restore_progress()
     try:
-        from stoicheia.inference.restore.fusion_file import NGRAM_FILE, find_fusion
+        from stoicheia.inference.restore.fusion_file import find_fusion
 
         fusion = find_fusion(
             model,
@@ -233,17 +235,31 @@ def run(args: argparse.Namespace) -> int:
         if stop is not None:
             stop()
     if (fusion is None or fusion.ngram is None) and result.gaps:
-        result.notes.append(
-            "the model alone, without the letter n-gram: --ngram-weight 0"
-            if args.ngram_weight == 0
-            else f"the model alone: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark "
-            "CHECKPOINT --save-ngram` writes one, which restore then fuses in"
-        )
+        result.notes.append(without_ngram_note(fusion, args.ngram_weight))
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         print("\n".join(format_result(result)))
     return 0
+
+
+def without_ngram_note(fusion: Any, ngram_weight: float | None) -> str:
+    """The note of a restoration decoded without the letter n-gram: asked for (``ngram_weight``
+    0) or none beside the checkpoint. ``fusion``: the search's
+    :class:`~stoicheia.inference.restore.gap_search.Fusion` or ``None``; "the model alone" only
+    when no parallels are fused in either."""
+    from stoicheia.inference.restore.fusion_file import NGRAM_FILE
+
+    par = fusion is not None and fusion.parallels is not None and fusion.parallels_weight > 0
+    what = "the network and the parallels" if par else "the model alone"
+    if ngram_weight == 0:
+        return f"{what}, without the letter n-gram: --ngram-weight 0" + (
+            "; with --parallels-weight 0 too, the model alone" if par else ""
+        )
+    return (
+        f"{what}: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark CHECKPOINT "
+        "--save-ngram` writes one, which restore then fuses in"
+    )
 
 
 def _restore_progress():

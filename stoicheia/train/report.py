@@ -289,8 +289,8 @@ def summary_lines(curves: RunCurves) -> list[str]:
     the tier-mix switches, and per evaluation set its bits/char at the last evaluation and its
     lowest (with their steps)."""
     head = f"run {curves.folder.name}: {len(curves.steps):,} steps logged"
-    if curves.steps:
-        head += f", the last {curves.steps[-1]:,}"
+    if curves.steps and curves.steps[-1] != len(curves.steps):  # gaps, or a resumed log
+        head += f", the last step {curves.steps[-1]:,}"
     if curves.anneal_start is not None:
         head += f"; anneal from step {curves.anneal_start:,} ({curves.anneal_reason})"
     if curves.phase_switches:

@@ -40,7 +40,7 @@ _CHECKPOINT = re.compile(r"^ep\d+-ba(?P<batch>\d+)-rank0\.pt$")
 _STATES = {"anneal_done": "complete (anneal done)", "early_stop": "complete (early stop)"}
 _WHY = {
     "stall": "the decision metric stalled",
-    "cap": "the cap was reached",
+    "cap": "the stable phase reached its cap",
     "planned": "as planned",
 }
 
@@ -313,9 +313,10 @@ def _anneal_lines(facts: dict[str, Any]) -> list[str]:
         when += f", {abs(planned - step)} batches {side} the planned start {planned}"
     elif reason != "planned" and planned is not None:
         when += f", at the planned start {planned}"
+    if reason != "cap":  # the cap's own step, where the stable phase would have ended
+        when += f"; cap {a.get('cap')}"
     lines = [
-        f"anneal: started at step {step} ({reason}: {when}; cap {a.get('cap')}), decay ends at "
-        f"step {a.get('end')}"
+        f"anneal: started at step {step} ({reason}: {when}), decay ends at step {a.get('end')}"
     ]
     evals = a.get("evaluations") or []
     if evals:

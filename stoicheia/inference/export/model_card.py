@@ -65,7 +65,8 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
         "`stoicheia evaluate PATH --shards DIR`"
         + (
             "; `restore` fuses in the letter n-gram of `ngram.npz` (in this folder) at the weight "
-            "chosen on the inscription dev set (`--ngram-weight 0`: the model alone)."
+            "chosen on the inscription dev set (`--ngram-weight 0 --parallels-weight 0`: the "
+            "model alone)."
             if ngram_beside(model) is not None
             else "."
         ),

@@ -119,7 +119,9 @@ def find_fusion(
             f"--parallels-weight {parallels_weight}: give a weight in [0, 1] (0: shown, not fused)"
         )
     if weight is not None and not 0.0 <= weight <= 1.0:  # before any file is opened
-        raise RestoreError(f"--ngram-weight {weight}: give a weight in [0, 1] (0: the model alone)")
+        raise RestoreError(
+            f"--ngram-weight {weight}: give a weight in [0, 1] (0: without the n-gram)"
+        )
     if config is None:
         here = beside(str(loaded.source))
         fjson = here.with_name(FUSION_FILE) if here is not None else None
@@ -145,9 +147,17 @@ def find_fusion(
     out.parallels_weight = float(pw)
     chosen = config.chosen_on and parallels_weight is None
     out.parallels_source = (
-        f"{index.folder}, weight {'chosen on ' + config.chosen_on if chosen else 'given'}"
+        f"{_shown(index.folder)}, weight {'chosen on ' + config.chosen_on if chosen else 'given'}"
     )
     return out
+
+
+def _shown(folder: str | Path) -> str:
+    """``folder`` as the user would type it: relative to the current folder when inside it."""
+    try:
+        return str(Path(folder).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(folder)
 
 
 def _open_parallels(loaded: Any, given: str | Path | None, config: FusionConfig) -> Any:
@@ -181,7 +191,9 @@ def _ngram_fusion(
     """The n-gram part of :func:`find_fusion` (its behaviour before the parallels); ``how``:
     where ``weight`` came from, for the note (default: given, or the file's own)."""
     if weight is not None and not 0.0 <= weight <= 1.0:
-        raise RestoreError(f"--ngram-weight {weight}: give a weight in [0, 1] (0: the model alone)")
+        raise RestoreError(
+            f"--ngram-weight {weight}: give a weight in [0, 1] (0: without the n-gram)"
+        )
     if weight == 0.0:
         return None
     chosen = Path(path) if path is not None else beside(str(loaded.source))

@@ -115,14 +115,14 @@ def decoding_notes(
     notes = []
     if fusion is not None and fusion.ngram is not None:
         notes.append(
-            f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g} "
-            f"({fusion.source})"
+            f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g}: "
+            f"{fusion.source}"
         )
     if fusion is not None and fusion.parallels is not None:
         notes.append(
             f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text, "
             + (
-                f"fused at weight {fusion.parallels_weight:g} ({fusion.parallels_source})"
+                f"fused at weight {fusion.parallels_weight:g}: {fusion.parallels_source}"
                 if fusion.parallels_weight > 0
                 else "shown, not fused (parallels weight 0)"
             )
