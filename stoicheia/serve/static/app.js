@@ -350,7 +350,7 @@ async function loadExamples() {
 async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
-    $("model-line").textContent = `model: ${m.run_name || "unnamed run"}, step ${m.step ?? "?"} (${m.kind} ${m.source}), ${m.seq_len}-slot window`;
+    $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap`;
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
       $("epidoc-file").disabled = true;
