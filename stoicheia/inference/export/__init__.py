@@ -21,10 +21,10 @@ The folder holds
   the letter n-gram and the fusion weight chosen on the inscription dev set, copied as it is,
   so that ``stoicheia restore EXPORT`` fuses it in as it does for the checkpoint;
 * ``fusion.json``, when the checkpoint has one beside it (with or without ``ngram.npz``): the
-  n-gram and parallels weights chosen
-  together by ``stoicheia benchmark``, without the parallels index's folder (a folder of the
-  machine that ran the benchmark): ``restore`` fuses the parallels in when it finds an index
-  where the run's shards would be (``data.shard_root``/parallels) or is given ``--parallels``.
+  n-gram and parallels weights chosen together by ``stoicheia benchmark``, without the
+  parallels index's folder (a folder of the machine that ran the benchmark): ``restore`` fuses
+  the parallels in when it finds an index where the run's shards would be
+  (``data.shard_root``/parallels) or is given ``--parallels``.
 
 ``stoicheia evaluate`` and ``stoicheia restore`` (and
 :func:`~stoicheia.inference.loading.load_model`) read the folder too.

@@ -189,11 +189,8 @@ def _ngram_fusion(
     loaded: Any, path: str | Path | None = None, weight: float | None = None, how: str | None = None
 ) -> Fusion | None:
     """The n-gram part of :func:`find_fusion` (its behaviour before the parallels); ``how``:
-    where ``weight`` came from, for the note (default: given, or the file's own)."""
-    if weight is not None and not 0.0 <= weight <= 1.0:
-        raise RestoreError(
-            f"--ngram-weight {weight}: give a weight in [0, 1] (0: without the n-gram)"
-        )
+    where ``weight`` came from, for the note (default: given, or the file's own); ``weight``
+    already checked to be in [0, 1]."""
     if weight == 0.0:
         return None
     chosen = Path(path) if path is not None else beside(str(loaded.source))
