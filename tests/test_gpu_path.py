@@ -348,7 +348,11 @@ def _flag_worker(rank: int, init: str, out: str) -> None:
     )
     with open(f"{out}.{rank}", "w") as f:
         json.dump(result, f)
-    tdist.destroy_process_group()
+    # leave without destroying the gloo group: in torch 2.7 its destructor joins gloo's worker
+    # thread while holding the GIL, and that thread may be waiting for the GIL to free a
+    # finished collective's tensor (a deadlock seen once here, in a full test run); the
+    # test checks the flags above, not the teardown
+    os._exit(0)
 
 
 def test_loader_and_preemption_flags_share_one_collective(tmp_path) -> None:
