@@ -13,7 +13,7 @@ from typing import Any
 
 from stoicheia.inference.export.carried_code import HF_FILES, code_files, write_code
 from stoicheia.inference.export.model_card import model_card
-from stoicheia.inference.export.training_data import fusion_beside, ngram_beside
+from stoicheia.inference.export.training_data import ngram_beside
 from stoicheia.inference.loading import EXPORT_CONFIG, EXPORT_WEIGHTS, LoadedModel
 from stoicheia.publish import publishing
 
@@ -150,10 +150,10 @@ def _write_export(
         import shutil
 
         shutil.copyfile(ngram, out / ngram.name)
-    fusion = fusion_beside(model)
-    if fusion is not None:
-        from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, fusion_beside
 
+    fusion = fusion_beside(str(model.source))
+    if fusion is not None:
         # the weights travel (also a parallels weight without an n-gram); the parallels index
         # named there is a folder of this machine: the export looks for one where the run's
         # shards would be (data.shard_root)

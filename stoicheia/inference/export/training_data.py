@@ -19,7 +19,6 @@ __all__ = [
     "EPIDOC_COLLECTIONS",
     "describe_training_data",
     "find_shard_root",
-    "fusion_beside",
     "ngram_beside",
     "source_licence",
     "tier_phases",
@@ -48,16 +47,6 @@ def ngram_beside(model: LoadedModel) -> Path | None:
 
     path = beside(str(model.source))
     return path if path is not None and path.is_file() else None
-
-
-def fusion_beside(model: LoadedModel) -> Path | None:
-    """The ``fusion.json`` beside ``model``'s checkpoint or export folder (the weights
-    ``restore`` fuses the n-gram and the parallels at), or ``None`` when there is none."""
-    from stoicheia.inference.restore.fusion_file import FUSION_FILE, beside
-
-    path = beside(str(model.source))
-    fusion = path.with_name(FUSION_FILE) if path is not None else None
-    return fusion if fusion is not None and fusion.is_file() else None
 
 
 def find_shard_root(

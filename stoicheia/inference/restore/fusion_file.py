@@ -87,6 +87,14 @@ def beside(source: str) -> Path | None:
     return (p if p.is_dir() else p.parent) / NGRAM_FILE
 
 
+def fusion_beside(source: str) -> Path | None:
+    """The ``fusion.json`` beside a checkpoint, a run folder or an export folder ``source`` (a
+    local path), or ``None`` when there is none (or ``source`` is an object-store URI)."""
+    here = beside(source)
+    path = here.with_name(FUSION_FILE) if here is not None else None
+    return path if path is not None and path.is_file() else None
+
+
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> tuple[Any, dict]:
     """:func:`load_ngram`, read once per file version (a page or a corpus run restores many
@@ -123,11 +131,8 @@ def find_fusion(
             f"--ngram-weight {weight}: give a weight in [0, 1] (0: without the n-gram)"
         )
     if config is None:
-        here = beside(str(loaded.source))
-        fjson = here.with_name(FUSION_FILE) if here is not None else None
-        config = (
-            FusionConfig.load(fjson) if fjson is not None and fjson.exists() else FusionConfig()
-        )
+        fjson = fusion_beside(str(loaded.source))
+        config = FusionConfig.load(fjson) if fjson is not None else FusionConfig()
     index = _open_parallels(loaded, parallels, config)
     pw = config.parallels_weight if parallels_weight is None else parallels_weight
     # fusion.json's n-gram weight was chosen together with its parallels weight: without the
@@ -217,4 +222,4 @@ def _ngram_fusion(
     return fusion
 
 
-__all__ = ["FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion"]
+__all__ = ["FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion", "fusion_beside"]
