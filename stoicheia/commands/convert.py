@@ -44,8 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         type=int_in(0, 9, meaning=" (a last digit, e.g. 4)"),
         metavar="DIGIT",
-        help="hold out the EpiDoc inscriptions whose number ends in DIGIT (ISic000154: 4) "
-        "as the inscription dev set, never trained on (TIER/inscription_dev); repeatable",
+        help="hold out as the inscription dev set (TIER/inscription_dev, never trained on) the "
+        "EpiDoc inscriptions whose dev digit is DIGIT: the last digit of an I.Sicily number "
+        "(ISic000154: 4), for other corpora the last digit of a stable hash of the file name "
+        "(one file in ten per digit); twins (one text under two numbers) go together; "
+        "repeatable",
     )
     p.add_argument(
         "--max-record-letters",

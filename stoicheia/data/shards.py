@@ -191,22 +191,79 @@ def convert(
         seen_works: set[str] = set()
         warnings: list[str] = []
 
-        for tier, paths in inputs.items():
-            st = stats[tier] = TierStats()
-            jobs = [
-                (str(f), str(root), max_record_letters, min_greek, epidoc)
-                for f, root in _source_files(tier, paths, st)
-            ]
-            writers = {
-                split: MDSWriter(
-                    out=str(tmp / tier / split),
-                    columns=COLUMNS,
-                    compression="zstd",
-                    size_limit=1 << 25,
+        writers: dict[str, dict[str, MDSWriter]] = {}
+        # EpiDoc records wait until every tier is read when the dev set is held out: twins (one
+        # text under two numbers, across corpora and tiers) are found first, and each group of
+        # twins goes to one split (stoicheia.data.twins).
+        held: list[tuple[str, str, tuple]] = []
+
+        def store(tier: str, path: str, rec: tuple, dev_key: str | None = None) -> None:
+            rec_id, source, work, parts, n_words = rec
+            st = stats[tier]
+            split = choose_split(
+                rec_id,
+                work,
+                val_fraction,
+                val_works,
+                source=source,
+                dev_digits=dev_digits,
+                dev_key=dev_key,
+            )
+            if split == INSCRIPTION_DEV:
+                entry = dev_works.setdefault(
+                    (tier, work),
+                    {
+                        "tier": tier,
+                        "work": work,
+                        "epidoc": str(Path(path).resolve()),
+                        "records": 0,
+                        "letters": 0,
+                    },
                 )
-                for split in SPLITS + ((INSCRIPTION_DEV,) if dev_digits else ())
-            }
-            try:
+                entry["records"] += 1
+                entry["letters"] += sum(
+                    len(p["chars"]) - int(np.count_nonzero(np.frombuffer(p["lacuna"], np.uint8)))
+                    for p in parts
+                )
+            st.records_kept[split] += 1
+            st.words[split] += n_words
+            for k, planes in enumerate(parts):
+                st.parts[split] += 1
+                chars = np.frombuffer(planes["chars"], dtype=np.uint8)
+                real = np.frombuffer(planes["lacuna"], dtype=np.uint8) > 0
+                n_real = int(np.count_nonzero(real))
+                # real-lacuna slots are not letters: counted apart
+                st.letters[split] += len(chars) - n_real
+                st.lacuna_slots[split] += n_real
+                if split == "train":
+                    st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
+                writers[tier][split].write(
+                    {
+                        "id": rec_id,
+                        "part": k,
+                        "source": source,
+                        "tier": tier,
+                        "work": work,
+                        **planes,
+                    }
+                )
+
+        try:
+            for tier, paths in inputs.items():
+                st = stats[tier] = TierStats()
+                jobs = [
+                    (str(f), str(root), max_record_letters, min_greek, epidoc)
+                    for f, root in _source_files(tier, paths, st)
+                ]
+                writers[tier] = {
+                    split: MDSWriter(
+                        out=str(tmp / tier / split),
+                        columns=COLUMNS,
+                        compression="zstd",
+                        size_limit=1 << 25,
+                    )
+                    for split in SPLITS + ((INSCRIPTION_DEV,) if dev_digits else ())
+                }
                 for res in map_files(_convert_file, jobs, workers, progress, tier):
                     st.files += 1
                     if res.error is not None:
@@ -224,58 +281,27 @@ def convert(
                     if not res.records:
                         st.files_without_records.append(res.path)
                         st.files_without_records_why[why_no_record(res.dropped, res.reader)] += 1
-                    for rec_id, source, work, parts, n_words in res.records:
-                        seen_works.add(work)
-                        split = choose_split(
-                            rec_id,
-                            work,
-                            val_fraction,
-                            val_works,
-                            source=source,
-                            dev_digits=dev_digits,
-                        )
-                        if split == INSCRIPTION_DEV:
-                            entry = dev_works.setdefault(
-                                (tier, work),
-                                {
-                                    "tier": tier,
-                                    "work": work,
-                                    "epidoc": str(Path(res.path).resolve()),
-                                    "records": 0,
-                                    "letters": 0,
-                                },
-                            )
-                            entry["records"] += 1
-                            entry["letters"] += sum(
-                                len(p["chars"])
-                                - int(np.count_nonzero(np.frombuffer(p["lacuna"], np.uint8)))
-                                for p in parts
-                            )
-                        st.records_kept[split] += 1
-                        st.words[split] += n_words
-                        for k, planes in enumerate(parts):
-                            st.parts[split] += 1
-                            chars = np.frombuffer(planes["chars"], dtype=np.uint8)
-                            real = np.frombuffer(planes["lacuna"], dtype=np.uint8) > 0
-                            n_real = int(np.count_nonzero(real))
-                            # real-lacuna slots are not letters: counted apart
-                            st.letters[split] += len(chars) - n_real
-                            st.lacuna_slots[split] += n_real
-                            if split == "train":
-                                st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
-                            writers[split].write(
-                                {
-                                    "id": rec_id,
-                                    "part": k,
-                                    "source": source,
-                                    "tier": tier,
-                                    "work": work,
-                                    **planes,
-                                }
-                            )
-            finally:
-                for w in writers.values():
+                    for rec in res.records:
+                        seen_works.add(rec[2])
+                        if dev_digits and rec[1] == "epidoc":
+                            held.append((tier, res.path, rec))
+                        else:
+                            store(tier, res.path, rec)
+            twins = _twin_groups_of(held)
+            first_of = {m: g.members[0] for g in twins for m in g.members}
+            for tier, path, rec in held:
+                key = first_of.get(_twin_key(tier, rec[2]))
+                store(tier, path, rec, dev_key=key.split("\t", 1)[1] if key else None)
+            twins_json = [
+                {"members": [m.replace("\t", "/", 1) for m in g.members], "pairs": len(g.pairs)}
+                for g in twins
+            ]
+        finally:
+            for tier_writers in writers.values():
+                for w in tier_writers.values():
                     w.finish()
+        for tier, paths in inputs.items():
+            st = stats[tier]
             if dev_digits and st.records_kept[INSCRIPTION_DEV] == 0:
                 # no empty split folder
                 shutil.rmtree(tmp / tier / INSCRIPTION_DEV, ignore_errors=True)
@@ -307,9 +333,10 @@ def convert(
         if dev_digits and not dev_works:
             raise ConvertError(
                 f"--inscription-dev-digit {' '.join(map(str, sorted(dev_digits)))}: no EpiDoc "
-                "inscription of the inputs has a number ending in it (file names such as "
-                "inscriptions/ISic000154.xml, number 154); give the I.Sicily folder as a tier "
-                "(e.g. bronze=../shared/corpus/isicily) or leave the option out"
+                "inscription of the inputs has that dev digit (an I.Sicily number's last digit, "
+                "else a hash of the file name: stoicheia.data.splits.dev_digit); give a folder "
+                "of EpiDoc inscriptions as a tier (e.g. bronze=../shared/corpus/isicily) or "
+                "leave the option out"
             )
         summary = {
             "tiers": {tier: st.to_json() for tier, st in stats.items()},
@@ -317,10 +344,13 @@ def convert(
             "val_works": sorted(val_works),
             "inscription_dev": {
                 "digits": sorted(dev_digits),
-                "rule": "EpiDoc files named LETTERS+NUMBER.xml whose number ends in one of the "
-                f"digits (Ithaca's rule); their records are in TIER/{INSCRIPTION_DEV}, never in "
-                "train or val",
+                "rule": "EpiDoc files whose dev digit is one of the digits: the last digit of "
+                "an I.Sicily number (Ithaca's rule), else of a stable hash of the file name "
+                "(stoicheia.data.splits.dev_digit); twins (the same text under two numbers) "
+                "go with their group's first member; their records are in "
+                f"TIER/{INSCRIPTION_DEV}, never in train or val",
                 "works": [dev_works[k] for k in sorted(dev_works)],
+                "twin_groups": twins_json,
             },
             "max_record_letters": max_record_letters,
             "warnings": warnings,
@@ -446,6 +476,28 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
                     f"input {tier}={given} lies inside --out {out}, which --overwrite replaces: "
                     "choose another --out"
                 )
+
+
+def _twin_key(tier: str, work: str) -> str:
+    return f"{tier}\t{work}"
+
+
+def _twin_groups_of(held: Sequence[tuple[str, str, tuple]]) -> list:
+    """The groups of twins among the held EpiDoc records, one text per ``(tier, work)`` (its
+    records' letters joined, lacunae left out), keyed ``"TIER\\tWORK"``."""
+    from stoicheia.data.twins import twin_groups
+
+    if not held:
+        return []
+    letters: dict[str, list[np.ndarray]] = {}
+    for tier, _path, rec in held:
+        for p in rec[3]:
+            chars = np.frombuffer(p["chars"], dtype=np.uint8)
+            real = np.frombuffer(p["lacuna"], dtype=np.uint8) > 0
+            letters.setdefault(_twin_key(tier, rec[2]), []).append(
+                chars[~real & (chars < NUM_LETTERS)]
+            )
+    return twin_groups({k: np.concatenate(v) for k, v in letters.items()})
 
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:

@@ -1,6 +1,7 @@
 """Which split a converted record goes to: ``train``, the held-out ``val``, or the inscription
 dev set (``inscription_dev``), by rules that depend on the record alone (a stable hash of its id,
-its work, its inscription number), never on file order, the machine or Python's hash seed.
+its work, its inscription number) and, for an inscription, on its group of twins
+(:mod:`stoicheia.data.twins`), never on file order, the machine or Python's hash seed.
 
 :func:`stoicheia.data.shards.convert` writes one MDS folder per tier and split.
 """
@@ -36,15 +37,36 @@ def inscription_number(work: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_ISICILY_FILE = re.compile(r"ISic(\d+)\.xml")
+
+
+def dev_digit(work: str) -> int:
+    """The digit (0-9) that puts an EpiDoc inscription in the dev set or not.
+
+    * An I.Sicily file (``ISic000154.xml``): the last digit of its number (4). This is Ithaca's
+      rule (Assael et al., Nature 2022, held out PHI inscriptions by the last digit of their
+      number), kept so that figures stay comparable with earlier dev sets.
+    * Any other file (``5.72.xml`` of IOSPE, ``igcyr131500.xml``, ``ic1_14_1.xml``,
+      ``akko0001.xml``, a user's own corpus): the last digit of a stable hash of the file name
+      (:func:`held_out_hash` x 10). Numbers in other corpora do not spread evenly over their
+      last digit (261 of IGCyr's 299 files end in 0), a hash does: each digit takes one file in
+      ten of every corpus, the same on every machine and run.
+
+    The folder is not part of the rule (``work`` may be ``inscriptions/ISic000154.xml`` or
+    ``ISic000154.xml``), so a corpus moved or given as another folder keeps its dev set."""
+    name = work.split("#", 1)[0].rsplit("/", 1)[-1]
+    m = _ISICILY_FILE.fullmatch(name)
+    if m:
+        return int(m.group(1)) % 10
+    return min(int(held_out_hash(f"inscription-dev|{name}") * 10), 9)
+
+
 def is_inscription_dev(work: str, source: str, digits: frozenset[int]) -> bool:
-    """True for an EpiDoc record (``source == "epidoc"``) whose inscription number ends in one of
-    ``digits``: the inscription dev set. The rule is Ithaca's (Assael et al., Nature 2022, held
-    out PHI inscriptions by the last digit of their number), applied to I.Sicily numbers:
-    ISic000154 is number 154, last digit 4."""
+    """True for an EpiDoc record (``source == "epidoc"``) whose :func:`dev_digit` is one of
+    ``digits``: the inscription dev set."""
     if not digits or source != "epidoc":
         return False
-    number = inscription_number(work)
-    return number is not None and number % 10 in digits
+    return dev_digit(work) in digits
 
 
 def choose_split(
@@ -55,12 +77,17 @@ def choose_split(
     *,
     source: str = "",
     dev_digits: frozenset[int] = frozenset(),
+    dev_key: str | None = None,
 ) -> str:
     """The split of one record: ``"inscription_dev"`` for the inscription dev set (see
     :func:`is_inscription_dev`; before any other rule, so it never reaches ``train`` nor
     ``val``), ``"val"`` when the whole work is held out or the record id hashes below
-    ``val_fraction``, else ``"train"``."""
-    if is_inscription_dev(work, source, dev_digits):
+    ``val_fraction``, else ``"train"``.
+
+    ``dev_key``: the work whose :func:`dev_digit` decides instead of ``work``'s own: the first
+    member of ``work``'s group of twins (:mod:`stoicheia.data.twins`), so that all twins go
+    to the dev set together or not at all."""
+    if is_inscription_dev(dev_key or work, source, dev_digits):
         return INSCRIPTION_DEV
     if work in val_works or held_out_hash(record_id) < val_fraction:
         return "val"

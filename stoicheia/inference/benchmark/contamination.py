@@ -63,19 +63,16 @@ from pathlib import Path
 
 import numpy as np
 
+from stoicheia.data.twins import NUM_PERM, SHINGLE, jaccard, minhash, shingles
 from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD
 from stoicheia.text import alphabet as A
 
 log = logging.getLogger(__name__)
 
-SHINGLE = 3
-NUM_PERM = 128
 #: letters of the runs a long record must share with the dev set to be looked at (seeds)
 SEED_LETTERS = 10
 #: shared runs closer than this (letters) belong to one stretch
 STRETCH_GAP = 20
-#: the MinHash permutations' seed: the same signatures on every run and machine
-MINHASH_SEED = 1
 #: records of fewer letters are always hashed; longer ones only when at least
 #: MIN_SEED_SHARE of their 10-letter runs occur in the dev set
 SHORT_RECORD = 30
@@ -109,29 +106,6 @@ def letter_ids(letters: str) -> np.ndarray:
         return np.array([index[c] for c in letters], dtype=np.uint8)
     except KeyError as err:
         raise ValueError(f"letter_ids: {err.args[0]!r} is not a base letter") from None
-
-
-def shingles(ids: np.ndarray, k: int = SHINGLE) -> set[bytes]:
-    """The set of overlapping ``k``-letter shingles of uint8 letter ids ``(n,)``, each as bytes;
-    the whole text as one shingle when it is shorter than ``k``, nothing when it is empty."""
-    b = np.asarray(ids, dtype=np.uint8).tobytes()
-    if len(b) < k:
-        return {b} if b else set()
-    return {b[i : i + k] for i in range(len(b) - k + 1)}
-
-
-def jaccard(a: set, b: set) -> float:
-    """``|a ∩ b| / |a ∪ b|`` (0 for two empty sets)."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
-
-
-def _minhash(items: set[bytes], num_perm: int):
-    from datasketch import MinHash
-
-    m = MinHash(num_perm=num_perm, seed=MINHASH_SEED)
-    m.update_batch(sorted(items))
-    return m
 
 
 def _runs(ids: np.ndarray, n: int) -> np.ndarray:
@@ -196,7 +170,7 @@ def find_twins(
         if s and text_id not in dev_sets:
             dev_sets[text_id] = s
             dev_ids[text_id] = np.asarray(ids, dtype=np.uint8)
-            lsh.insert(text_id, _minhash(s, num_perm))
+            lsh.insert(text_id, minhash(s, num_perm))
     if not dev_sets:
         return []
     longest = max(len(ids) for ids in dev_ids.values())
@@ -219,7 +193,7 @@ def find_twins(
             if not piece:
                 continue
             counts["pieces"] += 1
-            for text_id in lsh.query(_minhash(piece, num_perm)):
+            for text_id in lsh.query(minhash(piece, num_perm)):
                 counts["candidates"] += 1
                 j = jaccard(dev_sets[text_id], piece)
                 key = (text_id, tier, record)
