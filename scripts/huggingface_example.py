@@ -18,7 +18,7 @@ model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
 
 texts = [
     "θεοῖς πᾶσι [.]ἱ στρατευσάμενοι κατὰ ναῦν Ἁλαισῖνοι",  # ISic000612, its [ο] lost
-    "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[...]ος οὐλομένην",
+    "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι[..]ος οὐλομένην",
 ]
 batch = tok(texts, return_tensors="pt", return_planes=True)
 print({k: tuple(v.shape) for k, v in batch.items()})

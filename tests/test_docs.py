@@ -418,21 +418,130 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+def headings(file: Path) -> list[str]:
+    """The headings of Markdown ``file`` outside its fenced blocks (a ``# comment`` line of a
+    bash block is no heading)."""
+    out, fence = [], False
+    for line in file.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and (m := re.match(r"#+ (.+)$", line)):
+            out.append(m.group(1).strip())
+    return out
+
+
+def anchors(file: Path) -> set[str]:
+    """GitHub's anchors of ``file``'s headings (a repeated heading's get ``-1``, ``-2``...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for h in headings(file):
+        s = slug(h)
+        out.add(f"{s}-{seen[s]}" if s in seen else s)
+        seen[s] = seen.get(s, 0) + 1
+    return out
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_links_point_to_pages_and_headings(page: str) -> None:
+    """Every Markdown link of the page to a file of the repository points to one that exists,
+    and its ``#anchor`` (to another page or to a heading of the page itself) to a heading."""
     text = (REPO / page).read_text(encoding="utf-8")
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
-        if re.match(r"\w+://", target):
+        if re.match(r"\w+:", target):
             continue
         path, _, anchor = target.partition("#")
         file = (REPO / page).parent / path if path else REPO / page
-        rel = file.resolve().relative_to(REPO).as_posix()
         assert file.exists(), f"{page}: the link {target} points to no file"
+        rel = file.resolve().relative_to(REPO).as_posix()
         if anchor and file.suffix == ".md":
-            headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.M)
-            assert anchor in {slug(h) for h in headings}, (
+            assert anchor in anchors(file), (
                 f"{page}: the link {target} points to no heading of {rel}"
             )
+
+
+def test_the_anchor_check_can_fail(tmp_path: Path) -> None:
+    """The anchors the link test compares against: fenced comments are no headings, repeated
+    headings are numbered, punctuation and backticks are dropped as GitHub drops them."""
+    page = tmp_path / "p.md"
+    page.write_text(
+        "# `restore`: the output\n## Notes\n## Notes\n```bash\n# not a heading\n```\n",
+        encoding="utf-8",
+    )
+    assert anchors(page) == {"restore-the-output", "notes", "notes-1"}
+
+
+#: a page named in prose (``the README's "Restoring a text" table``): the page, the heading
+#: and what the sentence says is under it
+_NAMED_SECTION = re.compile(
+    r"(README|[\w-]+\.md)(?:'s|’s)\s+[\"“]([^\"”]+)[\"”]\s*(table|section|list|example)?"
+)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_sections_named_in_prose_exist(page: str) -> None:
+    """A section another page names in words (``the README's "Restoring a text" table``) is a
+    heading of that page, and holds the table or list the sentence promises: a link would be
+    checked by the test above, a name in words is checked here."""
+    text = re.sub(r"\s+", " ", (REPO / page).read_text(encoding="utf-8"))
+    for name, heading, what in _NAMED_SECTION.findall(text):
+        target = REPO / "README.md" if name == "README" else REPO / "docs" / name
+        assert target.is_file(), f"{page}: names {name}, which is no page"
+        body = target.read_text(encoding="utf-8")
+        assert heading in headings(target), f'{page}: {name} has no section "{heading}"'
+        section = re.split(r"^#+ .*$", body.split(heading, 1)[1], maxsplit=1, flags=re.M)[0]
+        if what == "table":
+            assert re.search(r"^\|[- :|]+\|$", section, re.M), (
+                f'{page}: {name}\'s "{heading}" holds no table'
+            )
+
+
+#: documentation paths named anywhere in the code, scripts, tests and pages:
+#: ``docs/restoration-page.md``, ``docs/data-formats.md#leiden-notation``
+_DOC_PATH = re.compile(r"(?<![\w/.-])docs/([a-z0-9-]+\.md)(?:#([\w-]+))?")
+
+
+def test_docs_paths_named_in_the_code_exist() -> None:
+    """Every ``docs/<page>.md`` (and its ``#anchor``) that a docstring, a message, a script or a
+    page names is a page of docs/ with that heading."""
+    sources = [
+        p
+        for d in ("stoicheia", "scripts", "benchmarks", "tests", "recipes", "docs")
+        for p in (REPO / d).rglob("*")
+        if p.suffix in (".py", ".md", ".sh", ".yaml", ".js", ".html")
+    ] + [REPO / "README.md"]
+    seen = 0
+    for src in sources:
+        text = src.read_text(encoding="utf-8", errors="replace")
+        for name, anchor in _DOC_PATH.findall(text):
+            seen += 1
+            where = src.relative_to(REPO).as_posix()
+            assert (REPO / "docs" / name).is_file(), f"{where} names docs/{name}: no such page"
+            if anchor:
+                assert anchor in anchors(REPO / "docs" / name), (
+                    f"{where} names docs/{name}#{anchor}: no such heading"
+                )
+    assert seen > 20, "the check found no path to check"
+
+
+#: words that tell the project's history, not the product (the pages say what is)
+_HISTORY = re.compile(
+    r"used to (?:come|be|give|print|read|say)|former section|the rule then|not made here|"
+    r"told another story|Before the pieces",
+)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_pages_describe_the_product(page: str) -> None:
+    found = _HISTORY.findall((REPO / page).read_text(encoding="utf-8"))
+    assert not found, f"{page} tells development history ({found}): say what the product does"
+
+
+def test_restore_epidoc_page_says_refused_files_are_not_written() -> None:
+    """restoring-epidoc.md does not promise an output folder holding the whole corpus: a
+    refused file is not written (tests/test_epidoc_restore.py checks the behaviour)."""
+    text = re.sub(r"\s+", " ", (REPO / "docs/restoring-epidoc.md").read_text(encoding="utf-8"))
+    assert "holds the whole corpus" not in text
+    assert "a refused file" in text and "is not written" in text
 
 
 def test_pipeline_map_paths_exist() -> None:

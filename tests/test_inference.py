@@ -723,17 +723,15 @@ def test_huggingface_example_runs_without_stoicheia(exported, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert (
-        lines[2] == "μηνιναειδεθεαπηληιαδεωαχι[MASK][MASK][MASK]οσουλομενην[PAD][PAD][PAD]"
+        lines[2] == "μηνιναειδεθεαπηληιαδεωαχι[MASK][MASK]οσουλομενην[PAD][PAD][PAD][PAD]"
         and lines[3] == "True"
     )
     assert lines[7].startswith("θεοῖς πᾶσι [") and lines[8].startswith(
         "μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχι["
     )
-    assert [line.split()[0] for line in lines[-3:]] == [
-        "25",
-        "26",
-        "27",
-    ]  # the three lost letters of [...]
+    # one line per lost letter: the two of Ἀχι[λῆ]ος (Iliad 1.1), no more
+    lost = [line.split()[0] for line in lines if line.split()[0].isdigit()]
+    assert lost == ["25", "26"]
 
 
 def test_restore_reads_an_export_like_a_checkpoint(exported, trained, model, capsys):
