@@ -541,7 +541,9 @@ def test_restore_epidoc_wiring(client, monkeypatch):
         "/restore-epidoc", files={"file": ("ISic 1.xml", b"<ab><gap/></ab>")}, data={"top_k": "3"}
     )
     assert r.status_code == 200 and r.content == b"<ab><supplied/></ab>"
-    assert r.headers["content-disposition"] == 'attachment; filename="ISic_1.restored.xml"'
+    assert r.headers["content-disposition"] == (
+        "attachment; filename=\"ISic_1.restored.xml\"; filename*=UTF-8''ISic%201.restored.xml"
+    )
     assert r.headers["x-stoicheia-gaps"] == "restored=2 left=1 refused=0"  # every count, 0 too
     assert seen == {"xml": b"<ab><gap/></ab>", "top_k": 3, "unknown_width": 20}
     r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<ab/>")}, data={"top_k": "0"})
@@ -934,9 +936,144 @@ def test_restored_name_and_gap_header():
     from stoicheia.serve.epidoc_upload import gaps_header, restored_name
 
     assert restored_name("ISic001020.xml") == "ISic001020.restored.xml"
-    assert restored_name("dir/Ἐπί 1.XML") == "____1.restored.xml"
+    assert restored_name("dir/Ἐπί 1.XML") == "Ἐπί 1.restored.xml"
+    assert restored_name("C:\\texts\\a.xml") == "a.restored.xml"
     assert restored_name(None) == "inscription.restored.xml"
     assert restored_name("notes") == "notes.restored.xml"
     gaps = [SimpleNamespace(status=s) for s in ("restored", "restored")]
     assert gaps_header(gaps) == "restored=2 left=0 refused=0"
     assert gaps_header([]) == "restored=0 left=0 refused=0"
+
+
+def test_a_greek_file_name_comes_back_as_it_was(client, monkeypatch):
+    """An upload named in Greek is downloaded under its own name: ``filename*=UTF-8''`` with
+    the name percent-encoded (RFC 6266, RFC 8187), which browsers and ``curl -OJ`` use, and an
+    ASCII ``filename=`` for clients that read only that one (not ``________.restored.xml``)."""
+    from urllib.parse import unquote
+
+    import stoicheia
+    from stoicheia.serve.epidoc_upload import ascii_name, content_disposition
+
+    monkeypatch.setattr(stoicheia, "restore_epidoc", lambda model, xml, **kw: xml, raising=False)
+    name = "Ἐπιγραφὴ Συρακουσῶν.xml"
+    r = client.post("/restore-epidoc", files={"file": (name, b"<ab/>")})
+    assert r.status_code == 200, r.text
+    header = r.headers["content-disposition"]
+    fallback, star = re.fullmatch(
+        r'attachment; filename="([ -~]+)"; filename\*=(\S+)', header
+    ).groups()
+    assert fallback == "inscription.restored.xml"
+    assert star.startswith("UTF-8''") and unquote(star[7:]) == "Ἐπιγραφὴ Συρακουσῶν.restored.xml"
+    assert header.isascii()
+    # Latin names keep what ASCII can say of them
+    assert ascii_name("Ἰσίδωρος_ISic000154.restored.xml") == "ISic000154.restored.xml"
+    assert ascii_name("café.restored.xml") == "cafe.restored.xml"
+    assert content_disposition("ISic000154.restored.xml") == (
+        'attachment; filename="ISic000154.restored.xml"'
+    )
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ('{"text": "καὶ [..]", "top_k": 1, "top_k": 5}', '"top_k"'),
+        ('{"text": "καὶ [..]", "text": "τοῦ [...]"}', '"text"'),
+        ('{"text": "καὶ [..]", "respace": false, "respace": true}', '"respace"'),
+    ],
+)
+def test_a_key_given_twice_is_refused(client, body, field):
+    """JSON parsers keep the last of two equal keys without a word; the API says which key the
+    request gives twice (422, one line), whatever the content-type says."""
+    for headers in ({"content-type": "application/json"}, {}):
+        r = client.post("/restore", content=body.encode(), headers=headers)
+        assert r.status_code == 422, r.text
+        assert r.json() == {
+            "error": f"the request body gives {field} twice (JSON would keep only the last): "
+            "send each field once"
+        }
+    from stoicheia.serve.api_errors import duplicate_key
+
+    assert duplicate_key(b'{"a": {"b": 1, "b": 2}}') == "b"  # nested objects too
+    assert duplicate_key(b'{"a": 1, "b": 1}') is None
+    assert duplicate_key(b"not json") is None  # said by the framework
+
+
+def test_head_answers_every_page_and_get(client):
+    """``HEAD`` (link checkers, ``curl -I``) gets the headers of the ``GET``: 200, not 405."""
+    for path in ("/", "/model", "/static/app.js", "/static/fonts/greek-serif.ttf", "/openapi.json"):
+        get, head = client.get(path), client.head(path)
+        assert get.status_code == 200 and head.status_code == 200, (path, head.status_code)
+        assert head.content == b""
+        assert head.headers["content-type"] == get.headers["content-type"], path
+    # HEAD is not listed in the schema (each operation once)
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "head" not in paths["/model"] and "get" in paths["/model"]
+
+
+def test_model_says_which_experts_are_loaded(model, tmp_path):
+    """``GET /model`` says whether a letter n-gram and a parallels index are fused in, with their
+    weights, as ``POST /restore`` finds them, and never a path of the server's."""
+    import shutil
+
+    import numpy as np
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.inference.ngram import LetterNgram, save_ngram
+    from stoicheia.serve.app import create_app
+
+    with TestClient(create_app(model)) as c:
+        info = c.get("/model").json()
+    assert (info["ngram"], info["ngram_weight"], info["parallels"], info["parallels_weight"]) == (
+        False,
+        0.0,
+        False,
+        0.0,
+    )
+    assert info["experts_error"] is None
+    # a checkpoint with its n-gram beside it
+    run = tmp_path / "run"
+    run.mkdir()
+    ckpt = run / "best.pt"
+    ckpt.write_bytes(b"")
+    ngram = LetterNgram(order=3).fit([np.arange(40, dtype=np.uint8) % 24])
+    save_ngram(ngram, run / "ngram.npz", weight=0.4, chosen_on="a test")
+    beside = LoadedModel(model.encoder, model.config, str(ckpt), "checkpoint", step=0)
+    with TestClient(create_app(beside)) as c:
+        info = c.get("/model").json()
+    assert info["ngram"] is True and info["ngram_weight"] == pytest.approx(0.4)
+    assert info["parallels"] is False
+    # a fusion file naming an index that is not there: said, with no path of the server's
+    (run / "fusion.json").write_text(
+        json.dumps({"parallels_index": str(tmp_path / "gone"), "parallels_weight": 0.5}),
+        encoding="utf-8",
+    )
+    with TestClient(create_app(beside)) as c:
+        info = c.get("/model").json()
+    assert info["parallels"] is False
+    assert info["experts_error"].startswith("gone: no parallels index"), info
+    assert str(tmp_path) not in info["experts_error"]
+    shutil.rmtree(run)
+
+
+def test_the_docs_list_every_field_of_the_answer():
+    """docs/restoration-page.md's outline of the answer names every field the schema has (a
+    gap's ``parallels`` with its fills and passages included), and its text every field of
+    ``GET /model``."""
+    from stoicheia.serve import schemas
+
+    page = (REPO / "docs" / "restoration-page.md").read_text(encoding="utf-8")
+    outline = page[page.index('"input": str') : page.index('"respaced": [str] | null')]
+    for model in (
+        schemas.RestoreResponse,
+        schemas.GapOut,
+        schemas.RestorationOut,
+        schemas.Alternative,
+        schemas.EditorReading,
+        schemas.FillParallelsOut,
+        schemas.ParallelOut,
+    ):
+        missing = [f for f in model.model_fields if f'"{f}"' not in outline + '"respaced"']
+        assert not missing, f"the outline of the answer lacks {model.__name__}'s {missing}"
+    told = ("ngram", "ngram_weight", "parallels", "parallels_weight", "experts_error")
+    assert set(told) <= set(schemas.ModelInfo.model_fields)
+    assert all(f"`{f}`" in page for f in told)

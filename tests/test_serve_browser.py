@@ -470,3 +470,47 @@ def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
         _restore(browser, "καὶ τοῦ [..]", top_k=1)
         assert browser.find_element("id", "result").is_displayed()
         assert browser.find_element("id", "run-status").text == ""
+
+
+def test_characters_outside_the_bmp_keep_the_restoration_in_place(server, browser):
+    """The API's offsets count code points; a JavaScript string counts UTF-16 units, two for
+    each character outside the Basic Multilingual Plane (𐅵, a papyrus fraction; 𐅃, an
+    acrophonic numeral): the page draws each fill where its gap is, after them too."""
+    base, _ = server
+    text = "𐅵 𐅃𐅃 καὶ τοῦ δή[..] τοῦ 𐅵 ἑαυ[...] χαῖρε"
+    _open(browser, base)
+    _restore(browser, text, top_k=2)
+    assert not browser.find_element("id", "error").is_displayed()
+    want = _api(base, {"text": text, "top_k": 2})
+    nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
+    assert browser.find_element("id", "restored").text == nfc[0]
+    items = browser.find_elements("css selector", "#restorations li .greek")
+    assert [i.text for i in items] == nfc
+    # the shaded letters are the fills' letters, in order
+    fills = "".join(s.text for s in browser.find_elements("css selector", "#restored span.fill"))
+    letters = unicodedata.normalize("NFC", "".join(want["restorations"][0]["fills"]))
+    assert fills == "".join(c for c in letters if unicodedata.category(c).startswith("L"))
+
+
+def test_shares_print_as_percentages_like_the_command_line(server, browser):
+    """Probabilities on the page print as ``stoicheia restore`` prints them (50%, <1%), the
+    parallels' share of a fill too (not 0.50); the model line says what is fused in."""
+    base, _ = server
+    _open(browser, base)
+    _restore(browser, "καὶ τοῦ δή[-ca.4-] τοῦ", top_k=2)
+    for p in browser.find_elements("css selector", "#gaps .alt .p"):
+        assert re.fullmatch(r"\d{1,3}%|<1%", p.text), p.text
+    assert re.search(
+        r"likeliest \d+ letters \((\d{1,3}%|<1%)\)", browser.find_element("id", "gaps").text
+    )
+    # a gap with parallels, drawn as the API gives them
+    shown = browser.execute_script("""
+      current.gaps[0].parallels = [{fill: "μου", letters_matched: 7, sides: [4, 3], sources: 2,
+        prob: 0.5, parallels: []}, {fill: "νος", letters_matched: 5, sides: [3, 2], sources: 1,
+        prob: 0.004, parallels: []}];
+      drawParallels();
+      return document.getElementById("parallels").innerText;""")
+    assert "2 sources, 50% of the parallels" in shown and "1 source, <1% of the parallels" in shown
+    assert browser.find_element("id", "model-line").text.endswith(
+        "with no letter n-gram and no parallels index"
+    )

@@ -1,13 +1,21 @@
-"""The API's refusals in one line: a malformed request (:func:`validation_line`), and the
-restorer's messages, worded for the command line, with its options named as the request's
-fields (:func:`api_wording`).
+"""The API's refusals in one line: a malformed request (:func:`validation_line`), a JSON body
+that gives a key twice (:func:`duplicate_key`, checked by :class:`JsonRoute` before the
+framework reads the body), and the restorer's messages, worded for the command line, with its
+options named as the request's fields (:func:`api_wording`).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import Response
 
 #: what a ``POST /restore`` body looks like, for the errors of a body that is not one
 _JSON_HINT = 'send a JSON object such as {"text": "καὶ [...] τοῦ"}, content-type: application/json'
@@ -60,3 +68,56 @@ def api_wording(message: str) -> str:
 
     # a value after the field's name: "unknown_width": 94
     return _VALUE.sub(r"\1: \2", _FLAG.sub(field, message))
+
+
+class _Twice(ValueError):
+    """A key given twice in one JSON object (its name in ``args[0]``)."""
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Twice(key)
+        seen[key] = value
+    return seen
+
+
+def duplicate_key(body: bytes) -> str | None:
+    """The first key that a JSON object of ``body`` gives twice (``{"top_k": 1, "top_k": 5}``:
+    ``"top_k"``; nested objects too), else ``None``; also ``None`` for a body that is not JSON
+    (the framework says that one). JSON allows repeated keys and Python's parser keeps the last
+    one silently: a request that sets a field twice is ambiguous, so the API refuses it."""
+    try:
+        json.loads(body, object_pairs_hook=_no_repeats)
+    except _Twice as twice:
+        return str(twice.args[0])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return None
+
+
+class JsonRoute(APIRoute):
+    """FastAPI's route, refusing a JSON body that gives a key twice with 422 and one line
+    (:func:`duplicate_key`) before the framework reads it into the request model (which would
+    keep the last value)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            # FastAPI reads a body without a content-type as JSON too
+            mime = request.headers.get("content-type", "").split(";")[0].strip()
+            if request.method == "POST" and (not mime or mime.endswith("json")):
+                twice = duplicate_key(await request.body())  # kept: the framework reads it again
+                if twice is not None:
+                    return JSONResponse(
+                        {
+                            "error": f"the request body gives {json.dumps(twice)} twice (JSON "
+                            "would keep only the last): send each field once"
+                        },
+                        status_code=422,
+                    )
+            return await handler(request)
+
+        return checked

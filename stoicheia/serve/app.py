@@ -12,8 +12,17 @@
   ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so;
   :mod:`stoicheia.serve.epidoc_upload`);
 * ``GET /source/{row}`` a record of the parallels index (:mod:`stoicheia.serve.source_page`);
-* ``GET /model`` what is loaded; ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is
-  off: it loads Swagger UI from a CDN).
+* ``GET /model`` what is loaded (the model, and whether a letter n-gram and a parallels index
+  are found beside it); ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is off: it
+  loads Swagger UI from a CDN).
+
+Every ``GET`` route answers ``HEAD`` too (the headers alone), as a link checker or
+``curl -I`` expects.
+
+Offsets. A gap's ``start`` and ``end`` count Unicode code points of ``input`` (Python's
+``str`` indices), not UTF-16 units: a character outside the Basic Multilingual Plane (the
+Greek acrophonic numerals, papyrus fractions such as 𐅵) is one. JavaScript slices by code
+points with ``Array.from(input)`` (the page does).
 
 Concurrency. The model is loaded once, by the caller, and shared. The decoding runs in
 FastAPI's thread pool and holds a lock, so requests from several tabs are answered one
@@ -38,11 +47,14 @@ on ``Content-Length`` and while the body streams in: :mod:`stoicheia.serve.body_
 the restorer refuses 422 with :class:`~stoicheia.inference.restore.RestoreError`'s message (the
 line ``stoicheia restore`` prints, its command-line options named as the request's fields:
 :func:`~stoicheia.serve.api_errors.api_wording`), a malformed request 422 with the field and
-the fix (a body that is not JSON said so).
+the fix (a body that is not JSON said so; a JSON object that gives a key twice, which JSON
+parsers resolve silently by keeping the last, refused:
+:class:`~stoicheia.serve.api_errors.JsonRoute`).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -51,10 +63,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from stoicheia.serve.api_errors import api_wording, validation_line
+from stoicheia.serve.api_errors import JsonRoute, api_wording, validation_line
 from stoicheia.serve.body_limit import MAX_JSON_BYTES, MAX_UPLOAD_BYTES, BodyLimit
 from stoicheia.serve.epidoc_upload import add_epidoc_routes, epidoc_upload_available
 from stoicheia.serve.fonts import greek_fonts
@@ -85,6 +98,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
+    app.router.route_class = JsonRoute  # a JSON body giving a key twice: 422
     app.state.model = model
     lock = threading.Lock()
     app.state.lock = lock
@@ -138,7 +152,8 @@ def create_app(
 
     @app.get("/model", response_model=ModelInfo)
     def model_info() -> ModelInfo:
-        """The model the server restores with."""
+        """The model the server restores with, and the experts fused with it (the letter
+        n-gram, the parallels index) as restore finds them now."""
         return ModelInfo(
             source=str(model.source),
             kind=str(model.kind),
@@ -146,6 +161,7 @@ def create_app(
             run_name=model.config.get("run_name"),
             seq_len=seq_len,
             epidoc_upload=epidoc_upload_available(),
+            **experts(model),
         )
 
     @app.post(
@@ -214,7 +230,65 @@ def create_app(
     app.add_middleware(
         BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes
     )
+    _answer_head(app)
     return app
+
+
+def _answer_head(app: FastAPI) -> None:
+    """Register ``HEAD`` beside every ``GET`` route of ``app`` (FastAPI registers only the
+    methods named; Starlette's own routes and the static files already answer it); out of the
+    schema, which would list each operation twice."""
+    routes = app.router.routes
+    for route in list(routes):
+        if isinstance(route, APIRoute) and "GET" in route.methods and "HEAD" not in route.methods:
+            app.router.add_api_route(
+                route.path,
+                route.endpoint,
+                methods=["HEAD"],
+                response_model=route.response_model,
+                response_class=route.response_class,
+                include_in_schema=False,
+            )
+            # right after its GET twin: before the /static mount, which would take
+            # HEAD /static/fonts/... for one of its own files
+            routes.insert(routes.index(route) + 1, routes.pop())
+
+
+#: an absolute path in a message: its last part is kept
+_ABSOLUTE = re.compile(r"(?<![\w.])/(?:[^\s:;,'\"`/]+/)*([^\s:;,'\"`/]+)")
+
+
+def experts(model: Any) -> dict[str, Any]:
+    """What ``GET /model`` says of the experts restore fuses with ``model`` now
+    (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`, as ``POST /restore`` finds
+    them): ``ngram`` (bool) and ``ngram_weight`` (0 to 1), ``parallels`` (bool: each gap's
+    parallels are listed) and ``parallels_weight`` (0 to 1: 0 listed, not fused), and
+    ``experts_error``: the line of a fusion file or index that cannot be read (every restore
+    says it too, with a folder's name but not where it is), else ``None``. No path is given:
+    the server's folders are its own."""
+    from stoicheia.inference.restore.fusion_file import find_fusion
+    from stoicheia.inference.restore.gaps import RestoreError
+
+    try:
+        fusion = find_fusion(model)
+    except RestoreError as err:
+        return {
+            "ngram": False,
+            "ngram_weight": 0.0,
+            "parallels": False,
+            "parallels_weight": 0.0,
+            # the folder's name, not where it is on the server
+            "experts_error": _ABSOLUTE.sub(r"\1", api_wording(str(err))),
+        }
+    ngram = fusion is not None and fusion.ngram is not None
+    index = fusion is not None and fusion.parallels is not None
+    return {
+        "ngram": ngram,
+        "ngram_weight": fusion.weight if ngram else 0.0,  # type: ignore[union-attr]
+        "parallels": index,
+        "parallels_weight": fusion.parallels_weight if index else 0.0,  # type: ignore[union-attr]
+        "experts_error": None,
+    }
 
 
 __all__ = ["STATIC", "create_app"]

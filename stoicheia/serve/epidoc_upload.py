@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
@@ -21,12 +23,35 @@ from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
 def restored_name(filename: str | None) -> str:
     """The name the restored file is downloaded as: ``NAME.restored.xml`` for an upload named
-    ``NAME.xml`` (or ``NAME``), so that it does not overwrite the original beside it; the name
-    as ASCII letters, digits, dots, dashes and underscores (a header is Latin-1), others ``_``;
-    ``inscription.restored.xml`` without a name."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename or "").name)
-    stem = re.sub(r"\.xml$", "", name, flags=re.I).strip(".") or "inscription"
+    ``NAME.xml`` (or ``NAME``), so that it does not overwrite the original beside it, the name
+    kept as it is (Greek included, NFC); ``inscription.restored.xml`` without a name. Control
+    characters, quotes, slashes and backslashes become ``_``."""
+    name = unicodedata.normalize("NFC", Path((filename or "").replace("\\", "/")).name)
+    name = re.sub(r'[\x00-\x1f\x7f"/\\]', "_", name).strip()
+    stem = re.sub(r"\.xml$", "", name, flags=re.I).strip(". ") or "inscription"
     return f"{stem}.restored.xml"
+
+
+def ascii_name(name: str) -> str:
+    """The ASCII form of a :func:`restored_name` for the ``filename=`` of a header (Latin-1,
+    read as ASCII by most clients): Latin letters without their accents, any other run of
+    characters ``_`` (Greek has no ASCII form); ``inscription.restored.xml`` when no letter or
+    digit is left (``Ἐπιγραφή.xml``)."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    stem = re.sub(r"[^A-Za-z0-9.-]+", "_", bare.removesuffix(".restored.xml")).strip("_.-")
+    return f"{stem if re.search(r'[A-Za-z0-9]', stem) else 'inscription'}.restored.xml"
+
+
+def content_disposition(name: str) -> str:
+    """``Content-Disposition`` of a download named ``name`` (RFC 6266 §4.3): ``filename=`` an
+    ASCII fallback (:func:`ascii_name`) for old clients, and ``filename*=UTF-8''`` the name
+    itself, percent-encoded (RFC 8187), which browsers and ``curl -OJ`` use; the second only when
+    the name is not ASCII already."""
+    fallback = ascii_name(name)
+    header = f'attachment; filename="{fallback}"'
+    if fallback != name:
+        header += f"; filename*=UTF-8''{quote(name, safe='')}"
+    return header
 
 
 #: the outcomes of a gap that ``X-Stoicheia-Gaps`` always counts, in this order
@@ -133,7 +158,7 @@ def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
                 status_code=500,
             )
         headers = {
-            "Content-Disposition": f'attachment; filename="{restored_name(file.filename)}"',
+            "Content-Disposition": content_disposition(restored_name(file.filename)),
             "X-Stoicheia-Gaps": gaps_header(getattr(out, "gaps", []) or []),
         }
         return Response(

@@ -114,8 +114,11 @@ class GapOut(BaseModel):
     index: int
     kind: Literal["lacuna", "uncertain", "supplement"]
     notation: str = Field(description="as typed, e.g. '[---]', '[.5.]', 'α̣', '[περὶ]'")
-    start: int = Field(description="character offset of the notation in input")
-    end: int = Field(description="character offset just past the notation")
+    start: int = Field(
+        description="offset of the notation in input, in Unicode code points (Python str "
+        "indices; a character outside the BMP such as 𐅵 counts one, not two UTF-16 units)"
+    )
+    end: int = Field(description="offset just past the notation, in code points")
     min_letters: int
     max_letters: int
     fill: str = Field(description="best fill as printed")
@@ -174,6 +177,17 @@ class ModelInfo(BaseModel):
     run_name: str | None
     seq_len: int
     epidoc_upload: bool = Field(description="whether POST /restore-epidoc is available")
+    ngram: bool = Field(description="whether a letter n-gram is fused into the search")
+    ngram_weight: float = Field(description="its weight, 0 to 1 (0 without one)")
+    parallels: bool = Field(
+        description="whether a parallels index is open: each gap lists its parallels"
+    )
+    parallels_weight: float = Field(
+        description="their weight in the search, 0 to 1 (0: listed, not fused)"
+    )
+    experts_error: str | None = Field(
+        None, description="why the n-gram or the parallels could not be read, else null"
+    )
 
 
 __all__ = [

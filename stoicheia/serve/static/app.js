@@ -25,7 +25,13 @@ function el(tag, attrs = {}, ...children) {
 const clusters = (s) => s.normalize("NFC").match(/\P{M}\p{M}*/gu) || [];
 const isLetter = (c) => /\p{L}/u.test(c);
 const baseLetters = (s) => Array.from(s.normalize("NFD").toLowerCase()).filter((c) => /\p{L}/u.test(c)).join("");
-const pct = (p) => (p >= 0.995 ? ">0.99" : p < 0.005 ? "<0.01" : p.toFixed(2));
+// a probability as the command line prints it: 50%, <1%
+const pct = (p) => (p >= 0.005 ? `${Math.round(100 * p)}%` : "<1%");
+// the API's offsets (gaps' start and end) count Unicode code points, as Python does; a
+// JavaScript string counts UTF-16 units, two for a character outside the Basic Multilingual
+// Plane (the acrophonic numerals, papyrus fractions such as 𐅵): slice by code points
+const codePoints = (s) => Array.from(s);
+const cut = (cps, a, b) => cps.slice(a, b).join("");
 
 // a letter with one dot below (the fill of an uncertain letter may already carry it)
 const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
@@ -89,7 +95,7 @@ function drawRespaced(box) {
       const p = probs[li] ?? 0;
       li += 1;
       box.append(el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
-        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, c));
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} ${pct(p)}` }, c));
     }
     box.append(el("span", { class: "bracket" }, "]"));
   });
@@ -104,13 +110,13 @@ function drawRestored() {
     for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
     return;
   }
-  const text = current.input;
+  const text = codePoints(current.input);
   const fills = current.restorations[shown].fills;
   const gaps = [...current.gaps].sort((a, b) => a.start - b.start);
   let at = 0;
   for (const g of gaps) {
     if (g.end <= g.start) continue;
-    box.append(text.slice(at, g.start).normalize("NFC"));  // the fonts hold the precomposed letters
+    box.append(cut(text, at, g.start).normalize("NFC"));  // the fonts hold the precomposed letters
     const fill = fills[g.index];
     const probs = letterProbs(g, shown);
     const uncertain = g.kind === "uncertain";
@@ -121,14 +127,14 @@ function drawRestored() {
       const p = probs[li] ?? 0;
       li += 1;
       const span = el("span", { class: "fill", style: `--p:${p.toFixed(3)}`, "data-p": p.toFixed(4),
-        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} p = ${pct(p)}` }, uncertain ? dotted(c) : c);
+        "data-gap": String(g.index), title: `gap ${g.index + 1}: ${c} ${pct(p)}` }, uncertain ? dotted(c) : c);
       if (uncertain && baseLetters(c) !== baseLetters(g.notation)) span.classList.add("changed");
       box.append(span);
     }
     if (!uncertain) box.append(el("span", { class: "bracket" }, "]"));
     at = g.end;
   }
-  box.append(text.slice(at).normalize("NFC"));
+  box.append(cut(text, at).normalize("NFC"));
   $("shown-rank").textContent = current.restorations.length > 1
     ? `#${shown + 1} of ${current.restorations.length}` : "";
   for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
@@ -137,17 +143,17 @@ function drawRestored() {
 // restoration i as text, its fills in colour (the Leiden text itself is what Copy gives)
 function withFills(i) {
   const out = el("span", { class: "greek" });
-  const text = current.input;
+  const text = codePoints(current.input);
   let at = 0;
   for (const g of [...current.gaps].sort((a, b) => a.start - b.start)) {
     if (g.end <= g.start) continue;
-    out.append(text.slice(at, g.start).normalize("NFC"));
+    out.append(cut(text, at, g.start).normalize("NFC"));
     const fill = current.restorations[i].fills[g.index];
     out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, dotted(fill))
       : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
     at = g.end;
   }
-  out.append(text.slice(at).normalize("NFC"));
+  out.append(cut(text, at).normalize("NFC"));
   return out;
 }
 
@@ -176,10 +182,10 @@ function widthChart(wp) {
   for (const [n, p] of entries) {
     // labels only where they fit: the ends, every fifth width and the likeliest
     const label = entries.length <= 10 || n === lo || n === hi || n % 5 === 0 || n === top[0] ? String(n) : "";
-    box.append(el("div", { class: "col", title: `${n} letters: p = ${pct(p)}` },
+    box.append(el("div", { class: "col", title: `${n} letters: ${pct(p)}` },
       el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), label));
   }
-  return el("div", {}, box, el("span", { class: "muted" }, `likeliest ${top[0]} letters (p = ${pct(top[1])})`));
+  return el("div", {}, box, el("span", { class: "muted" }, `likeliest ${top[0]} letters (${pct(top[1])})`));
 }
 
 function drawGaps() {
@@ -347,10 +353,19 @@ async function loadExamples() {
   } catch (_) { /* the page works without them */ }
 }
 
+// what GET /model says of the letter n-gram and the parallels fused with the model
+function experts(m) {
+  if (m.experts_error) return `no n-gram or parallels: ${m.experts_error}`;
+  const parts = [m.ngram ? `a letter n-gram (weight ${m.ngram_weight})` : "no letter n-gram",
+    m.parallels ? (m.parallels_weight > 0 ? `the parallels (weight ${m.parallels_weight})`
+      : "the parallels (listed, not fused)") : "no parallels index"];
+  return `with ${parts.join(" and ")}`;
+}
+
 async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
-    $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap`;
+    $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
       $("epidoc-file").disabled = true;
