@@ -61,7 +61,7 @@ USAGE = {
         "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] "
         "[--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] [--out OUT] [--top-k TOP_K] "
         "[--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--parallels INDEX] "
-        "[--parallels-weight PARALLELS_WEIGHT] [--respace] [--repredict-supplements] "
+        "[--parallels-weight PARALLELS_WEIGHT] [--respace] [--accents] [--repredict-supplements] "
         "[--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] [--window WINDOW] "
         "[--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]"
     ),

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stoicheia.inference.loading import LoadedModel
-from stoicheia.inference.restore import format_result, restore
+from stoicheia.inference.restore import RestoreError, format_result, restore
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
 
@@ -792,3 +792,57 @@ def test_one_letter_words_greek_writes_are_kept():
         removed = no_lone_consonants(chans, restored, [True] * len(word), logb)
         assert removed == (0 if kept else 1)
         assert [c[1] for c in chans][2:4] == ([W, W] if kept else [W, NB])
+
+
+def _skeleton(s: str) -> str:
+    """``s`` without what a bracket holds, marks or case: the letters outside the gaps, the
+    spaces between them and the punctuation."""
+    s = re.sub(r"\[[^\]]*\]", "", s)
+    bare = "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.combining(c))
+    return bare.lower().replace("ς", "σ")
+
+
+def test_accents_keep_the_word_division_and_punctuation():
+    """``accents``: a text typed with spaces but without marks gets the model's accents and
+    breathings, and keeps its own word division and punctuation, where ``respace`` throws the
+    division away (the stub breaks a word every fourth slot, puts a comma every sixth); the
+    gap is still filled, and the note says what was predicted and what kept."""
+    text = "και τον λογον π[....]ι των θεων, επι τον δημον"
+    res = restore(STUB, text, top_k=1, accents=True)
+    out = res.restorations[0].text
+    assert _skeleton(out) == _skeleton(text), out
+    assert any(unicodedata.combining(c) for c in unicodedata.normalize("NFD", out)), out
+    assert res.restorations[0].fills[0] and "[" in out
+    (note,) = [n for n in res.notes if "--accents" in n]
+    assert "model's accents; the input's word division and punctuation kept" in note
+    respaced = restore(STUB, text, top_k=1, respace=True).restorations[0].text
+    assert _skeleton(respaced) != _skeleton(text), "the stub's division: the test can fail"
+    # an editor's division with breathings typed inside a word stays as typed
+    joined = "δι’ὅτι π[..]ι"
+    out = restore(STUB, joined.replace("’", ""), top_k=1, accents=True).restorations[0].text
+    assert _skeleton(out).split()[0] == "διοτι", out
+    with pytest.raises(RestoreError, match="use one of them"):
+        restore(STUB, text, respace=True, accents=True)
+    # a text with nothing to restore is accented all the same
+    plain = restore(STUB, "και τον λογον", top_k=1, accents=True).restorations[0].text
+    assert _skeleton(plain) == "και τον λογον" and plain != "και τον λογον"
+
+
+def test_accents_on_the_command_line_and_the_api(capsys):
+    """``--accents`` is an option of ``stoicheia restore`` (refused with ``--respace`` before
+    the model is loaded) and ``"accents": true`` a field of the API, named so in its advice."""
+    from stoicheia.cli import main
+    from stoicheia.serve.api_errors import api_wording
+    from stoicheia.serve.schemas import RestoreRequest
+
+    assert main(["restore", "no-such.pt", "--respace", "--accents", "καὶ [..]"]) == 2
+    err = capsys.readouterr().err
+    assert "--respace predicts the word division and --accents keeps the input's" in err
+    assert "no-such.pt" not in err  # said before any checkpoint is looked for
+    assert RestoreRequest(text="και [..]", accents=True).accents is True
+    with pytest.raises(RestoreError, match="or --accents for the accents alone") as refused:
+        restore(STUB, "και τον λογον", top_k=1)
+    assert api_wording(str(refused.value)).endswith(
+        'send "respace": true to predict word division, accents and punctuation, '
+        'or "accents": true for the accents alone'
+    )

@@ -434,6 +434,7 @@ def test_schema_and_docs(client):
         "unknown_width",
         "about_margin",
         "respace",
+        "accents",
         "supplements",
     }
     assert "GapOut" in schema["components"]["schemas"]
@@ -1077,3 +1078,21 @@ def test_the_docs_list_every_field_of_the_answer():
     told = ("ngram", "ngram_weight", "parallels", "parallels_weight", "experts_error")
     assert set(told) <= set(schemas.ModelInfo.model_fields)
     assert all(f"`{f}`" in page for f in told)
+
+
+def test_accents_keep_the_senders_word_division(client):
+    """``"accents": true``: the model's accents, the text's own word division and punctuation
+    (``respace`` would redivide it); the answer's ``respaced`` holds the accented text, and
+    asking for both is refused with the one line."""
+
+    def skeleton(s):
+        s = re.sub(r"\[[^\]]*\]", "", s)
+        s = "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.combining(c))
+        return s.lower().replace("ς", "σ")
+
+    text = "και του δη[..] του εαυτου, χαιρε"
+    data = client.post("/restore", json={"text": text, "top_k": 2, "accents": True}).json()
+    assert [skeleton(r) for r in data["respaced"]] == [skeleton(text)] * 2, data["respaced"]
+    assert any("--accents" in n for n in data["notes"])
+    r = client.post("/restore", json={"text": text, "respace": True, "accents": True})
+    assert r.status_code == 422 and "use one of them" in r.json()["error"]

@@ -294,7 +294,8 @@ def test_bad_input_shows_the_one_line_message(server, browser):
     # the API's advice names the request's field ("respace": true), the page its checkbox
     _restore(browser, "καὶ τοῦ")
     assert browser.find_element("id", "error").text.endswith(
-        "; tick respace to predict word division, accents and punctuation"
+        "; tick respace to predict word division, accents and punctuation, or tick accents "
+        "for the accents alone"
     )
 
 
@@ -514,3 +515,27 @@ def test_shares_print_as_percentages_like_the_command_line(server, browser):
     assert browser.find_element("id", "model-line").text.endswith(
         "with no letter n-gram and no parallels index"
     )
+
+
+def test_accents_keep_the_typed_word_division(server, browser):
+    """The *accents* box: the model's accents on the text as typed (its spaces kept), shown
+    and copied; ticking *respace* unticks it (one of them at a time)."""
+    base, _ = server
+    _open(browser, base)
+    text = "και του δη[..] του εαυτου"
+    browser.find_element("id", "accents").click()
+    try:
+        _restore(browser, text, top_k=2)
+        want = _api(base, {"text": text, "top_k": 2, "accents": True})
+        shown = browser.find_element("id", "restored").text
+        assert shown == unicodedata.normalize("NFC", want["respaced"][0])
+        outside = [re.sub(r"\[[^\]]*\]", "", s).split() for s in (shown, text)]
+        letters = [[sum(c.isalpha() for c in w) for w in ws] for ws in outside]
+        assert letters[0] == letters[1], shown
+        assert "accented by the model" in browser.find_element("id", "shown-rank").text
+        browser.find_element("id", "respace").click()
+        assert not browser.find_element("id", "accents").is_selected()
+    finally:
+        for box in ("accents", "respace"):
+            if browser.find_element("id", box).is_selected():
+                browser.find_element("id", box).click()

@@ -82,6 +82,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "breathings and punctuation where the input has none (for scriptio continua)",
     )
     p.add_argument(
+        "--accents",
+        action="store_true",
+        help="the text rebuilt in lower case with the model's accents and breathings, the "
+        "input's word division and punctuation kept (for a text typed with spaces, unaccented)",
+    )
+    p.add_argument(
         "--repredict-supplements",
         action="store_true",
         help="re-predict letters an editor supplied in [ ] instead of keeping them",
@@ -189,6 +195,11 @@ def run(args: argparse.Namespace) -> int:
             f"--beam {args.beam} is smaller than --top-k {args.top_k}; "
             f"give --beam {args.top_k} or more",
         )
+    if args.respace and args.accents:
+        return fail(
+            "restore",
+            "--respace predicts the word division and --accents keeps the input's: use one of them",
+        )
     supplements = "repredict" if args.repredict_supplements else "keep"
     reading = text  # the text read once, here: a typo fails before the model is loaded
     try:
@@ -220,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             beam=args.beam,
             respace=args.respace,
+            accents=args.accents,
             supplements=supplements,
             unknown_width=args.unknown_width,
             about_margin=args.about_margin,

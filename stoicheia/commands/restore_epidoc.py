@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for flag, given in (
         ("--respace", args.respace),
+        ("--accents", args.accents),
         ("--repredict-supplements", args.repredict_supplements),
         ("--json", args.json),
         ("--ngram", args.ngram),

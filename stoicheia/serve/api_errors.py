@@ -48,6 +48,7 @@ def validation_line(err: RequestValidationError) -> str:
 #: spells them (the restorer's messages name the command line's)
 API_FIELDS = {
     "--respace": '"respace": true',
+    "--accents": '"accents": true',
     "--repredict-supplements": '"supplements": "repredict"',
     "--unknown-width": '"unknown_width"',
     "--about-margin": '"about_margin"',

@@ -199,6 +199,7 @@ def create_app(
                 reading,
                 top_k=req.top_k,
                 respace=req.respace,
+                accents=req.accents,
                 supplements=supplements,
                 unknown_width=req.unknown_width,
                 about_margin=req.about_margin,
@@ -214,11 +215,13 @@ def create_app(
         data = result.to_json()
         # the fragments print the fills as the input prints its letters (with respace they
         # are the model's lowercase: ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ mixed two cases)
-        framed = in_input_style(data) if req.respace else data
+        rebuilt = req.respace or req.accents
+        framed = in_input_style(data) if rebuilt else data
         data["epidoc"] = [epidoc_ab(framed, i) for i in range(len(data["restorations"]))]
         # with respace every letter's word division, accents and punctuation come from the
-        # model: its own rendering of each restoration (restored letters in [ ])
-        data["respaced"] = [r.text for r in result.restorations] if req.respace else None
+        # model (with accents, its accents): its own rendering of each restoration (restored
+        # letters in [ ])
+        data["respaced"] = [r.text for r in result.restorations] if rebuilt else None
         return data
 
     add_epidoc_routes(app, model, lock)  # POST /restore-epidoc: an EpiDoc file in and out

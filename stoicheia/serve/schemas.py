@@ -5,7 +5,8 @@ page is off because it loads Swagger UI from a CDN).
 The response is the restore result JSON of ``stoicheia restore --json`` (every field of
 :meth:`~stoicheia.inference.restore.RestoreResult.to_json`, nothing dropped; see
 ``docs/restoration-page.md``), plus ``epidoc`` (one ``<ab>`` fragment per restoration) and
-``respaced`` (the model's rendering of each restoration, when ``respace`` was asked).
+``respaced`` (the model's rendering of each restoration, when ``respace`` or ``accents`` was
+asked).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class RestoreRequest(BaseModel):
     )
     respace: bool = Field(
         False, description="word division, accents, capitals and punctuation from the model"
+    )
+    accents: bool = Field(
+        False,
+        description="accents, breathings and capitals from the model, the input's word "
+        "division and punctuation kept (not with respace)",
     )
     supplements: Literal["keep", "repredict"] = Field(
         "keep", description="keep the letters an editor supplied in [ ] or re-predict them"
@@ -157,8 +163,9 @@ class RestoreResponse(BaseModel):
     )
     respaced: list[str] | None = Field(
         None,
-        description="with respace: each restoration as the model writes it (word division, "
-        "accents, capitals, punctuation from its heads; restored letters in [ ]), else null",
+        description="with respace (or accents): each restoration as the model writes it (word "
+        "division, accents, capitals, punctuation from its heads, or its accents alone; "
+        "restored letters in [ ]), else null",
     )
 
 

@@ -74,7 +74,8 @@ class RestoreResult:
     restorations: list[Restoration]
     windows: int = 1
     notes: list[str] = field(default_factory=list)
-    #: the text was rebuilt from the planes (``respace``): fills print lowercase with marks
+    #: the text was rebuilt from the planes (``respace`` or ``accents``): fills print lowercase
+    #: with marks
     respace: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +139,7 @@ def restore(
     about_margin: float = 0.25,
     window: int | None = None,
     config: Any = None,
+    accents: bool = False,
     device: str = "auto",
     alternatives: int | None = None,
     score_supplements: bool = False,
@@ -154,6 +156,10 @@ def restore(
     a path for :func:`~stoicheia.inference.loading.load_model` (checkpoint, run folder, URI or
     export; ``config``/``device`` are passed on). ``top_k``: restorations returned, best first
     (at most ``beam``, default ``max(top_k, 4)``), distinct in at least one gap's letters.
+    ``respace``: the whole text rebuilt from the planes with the model's word division (and
+    its accents and punctuation where the input has none); ``accents``: the same, but the
+    input's word division and punctuation are kept and only the accents and breathings come
+    from the model (for a text typed with spaces but without marks).
     ``window``: slots the model sees at once (default the run's ``data.seq_len``; ``0`` refuses
     to window and raises for a longer text). ``alternatives``: each gap's own top-k (default
     ``top_k``; 0: none, and no width probabilities for a known width). ``score_supplements``:
@@ -168,14 +174,19 @@ def restore(
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
     (:func:`check_options`, ``top_k``/``beam`` < 1, ``alternatives`` < 0), a reading made with
     other options, a text without Greek letters, a text with nothing to restore (no lacuna, no
-    uncertain letter, no re-predicted or scored supplement, and no ``respace``), a lacuna wider
-    than the window (checked before any slot is made), or a text longer than the window when
-    ``window=0``.
+    uncertain letter, no re-predicted or scored supplement, and no ``respace`` or ``accents``),
+    both ``respace`` and ``accents`` (one keeps the word division the other predicts), a
+    lacuna wider than the window (checked before any slot is made), or a text longer than the
+    window when ``window=0``.
     """
     from stoicheia.inference.loading import LoadedModel, load_model
 
     if top_k < 1:
         raise RestoreError(f"top_k={top_k}: ask for at least 1 restoration")
+    if respace and accents:
+        raise RestoreError(
+            "--respace predicts the word division and --accents keeps the input's: use one of them"
+        )
     if alternatives is not None and alternatives < 0:
         raise RestoreError(f"alternatives={alternatives}: ask for 0 or more alternatives per gap")
     loaded = (
@@ -188,11 +199,12 @@ def restore(
     view = Window.of(loaded, window)
     read_as = "repredict" if score_supplements else supplements
     reading = _read(text, view, read_as, unknown_width, about_margin)
-    check_something_to_restore(reading, respace, score_supplements)
+    check_something_to_restore(reading, respace or accents, score_supplements)
     win = view.fitted(reading)
-    result = RestoreResult(reading.text, reading.gaps, [], respace=respace)
+    result = RestoreResult(reading.text, reading.gaps, [], respace=respace or accents)
     result.notes += reading_notes(reading)
-    items, style = _prepared(reading, respace, result.notes)
+    items, style = _prepared(reading, respace, result.notes, accents)
+    respace = respace or accents  # from here on: the text rebuilt through the heads
     if not reading.gaps:
         result.restorations = finish(loaded, items, [], [{}], respace, [0.0], style=style)
         return result
@@ -250,20 +262,24 @@ def _read(
 
 
 def _prepared(
-    reading: Reading, respace: bool, notes: list[str]
+    reading: Reading, respace: bool, notes: list[str], accents: bool = False
 ) -> tuple[list[Item], InputStyle | None]:
     """The working sequence the model sees and the style its fills print in: with ``respace``
-    the items of :func:`respace_items` (its note added to ``notes``) and no style (the fills
-    print as the rebuilt text, lowercase with the heads' marks); else the reading's items and
-    style, each gap in capitals where it sits in a capital stretch of a mixed text."""
+    (or ``accents``) the items of :func:`respace_items` (its note added to ``notes``) and no
+    style (the fills print as the rebuilt text, lowercase with the heads' marks); else the
+    reading's items and style, each gap in capitals where it sits in a capital stretch of a
+    mixed text."""
+    rebuilt = respace or accents
     for g in reading.gaps:
-        g.capitals = None if respace else near_capitals(reading.text, g.start, g.end)
-    if not respace:
+        g.capitals = None if rebuilt else near_capitals(reading.text, g.start, g.end)
+    if not rebuilt:
         return reading.items, reading.style
-    # the model predicts the word division, and the accents and punctuation where the
-    # input has none; the input's own are kept
-    items, predicted = respace_items(reading.items, reading.gaps, reading.style)
-    notes.append(respace_note(reading, predicted))
+    # the model predicts the word division (not with accents), and the accents and
+    # punctuation where the input has none; the input's own are kept
+    items, predicted = respace_items(
+        reading.items, reading.gaps, reading.style, keep_division=accents
+    )
+    notes.append(respace_note(reading, predicted, "--accents" if accents else "--respace"))
     return items, None
 
 

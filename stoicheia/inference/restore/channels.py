@@ -20,12 +20,14 @@ from stoicheia.text.orthography import DIPHTHONGS, choose_marks
 class Letter:
     """One letter of a filled text: ``char`` its letter id, ``gap`` the gap it fills (None: a
     letter of the input), ``changed`` an uncertain reading the model changed, ``values`` the
-    input's planes values ``(chars, boundary, dia, cap, punct)`` (None: a restored letter)."""
+    input's planes values ``(chars, boundary, dia, cap, punct)`` (None: a restored letter),
+    ``held`` a letter of an editor's supplement kept as printed."""
 
     char: int
     gap: int | None  # the gap the letter fills, None for a letter of the input
     changed: bool  # an uncertain reading the model changed
     values: tuple | None  # the input's planes values (None: a restored letter)
+    held: bool = False  # a letter of an editor's supplement kept as printed
 
 
 def held_reading(g: Gap, fill: np.ndarray) -> bool:
@@ -49,7 +51,7 @@ def letters_of(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) 
             if 0 <= sym < A.NUM_LETTERS:
                 if g.held and held_reading(g, fill[it.gap]):
                     # a supplement kept as printed: its letters with their marks
-                    out.append(Letter(int(sym), it.gap, False, g.read_values[j]))
+                    out.append(Letter(int(sym), it.gap, False, g.read_values[j], held=True))
                 elif g.kind == "uncertain":
                     out.append(Letter(int(sym), it.gap, int(sym) != it.values[0], it.values))  # type: ignore[index]
                 else:
@@ -60,16 +62,17 @@ def letters_of(items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray]) 
 def head_rows(letters: list[Letter], respace: bool) -> dict[str, np.ndarray]:
     """Model inputs ``(1, n)`` of ``letters``: a restored letter's channels UNKNOWN, a known
     letter's as it holds them (with ``respace``,
-    :func:`~stoicheia.inference.restore.reading.respace_items` made the predicted ones UNKNOWN;
-    a held supplement's word division is hidden here)."""
+    :func:`~stoicheia.inference.restore.reading.respace_items` made the predicted ones UNKNOWN,
+    the word division among them unless ``--accents`` keeps it; a held supplement's word
+    division is hidden here)."""
     vals = [x.values for x in letters]
     hidden = [v is None for v in vals]
     return {
         "chars": np.array([x.char for x in letters], dtype=np.int64)[None, :],
         "boundary": np.array(
             [
-                A.BOUNDARY_UNKNOWN if h or respace else v[1]
-                for h, v in zip(hidden, vals, strict=True)
+                A.BOUNDARY_UNKNOWN if h or (respace and x.held) else v[1]
+                for h, v, x in zip(hidden, vals, letters, strict=True)
             ],
             dtype=np.int64,
         )[None, :],
@@ -95,19 +98,24 @@ def letter_channels(
     """Per letter ``(char, boundary, dia, cap, punct)``: the input's values for its letters, the
     heads' argmax for restored ones (the boundary after a gap's last letter as the input says;
     the marks the best of those Greek writes there, :func:`choose_marks`; no punctuation
-    inside a word)."""
+    inside a word). With ``respace`` every letter goes through the heads but for what its
+    values still give (:func:`~stoicheia.inference.restore.reading.respace_items`: the word
+    division of the input with ``--accents``)."""
     n = len(letters)
     res = []
     free = []  # the break after letter i is the head's choice (word_division may undo it)
+    typed = []  # the break after letter i is the input's (--accents): never moved
     for i, x in enumerate(letters):
         v = x.values
         head = respace or v is None
+        kept_b = v is not None and v[1] != A.BOUNDARY_UNKNOWN and not x.held
+        typed.append(respace and kept_b)
         if head:
-            b = int(out["boundary"][r, i].argmax())
+            b = v[1] if kept_b else int(out["boundary"][r, i].argmax())  # type: ignore[index]
             last_of_gap = (
                 x.gap is not None and v is None and (i == n - 1 or letters[i + 1].gap != x.gap)
             )
-            if last_of_gap and not respace:
+            if last_of_gap and (not respace or gaps[x.gap].end_boundary != A.BOUNDARY_UNKNOWN):
                 b = gaps[
                     x.gap
                 ].end_boundary  # the input says whether a word break follows the bracket
@@ -139,10 +147,10 @@ def letter_channels(
         if i == n - 1 and text_end:
             b = A.BOUNDARY_SENTENCE  # the text ends here (no grave on its last word)
         res.append((x.char, b, d, cap, pu))
-        free.append(head and i < n - 1)
+        free.append(head and not kept_b and i < n - 1)
     if respace:
         before = [c[1] for c in res]
-        _typed_breathings_start_words(letters, res)
+        _typed_breathings_start_words(letters, res, typed)
         free = [f and c[1] == b0 for f, c, b0 in zip(free, res, before, strict=True)]
     # no restored letter left alone as a word Greek does not write ([ς π]: word_division)
     no_lone_consonants(res, [x.values is None for x in letters], free, out["boundary"][r, :n])
@@ -155,9 +163,12 @@ def letter_channels(
     return res
 
 
-def _typed_breathings_start_words(letters: list[Letter], res: list[tuple]) -> None:
+def _typed_breathings_start_words(
+    letters: list[Letter], res: list[tuple], typed: list[bool]
+) -> None:
     """With ``respace``: a typed breathing starts a word (``δι’ ὅτι`` must not become
-    ``διὅτι``): the letter before the word ends one (in place on ``res``)."""
+    ``διὅτι``): the letter before the word ends one (in place on ``res``), unless the input's
+    own word division is kept there (``typed``, ``--accents``)."""
     for i, x in enumerate(letters):
         v = x.values
         if i == 0 or v is None or v[2] >= A.NUM_DIA or not A.dia_fields(v[2])[1]:
@@ -165,7 +176,7 @@ def _typed_breathings_start_words(letters: list[Letter], res: list[tuple]) -> No
         start = i
         if i >= 2 and A.LETTERS[res[i - 1][0]] + A.LETTERS[x.char] in DIPHTHONGS:
             start = i - 1  # αἰ: the word starts at the diphthong's first vowel
-        if start > 0 and res[start - 1][1] == A.BOUNDARY_INTERNAL:
+        if start > 0 and res[start - 1][1] == A.BOUNDARY_INTERNAL and not typed[start - 1]:
             c, _, d, cap, pu = res[start - 1]
             res[start - 1] = (c, A.BOUNDARY_WORD, d, cap, pu)
 

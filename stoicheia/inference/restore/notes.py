@@ -74,8 +74,9 @@ def _and(words: list[str]) -> str:
     return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
-def respace_note(reading: Reading, predicted: list[str]) -> str:
-    """The note of ``--respace``: the text rebuilt from the planes with the model's
+def respace_note(reading: Reading, predicted: list[str], option: str = "--respace") -> str:
+    """The note of ``--respace`` (or ``--accents``, ``option``): the text rebuilt from the
+    planes with the model's
     ``predicted`` channels (:func:`~stoicheia.inference.restore.reading.respace_items`), the
     input's others kept, and the input's signs (:data:`EDITORIAL_SIGNS`) outside its gaps that
     the rebuilt text does not print."""
@@ -93,10 +94,12 @@ def respace_note(reading: Reading, predicted: list[str]) -> str:
         "ʼ": "ʼ",
     }
     shown = " ".join(names.get(ch, ch) for ch in dropped)
-    kept = [x for x in ("accents", "punctuation") if x not in predicted]
-    note = (
-        "--respace rebuilds the text from the planes, in lower case, with the model's "
-        f"{_and(predicted)}"
+    channels = ("accents", "punctuation")
+    if option != "--respace":  # --accents keeps the word division: said
+        channels = ("word division", *channels)
+    kept = [x for x in channels if x not in predicted]
+    note = f"{option} rebuilds the text from the planes, in lower case" + (
+        f", with the model's {_and(predicted)}" if predicted else ""
     )
     if kept:
         note += f"; the input's {_and(kept)} kept"

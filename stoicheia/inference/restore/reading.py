@@ -340,7 +340,8 @@ def check_something_to_restore(reading: Reading, respace: bool, score_supplement
             if erased
             else ""
         )
-        + "; use --respace to predict word division, accents and punctuation"
+        + "; use --respace to predict word division, accents and punctuation, or --accents "
+        "for the accents alone"
     )
 
 
@@ -367,32 +368,41 @@ def parse_input(
 
 
 def respace_items(
-    items: list[Item], gaps: list[Gap], style: InputStyle
+    items: list[Item], gaps: list[Gap], style: InputStyle, keep_division: bool = False
 ) -> tuple[list[Item], list[str]]:
     """``items`` as ``--respace`` reads them: every known letter's word division UNKNOWN (the
     model predicts it), its accents and breathings UNKNOWN too unless the input bears marks
     (``style.accented``), its punctuation UNKNOWN unless the input has some (then the
     punctuation typed after a gap is kept too; else each gap's ``end_punct`` becomes UNKNOWN);
-    what the input gives is kept. Returns the items and what the model predicts, e.g.
-    ``["word division", "accents"]``."""
-    has_punct = any(
-        it.values is not None and it.values[4] not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN)
-        for it in items
-    ) or any(g.end_punct not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN) for g in gaps)
-    if not has_punct:
-        for g in gaps:  # the model's punctuation after a gap too
-            g.end_punct = A.PUNCT_UNKNOWN
+    what the input gives is kept. With ``keep_division`` (``--accents``), only the accents and
+    breathings are predicted: the input's word division (and whether a word ends after each
+    gap) and its punctuation are kept as typed. Returns the items and what the model predicts,
+    e.g. ``["word division", "accents"]``; the gaps' ``end_boundary`` (and ``end_punct``) are
+    set to UNKNOWN in place where the model is to predict them."""
     keep_marks = style.accented
+    has_punct = keep_division or (
+        any(
+            it.values is not None and it.values[4] not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN)
+            for it in items
+        )
+        or any(g.end_punct not in (A.PUNCT_NONE, A.PUNCT_UNKNOWN) for g in gaps)
+    )
+    for g in gaps:
+        if not has_punct:
+            g.end_punct = A.PUNCT_UNKNOWN  # the model's punctuation after a gap too
+        if not keep_division:
+            g.end_boundary = A.BOUNDARY_UNKNOWN  # and whether a word ends after it
     out = []
     for it in items:
         if it.values is None:
             out.append(it)
             continue
-        c, _, d, cap, pu = it.values
+        c, b, d, cap, pu = it.values
+        b = b if keep_division else A.BOUNDARY_UNKNOWN
         d = d if keep_marks else A.DIA_UNKNOWN
         pu = pu if has_punct else A.PUNCT_UNKNOWN
-        out.append(Item(it.gap, (c, A.BOUNDARY_UNKNOWN, d, cap, pu)))
-    predicted = ["word division"] + ([] if keep_marks else ["accents"])
+        out.append(Item(it.gap, (c, b, d, cap, pu)))
+    predicted = ([] if keep_division else ["word division"]) + ([] if keep_marks else ["accents"])
     return out, predicted + ([] if has_punct else ["punctuation"])
 
 

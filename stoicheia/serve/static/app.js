@@ -62,6 +62,7 @@ async function errorOf(resp) {
 function pageWording(message) {
   return message
     .replaceAll('send "respace": true', "tick respace")
+    .replace(/(send )?"accents": true/g, "tick accents")
     .replaceAll('send "supplements": "repredict"', "tick re-predict supplements")
     .replace(/send "unknown_width": (\d+)/g, "set unknown width ≤ $1")
     .replaceAll('"unknown_width"', "unknown width");
@@ -106,7 +107,7 @@ function drawRestored() {
   box.replaceChildren();
   if (current.respaced) {
     drawRespaced(box);
-    $("shown-rank").textContent = `#${shown + 1} of ${current.restorations.length}, respaced by the model`;
+    $("shown-rank").textContent = `#${shown + 1} of ${current.restorations.length}, ${current.rebuilt} by the model`;
     for (const [i, li] of Array.from($("restorations").children).entries()) li.classList.toggle("shown", i === shown);
     return;
   }
@@ -254,6 +255,7 @@ async function restoreText() {
     top_k: parseInt($("top-k").value, 10),
     unknown_width: parseInt($("unknown-width").value, 10),
     respace: $("respace").checked,
+    accents: $("accents").checked,
     supplements: $("repredict").checked ? "repredict" : "keep",
   };
   if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
@@ -267,6 +269,7 @@ async function restoreText() {
       body: JSON.stringify(payload), signal: inflight.signal });
     if (!resp.ok) { showError(pageWording(await errorOf(resp))); return; }
     current = await resp.json();
+    current.rebuilt = payload.accents ? "accented" : "respaced";
     shown = 0;
     $("result").hidden = false;
     drawRestorations();
@@ -378,6 +381,9 @@ async function loadModel() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("restore").addEventListener("click", restoreText);
+  // respace predicts the word division that accents keeps: one of them at a time
+  $("respace").addEventListener("change", () => { if ($("respace").checked) $("accents").checked = false; });
+  $("accents").addEventListener("change", () => { if ($("accents").checked) $("respace").checked = false; });
   $("text").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) restoreText(); });
   $("text").addEventListener("input", () => { $("example-source").hidden = true; });
   $("copy-leiden").addEventListener("click", () => copyText(
