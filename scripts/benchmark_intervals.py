@@ -22,8 +22,9 @@ import argparse
 import json
 import sys
 
-from stoicheia.inference.benchmark.bootstrap import RESAMPLES, rewrite_folder
+from stoicheia.inference.benchmark.bootstrap import RESAMPLES
 from stoicheia.inference.benchmark.report import PROTOCOL_NAMES, difference_lines
+from stoicheia.inference.benchmark.rewrite import rewrite_folder
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from stoicheia.inference.benchmark.bootstrap import (
-    add_differences,
-    inscription_of,
-    paired_differences,
-    rewrite_folder,
-)
-from stoicheia.inference.benchmark.protocols import Task
+from stoicheia.inference.benchmark.bootstrap import add_differences, paired_differences
+from stoicheia.inference.benchmark.protocols import Task, inscription_of
 from stoicheia.inference.benchmark.report import difference_lines, format_table, summary_lines
+from stoicheia.inference.benchmark.rewrite import rewrite_folder
 from stoicheia.inference.benchmark.run import run_tasks
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from stoicheia.inference.benchmark.bootstrap import add_differences, pairs_for, rewrite_folder
+from stoicheia.inference.benchmark.bootstrap import add_differences, pairs_for
 from stoicheia.inference.benchmark.fusion import FusedFamily, choose_point, sweep_family
 from stoicheia.inference.benchmark.halves import half_of, selection_tasks, split_halves
 from stoicheia.inference.benchmark.protocols import Task
 from stoicheia.inference.benchmark.report import format_table, summary_lines
+from stoicheia.inference.benchmark.rewrite import rewrite_folder
 from stoicheia.inference.benchmark.run import run_tasks
 from stoicheia.inference.benchmark.views import add_views, rows_of
 

@@ -199,6 +199,77 @@ def test_no_import_cycle():
         pytest.fail("modules that import each other in a circle: " + " -> ".join(err.args[1]))
 
 
+def _all_imports(tree: ast.AST):
+    """Every import statement that can run: at the top and inside functions (a lazy import
+    hides a circle from the import-time graph, not from the design), not those under
+    ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and _is_type_checking(child):
+            for sub in child.orelse:
+                yield from _all_imports(ast.Module(body=[sub], type_ignores=[]))
+            continue
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        yield from _all_imports(child)
+
+
+@pytest.mark.parametrize("package", ["stoicheia.inference.benchmark"])
+def test_no_import_circle_even_through_functions(package):
+    """The modules of ``package`` import one another in no circle, counting the imports made
+    inside functions: the benchmark's bootstrap, views, report and contamination did
+    (bootstrap -> report -> views -> bootstrap), each hiding it behind a lazy import."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        if not name.startswith(package + "."):
+            continue
+        deps = set()
+        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            for dotted in _imported(name, path, node):
+                target = _owner(dotted, modules)
+                if target is not None and target != name and target.startswith(package + "."):
+                    deps.add(target)
+        graph[name] = deps
+    assert len(graph) > 5, f"no modules found in {package}"
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as err:
+        pytest.fail("modules that import each other in a circle: " + " -> ".join(err.args[1]))
+
+
+def _calls(name: str, paths) -> list[str]:
+    """``file:line`` of every call of a function called ``name`` in ``paths``."""
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                if getattr(f, "id", None) == name or getattr(f, "attr", None) == name:
+                    out.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    return out
+
+
+def test_the_duplicates_once_named_stay_gone():
+    """What earlier notes found written two or three times, written once (issue 33 §6): the
+    training mix's unigram bits of a run (``data.corpus_stats.run_unigram_bits``: report,
+    evaluate, export and the training console all call it, none reads the config itself), a
+    published system's figures in the benchmark's reports (``published_figures``), and the
+    restore tests' stand-in network (``tests/restore_stub.py``)."""
+    package = sorted(PACKAGE.rglob("*.py"))
+    callers = _calls("mix_baseline_bits", package)
+    assert all(c.startswith("stoicheia/data/corpus_stats.py:") for c in callers), callers
+    report = (PACKAGE / "inference" / "benchmark" / "report.py").read_text(encoding="utf-8")
+    assert report.count('for k in ("cer", "top1", "top20")') == 1
+    assert len(_calls("published_figures", [PACKAGE / "inference/benchmark/report.py"])) == 2
+    stub_line = "(t * 7) % A.NUM_LETTERS"
+    stubs = [
+        p.name
+        for p in sorted((ROOT / "tests").glob("*.py"))
+        if p.name != "test_lint.py" and stub_line in p.read_text(encoding="utf-8")
+    ]
+    assert stubs == ["restore_stub.py"], stubs
+
+
 def test_the_recipe_is_a_few_lines_that_hand_the_run_to_one_function():
     """``recipes/train.py`` stays what a Composer recipe should be: under 30 lines, no logic of
     its own (no function, class, loop or ``try``), and its ``__main__`` block hands the

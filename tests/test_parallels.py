@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,9 @@ from stoicheia.data.shards import convert, decode_planes
 from stoicheia.inference.parallels import ParallelsIndex, gap_parallels
 from stoicheia.inference.parallels.passages import shared_passages
 from stoicheia.text import alphabet as A
+
+sys.path.insert(0, str(Path(__file__).parent))
+from restore_stub import stub_model  # noqa: E402
 
 HELD_WORK = "hes.sh_gk.xml"
 
@@ -204,38 +209,6 @@ def test_shared_passages_finds_the_text_it_was_given(corpus):
 # --- the parallels in the decoder -------------------------------------------------------
 
 
-class _Stub:
-    """A deterministic stand-in network (as in test_restore_output): letters that vary with the
-    slot, BLANK now and then."""
-
-    def __call__(self, batch):
-        import torch
-
-        chars = batch["chars"]
-        B, T = chars.shape
-        t = torch.arange(T)
-        out = {
-            h: torch.zeros(B, T, n)
-            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
-        }
-        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
-        out["char"][:, t, ((t * 7) + 3) % A.NUM_LETTERS] = 3.0
-        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
-        out["boundary"][:, :, 0] = 1.0
-        out["punct"][:, :, 0] = 1.0
-        return out
-
-
-def _stub():
-    from stoicheia.inference.loading import LoadedModel
-
-    class Loaded(LoadedModel):
-        def __call__(self, batch):
-            return self.encoder(batch)
-
-    return Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
-
-
 def _summary(res):
     return (
         [(r.text, r.logprob) for r in res.restorations],
@@ -260,7 +233,7 @@ def test_the_decoder_with_parallels_at_weight_0_or_without_fills_is_todays(corpu
     from stoicheia.inference.restore.gap_search import Fusion
 
     index = ParallelsIndex(corpus / "parallels")
-    stub = _stub()
+    stub = stub_model()
     t = np.asarray(index.text[:20000]).astype(np.int64)
     ngram = LetterNgram(3).fit([np.where(t == 0, A.MASK, t - 1)])
     hes, _ = _hesiod_text(corpus, 2000, 5)
@@ -285,7 +258,7 @@ def test_fused_parallels_restore_a_gap_the_network_alone_misses(corpus, unknown)
     from stoicheia.inference.restore.gap_search import Fusion
 
     index = ParallelsIndex(corpus / "parallels")
-    stub = _stub()
+    stub = stub_model()
     text, truth = _hesiod_text(corpus, 3000, 6)
     if unknown:
         text = text.replace("[......]", "[---]")
@@ -337,15 +310,10 @@ def test_search_gap_with_an_empty_prior_is_todays_to_the_bit():
 def test_the_page_api_carries_the_parallels_and_links_to_their_records(corpus):
     from fastapi.testclient import TestClient
 
-    from stoicheia.inference.loading import LoadedModel
     from stoicheia.serve.app import create_app
 
-    class Loaded(LoadedModel):
-        def __call__(self, batch):
-            return self.encoder(batch)
-
     # the run's shards hold the index: restore finds it there (no fusion.json: weight 0)
-    model = Loaded(_Stub(), {"data": {"seq_len": 512, "shard_root": str(corpus)}}, "stub", "x")
+    model = stub_model(source="x", shard_root=str(corpus))
     text, truth = _hesiod_text(corpus, 3000, 6)
     client = TestClient(create_app(model))
     got = client.post("/restore", json={"text": text, "top_k": 2})
@@ -368,7 +336,7 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
     from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
     from stoicheia.inference.restore.gaps import RestoreError
 
-    model = _stub()
+    model = stub_model()
     model.source = str(tmp_path / "best.pt")
     monkeypatch.chdir(tmp_path)  # no data/shards/parallels here
     assert find_fusion(model) is None
@@ -411,7 +379,7 @@ def test_fusion_json_ngram_weight_goes_with_its_parallels(corpus, tmp_path, monk
     from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
     from stoicheia.text import alphabet as A
 
-    model = _stub()
+    model = stub_model()
     model.source = str(tmp_path / "best.pt")
     monkeypatch.chdir(tmp_path)
     letters = np.array([A.LETTERS.index(c) for c in "καιτονδημον" * 5], dtype=np.uint8)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,44 +16,15 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.restore import RestoreError, format_result, restore
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
 
-ACUTE = next(d for d in range(A.NUM_DIA) if A.dia_fields(d) == (1, 0, 0, 0))
+sys.path.insert(0, str(Path(__file__).parent))
+from restore_stub import Loaded as _Loaded  # noqa: E402
+from restore_stub import StubNetwork, stub_model  # noqa: E402
 
-
-class _Loaded(LoadedModel):
-    def __call__(self, batch):
-        return self.encoder(batch)
-
-
-class _Stub:
-    """A deterministic stand-in model: letters that vary with the slot, BLANK now and then,
-    an acute accent, a word break every fourth slot and a comma every sixth, so fills carry
-    accents, spaces and punctuation that the input's style must then decide about."""
-
-    def __call__(self, batch):
-        chars = batch["chars"]
-        B, T = chars.shape
-        t = torch.arange(T)
-        out = {
-            h: torch.zeros(B, T, n)
-            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
-        }
-        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
-        out["char"][:, t, ((t * 7) + 3) % A.NUM_LETTERS] = 3.0
-        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
-        out["dia"][:, :, ACUTE] = 3.0
-        out["boundary"][:, :, 0] = 1.0
-        out["boundary"][:, :, 1] = torch.where(t % 4 == 0, 3.0, 0.0)
-        out["punct"][:, :, 0] = 1.0
-        out["punct"][:, :, 1] = torch.where(t % 6 == 0, 3.0, 0.0)
-        return out
-
-
-STUB = _Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+STUB = stub_model(marks=True)
 
 
 def _letters(s: str) -> str:
@@ -508,9 +481,12 @@ def test_lookalike_letters_inside_greek_words_are_counted_as_the_encoder_reads_t
     )
 
 
-class _MarksEverywhere(_Stub):
+class _MarksEverywhere(StubNetwork):
     """The stub, its ``dia`` head preferring a grave with a smooth breathing on every slot, then
     a circumflex with an iota subscript: marks that Greek writes on few letters and places."""
+
+    def __init__(self) -> None:
+        super().__init__(marks=True)
 
     def __call__(self, batch):
         out = super().__call__(batch)

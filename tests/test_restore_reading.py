@@ -7,41 +7,18 @@ from __future__ import annotations
 import collections
 import importlib
 import sys
+from pathlib import Path
 
 import pytest
-import torch
 
-from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.restore import RestoreError, read_input, restore
-from stoicheia.text import alphabet as A
 from stoicheia.text import encode as encode_module
 from stoicheia.text import leiden as leiden_module
 
+sys.path.insert(0, str(Path(__file__).parent))
+from restore_stub import stub_model  # noqa: E402
 
-class _Loaded(LoadedModel):
-    def __call__(self, batch):
-        return self.encoder(batch)
-
-
-class _Stub:
-    """A deterministic stand-in model: one letter per slot, BLANK every fifth slot."""
-
-    def __call__(self, batch):
-        chars = batch["chars"]
-        B, T = chars.shape
-        t = torch.arange(T)
-        out = {
-            h: torch.zeros(B, T, n)
-            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
-        }
-        out["char"][:, t, (t * 7) % A.NUM_LETTERS] = 4.0
-        out["char"][:, :, A.BLANK] = torch.where(t % 5 == 0, 4.5, 0.0)
-        out["boundary"][:, :, 0] = 1.0
-        out["punct"][:, :, 0] = 1.0
-        return out
-
-
-STUB = _Loaded(_Stub(), {"data": {"seq_len": 512}}, "stub", "checkpoint")
+STUB = stub_model()
 
 #: real kinds of input: a lacuna of known width, look-alike Latin letters in a Greek word (the
 #: folding), an editor's supplement and a lacuna of unknown width, a dot below and ``++``
@@ -145,3 +122,27 @@ def test_a_reading_too_wide_for_the_window_is_refused_with_the_windows_limit():
     reading = read_input("καὶ [.40.] ἔφη")
     with pytest.raises(RestoreError, match="--window 30; the model was trained on 512"):
         restore(STUB, reading, window=30, fusion=None)
+
+
+def test_restore_epidoc_reads_each_piece_once(corpus_root, monkeypatch):
+    """``restore --epidoc`` reads each piece of the edition once, when it plans the file (the
+    width of each gap comes from the reader's lacuna, not from parsing its notation again) and
+    hands that reading to the decoder, which does not read the piece again."""
+    from stoicheia.inference.epidoc.plan import plan_epidoc
+    from stoicheia.inference.epidoc.restore import restore_epidoc
+    from stoicheia.inference.restore import reading as reading_module
+
+    src = corpus_root / "isicily" / "inscriptions" / "ISic003084.xml"
+    plan = plan_epidoc(src, window=512)
+    assert len(plan.pieces) >= 1 and plan.to_fill >= 2
+    parsed: list[str] = []
+    original = reading_module._parse
+
+    def counted(text, *args, **kwargs):
+        parsed.append(text)
+        return original(text, *args, **kwargs)
+
+    monkeypatch.setattr(reading_module, "_parse", counted)
+    result = restore_epidoc(STUB, src, top_k=2)
+    assert sum(g.status == "restored" for g in result.gaps) == plan.to_fill
+    assert parsed == [p.text for p in plan.pieces], "each piece read once, nothing else"

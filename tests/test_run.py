@@ -255,8 +255,9 @@ def test_loggers_are_built_by_name_and_clipping_survives_without_the_guard(
 def test_evaluate_reports_the_run_sets_as_the_console(small_shards, tmp_path, monkeypatch):
     """The run's own evaluation sets, evaluated from a checkpoint, give the figures the
     training console logged at that step (same records, noise and packing)."""
+    from stoicheia.data.corpus_stats import run_unigram_bits
     from stoicheia.inference.loading import load_model
-    from stoicheia.inference.run_sets import run_eval_sets, run_unigram_bits
+    from stoicheia.inference.run_sets import run_eval_sets
     from stoicheia.train.builder import build_trainer
     from stoicheia.train.run_files import read_history
 

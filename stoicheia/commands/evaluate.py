@@ -200,8 +200,9 @@ def run(args: argparse.Namespace) -> int:
 def _add_run_sets(result: dict, model, shard_root: str | None) -> None:
     """Add to ``result`` (and print, as the training console does) the run's own evaluation
     sets (holdout, dev) and its letter-unigram entropy, when its shards are at ``shard_root``."""
+    from stoicheia.data.corpus_stats import run_unigram_bits
     from stoicheia.inference.evaluate import is_shard_folder
-    from stoicheia.inference.run_sets import run_eval_sets, run_unigram_bits
+    from stoicheia.inference.run_sets import run_eval_sets
     from stoicheia.train.console import eval_lines
 
     if not shard_root or not is_shard_folder(shard_root):

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _held_out(model, checkpoint: str) -> dict:
     """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
-    from stoicheia.inference.run_sets import run_unigram_bits
+    from stoicheia.data.corpus_stats import run_unigram_bits
     from stoicheia.train.run_files import read_history
 
     folder = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
@@ -127,7 +127,7 @@ def _held_out(model, checkpoint: str) -> dict:
     if not sets:
         return {}
     out: dict = {"step": model.step, "sets": sets, "source": str(folder / "evals.jsonl")}
-    bits = run_unigram_bits(model.config, model.config.get("data", {}).get("shard_root") or "")
+    bits = run_unigram_bits(model.config)
     if bits is not None:
         out["unigram_entropy_bits"] = bits
     return out

@@ -8,10 +8,12 @@ the letter-unigram entropy that is the baseline of ``bits_per_char``.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +114,29 @@ def mix_baseline_bits(stats_root: str | Path, tier_weights: Mapping[str, float])
         return mixture_unigram_entropy(read_stats(Path(stats_root)), tier_weights)
     except (FileNotFoundError, ValueError, KeyError):
         return None  # shards from an object store, or an older stats.json: no baseline shown
+
+
+def run_unigram_bits(
+    config: Mapping[str, Any], stats_root: str | Path | None = None
+) -> float | None:
+    """The letter-unigram entropy of a run's training mix in bits per letter, the one figure
+    that the training console, ``report``, the model card and ``evaluate`` print:
+    :func:`mix_baseline_bits` of the corpus at ``stats_root`` (default the run's
+    ``data.shard_root``) under the run's ``data.tier_weights``. ``config``: the run's
+    configuration as a dict (``config.json``, a checkpoint's). ``None`` when the config names no
+    shards or no tier weights, or the corpus has no usable ``stats.json``."""
+    data = config.get("data") if isinstance(config, Mapping) else None
+    if not isinstance(data, Mapping):
+        return None
+    root = stats_root if stats_root is not None else data.get("shard_root")
+    weights = data.get("tier_weights")
+    if not root or not isinstance(weights, Mapping) or not weights:
+        return None
+    try:
+        value = mix_baseline_bits(root, weights)
+    except (OSError, TypeError, ValueError):
+        return None  # a stats.json that cannot be read, weights that are not numbers
+    return value if value is not None and math.isfinite(value) else None
 
 
 def why_no_record(dropped: Counter, reader: Counter) -> str:

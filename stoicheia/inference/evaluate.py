@@ -14,7 +14,7 @@ Two passes over the records:
    at top-5 when it is among the 5 best. Beside it, the same words filled by a letter n-gram
    (:class:`stoicheia.inference.ngram.LetterNgram`) trained on the training shards, and the
    letter-unigram entropy of the training mix (what ``bits_per_char`` must beat; the caller
-   adds it as ``unigram_entropy_bits``, :func:`stoicheia.inference.run_sets.run_unigram_bits`).
+   adds it as ``unigram_entropy_bits``, :func:`stoicheia.data.corpus_stats.run_unigram_bits`).
 
 Every record is noised from a seed of its own identity (``(seed, record_key(id))``, a hash
 of the record id, :func:`stoicheia.data.eval_batches.record_key`), and each work's records are

@@ -1,5 +1,6 @@
 """A model's figures on the evaluation sets its run trained with (``holdout``, ``dev``), computed
-as the training evaluators compute them, and the run's letter-unigram entropy.
+as the training evaluators compute them (the run's letter-unigram entropy beside them:
+:func:`stoicheia.data.corpus_stats.run_unigram_bits`).
 
 ``stoicheia evaluate`` prints these beside its own per-tier and per-work table, in the training
 console's format (:func:`stoicheia.train.console.eval_lines`), so the figures of a checkpoint
@@ -12,11 +13,9 @@ can be compared with the ``[eval]`` lines and ``evals.jsonl`` of its run: same r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from stoicheia.data.corpus_stats import mix_baseline_bits
 from stoicheia.data.eval_batches import build_eval_batches
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.inference.loading import LoadedModel
@@ -61,13 +60,3 @@ def run_eval_sets(model: LoadedModel, shard_root: str | Path) -> dict[str, dict[
                     update_metric(m, logits, batch)
             out[label] = {name: float(m.compute()) for name, m in metrics.items()}
     return out
-
-
-def run_unigram_bits(config: dict[str, Any], shard_root: str | Path) -> float | None:
-    """The letter-unigram entropy of the run's training mix in bits per letter: the one
-    definition (:func:`stoicheia.data.corpus_stats.mixture_unigram_entropy` of ``stats.json`` under
-    the run's ``data.tier_weights``) that the training console, ``report``, the model card and
-    ``evaluate`` print. ``None`` if ``shard_root`` has no ``stats.json`` or the config no tier
-    weights."""
-    weights = (config.get("data") or {}).get("tier_weights")
-    return mix_baseline_bits(shard_root, weights) if weights else None

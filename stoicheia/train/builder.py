@@ -24,7 +24,7 @@ from composer import DataSpec, Trainer
 from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
-from stoicheia.data.corpus_stats import mix_baseline_bits
+from stoicheia.data.corpus_stats import run_unigram_bits
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader
 from stoicheia.data.shm import clean_stale_streaming_shm
@@ -232,7 +232,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     callbacks = [
         control,
         RunRecord(to_dict(cfg), run_folder),
-        EvalHistory(run_folder, mix_baseline_bits(stats_root, d.tier_weights)),
+        EvalHistory(run_folder, run_unigram_bits(to_dict(cfg), stats_root)),
     ] + [p for n, p in plugins.items() if n in registry.CALLBACKS]
 
     interval = f"{cfg.train.save_interval}ba"

@@ -181,19 +181,19 @@ def read_curves(folder: str | Path) -> RunCurves:
             # and the console names a switch by that batch: "step 750: anneal phase 1 starts"
             curves.phase_switches.append((s - 1, int(ph)))
         last = ph
-    curves.unigram_bits = _unigram_bits(folder)
+    from stoicheia.data.corpus_stats import run_unigram_bits
+
+    curves.unigram_bits = run_unigram_bits(_run_config(folder))
     return curves
 
 
-def _unigram_bits(folder: Path) -> float | None:
-    from stoicheia.data.corpus_stats import mix_baseline_bits
-
+def _run_config(folder: Path) -> dict:
+    """The run's ``config.json`` as a dict, ``{}`` when it is missing or unreadable."""
     try:
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        value = mix_baseline_bits(cfg["data"]["shard_root"], cfg["data"]["tier_weights"])
-    except (OSError, KeyError, ValueError, TypeError):
-        return None
-    return value if value is not None and math.isfinite(value) else None
+    except (OSError, ValueError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
 
 
 def _marks(ax: Any, curves: RunCurves) -> None:

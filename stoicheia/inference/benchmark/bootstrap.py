@@ -38,21 +38,22 @@ were chosen on); a result written before the halves existed gets them on all its
 before (its fused weight was chosen on those same gaps: an upper estimate).
 
 Everything comes from the per-gap ``examples`` of the result (truth, each decoder's top-1 and
-rank), so an existing ``benchmark.json`` is enough: :func:`add_differences`,
-:func:`rewrite_folder` (``scripts/benchmark_intervals.py FOLDER``).
+rank), so an existing ``benchmark.json`` is enough: :func:`add_differences`, and
+:func:`~stoicheia.inference.benchmark.rewrite.rewrite_folder` for a whole folder
+(``scripts/benchmark_intervals.py FOLDER``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import zlib
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 
+from stoicheia.inference.benchmark.protocols import inscription_of
 from stoicheia.inference.benchmark.scoring import edit_distance, pooled_figures
+from stoicheia.inference.benchmark.views import rows_of
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +86,6 @@ def pairs_for(decoders: Iterable[str]) -> list[tuple[str, str]]:
             continue
         out += [(d, ref) for d in order if d != ref and d not in REFERENCES[:i]]
     return out
-
-
-def inscription_of(text_id: str) -> str:
-    """The inscription (EpiDoc file) of a dev text id: ``ISic000154.xml#1`` ->
-    ``ISic000154.xml``."""
-    return text_id.split("#", 1)[0]
 
 
 def gap_arrays(
@@ -277,8 +272,6 @@ def add_differences(
                     )
         views = res.get("views")
         if views:
-            from stoicheia.inference.benchmark.views import rows_of
-
             for view, got in views.items():
                 rows = rows_of(examples, view)
                 if not rows:
@@ -310,43 +303,6 @@ def add_differences(
     return result
 
 
-def rewrite_folder(
-    folder: str | Path,
-    out: str | Path | None = None,
-    resamples: int = RESAMPLES,
-    seed: int | None = None,
-) -> list[Path]:
-    """Read ``FOLDER/benchmark.json`` (written by ``stoicheia benchmark``), add the intervals
-    (:func:`add_differences`, no decoder runs again) and write the benchmark's outputs
-    (:func:`~stoicheia.inference.benchmark.report.write_outputs`) into ``out`` (default
-    ``folder`` itself). Returns the paths written. Raises ``ValueError`` naming the file for a
-    missing, unreadable or incomplete ``benchmark.json``."""
-    from stoicheia.inference.benchmark.report import write_outputs
-
-    path = Path(folder) / "benchmark.json"
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(
-            f"{path}: no such file; give the --out folder of `stoicheia benchmark`"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(
-            f"{path}: not a readable benchmark result ({err}); run the benchmark again"
-        ) from None
-    if not isinstance(result, dict) or not isinstance(result.get("protocols"), dict):
-        raise ValueError(
-            f"{path}: no 'protocols' in it; give a benchmark.json of `stoicheia benchmark`"
-        )
-    try:
-        from stoicheia.inference.benchmark.views import add_views
-
-        add_differences(add_views(result), resamples, seed)
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: {err}") from None
-    return write_outputs(result, Path(out) if out is not None else Path(folder))
-
-
 __all__ = [
     "BANDS",
     "FIGURES",
@@ -355,8 +311,6 @@ __all__ = [
     "RESAMPLES",
     "add_differences",
     "gap_arrays",
-    "inscription_of",
     "paired_differences",
     "pairs_for",
-    "rewrite_folder",
 ]

@@ -247,8 +247,7 @@ def measure(
     shards (:func:`training_records`). Returns ``{"threshold", "shingle", "num_perm",
     "method", "training": {"records", "letters", "pieces", "candidates"}, "dev_texts": n,
     "dev_texts_with_twin": [ids], "inscriptions_with_twin": n, "twins": [Twin as dict]}``."""
-    from stoicheia.inference.benchmark.bootstrap import inscription_of
-    from stoicheia.inference.benchmark.protocols import base_letters
+    from stoicheia.inference.benchmark.protocols import base_letters, inscription_of
 
     dev = [(t.id, letter_ids(base_letters(t.text))) for t in dev_texts]
     counts: dict = {}

@@ -28,7 +28,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from stoicheia.inference.benchmark.bootstrap import inscription_of
+from stoicheia.inference.benchmark.protocols import inscription_of
 
 #: The halves, in the order they are reported.
 HALVES = ("selection", "report")

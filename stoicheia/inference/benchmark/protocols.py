@@ -335,6 +335,12 @@ def build_tasks(
     return out
 
 
+def inscription_of(text_id: str) -> str:
+    """The inscription (EpiDoc file) of a dev text id (:attr:`DevText.id`): ``ISic000154.xml#1``
+    -> ``ISic000154.xml``."""
+    return text_id.split("#", 1)[0]
+
+
 __all__ = [
     "PROTOCOLS",
     "BenchmarkError",
@@ -343,6 +349,7 @@ __all__ = [
     "base_letters",
     "build_tasks",
     "hidden_spans",
+    "inscription_of",
     "read_dev_texts",
     "span_tasks",
     "supplement_tasks",

@@ -271,13 +271,18 @@ def format_table(result: dict) -> list[str]:
     lines += _sweep_lines(result)
     lines += ["", "published (other corpora, far larger models; not comparable figure for figure):"]
     for p in result.get("published", []):
-        figs = ", ".join(
-            f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%"
-            for k in ("cer", "top1", "top20")
-            if k in p
-        )
-        lines.append(f"  {p['system']}, {p['corpus']}, {p['task']}: {figs}")
+        lines.append(f"  {p['system']}, {p['corpus']}, {p['task']}: {published_figures(p)}")
     return lines
+
+
+def published_figures(p: dict) -> str:
+    """A published system's figures as the reports print them: ``CER 30.1%, top-1 50.0%,
+    top-20 80.3%`` (those ``p`` has: ``cer``, ``top1``, ``top20``, fractions 0 to 1)."""
+    return ", ".join(
+        f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%"
+        for k in ("cer", "top1", "top20")
+        if k in p
+    )
 
 
 def summary_lines(result: dict) -> list[str]:
@@ -349,12 +354,7 @@ def summary_lines(result: dict) -> list[str]:
         "published, other corpora and far larger models (not comparable figure for figure):"
     )
     for p in result.get("published", []):
-        figs = ", ".join(
-            f"{k.upper() if k == 'cer' else k.replace('top', 'top-')} {100 * p[k]:.1f}%"
-            for k in ("cer", "top1", "top20")
-            if k in p
-        )
-        lines.append(f"  {p['system']}, {p['task']}: {figs}")
+        lines.append(f"  {p['system']}, {p['task']}: {published_figures(p)}")
     return lines
 
 
@@ -427,6 +427,7 @@ __all__ = [
     "difference_lines",
     "format_table",
     "fusion_families",
+    "published_figures",
     "reliability_plot",
     "summary_lines",
     "write_outputs",

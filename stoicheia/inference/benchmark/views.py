@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stoicheia.inference.benchmark.bootstrap import inscription_of
+from stoicheia.inference.benchmark.protocols import inscription_of
 from stoicheia.inference.benchmark.scoring import summarise_rows
 
 #: view -> which gaps (per-gap entries of ``examples``) it holds, in the order reported.

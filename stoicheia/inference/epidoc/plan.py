@@ -56,33 +56,26 @@ class _Plan:
 def _plan(
     el: etree._Element | None,
     lac: Lacuna,
-    notation: str,
-    parse_input: Any,
     opts: dict[str, Any],
     max_slots: int,
 ) -> _Plan:
     """What to do with one lacuna (module docstring): ``fill`` it, keep it as ``context`` (a
-    lacuna the model sees but whose letters are not written), or ``cut`` the text there."""
-    from stoicheia.inference.restore import GapTooWideError, RestoreError
+    lacuna the model sees but whose letters are not written), or ``cut`` the text there. Its
+    width is read from the reader's :class:`Lacuna` as the decoder reads it (the notation is
+    not parsed again: the piece's one reading is made once, :func:`_reading`)."""
+    from stoicheia.inference.restore.gap_widths import gap_bounds, gap_slots
 
     unit = (
         "character" if el is None else (el.get("unit") or "character").strip().rstrip(">")
     )  # as the reader reads it
     if unit != "character":
         return _Plan("cut", "lines" if unit == "line" else f"unit {unit}")
-    try:
-        _, parsed = parse_input(
-            "α" + notation,
-            unknown_width=opts["unknown_width"],
-            about_margin=opts["about_margin"],
-            max_slots=max_slots,
-            limit_why="the model's window",
-        )
-    except GapTooWideError:
+    lo, hi = gap_bounds(lac, opts["unknown_width"], opts["about_margin"])
+    if hi < 1:
+        return _Plan("cut", "width unreadable")  # [0]: no letter to restore
+    slots = gap_slots(lac, lo, hi)
+    if slots > max_slots:
         return _Plan("cut", "too wide")
-    except RestoreError:
-        return _Plan("cut", "width unreadable")
-    slots = sum(g.slots for g in parsed)
     if el is None:
         return _Plan("context", slots=slots)
     qty = (el.get("quantity") or "").strip()
@@ -103,11 +96,25 @@ def _plan(
 class Piece:
     """One call of the decoder: ``text`` (Leiden, dots below removed), and for each of its
     lacunae in order the index of its :class:`GapOutcome` (``None`` for a lacuna the reader
-    made of other markup); ``fill``: the outcomes among them to fill."""
+    made of other markup); ``fill``: the outcomes among them to fill; ``reading``: the text's
+    one :class:`~stoicheia.inference.restore.Reading`, handed to the decoder (or the
+    :class:`~stoicheia.inference.restore.RestoreError` the text gave, said for its gaps)."""
 
     text: str
     lacunae: list[int | None]
     fill: list[int]
+    reading: Any = None
+
+
+def _reading(text: str, opts: dict[str, Any], window: int) -> Any:
+    """The :class:`~stoicheia.inference.restore.Reading` of a piece's ``text``, made with the
+    options the decoder is given, or the ``RestoreError`` it raises."""
+    from stoicheia.inference.restore import RestoreError, read_input
+
+    try:
+        return read_input(text, **opts, max_slots=window, limit_why="the model's window")
+    except RestoreError as err:
+        return err
 
 
 @dataclass
@@ -163,8 +170,6 @@ def plan_edition(
     about_margin: float,
 ) -> EpiDocPlan:
     """:func:`plan_epidoc` for an edition already read (:func:`~.edition.read_edition`)."""
-    from stoicheia.inference.restore import parse_input
-
     spans = edition.spans
     opts = {"unknown_width": unknown_width, "about_margin": about_margin}
     outcomes: list[GapOutcome] = []
@@ -175,7 +180,7 @@ def plan_edition(
         owner: list[int | None] = []  # lacuna of the unit -> its outcome
         for el, lac in zip(unit.elements, unit.lacunae, strict=True):
             notation = unit.text[lac.start - 1 : lac.end + 1]
-            plan = _plan(el, lac, notation, parse_input, opts, window)
+            plan = _plan(el, lac, opts, window)
             plans.append(plan)
             if el is None:
                 owner.append(None)
@@ -217,7 +222,7 @@ def plan_edition(
                     at += 1
                 fill = [owner[k] for k in inside if plans[k].kind == "fill"]
                 if fill:
-                    out.append(
-                        Piece(_strip_dots(unit.text[a:b]).strip(), [owner[k] for k in inside], fill)
-                    )  # type: ignore[misc]
+                    text = _strip_dots(unit.text[a:b]).strip()
+                    lacunae = [owner[k] for k in inside]
+                    out.append(Piece(text, lacunae, fill, _reading(text, opts, window)))  # type: ignore[arg-type]
     return EpiDocPlan(edition.name, edition.data, edition.doc, spans, outcomes, gap_spans, out)

@@ -48,10 +48,13 @@ def _restore_piece(
     restore_error: type,
     **options: Any,
 ) -> None:
-    """Decode one :class:`Piece` and record what became of each of its gaps to fill in
-    ``outcomes`` (the reason of a refusal, or the readings) and ``fills``."""
+    """Decode one :class:`Piece` (its reading, made when it was planned: the piece is parsed
+    once) and record what became of each of its gaps to fill in ``outcomes`` (the reason of a
+    refusal, or the readings) and ``fills``."""
     try:
-        result = restore(loaded, piece.text, **options)
+        if isinstance(piece.reading, restore_error):
+            raise piece.reading
+        result = restore(loaded, piece.reading or piece.text, **options)
     except restore_error as err:
         for i in piece.fill:
             outcomes[i].reason = str(err)

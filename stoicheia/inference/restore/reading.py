@@ -166,7 +166,7 @@ def _parse(
         ) from None
     except LeidenError as err:
         raise RestoreError(
-            f"{err}; fix the brackets (see 'Restoring a text' in the README)"
+            f"{err}; fix the brackets (the notation: docs/restore-notation.md)"
         ) from None
     if max_slots is not None:
         check_widths(
@@ -204,7 +204,7 @@ def read_input(
         enc = encode_text(text, strict=True)
     except LeidenError as err:
         raise RestoreError(
-            f"{err}; fix the brackets (see 'Restoring a text' in the README)"
+            f"{err}; fix the brackets (the notation: docs/restore-notation.md)"
         ) from None
     items, gaps = _working_sequence(text, segments, enc, supplements, unknown_width, about_margin)
     return Reading(
