@@ -512,6 +512,13 @@ def test_shares_print_as_percentages_like_the_command_line(server, browser):
       drawParallels();
       return document.getElementById("parallels").innerText;""")
     assert "2 sources, 50% of the parallels" in shown and "1 source, <1% of the parallels" in shown
+    # the shading's legend too
+    assert [s.strip() for s in browser.find_element("css selector", ".scale").text.split("α")] == [
+        "",
+        "10%",
+        "50%",
+        "90%",
+    ]
     assert browser.find_element("id", "model-line").text.endswith(
         "with no letter n-gram and no parallels index"
     )
