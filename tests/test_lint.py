@@ -117,19 +117,25 @@ def _is_type_checking(node: ast.If) -> bool:
     return getattr(t, "id", None) == "TYPE_CHECKING" or getattr(t, "attr", None) == "TYPE_CHECKING"
 
 
-def _imports_at_import_time(tree: ast.AST):
+def _imports_at_import_time(tree: ast.AST, in_functions: bool = False):
     """The import statements that run when the module is imported: those of its body and its
-    classes, not those inside functions nor under ``if TYPE_CHECKING:``."""
+    classes, not those inside functions (unless ``in_functions``: every import that can run; a
+    lazy import hides a circle from the import-time graph, not from the design) nor under
+    ``if TYPE_CHECKING:``."""
     for child in ast.iter_child_nodes(tree):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if not in_functions and isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+        ):
             continue
         if isinstance(child, ast.If) and _is_type_checking(child):
             for sub in child.orelse:
-                yield from _imports_at_import_time(ast.Module(body=[sub], type_ignores=[]))
+                yield from _imports_at_import_time(
+                    ast.Module(body=[sub], type_ignores=[]), in_functions
+                )
             continue
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        yield from _imports_at_import_time(child)
+        yield from _imports_at_import_time(child, in_functions)
 
 
 def _part(module: str) -> str:
@@ -199,20 +205,6 @@ def test_no_import_cycle():
         pytest.fail("modules that import each other in a circle: " + " -> ".join(err.args[1]))
 
 
-def _all_imports(tree: ast.AST):
-    """Every import statement that can run: at the top and inside functions (a lazy import
-    hides a circle from the import-time graph, not from the design), not those under
-    ``if TYPE_CHECKING:``."""
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for sub in child.orelse:
-                yield from _all_imports(ast.Module(body=[sub], type_ignores=[]))
-            continue
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child
-        yield from _all_imports(child)
-
-
 @pytest.mark.parametrize("package", ["stoicheia.inference.benchmark"])
 def test_no_import_circle_even_through_functions(package):
     """The modules of ``package`` import one another in no circle, counting the imports made
@@ -224,7 +216,8 @@ def test_no_import_circle_even_through_functions(package):
         if not name.startswith(package + "."):
             continue
         deps = set()
-        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _imports_at_import_time(tree, in_functions=True):
             for dotted in _imported(name, path, node):
                 target = _owner(dotted, modules)
                 if target is not None and target != name and target.startswith(package + "."):
