@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from stoicheia.noise import lacuna_table as LT
 from stoicheia.noise.prepared import PreparedNoise
 from stoicheia.noise.words import (
     runs_mask,
@@ -193,6 +194,106 @@ def _half_word_mask(
     return runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
 
 
+def lacuna(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
+    """Lost stretches as real editions show them (:mod:`stoicheia.noise.lacuna_table`): each
+    stretch's width, place in the word and at the text's edges drawn from the measured
+    distribution (:func:`draw_stretch`), about ``t * n`` letters in all (the last stretch may
+    pass it); a stretch of unknown extent (45 % in the editions) also hides its width as the
+    elastic pattern does: ``2 + u`` BLANK slots after it, ``u`` uniform in
+    ``0..elastic_pad_max``, within ``max_len`` slots (past it, the stretch keeps its width)."""
+    n = letters.n
+    k = target_count(t, n, rng)
+    mask = np.zeros(n, dtype=bool)
+    if k == 0:
+        return Choice(mask)
+    starts, lengths = word_spans(letters.ws)
+    budget = np.inf if max_len is None else max_len - letters.n_slots
+    extra: dict[int, int] = {}
+    masked = 0
+    for _ in range(k):  # every stretch masks >= 1 new letter or repeats: k draws suffice mostly
+        a, b, unknown = draw_stretch(starts, lengths, n, rng)
+        masked += int((~mask[a:b]).sum())
+        mask[a:b] = True
+        if unknown:
+            u = 2 + int(uniform_int(rng, prep.pad_max + 1, 1)[0])
+            if u <= budget and (b - 1) not in extra:
+                extra[b - 1] = u
+                budget -= u
+        if masked >= k:
+            break
+    if not extra:
+        return Choice(mask)
+    at = np.array(sorted(extra), dtype=np.int64)
+    return Choice(mask, extra_at=at, extra=np.array([extra[i] for i in at], dtype=np.int64))
+
+
+_W_P = np.array(list(LT.WIDTH_COUNTS.values()), dtype=np.float64)
+_W_CUM = np.cumsum(_W_P / _W_P.sum())
+_PLACE_P = np.array(list(LT.PLACE_COUNTS.values()), dtype=np.float64)
+_PLACE_CUM = np.cumsum(_PLACE_P / _PLACE_P.sum())
+_P_FIRST = LT.FIRST_WORD / LT.STRETCHES
+_P_LAST = LT.LAST_WORD / LT.STRETCHES
+_P_UNKNOWN = LT.KIND_COUNTS["unknown"] / sum(LT.KIND_COUNTS.values())
+
+
+def draw_width(rng: np.random.Generator) -> int:
+    """One stretch width in letters from :data:`~stoicheia.noise.lacuna_table.WIDTH_COUNTS`:
+    a bucket by its count, then a width uniform within the bucket."""
+    b = min(int(_W_CUM.searchsorted(rng.random(), side="right")), len(_W_CUM) - 1)
+    lo, hi = LT.bucket_bounds()[b]
+    return lo + int(uniform_int(rng, hi - lo + 1, 1)[0])
+
+
+def draw_stretch(
+    starts: np.ndarray, lengths: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[int, int, bool]:
+    """One lost stretch ``[a, b)`` over ``n`` letters in words (``starts``/``lengths``: int64
+    first letter and length of each word) and whether its extent is unknown.
+
+    Width from :func:`draw_width` (at most ``n``). With the measured probabilities it holds the
+    text's first word (starts at letter 0), else its last word (ends at ``n``), else it sits in
+    the words as the table's place says: whole words (from a word's start to the end of the
+    word where ``w`` letters are reached), word start (from a word's start, ``w`` letters,
+    ending inside a word), word end (``w`` letters up to a word's end), inside (within one
+    word, touching neither edge, where a word is long enough, else anywhere).
+    """
+    w = min(draw_width(rng), n)
+    unknown = bool(rng.random() < _P_UNKNOWN)
+    u = rng.random()
+    m = len(starts)
+    ends = starts + lengths
+    if u < _P_FIRST:
+        return 0, w, unknown
+    if u < _P_FIRST + _P_LAST:
+        return n - w, n, unknown
+    place = min(int(_PLACE_CUM.searchsorted(rng.random(), side="right")), 3)
+    i = int(uniform_int(rng, m, 1)[0])
+    if place == 0:  # whole words
+        j = min(int(np.searchsorted(ends, starts[i] + w, side="left")), m - 1)
+        return int(starts[i]), int(ends[j]), unknown
+    if place == 1:  # word start: ends inside a word
+        a = int(starts[i])
+        b = min(a + w, n)
+        if b < n and b in set(ends.tolist()) and b - a > 1:
+            b -= 1
+        return a, b, unknown
+    if place == 2:  # word end: starts inside a word
+        b = int(ends[i])
+        a = max(b - w, 0)
+        if a > 0 and a in set(starts.tolist()) and b - a > 1:
+            a += 1
+        return a, b, unknown
+    room = np.flatnonzero(lengths >= w + 2)  # inside one word
+    if room.size:
+        j = int(room[uniform_int(rng, room.size, 1)[0]])
+        a = int(starts[j]) + 1 + int(uniform_int(rng, int(lengths[j]) - w - 1, 1)[0])
+        return a, a + w, unknown
+    a = int(uniform_int(rng, n - w + 1, 1)[0])
+    return a, a + w, unknown
+
+
 #: Pattern name -> function; the order is the order in which patterns are drawn.
 PATTERN_FUNCTIONS = {
     "span": span,
@@ -201,6 +302,7 @@ PATTERN_FUNCTIONS = {
     "iid": iid,
     "half_word": half_word,
     "substitute": substitute,
+    "lacuna": lacuna,
 }
 #: Pattern names, in the order used to draw them.
 PATTERNS = tuple(PATTERN_FUNCTIONS)

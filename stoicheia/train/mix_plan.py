@@ -54,18 +54,14 @@ def planned_spans(
         steps = planned_start + decay_steps
         return [MixSpan("stable", steps, steps * slots_per_step, letter_shares(mixes[0]))]
     spans = [
-        MixSpan(
-            "stable", planned_start, planned_start * slots_per_step, letter_shares(mixes[0])
-        )
+        MixSpan("stable", planned_start, planned_start * slots_per_step, letter_shares(mixes[0]))
     ]
     prev = 0
     for k, end in enumerate(phase_ends, start=1):
         stop = round(end * decay_steps)
         steps = stop - prev
         spans.append(
-            MixSpan(
-                f"anneal phase {k}", steps, steps * slots_per_step, letter_shares(mixes[k])
-            )
+            MixSpan(f"anneal phase {k}", steps, steps * slots_per_step, letter_shares(mixes[k]))
         )
         prev = stop
     return spans
@@ -109,9 +105,7 @@ def plan_lines(facts: Mapping[str, Any]) -> list[str]:
 
 def over_read(facts: Mapping[str, Any]) -> list[TierReads]:
     """The tiers read more than ``facts['max_reads']`` times."""
-    return [
-        TierReads(**r) for r in facts["tiers"] if r["reads"] > float(facts["max_reads"])
-    ]
+    return [TierReads(**r) for r in facts["tiers"] if r["reads"] > float(facts["max_reads"])]
 
 
 def warning_lines(facts: Mapping[str, Any]) -> list[str]:

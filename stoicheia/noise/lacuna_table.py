@@ -1,0 +1,63 @@
+"""What real editions show of lost letters: the table the ``lacuna`` noise draws from.
+
+Measured by ``benchmarks/lacunae.py --table`` on the EpiDoc corpora (I.Sicily without its
+inscription dev set, IOSPE, IGCyr, Cretan Institutional Inscriptions; docs/noise.md): a *lost
+stretch* is the letters of ``<supplied reason="lost">`` and the ``<gap reason="lost">`` next to
+them. Counts, not probabilities, so the figures can be checked against the benchmark's output.
+"""
+
+from __future__ import annotations
+
+#: Width buckets in letters: ``(low, high)`` inclusive; the last is open-ended up to its high.
+WIDTH_BUCKETS = ("1", "2", "3", "4", "5", "6-7", "8-10", "11-15", "16-20", "21-30", "31-60")
+_BOUNDS = (
+    (1, 1),
+    (2, 2),
+    (3, 3),
+    (4, 4),
+    (5, 5),
+    (6, 7),
+    (8, 10),
+    (11, 15),
+    (16, 20),
+    (21, 30),
+    (31, 60),
+)
+
+
+def width_bucket(width: int) -> str:
+    """The bucket name of a stretch of ``width`` letters (>= 1; past 60: the last bucket)."""
+    for name, (lo, hi) in zip(WIDTH_BUCKETS, _BOUNDS, strict=True):
+        if lo <= width <= hi:
+            return name
+    return WIDTH_BUCKETS[-1]
+
+
+def bucket_bounds() -> tuple[tuple[int, int], ...]:
+    """``(low, high)`` letters of each bucket of :data:`WIDTH_BUCKETS`, in order."""
+    return _BOUNDS
+
+
+#: Lost stretches of a stated width, by bucket of :data:`WIDTH_BUCKETS` (``benchmarks/
+#: lacunae.py --table``, 2026-12-05: 8,193 stretches of 3,918 texts).
+WIDTH_COUNTS = {
+    "1": 2378,
+    "2": 1389,
+    "3": 855,
+    "4": 594,
+    "5": 466,
+    "6-7": 645,
+    "8-10": 543,
+    "11-15": 455,
+    "16-20": 315,
+    "21-30": 326,
+    "31-60": 227,
+}
+#: Stretches by kind: all letters supplied by the editor, a gap of exact width, of estimated
+#: width (``precision="low"``, a range), of unknown extent (``extent="unknown"``).
+KIND_COUNTS = {"supplied": 6961, "exact": 821, "about": 411, "unknown": 6853}
+#: Stretches by their place in the word (whole words; from a word's start to inside it; from
+#: inside a word to its end; inside one word or across words, starting and ending inside).
+PLACE_COUNTS = {"whole words": 1760, "word start": 4049, "word end": 4009, "inside": 5228}
+#: Stretches that hold the text's first word, its last word, and all stretches.
+FIRST_WORD, LAST_WORD, STRETCHES = 2220, 2249, 15046
