@@ -12,8 +12,9 @@ letters), *about* (``precision="low"``/``ca.``, or a range ``atLeast``/``atMost`
 (``extent="unknown"``: any part of unknown width). Its width is its letters plus the stated
 widths (the estimate for *about*). Its place in the word: *whole words* (it starts and ends at
 word edges), *word start* (starts at a word's start, ends inside a word), *word end*, *inside*;
-in the text: whether it holds the text's first or last word, and its share of letters on the
-first and last line (with the share of all letters there, the base rate). I.Sicily
+in the text: whether it holds the text's first or last word (and the share of texts whose first
+or last word is lost), and the share of letters lost on the first and last line (against the
+other lines). The place in the word counts the stretches off the text's edges. I.Sicily
 inscriptions whose number ends in 4 (the inscription dev set) are left out: the table the
 ``lacuna`` noise draws from (``--table`` prints it) must not be fitted on the dev set.
 
@@ -132,6 +133,7 @@ class Tally:
         self.width: Counter = Counter()  # bucket -> stretches of a stated width
         self.place: Counter = Counter()
         self.first_word = self.last_word = self.stretches = 0
+        self.texts_first = self.texts_last = 0  # texts whose first / last word is lost
         self.letters = self.lost = 0
         self.line_letters: Counter = Counter()  # first / last / other -> letters
         self.line_lost: Counter = Counter()
@@ -142,14 +144,21 @@ class Tally:
         items of each of its lines."""
         self.texts += 1
         first_end, last_start = _word_edges(items)
+        lost_first = lost_last = False
         for a, b, kind, width in _stretches(items):
             self.stretches += 1
             self.kind[kind] += 1
             if kind != "unknown":
                 self.width[width_bucket(max(1, width))] += 1
-            self.place[_place(items, a, b)] += 1
-            self.first_word += a <= first_end
-            self.last_word += b >= last_start
+            first, last = a <= first_end, b >= last_start
+            if not (first or last):  # place in the word: stretches off the text's edges
+                self.place[_place(items, a, b)] += 1
+            self.first_word += first
+            self.last_word += last
+            lost_first |= first
+            lost_last |= last
+        self.texts_first += lost_first
+        self.texts_last += lost_last
         for c, seg in items:
             if c in "kl":
                 self.letters += 1
@@ -289,10 +298,20 @@ def table(tallies: dict[str, Tally]) -> list[str]:
         )
     for place in PLACES:
         rows.append(
-            f"| {place}, % | "
-            + " | ".join(_pct(t.place[place], t.stretches) for t in tallies.values())
+            f"| {place}, % of stretches off the text's edges | "
+            + " | ".join(_pct(t.place[place], sum(t.place.values())) for t in tallies.values())
             + " |"
         )
+    rows.append(
+        "| texts whose first word is lost, % | "
+        + " | ".join(_pct(t.texts_first, t.texts) for t in tallies.values())
+        + " |"
+    )
+    rows.append(
+        "| texts whose last word is lost, % | "
+        + " | ".join(_pct(t.texts_last, t.texts) for t in tallies.values())
+        + " |"
+    )
     rows.append(
         "| holds the text's first word, % | "
         + " | ".join(_pct(t.first_word, t.stretches) for t in tallies.values())
@@ -338,7 +357,7 @@ def main() -> None:
         print("WIDTH_COUNTS =", widths)
         print("KIND_COUNTS =", {k: t.kind[k] for k in ("supplied", "exact", "about", "unknown")})
         print("PLACE_COUNTS =", {p: t.place[p] for p in PLACES})
-        print("FIRST_WORD, LAST_WORD, STRETCHES =", t.first_word, t.last_word, t.stretches)
+        print("TEXTS_FIRST_LOST, TEXTS_LAST_LOST, TEXTS =", t.texts_first, t.texts_last, t.texts)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,16 @@
 """What real editions show of lost letters: the table the ``lacuna`` noise draws from.
 
-Measured by ``benchmarks/lacunae.py --table`` on the EpiDoc corpora (I.Sicily without its
-inscription dev set, IOSPE, IGCyr, Cretan Institutional Inscriptions; docs/noise.md): a *lost
-stretch* is the letters of ``<supplied reason="lost">`` and the ``<gap reason="lost">`` next to
-them. Counts, not probabilities, so the figures can be checked against the benchmark's output.
+Measured by ``benchmarks/lacunae.py --table`` (2026-12-05) on the EpiDoc corpora (I.Sicily
+without its inscription dev set, IOSPE, IGCyr, Cretan Institutional Inscriptions;
+docs/noise.md): a *lost stretch* is the letters of ``<supplied reason="lost">`` and the
+``<gap reason="lost">`` next to them. Counts, not probabilities, so the figures can be checked
+against the benchmark's output.
 """
 
 from __future__ import annotations
 
-#: Width buckets in letters: ``(low, high)`` inclusive; the last is open-ended up to its high.
+#: Width buckets in letters (:func:`bucket_bounds`: ``(low, high)``, inclusive); the editions'
+#: few stretches wider than 60 letters are counted in the last, and the noise draws at most 60.
 WIDTH_BUCKETS = ("1", "2", "3", "4", "5", "6-7", "8-10", "11-15", "16-20", "21-30", "31-60")
 _BOUNDS = (
     (1, 1),
@@ -56,8 +58,10 @@ WIDTH_COUNTS = {
 #: Stretches by kind: all letters supplied by the editor, a gap of exact width, of estimated
 #: width (``precision="low"``, a range), of unknown extent (``extent="unknown"``).
 KIND_COUNTS = {"supplied": 6961, "exact": 821, "about": 411, "unknown": 6853}
-#: Stretches by their place in the word (whole words; from a word's start to inside it; from
-#: inside a word to its end; inside one word or across words, starting and ending inside).
-PLACE_COUNTS = {"whole words": 1760, "word start": 4049, "word end": 4009, "inside": 5228}
-#: Stretches that hold the text's first word, its last word, and all stretches.
-FIRST_WORD, LAST_WORD, STRETCHES = 2220, 2249, 15046
+#: Stretches off the text's edges (holding neither its first nor its last word) by their place
+#: in the word: whole words; from a word's start to inside a word; from inside a word to a
+#: word's end; starting and ending inside words.
+PLACE_COUNTS = {"whole words": 1074, "word start": 2640, "word end": 2608, "inside": 4687}
+#: Texts whose first word is (partly) lost, whose last word is, and all texts: stones break
+#: at their edges (49 % each, against 18 % of all letters lost).
+TEXTS_FIRST_LOST, TEXTS_LAST_LOST, TEXTS = 1927, 1940, 3918
