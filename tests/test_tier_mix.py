@@ -165,3 +165,13 @@ def test_an_over_read_tier_warns_and_status_shows_the_mix(tmp_path):
     assert any("warning: tier silver is read 10.0 times" in line for line in lines)
     # under the threshold: no warning
     assert warning_lines(plan_facts(spans, sizes, max_reads=20.0)) == []
+
+
+def test_every_tier_over_read_is_one_line_about_the_corpus():
+    sizes = {"gold": TierSize(1_000, 10), "silver": TierSize(500, 5)}
+    spans = planned_spans(
+        [{"gold": 1.0, "silver": 1.0}], [], planned_start=90, decay_steps=10, slots_per_step=1000
+    )
+    (line,) = warning_lines(plan_facts(spans, sizes, max_reads=4.0))
+    assert "every tier is read more than data.max_reads = 4 times" in line
+    assert "plan fewer steps" in line

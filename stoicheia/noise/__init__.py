@@ -6,7 +6,8 @@ A record of ``n`` slots arrives as aligned ``uint8`` planes of shape ``(n,)`` (`
 :func:`noise_record` draws one corruption rate ``t`` and one corruption *pattern* for the
 record, corrupts the letters, hides some auxiliary channels, and returns a :class:`Noised`
 record of ``M >= n`` slots (``M > n`` only for the ``elastic`` and ``lacuna`` patterns, whose
-lacunae may have an unknown width) holding the model inputs, the targets and the per-slot loss weights.
+lacunae may have an unknown width) holding the model inputs, the targets and the per-slot loss
+weights.
 
 Training objective (MDLM; Sahoo et al. 2024, "Simple and Effective Masked Diffusion Language
 Models", NeurIPS 2024): for the linear schedule ``alpha_t = 1 - t`` the continuous-time ELBO weights

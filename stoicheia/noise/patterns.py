@@ -279,9 +279,9 @@ def draw_stretch(
     ``w`` letters, ending inside a word), word end (``w`` letters back from a word's end,
     starting inside a word), inside (from inside a word, ``w`` letters, ending inside a word:
     within one word or across several). A stretch that would end exactly at a word's edge
-    where the place says inside is one letter shorter. It is kept between the end of the first word and the start of the
-    last (cut to fit); a text of fewer than three words has no such room, and the stretch
-    goes anywhere.
+    where the place says inside is one letter shorter. It is kept between the end of the
+    first word and the start of the last (cut to fit); a text of fewer than three words has no
+    such room, and the stretch goes anywhere.
     """
     w = min(draw_width(rng), n)
     unknown = bool(rng.random() < _P_UNKNOWN)

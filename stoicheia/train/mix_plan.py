@@ -83,6 +83,8 @@ def plan_facts(
 
 
 def _m(n: float) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:,.2f} G"
     return f"{n / 1e6:,.2f} M" if n >= 1e5 else f"{n:,.0f}"
 
 
@@ -95,7 +97,7 @@ def plan_lines(facts: Mapping[str, Any]) -> list[str]:
     for r in facts["tiers"]:
         lines.append(
             f"  {r['tier']:<8} {100 * r['share']:5.1f} % of the letters, {_m(r['letters_read'])} "
-            f"read of its {_m(r['letters'])}: read {r['reads']:.2f} times"
+            f"read of its {_m(r['letters'])}: read {r['reads']:,.2f} times"
         )
     for m in facts["mixes"]:
         shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
@@ -109,15 +111,23 @@ def over_read(facts: Mapping[str, Any]) -> list[TierReads]:
 
 
 def warning_lines(facts: Mapping[str, Any]) -> list[str]:
-    """One warning per tier read more than ``max_reads`` times, naming the fix."""
-    out = []
-    for r in over_read(facts):
-        out.append(
-            f"warning: tier {r.tier} is read {r.reads:.1f} times over the planned run (more than "
-            f"data.max_reads = {facts['max_reads']:g}): repeats past a few add little; lower its "
-            "weight in data.tier_weights (and in the anneal phases) or convert more text for it"
-        )
-    return out
+    """One warning per tier read more than ``max_reads`` times, naming the fix; one line for
+    all when every tier is (the run plans more letters than the corpus holds)."""
+    over = over_read(facts)
+    limit = f"data.max_reads = {facts['max_reads']:g}"
+    if over and len(over) == len(facts["tiers"]) and len(over) > 1:
+        letters = sum(r["letters"] for r in facts["tiers"])
+        return [
+            f"warning: every tier is read more than {limit} times: the planned run reads "
+            f"{_m(facts['slots'])} letter slots, the tiers hold {_m(letters)} letters; convert "
+            "more text or plan fewer steps (train.nominal_steps)"
+        ]
+    return [
+        f"warning: tier {r.tier} is read {r.reads:,.1f} times over the planned run (more than "
+        f"{limit}): repeats past a few add little; lower its weight in data.tier_weights (and in "
+        "the anneal phases) or convert more text for it"
+        for r in over
+    ]
 
 
 def announce(
