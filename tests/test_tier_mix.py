@@ -175,3 +175,64 @@ def test_every_tier_over_read_is_one_line_about_the_corpus():
     (line,) = warning_lines(plan_facts(spans, sizes, max_reads=4.0))
     assert "every tier is read more than data.max_reads = 4 times" in line
     assert "plan fewer steps" in line
+
+
+def test_the_run_prints_its_mix_and_keeps_it_for_status(small_shards, tmp_path, capsys):
+    """Building the tiny run prints the tier mix in letters (rank 0) and writes mix.json with
+    the anneal phases as the run's schedule plans them."""
+    import os
+
+    from stoicheia.train.builder import build_trainer
+    from tests.tiny import REPO, tiny_run
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        cfg = tiny_run(
+            small_shards, tmp_path, "mix", "train.nominal_steps=100", "train.max_steps=120"
+        )
+        built = build_trainer(cfg)
+        built.trainer.close()
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert "[data] tier mix over the planned run, in letters: 100 steps" in out
+    facts = json.loads((tmp_path / "mix" / "mix.json").read_text())
+    assert [m["name"] for m in facts["mixes"]] == ["stable", "anneal phase 1", "anneal phase 2"]
+    assert [m["steps"] for m in facts["mixes"]] == [80, 10, 10]
+    assert facts["mixes"][2]["shares"] == {"gold": 1.0}
+    sizes = read_tier_sizes(small_shards)
+    silver = next(r for r in facts["tiers"] if r["tier"] == "silver")
+    rows = cfg.train.micro_batch_rows * (cfg.train.grad_accum or 1)
+    slots = rows * cfg.data.seq_len
+    # silver's letter share: 0.04 / 0.92 in the stable mix (80 steps), 1/2 in phase 1 (10)
+    read = (0.04 / 0.92 * 80 + 0.5 * 10) * slots
+    assert silver["letters_read"] == pytest.approx(read)
+    assert silver["reads"] == pytest.approx(read / sizes["silver"].letters)
+
+
+def test_a_checkpoint_from_record_proportions_resumes_with_a_note(small_shards):
+    """A data position saved before the weights meant letters (no ``mix_unit``) resumes, with
+    one warning line that the mix changes."""
+    from stoicheia.data.loader import PackedLoader
+
+    factory = TierMixFactory(
+        small_shards, seq_len=128, noise=NoiseConfig(), noise_seed=1, records_per_batch=4
+    )
+    loader = PackedLoader(factory, rows=2, mixes=[{"gold": 1.0, "silver": 1.0}])
+    state = loader.state_dict()
+    assert state["mix_unit"] == "letters"
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("stoicheia.data.loader")
+    logger.addHandler(handler)
+    try:
+        loader.load_state_dict(state)
+        assert not records
+        old = {k: v for k, v in state.items() if k != "mix_unit"}
+        loader.load_state_dict(old)
+    finally:
+        logger.removeHandler(handler)
+    (note,) = [r.getMessage() for r in records]
+    assert "record proportions" in note and "shares of letters" in note
