@@ -76,16 +76,19 @@ class DataConfig:
     """Where the shards are and how records become packed rows.
 
     ``seq_len`` is the row length T in letter slots; ``records_per_batch`` records are read
-    and noised per DataLoader worker batch; ``tier_weights`` are stream proportions
-    (normalised over tiers with weight > 0).
+    and noised per DataLoader worker batch; ``tier_weights`` are each tier's share of the
+    **letters** read (normalised over tiers with weight > 0; turned into stream proportions by
+    :func:`stoicheia.data.tier_mix.record_proportions`); a tier read more than ``max_reads``
+    times over the planned run is warned about at start.
     """
 
     shard_root: str = "data/shards"
     remote: str | None = None  # object-store URI with the same layout as shard_root
     local_cache: str | None = None  # local folder for shards downloaded from `remote`
     tier_weights: dict[str, float] = field(
-        default_factory=lambda: {"gold": 1.0, "silver": 1.0, "bronze": 0.3}
+        default_factory=lambda: {"gold": 0.987, "silver": 0.004, "bronze": 0.009}
     )
+    max_reads: float = 4.0  # warn above this many reads of a tier over the planned run
     seq_len: int = 8192
     records_per_batch: int = 16
     num_workers: int = 2
@@ -322,6 +325,8 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad(
             "data.tier_weights", f"weights must be finite numbers >= 0, got {dict(d.tier_weights)}"
         )
+    if not (math.isfinite(d.max_reads) and d.max_reads > 0):
+        raise bad("data.max_reads", f"must be a number of reads > 0, got {d.max_reads}")
     if not d.eval_sets or len(set(d.eval_sets)) != len(d.eval_sets):
         raise bad(
             "data.eval_sets", f"must list distinct sets (holdout, dev, all), got {d.eval_sets}"

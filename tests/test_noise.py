@@ -621,6 +621,7 @@ def test_config_defaults_valid():
         "iid": 0.15,
         "half_word": 0.20,
         "substitute": 0.15,
+        "lacuna": 0.0,
     }
     assert cfg.t_beta == (2.0, 4.0) and (cfg.t_min, cfg.t_max) == (0.05, 0.95)
 
@@ -677,7 +678,7 @@ def test_real_lacuna_is_never_a_target(pattern):
     masked_letters = []
     for seed in range(60):
         out = noise_record(planes, np.random.default_rng(seed), cfg)
-        if pattern != "elastic":
+        if pattern not in ("elastic", "lacuna"):
             assert len(out) == len(planes)
             r = real
         else:  # elastic inserts BLANK slots after chosen words; find the original slots again

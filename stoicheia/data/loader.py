@@ -189,6 +189,7 @@ class PackedLoader(DataLoader):
             "records_per_batch": self.records_per_batch,
             "global_rows": self.rows * dist.get_world_size(),
             "mixes": self.mixes,
+            "mix_unit": "letters",  # the weights are shares of letters (tier_mix.py)
         }
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:
@@ -203,6 +204,14 @@ class PackedLoader(DataLoader):
         at = resume_point(
             obj, dist.get_world_size(), dist.get_global_rank(), self.rows, self.records_per_batch
         )
+        if obj.get("mix_unit") != "letters" and any(
+            sum(1 for w in m.values() if w > 0) > 1 for m in obj.get("mixes") or []
+        ):
+            log.warning(
+                "[data] the checkpoint was saved when tier weights were record proportions; "
+                "they are now shares of letters, so the mix changes from here (the printed "
+                "tier mix in letters is the one trained on from now)"
+            )
         self.resume(at.own, at.ranks, at.mixes, regions=at.regions, taken=at.taken)
 
     def trim_taken(self, front: tuple[int, int]) -> None:

@@ -29,6 +29,7 @@ from torch.utils.data import get_worker_info
 from stoicheia.data.shard_index import check_local_split
 from stoicheia.data.shards import decode_planes, split_at_words
 from stoicheia.data.shm import retry_prefix_race, stop_prefix_probe_leak
+from stoicheia.data.tier_mix import TierSize, letter_shares, read_tier_sizes, record_proportions
 from stoicheia.noise import NoiseConfig, Noised, noise_record
 
 log = logging.getLogger(__name__)
@@ -37,33 +38,41 @@ stop_prefix_probe_leak()
 
 
 def make_streams(
-    shard_root: str | Path,
+    shard_root: str | Path | None,
     tier_weights: Mapping[str, float],
     split: str,
     remote: str | None = None,
     local_cache: str | Path | None = None,
+    sizes: Mapping[str, TierSize] | None = None,
 ) -> list[Stream]:
-    """One ``Stream`` per tier with a positive weight; weights become proportions.
+    """One ``Stream`` per tier with a positive weight; the weights are shares of **letters**.
+
+    Each tier's weight, normalised over the tiers with a positive weight, is its share of the
+    letters read; it becomes the record proportion that reads that share
+    (:func:`stoicheia.data.tier_mix.record_proportions`), from the letters and samples per
+    tier in ``sizes`` (else read from ``stats.json`` in ``shard_root``, or in ``local_cache``
+    with a ``remote``). A mix of one tier needs no sizes.
 
     ``shard_root`` is the output of ``stoicheia convert`` (``TIER/SPLIT/index.json``). With
     ``remote`` (an object-store URI holding the same layout) shards are downloaded into
-    ``local_cache/TIER/SPLIT``. Raises ``FileNotFoundError`` naming the missing index and the
-    fix, and ``ValueError`` for negative or all-zero weights.
+    ``local_cache/TIER/SPLIT``. Raises ``FileNotFoundError`` naming the missing index or
+    ``stats.json`` and the fix, and ``ValueError`` for negative or all-zero weights.
     """
-    if any(w < 0 for w in tier_weights.values()):
-        raise ValueError(f"tier weights must be >= 0, got {dict(tier_weights)}")
-    active = {t: float(w) for t, w in tier_weights.items() if w > 0}
-    if not active:
-        raise ValueError(
-            f"every tier weight is 0: {dict(tier_weights)}; give at least one tier a positive "
-            "weight"
-        )
-    total = sum(active.values())
+    shares = letter_shares(tier_weights)
+    if remote is None:
+        local_splits = {t: check_local_split(shard_root, t, split) for t in shares}
+    if sizes is None and len(shares) > 1:
+        stats_root = shard_root if remote is None else local_cache
+        if stats_root is None:
+            raise ValueError(
+                "data.remote needs data.local_cache (a local folder for downloaded shards)"
+            )
+        sizes = read_tier_sizes(stats_root, split)
+    proportions = record_proportions(shares, sizes or {}, "stats.json")
     streams = []
-    for tier, w in active.items():
+    for tier, p in proportions.items():
         if remote is None:
-            local = check_local_split(shard_root, tier, split)
-            streams.append(Stream(local=str(local), proportion=w / total))
+            streams.append(Stream(local=str(local_splits[tier]), proportion=p))
         else:
             if local_cache is None:
                 raise ValueError(
@@ -73,7 +82,7 @@ def make_streams(
                 Stream(
                     remote=f"{remote.rstrip('/')}/{tier}/{split}",
                     local=str(Path(local_cache) / tier / split),
-                    proportion=w / total,
+                    proportion=p,
                 )
             )
     return streams
@@ -303,7 +312,12 @@ class TierMixFactory:
     """Builds the :class:`NoisedRecordStream` of a tier mix: everything but the weights is
     fixed for the run. ``build(weights, phase)`` is called by the packer when a mix starts;
     ``check(weights)`` raises at start-up what ``build`` would raise later (missing tier,
-    empty split, all-zero weights)."""
+    empty split, all-zero weights, a tier without letter counts in ``stats.json``).
+
+    The weights of a mix are shares of letters (:func:`make_streams`); the letters and samples
+    per tier come from ``stats.json`` in ``stats_root`` (default: ``shard_root``, or
+    ``local_cache`` with a ``remote``, fetched from the store when not there yet), read once.
+    """
 
     shard_root: str | Path | None
     seq_len: int
@@ -315,6 +329,26 @@ class TierMixFactory:
     epoch_size: int | None = None
     shuffle_seed: int = 9176
     num_canonical_nodes: int | None = None
+    stats_root: str | Path | None = None
+
+    def tier_sizes(self) -> dict[str, TierSize]:
+        """Letters and samples of each tier's train split (``stats.json``, read once).
+        Raises ``FileNotFoundError`` naming the file and the fix."""
+        cached = self.__dict__.get("_sizes")
+        if cached is not None:
+            return cached
+        root = self.stats_root
+        if root is None:
+            root = self.shard_root if self.remote is None else self.local_cache
+        if root is None:
+            raise ValueError(
+                "data.remote needs data.local_cache (a local folder for downloaded shards)"
+            )
+        if self.remote is not None and not (Path(root) / "stats.json").exists():
+            fetch_remote_stats(self.remote, root)
+        sizes = read_tier_sizes(root, "train")
+        self.__dict__["_sizes"] = sizes
+        return sizes
 
     def _streams(self, weights: Mapping[str, float], phase: int) -> list[Stream]:
         cache = self.local_cache
@@ -325,7 +359,8 @@ class TierMixFactory:
                 reuse_downloaded_shards(
                     Path(self.local_cache), phase, [t for t, w in weights.items() if w > 0]
                 )
-        return make_streams(self.shard_root, weights, "train", self.remote, cache)
+        sizes = self.tier_sizes() if len(letter_shares(weights)) > 1 else {}
+        return make_streams(self.shard_root, weights, "train", self.remote, cache, sizes)
 
     def check(self, weights: Mapping[str, float]) -> None:
         """Raise ``FileNotFoundError``/``ValueError`` (naming the tier and the fix) if the mix

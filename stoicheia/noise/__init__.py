@@ -5,8 +5,9 @@ A record of ``n`` slots arrives as aligned ``uint8`` planes of shape ``(n,)`` (`
 :mod:`stoicheia.text.alphabet`).
 :func:`noise_record` draws one corruption rate ``t`` and one corruption *pattern* for the
 record, corrupts the letters, hides some auxiliary channels, and returns a :class:`Noised`
-record of ``M >= n`` slots (``M > n`` only for the ``elastic`` pattern, whose lacunae have an
-unknown width) holding the model inputs, the targets and the per-slot loss weights.
+record of ``M >= n`` slots (``M > n`` only for the ``elastic`` and ``lacuna`` patterns, whose
+lacunae may have an unknown width) holding the model inputs, the targets and the per-slot loss
+weights.
 
 Training objective (MDLM; Sahoo et al. 2024, "Simple and Effective Masked Diffusion Language
 Models", NeurIPS 2024): for the linear schedule ``alpha_t = 1 - t`` the continuous-time ELBO weights
@@ -35,6 +36,11 @@ Patterns (one per record, drawn with :attr:`NoiseConfig.weights`):
 ``substitute``
     each letter replaced, with probability ``t``, by a uniformly drawn *different* letter,
     with no mask signal.
+``lacuna``
+    lost stretches as real editions show them: width, place in the word, the text's first and
+    last word and unknown extent drawn from the table measured on the EpiDoc corpora
+    (:mod:`stoicheia.noise.lacuna_table`, docs/noise.md); a stretch of unknown extent gets
+    ``2 + u`` BLANK slots after it as an elastic word does. Weight 0 by default.
 
 The count patterns (span, word, half_word, elastic) aim at ``K`` masked letters with
 ``K = floor(t*n + U(0,1))`` (stochastic rounding, so ``E[K] = t*n`` exactly), and choose words in

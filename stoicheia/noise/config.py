@@ -31,6 +31,7 @@ def _default_weights() -> dict[str, float]:
         "iid": 0.15,
         "half_word": 0.20,
         "substitute": 0.15,
+        "lacuna": 0.0,  # off by default: docs/noise.md
     }
 
 
@@ -79,7 +80,8 @@ class NoiseConfig:
 
     Attributes:
         weights: mixture weight per pattern name (see :data:`PATTERNS`); need not sum to 1
-            (they are normalised); a pattern left out has weight 0.
+            (they are normalised); a pattern left out has weight 0 (``lacuna``, lost stretches
+            drawn as real editions show them, is left out by default: docs/noise.md).
         t_beta: ``(a, b)`` of the Beta distribution of the per-record rate ``t``.
         t_min, t_max: ``t`` is clipped to ``[t_min, t_max]``, ``0 < t_min <= t_max <= 1``
             (``t > 0`` because the loss weight is ``1/t``). ``t_min == t_max`` fixes ``t``.

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from stoicheia.noise import lacuna_table as LT
 from stoicheia.noise.prepared import PreparedNoise
 from stoicheia.noise.words import (
     runs_mask,
@@ -193,6 +194,136 @@ def _half_word_mask(
     return runs_mask(n, word_starts[order[:take]] + offset[:take], length[:take])
 
 
+def lacuna(
+    letters: Letters, t: float, prep: PreparedNoise, rng: np.random.Generator, max_len: int | None
+) -> Choice:
+    """Lost stretches as real editions show them (:mod:`stoicheia.noise.lacuna_table`).
+
+    With the measured probabilities (49 % each) a stretch holds the record's first word
+    (starts at letter 0) and one its last (ends at letter ``n``): stones break at their edges.
+    Then stretches off the edges (:func:`draw_stretch`: width and place in the word from the
+    table) until about ``t * n`` letters are hidden: the stretch that crosses ``K = t * n``
+    (stochastically rounded) is kept with probability ``(K - hidden before) / its new
+    letters``, so the expected count is ``K`` when the edges leave room. Each stretch's width
+    is drawn by :func:`draw_width`; with the measured probability (45 %) its extent is unknown
+    and its width hidden too, as the elastic pattern does: ``2 + u`` BLANK slots after it,
+    ``u`` uniform in ``0..elastic_pad_max``, within ``max_len`` slots (past it, the stretch
+    keeps its width)."""
+    n = letters.n
+    k = target_count(t, n, rng)
+    mask = np.zeros(n, dtype=bool)
+    if k == 0:
+        return Choice(mask)
+    starts, lengths = word_spans(letters.ws)
+    budget = np.inf if max_len is None else max_len - letters.n_slots
+    extra: dict[int, int] = {}
+
+    def hide(a: int, b: int, unknown: bool) -> None:
+        nonlocal budget
+        mask[a:b] = True
+        if unknown:
+            u = 2 + int(uniform_int(rng, prep.pad_max + 1, 1)[0])
+            if u <= budget and (b - 1) not in extra:
+                extra[b - 1] = u
+                budget -= u
+
+    edge = rng.random(4)
+    if edge[0] < _P_FIRST:
+        hide(0, min(draw_width(rng), n), bool(edge[1] < _P_UNKNOWN))
+    if edge[2] < _P_LAST:
+        hide(n - min(draw_width(rng), n), n, bool(edge[3] < _P_UNKNOWN))
+    masked = int(mask.sum())
+    for _ in range(4 * k):  # bounded: a stretch that hides nothing new is drawn again
+        if masked >= k:
+            break
+        a, b, unknown = draw_stretch(starts, lengths, n, rng)
+        new = int((~mask[a:b]).sum())
+        if new == 0:
+            continue
+        if masked + new > k and rng.random() >= (k - masked) / new:
+            break
+        hide(a, b, unknown)
+        masked += new
+    if not extra:
+        return Choice(mask)
+    at = np.array(sorted(extra), dtype=np.int64)
+    return Choice(mask, extra_at=at, extra=np.array([extra[i] for i in at], dtype=np.int64))
+
+
+_W_P = np.array(list(LT.WIDTH_COUNTS.values()), dtype=np.float64)
+_W_CUM = np.cumsum(_W_P / _W_P.sum())
+_PLACE_P = np.array(list(LT.PLACE_COUNTS.values()), dtype=np.float64)
+_PLACE_CUM = np.cumsum(_PLACE_P / _PLACE_P.sum())
+_P_FIRST = LT.TEXTS_FIRST_LOST / LT.TEXTS
+_P_LAST = LT.TEXTS_LAST_LOST / LT.TEXTS
+_P_UNKNOWN = LT.KIND_COUNTS["unknown"] / sum(LT.KIND_COUNTS.values())
+
+
+def draw_width(rng: np.random.Generator) -> int:
+    """One stretch width in letters from :data:`~stoicheia.noise.lacuna_table.WIDTH_COUNTS`:
+    a bucket by its count, then a width uniform within the bucket."""
+    b = min(int(_W_CUM.searchsorted(rng.random(), side="right")), len(_W_CUM) - 1)
+    lo, hi = LT.bucket_bounds()[b]
+    return lo + int(uniform_int(rng, hi - lo + 1, 1)[0])
+
+
+def draw_stretch(
+    starts: np.ndarray, lengths: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[int, int, bool]:
+    """One lost stretch ``[a, b)`` off the text's edges, over ``n`` letters in words
+    (``starts``/``lengths``: int64 first letter and length of each word, ``n`` their end), and
+    whether its extent is unknown.
+
+    Width ``w`` from :func:`draw_width`; place from the table: whole words (from a word's start
+    to the end of the word where ``w`` letters are reached), word start (from a word's start,
+    ``w`` letters, ending inside a word), word end (``w`` letters back from a word's end,
+    starting inside a word), inside (from inside a word, ``w`` letters, ending inside a word:
+    within one word or across several). A stretch that would end exactly at a word's edge
+    where the place says inside is one letter shorter. It is kept between the end of the
+    first word and the start of the last (cut to fit); a text of fewer than three words has no
+    such room, and the stretch goes anywhere.
+    """
+    w = min(draw_width(rng), n)
+    unknown = bool(rng.random() < _P_UNKNOWN)
+    place = min(int(_PLACE_CUM.searchsorted(rng.random(), side="right")), 3)
+    m = len(starts)
+    ends = starts + lengths
+    if m >= 3:
+        lo, hi, first, last = int(ends[0]), int(starts[-1]), 1, m - 2
+    else:
+        lo, hi, first, last = 0, n, 0, m - 1
+    i = first + int(uniform_int(rng, last - first + 1, 1)[0])
+    if place == 0:  # whole words
+        j = min(int(np.searchsorted(ends, starts[i] + w, side="left")), last)
+        a, b = int(starts[i]), int(ends[j])
+    elif place == 1:  # word start: ends inside a word
+        a = int(starts[i])
+        b = a + w
+        if b < hi and b in ends and w > 1:
+            b -= 1
+    elif place == 2:  # word end: starts inside a word
+        b = int(ends[i])
+        a = b - w
+        if a > lo and a in starts and w > 1:
+            a += 1
+    else:  # inside: from inside a word (not its first letter) to inside a word (not its last)
+        inner = 1 if w > 1 else 2  # one letter inside needs a word of 3
+        room = first + np.flatnonzero(lengths[first : last + 1] >= 1 + inner)
+        if room.size:
+            j = int(room[uniform_int(rng, room.size, 1)[0]])
+            a = int(starts[j]) + 1 + int(uniform_int(rng, int(lengths[j]) - inner, 1)[0])
+        else:
+            a = lo + int(uniform_int(rng, max(1, hi - lo - w + 1), 1)[0])
+        b = a + w
+        if b in ends and w > 1:
+            b -= 1
+    a, b = max(a, lo), min(b, hi)
+    if b <= a:  # cut to nothing: one letter of the room
+        a = lo + int(uniform_int(rng, hi - lo, 1)[0])
+        b = a + 1
+    return a, b, unknown
+
+
 #: Pattern name -> function; the order is the order in which patterns are drawn.
 PATTERN_FUNCTIONS = {
     "span": span,
@@ -201,6 +332,7 @@ PATTERN_FUNCTIONS = {
     "iid": iid,
     "half_word": half_word,
     "substitute": substitute,
+    "lacuna": lacuna,
 }
 #: Pattern names, in the order used to draw them.
 PATTERNS = tuple(PATTERN_FUNCTIONS)

@@ -34,6 +34,7 @@ from stoicheia.model.optim import param_groups
 from stoicheia.train import registry, run_files
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.callbacks.anneal_control import AnnealControl
+from stoicheia.train.callbacks.anneal_data import AnnealData
 from stoicheia.train.callbacks.checkpoint_saver import GuardedCheckpointSaver
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
@@ -41,6 +42,7 @@ from stoicheia.train.console import configure_console
 from stoicheia.train.device import compile_model, flag_group, resolve_device
 from stoicheia.train.evaluators import build_evaluators
 from stoicheia.train.loggers.store_uploader import StoreUploader
+from stoicheia.train.mix_plan import announce, planned_spans
 from stoicheia.train.object_store import is_remote
 from stoicheia.train.resume import (
     check_load_path,
@@ -135,6 +137,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         epoch_size=d.epoch_size,
         shuffle_seed=d.shuffle_seed,
         num_canonical_nodes=d.num_canonical_nodes,
+        stats_root=stats_root,
     )
     grad_accum, global_rows = batch_split(cfg.train, dist.get_world_size())
     rows = cfg.train.micro_batch_rows * grad_accum
@@ -215,6 +218,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     ctx.guard = next((p for p in plugins.values() if isinstance(p, GradientGuard)), None)
     for name, kwargs in registry.resolve(cfg.callbacks, "callbacks"):
         plugins[name] = registry.build("callbacks", name, kwargs, ctx)
+    _announce_mix(cfg, loader, plugins, control, factory, global_rows, run_folder)
     algorithms = [p for n, p in plugins.items() if n in registry.ALGORITHMS]
     if ctx.guard is None and cfg.train.clip_norm:
         # switching gradient_guard off must not drop clipping silently: the same clip (torch's
@@ -306,4 +310,33 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         cfg.train.load_path,
         autoresumed,
         uploader,
+    )
+
+
+def _announce_mix(
+    cfg: RunConfig,
+    loader: PackedLoader,
+    plugins: dict[str, Any],
+    control: AnnealControl,
+    factory: TierMixFactory,
+    global_rows: int,
+    run_folder: Path,
+) -> None:
+    """Print each tier's share of the letters, its letters and its reads over the planned run
+    (warning above ``data.max_reads``), and keep it in ``mix.json`` (rank 0)."""
+    anneal = next((p for p in plugins.values() if isinstance(p, AnnealData)), None)
+    ends = [end for end, _ in anneal.phases] if anneal is not None else []
+    spans = planned_spans(
+        loader.mixes,
+        ends,
+        planned_start=control.shape.planned_anneal_start,
+        decay_steps=control.shape.decay_steps,
+        slots_per_step=global_rows * cfg.data.seq_len,
+    )
+    announce(
+        run_folder,
+        spans,
+        factory.tier_sizes(),
+        cfg.data.max_reads,
+        write=dist.get_global_rank() == 0,
     )

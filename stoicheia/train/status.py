@@ -21,6 +21,7 @@ from typing import Any
 
 from stoicheia.train import run_files
 from stoicheia.train.checkpoints import missing_records
+from stoicheia.train.mix_plan import MIX_FILE, plan_lines, warning_lines
 from stoicheia.train.run_files import read_history
 
 METRICS = "metrics.jsonl"
@@ -212,7 +213,9 @@ def run_status(folder: Path) -> dict[str, Any]:
     * ``problems``: one phrase per checkpoint that should be there and cannot be loaded (a
       ``latest-rank0.pt`` link that dangles or points at a truncated file, a missing or
       truncated ``best.pt``/``final.pt``/last good checkpoint);
-    * ``evals``: the newest evaluation of each set, ``{set: {"step", "metrics"}}``.
+    * ``evals``: the newest evaluation of each set, ``{set: {"step", "metrics"}}``;
+    * ``mix``: the tier mix in letters over the planned run (``mix.json``, written at start
+      by :mod:`stoicheia.train.mix_plan`), or ``None`` for a run started before it existed.
 
     Raises :class:`NoRunError` (a ``ValueError``) if ``folder`` is missing or holds none of
     :data:`RUN_FILES`, and ``ValueError`` naming the file if a JSON marker is corrupt.
@@ -234,6 +237,7 @@ def run_status(folder: Path) -> dict[str, Any]:
     ):
         facts[key] = run_files.read_json(folder, name)
     facts["evals"] = _last_evals(folder)
+    facts["mix"] = run_files.read_json(folder, MIX_FILE)
 
     complete, diverged = facts["complete"], facts["diverged"]
     facts["problems"] = []
@@ -370,6 +374,10 @@ def format_status(facts: dict[str, Any]) -> list[str]:
         if facts.get("use")
         else f"use: none ({facts['use_why']})"
     )
+    mix = facts.get("mix")
+    if mix:
+        lines.extend(plan_lines(mix))
+        lines.extend(warning_lines(mix))
     for name, ev in sorted(facts.get("evals", {}).items()):
         values = ", ".join(f"{k} {_num(v)}" for k, v in ev["metrics"].items())
         lines.append(f"eval {name} @ step {ev['step']}: {values}")

@@ -80,7 +80,8 @@ def model_card(model: LoadedModel, info: dict[str, Any]) -> str:
     shown = sorted(trained) if trained is not None else sorted(set(weights) | set(tiers))
     if shown:
         lines += [
-            "| tier | weight | train letters | held-out letters | train records |",
+            "| tier | weight (share of letters) | train letters | held-out letters "
+            "| train records |",
             "|---|---|---|---|---|",
         ]
         for tier in shown:

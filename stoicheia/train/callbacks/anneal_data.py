@@ -79,7 +79,9 @@ class AnnealData(Callback):
             and ``data.tier_weights``).
         phases: ``[[end_fraction, {tier: weight}], ...]``: fractions of the decay window,
             increasing, the last 1.0 (default ``[[1.0, {gold: 1}]]``: gold only from the
-            anneal start).
+            anneal start). The weights are shares of letters, as ``data.tier_weights``
+            (docs/configuration.md, "The tier mix in letters"); the run prints each phase's
+            shares and each tier's reads over the planned run at start.
     """
 
     def __init__(
