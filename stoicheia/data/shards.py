@@ -40,6 +40,7 @@ from stoicheia.data.conversion_pool import map_files
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
+from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
@@ -287,10 +288,10 @@ def convert(
                             held.append((tier, res.path, rec))
                         else:
                             store(tier, res.path, rec)
-            twins = _twin_groups_of(held)
+            twins = held_twin_groups(held)
             first_of = {m: g.members[0] for g in twins for m in g.members}
             for tier, path, rec in held:
-                key = first_of.get(_twin_key(tier, rec[2]))
+                key = first_of.get(twin_key(tier, rec[2]))
                 store(tier, path, rec, dev_key=key.split("\t", 1)[1] if key else None)
             twins_json = [
                 {"members": [m.replace("\t", "/", 1) for m in g.members], "pairs": len(g.pairs)}
@@ -476,28 +477,6 @@ def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
                     f"input {tier}={given} lies inside --out {out}, which --overwrite replaces: "
                     "choose another --out"
                 )
-
-
-def _twin_key(tier: str, work: str) -> str:
-    return f"{tier}\t{work}"
-
-
-def _twin_groups_of(held: Sequence[tuple[str, str, tuple]]) -> list:
-    """The groups of twins among the held EpiDoc records, one text per ``(tier, work)`` (its
-    records' letters joined, lacunae left out), keyed ``"TIER\\tWORK"``."""
-    from stoicheia.data.twins import twin_groups
-
-    if not held:
-        return []
-    letters: dict[str, list[np.ndarray]] = {}
-    for tier, _path, rec in held:
-        for p in rec[3]:
-            chars = np.frombuffer(p["chars"], dtype=np.uint8)
-            real = np.frombuffer(p["lacuna"], dtype=np.uint8) > 0
-            letters.setdefault(_twin_key(tier, rec[2]), []).append(
-                chars[~real & (chars < NUM_LETTERS)]
-            )
-    return twin_groups({k: np.concatenate(v) for k, v in letters.items()})
 
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:

@@ -27,7 +27,7 @@ Only numpy and datasketch are imported (the benchmark's contamination report,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,12 +132,37 @@ def twin_groups(
     return sorted(groups, key=lambda g: g.members)
 
 
+def twin_key(tier: str, work: str) -> str:
+    """The key of one inscription among the held records: ``"TIER\\tWORK"``."""
+    return f"{tier}\t{work}"
+
+
+def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
+    """The groups of twins among EpiDoc records held back by ``convert``: ``held`` is
+    ``[(tier, source path, (record id, source, work, parts, words))]``, each part a dict of
+    plane bytes (``chars``, ``lacuna``, ...). One text per ``(tier, work)`` (its records'
+    letters joined, lacuna slots and non-letters left out), keyed by :func:`twin_key`."""
+    from stoicheia.text.alphabet import NUM_LETTERS
+
+    letters: dict[str, list[np.ndarray]] = {}
+    for tier, _path, rec in held:
+        for p in rec[3]:
+            chars = np.frombuffer(p["chars"], dtype=np.uint8)
+            real = np.frombuffer(p["lacuna"], dtype=np.uint8) > 0
+            letters.setdefault(twin_key(tier, rec[2]), []).append(
+                chars[~real & (chars < NUM_LETTERS)]
+            )
+    return twin_groups({k: np.concatenate(v) for k, v in letters.items()})
+
+
 __all__ = [
     "MIN_TWIN_LETTERS",
     "NUM_PERM",
     "SHINGLE",
     "TWIN_THRESHOLD",
     "TwinGroup",
+    "held_twin_groups",
+    "twin_key",
     "jaccard",
     "minhash",
     "shingles",
