@@ -76,6 +76,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "checkpoint, else 0)",
     )
     p.add_argument(
+        "--decoder",
+        choices=("fused", "parallels", "ngram", "model"),
+        help="which decoder fills the gaps: fused (the network, the n-gram and the parallels, "
+        "whole readings weighed together), parallels (the corpus's parallels first, then the "
+        "n-gram), ngram (the letter n-gram alone) or model (the network alone); default: the "
+        "one fusion.json beside the checkpoint names (the benchmark's best), else fused",
+    )
+    p.add_argument(
         "--respace",
         action="store_true",
         help="the text rebuilt in lower case with the model's word division, and its accents, "
@@ -224,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
             args.ngram_weight,
             parallels=args.parallels,
             parallels_weight=args.parallels_weight,
+            decoder=args.decoder,
         )
         result = restore(
             model,
@@ -240,13 +249,15 @@ def run(args: argparse.Namespace) -> int:
             score_supplements=args.score_supplements,
             progress=progress,
             fusion=fusion,
+            decoder=args.decoder,
         )
     except RestoreError as err:
         return fail("restore", str(err))
     finally:
         if stop is not None:
             stop()
-    if (fusion is None or fusion.ngram is None) and result.gaps:
+    decoder = args.decoder or (fusion.decoder if fusion is not None else "fused")
+    if (fusion is None or fusion.ngram is None) and result.gaps and decoder == "fused":
         result.notes.append(without_ngram_note(fusion, args.ngram_weight))
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

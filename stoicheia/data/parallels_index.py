@@ -20,6 +20,9 @@ of it. This module builds, beside the shards of a converted corpus, the index th
                                 begins (ascending; records without line numbers have none)
     line_label.npy, line_label_off.npy  the printed number of each line (``"5"``, ``"10a"``),
                                 UTF-8 bytes and int64 (L+1,) offsets
+    words.npy       uint64 (W,) the words the records attest, as sorted distinct hashes
+                                (:mod:`stoicheia.data.word_hashes`); an index built before it
+                                has none, and its readers make the list when first asked
 
 Slot ``i`` of record ``r`` is ``text[rec_start[r] + i]``; each record is followed by one
 separator. Parts of one long record (written as several MDS samples) are joined again. The
@@ -49,6 +52,7 @@ from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.line_numbers import decode_lines
 from stoicheia.data.shard_index import index_samples
 from stoicheia.data.shards import decode_planes
+from stoicheia.data.word_hashes import corpus_words
 from stoicheia.publish import write_failure
 
 #: the folder beside the tiers
@@ -250,6 +254,7 @@ def build_index(
         np.save(tmp / "rec_tier.npy", np.asarray(rec_tier, dtype=np.uint8))
         np.save(tmp / "rec_work.npy", np.asarray(rec_work, dtype=np.int32))
         np.save(tmp / "line_start.npy", np.asarray(line_start, dtype=np.int64))
+        np.save(tmp / "words.npy", corpus_words(text, flow % 4))
         for name, strings in (
             ("ids", rec_ids),
             ("works", list(works)),
@@ -290,6 +295,7 @@ ARRAYS = (
     "line_start",
     "line_label",
     "line_label_off",
+    "words",
 )
 #: every file a built index holds (a folder holding anything else is not replaced)
 INDEX_FILES = frozenset(["manifest.json", *(f"{n}.npy" for n in ARRAYS)])

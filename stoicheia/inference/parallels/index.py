@@ -127,6 +127,7 @@ class ParallelsIndex:
         self.line_start = load("line_start", mmap=False)
         self._line_label, self._line_label_off = load("line_label"), load("line_label_off")
         self.tiers: list[str] = list(self.manifest.get("tiers", []))
+        self._words: np.ndarray | None = None
         self._check(rebuild)
 
     def _check(self, rebuild: str) -> None:
@@ -170,6 +171,34 @@ class ParallelsIndex:
             raise IndexError_(
                 f"{self.folder / 'rec_work.npy'}: a record's work is not in works.npy; {rebuild}"
             )
+
+    def words(self) -> np.ndarray:
+        """The sorted distinct hashes (uint64 ``(W,)``) of the words the indexed records attest
+        (:mod:`stoicheia.data.word_hashes`): ``words.npy``, or made from the letters and their
+        word ends once per process for an index built before the file."""
+        if self._words is None:
+            path = self.folder / "words.npy"
+            if path.exists():
+                try:
+                    self._words = np.load(path, mmap_mode="r").view(np.ndarray)
+                except (OSError, ValueError, EOFError) as err:
+                    raise IndexError_(
+                        f"{path}: unreadable ({err}); rebuild it with `stoicheia index SHARDS_DIR`"
+                    ) from None
+            else:
+                from stoicheia.data.word_hashes import corpus_words
+
+                self._words = corpus_words(self.text, self.flow % 4)
+        return self._words
+
+    def attested(self, hashes: np.ndarray) -> np.ndarray:
+        """Bool per hash of ``hashes`` (uint64): whether the corpus attests that word."""
+        words = self.words()
+        h = np.asarray(hashes, dtype=np.uint64)
+        if not len(words):
+            return np.zeros(len(h), dtype=bool)
+        at = np.minimum(np.searchsorted(words, h), len(words) - 1)
+        return words[at] == h
 
     def __len__(self) -> int:
         """Letter slots indexed, separators included."""

@@ -58,6 +58,92 @@ PRUNE = 12
 SHOWN_FILLS = 10
 #: fills kept per gap, the heaviest (their probabilities are normalised over these)
 MAX_FILLS = 300
+#: a source's weight is divided by exp(BREAK_COST) per word break of its passage that
+#: disagrees with the text's (a parallel that runs across a word the context does not have)
+BREAK_COST = 2.0
+
+_KNOWN = (A.BOUNDARY_INTERNAL, A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+
+
+def _is_break(b: np.ndarray) -> np.ndarray:
+    return (b == A.BOUNDARY_WORD) | (b == A.BOUNDARY_SENTENCE)
+
+
+@dataclass(frozen=True)
+class WordBreaks:
+    """The word division a text gives around a gap, to compare with a parallel's: ``left`` int
+    ``(n,)`` the boundary after each letter of the left context (``stoicheia.text.alphabet``'s
+    ``BOUNDARY_*``; its last entry is the break, or not, between the text and the gap),
+    ``end`` the boundary after the gap's last letter, ``right`` int ``(m,)`` the boundary after
+    each letter of the right context. ``BOUNDARY_UNKNOWN`` where the text does not say
+    (scriptio continua)."""
+
+    left: np.ndarray
+    end: int
+    right: np.ndarray
+
+    def fitted(self, n_left: int, n_right: int) -> WordBreaks:
+        """Aligned with a context cut to its last ``n_left`` and first ``n_right`` letters
+        (:func:`cut_context`)."""
+        lb = np.asarray(self.left, dtype=np.int64)
+        return WordBreaks(lb[len(lb) - n_left :], self.end, np.asarray(self.right)[:n_right])
+
+    def disagreements(
+        self, index: ParallelsIndex, P: np.ndarray, W: np.ndarray, A_: np.ndarray, B_: np.ndarray
+    ) -> np.ndarray:
+        """Int64 per occurrence (fill at slot ``P`` of ``W`` letters, ``A_``/``B_`` letters of
+        context matched): the word breaks, over the matched context and at the fill's end, where
+        both the text and the passage say whether a word ends and they differ."""
+        flow = index.flow
+        n = len(flow)
+        out = np.zeros(len(P), dtype=np.int64)
+
+        def compare(mask: np.ndarray, pos: np.ndarray, mine: int) -> None:
+            if mine not in _KNOWN or not mask.any():
+                return
+            at = np.clip(pos[mask], 0, n - 1)
+            theirs = flow[at].astype(np.int64) % 4
+            mine_breaks = mine in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
+            differ = (theirs != A.BOUNDARY_UNKNOWN) & (_is_break(theirs) != mine_breaks)
+            out[np.flatnonzero(mask)] += differ
+
+        for k in range(len(self.left)):
+            compare(A_ > k, P - 1 - k, int(self.left[len(self.left) - 1 - k]))
+        compare(W > 0, P + W - 1, int(self.end))
+        for k in range(len(self.right)):
+            compare(B_ > k, P + W + k, int(self.right[k]))
+        return out
+
+
+def _to_word_end(index: ParallelsIndex, at: np.ndarray, most: int, step: int) -> np.ndarray:
+    """Int64 per slot of ``at``: with ``step`` +1, the letters from ``at`` up to and including
+    the first one whose word ends (its boundary a word or sentence end); with ``step`` -1, the
+    letters before ``at`` back to the last word end before them. 0 where no such end is
+    recorded within ``most`` letters (a separator, a lacuna, an unknown boundary first)."""
+    text, flow = index.text, index.flow
+    n = len(text)
+    out = np.zeros(len(at), dtype=np.int64)
+    idx = np.arange(len(at))
+    pos = np.asarray(at, dtype=np.int64) if step > 0 else np.asarray(at, dtype=np.int64) - 1
+    for k in range(most + (0 if step > 0 else 1)):
+        ok = (pos >= 0) & (pos < n)
+        idx, pos = idx[ok], pos[ok]
+        if not len(idx):
+            break
+        letter = text[pos] > 0
+        b = flow[pos].astype(np.int64) % 4
+        if step > 0:
+            ends = letter & _is_break(b)
+            out[idx[ends]] = k + 1
+            go = letter & (b == A.BOUNDARY_INTERNAL)
+        elif k == 0:  # the fill's last letter: its own break is the gap's end's
+            go = letter
+        else:  # a separator, or a letter that ends the word before: the fill starts after it
+            ends = ~letter | _is_break(b)
+            out[idx[ends]] = k
+            go = letter & (b == A.BOUNDARY_INTERNAL)
+        idx, pos = idx[go], pos[go] + step
+    return out
 
 
 def cut_context(letters: np.ndarray, side: str, n: int = MAX_CONTEXT) -> np.ndarray:
@@ -137,6 +223,8 @@ class FillParallels:
     prob: float = 0.0
     evidence: float = 0.0
     parallels: list[Parallel] = field(default_factory=list)
+    #: word breaks of its best parallel that disagree with the text's (0: agrees, or not known)
+    breaks_disagree: int = 0
     _group: int = field(default=-1, repr=False)
 
     def text(self) -> str:
@@ -157,6 +245,9 @@ class GapParallels:
     index: ParallelsIndex | None = None
     #: the decoder's :class:`~.prior.FillPrior` built from these fills (None: not fused)
     prior: Any = None
+    #: the text's word division around the gap, aligned with ``left``/``right``
+    #: (:class:`WordBreaks`; None: the text gives none)
+    breaks: Any = None
 
     def to_json(
         self, index: ParallelsIndex | None = None, top: int = 5, per_fill: int = 3
@@ -302,17 +393,26 @@ def gap_parallels(
     max_occurrences: int = MAX_OCCURRENCES,
     min_context: int = MIN_CONTEXT,
     per_fill: int = 5,
+    breaks: WordBreaks | None = None,
+    to_word_end: bool = False,
 ) -> GapParallels:
     """The ranked fills of a gap of one of ``widths`` letters (module docstring).
 
     ``left``/``right``: int letter ids beside the gap (cut at a lacuna here too,
     :func:`cut_context`). ``max_occurrences``: slots collected per side; ``min_context``: letters
     of context matched in all at least; ``per_fill``: parallels kept per fill for display.
+    ``breaks``: the word division the text gives around the gap (:class:`WordBreaks`; None:
+    not compared). ``to_word_end``: a gap with context on one side only (a stone's edge): each
+    occurrence gives one fill, running from the context to the parallel's next word break
+    (left context) or from its last word break before the context (right context), of any of
+    ``widths`` letters; an occurrence whose word end is not recorded, or too far, gives none.
     Returns a :class:`GapParallels` whose ``fills`` may be empty (nothing long enough matched:
     the decoder then backs off to the network and the n-gram).
     """
     left = cut_context(left, "left")
     right = cut_context(right, "right")
+    if breaks is not None:
+        breaks = breaks.fitted(len(left), len(right))
     widths = tuple(int(w) for w in widths if w >= 1)
     text = index.text
     n = len(text)
@@ -342,7 +442,20 @@ def gap_parallels(
     b_s = _match(text, starts, right, +1)
     room_s = _run(text, starts, top, -1)
     parts: list[tuple[np.ndarray, ...]] = []
-    for w in widths:
+    if to_word_end and (len(left) == 0) != (len(right) == 0):
+        side = "l" if len(left) else "r"
+        cand, fixed = (ends, a_e) if side == "l" else (starts, b_s)
+        width = _to_word_end(index, cand, top, +1 if side == "l" else -1)
+        ok = np.isin(width, widths) & (fixed >= min_context)
+        cand, fixed, width = cand[ok], fixed[ok], width[ok]
+        if side == "r":
+            cand = cand - width
+        zero = np.zeros(len(cand), dtype=np.int64)
+        parts.append((cand, width, fixed, zero) if side == "l" else (cand, width, zero, fixed))
+        widths_loop: tuple[int, ...] = ()
+    else:
+        widths_loop = widths
+    for w in widths_loop:
         for cand, fixed, room, side in ((ends, a_e, room_e, "l"), (starts - w, b_s, room_s, "r")):
             ok = room >= w
             cand, fixed = cand[ok], fixed[ok]
@@ -365,8 +478,15 @@ def gap_parallels(
     # a fill PRUNE letters of context below the best weighs exp(-TAU * PRUNE) or less: left out
     keep = ctx >= best_ctx - PRUNE
     P, W, A_, B_, ctx = P[keep], W[keep], A_[keep], B_[keep], ctx[keep]
-    order = np.lexsort((P, -np.minimum(A_, B_), -ctx))  # best occurrence first
-    P, W, A_, B_, ctx = P[order], W[order], A_[order], B_[order], ctx[order]
+    # word breaks that disagree with the text's (0 where it gives none): such a parallel runs
+    # across a word the gap's context does not have, and ranks below one that agrees
+    dis = (
+        breaks.disagreements(index, P, W, A_, B_)
+        if breaks is not None
+        else np.zeros(len(P), dtype=np.int64)
+    )
+    order = np.lexsort((P, -np.minimum(A_, B_), -ctx, dis > 0))  # best occurrence first
+    P, W, A_, B_, ctx, dis = P[order], W[order], A_[order], B_[order], ctx[order], dis[order]
     rec = index.record_of(P)
     work = index.rec_work[rec].astype(np.int64)
     tier = index.rec_tier[rec].astype(np.int64)
@@ -396,7 +516,9 @@ def gap_parallels(
     evidence = np.zeros(n_fill)
     sources = np.zeros(n_fill, dtype=np.int64)
     min_tier = np.full(n_fill, 255, dtype=np.int64)
-    np.add.at(weight, group[indep], np.exp(TAU * (ctx[indep] - best_ctx)))
+    min_dis = np.full(n_fill, 1 << 30, dtype=np.int64)
+    np.minimum.at(min_dis, group[indep], dis[indep])
+    np.add.at(weight, group[indep], np.exp(TAU * (ctx[indep] - best_ctx) - BREAK_COST * dis[indep]))
     np.add.at(evidence, group[indep], ctx[indep] / FULL_CONTEXT)
     np.add.at(sources, group[indep], 1)
     np.minimum.at(min_tier, group[indep], tier[indep])
@@ -418,13 +540,23 @@ def gap_parallels(
                 weight=float(weight[g_id]),
                 prob=float(weight[g_id] / total),
                 evidence=float(evidence[g_id]),
+                breaks_disagree=int(min_dis[g_id]),
                 _group=g_id,
             )
         )
-    fills.sort(key=lambda f: (-f.context, -f.sources, -min(f.sides), f.tier, f.letters.tobytes()))
+    fills.sort(
+        key=lambda f: (
+            f.breaks_disagree > 0,
+            -f.context,
+            -f.sources,
+            -min(f.sides),
+            f.tier,
+            f.letters.tobytes(),
+        )
+    )
     for f in fills[:SHOWN_FILLS]:  # the sources of the fills a reader is shown
         mine = indep[group[indep] == f._group].tolist()
-        mine.sort(key=lambda i: (-int(ctx[i]), int(tier[i]), int(P[i])))
+        mine.sort(key=lambda i: (int(dis[i] > 0), -int(ctx[i]), int(tier[i]), int(P[i])))
         f.parallels = [
             Parallel(
                 int(P[i]),
@@ -447,7 +579,9 @@ __all__ = [
     "PRUNE",
     "SHOWN_FILLS",
     "TAU",
+    "BREAK_COST",
     "FillParallels",
+    "WordBreaks",
     "GapParallels",
     "Parallel",
     "cut_context",

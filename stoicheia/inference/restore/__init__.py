@@ -31,6 +31,7 @@ import numpy as np
 
 from stoicheia.inference.restore.beliefs import EDITOR_RANK_POOL, gap_beliefs
 from stoicheia.inference.restore.console import format_result
+from stoicheia.inference.restore.decoders import DECODERS, check_decoder
 from stoicheia.inference.restore.decoding import (
     Hyp,
     Window,
@@ -145,6 +146,7 @@ def restore(
     score_supplements: bool = False,
     progress: Callable[[int, int], None] | None = None,
     fusion: Fusion | str | None = "auto",
+    decoder: str | None = None,
 ) -> RestoreResult:
     """Restore ``text`` (Leiden notation) with ``model``: read, decode, render, believe (module
     docstring).
@@ -168,7 +170,9 @@ def restore(
     pass. ``fusion``: the letter n-gram fused into the search (:mod:`.gap_search`): a
     :class:`Fusion`, ``None`` (the model alone) or ``"auto"`` (the ``ngram.npz`` beside the
     checkpoint, at the weight stored in it, when there is one:
-    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`).
+    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`). ``decoder``: ``fused``,
+    ``parallels``, ``ngram`` or ``model`` (:mod:`.decoders`; None: the fusion's, from
+    ``fusion.json``, else ``fused``).
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
@@ -211,14 +215,26 @@ def restore(
     k_alt = top_k if alternatives is None else alternatives
     plan = plan_windows(items, reading.gaps, win)  # refuses a lacuna wider than the window
     result.windows = len(plan)
+    if decoder is not None:
+        check_decoder(decoder)
     if isinstance(fusion, str):
         from stoicheia.inference.restore.fusion_file import find_fusion
 
-        fusion = find_fusion(loaded) if fusion == "auto" else find_fusion(loaded, fusion)
+        fusion = (
+            find_fusion(loaded, decoder=decoder)
+            if fusion == "auto"
+            else find_fusion(loaded, fusion, decoder=decoder)
+        )
+    if decoder is None:
+        decoder = fusion.decoder if fusion is not None else "fused"
+    elif fusion is not None:
+        fusion.decoder = decoder
     ticker = _Ticker(progress, len(reading.gaps) + 2)
     pool = max(beam, k_alt, EDITOR_RANK_POOL if score_supplements else 1, POOL)
     held = score_supplements and supplements == "keep"
-    decoded = _decode(loaded, reading, items, win, pool, top_k, respace, fusion, held, ticker)
+    decoded = _decode(
+        loaded, reading, items, win, pool, top_k, respace, fusion, held, ticker, decoder
+    )
     printer = _render(loaded, reading, items, decoded, result, k_alt, style)
     ticker.step()
     _believe(reading, items, decoded, printer, k_alt, score_supplements, fusion)
@@ -294,6 +310,7 @@ def _decode(
     fusion: Fusion | None,
     held: bool,
     ticker: _Ticker,
+    decoder: str = "fused",
 ) -> _Decoded:
     """Step 2: every gap decoded (``pool`` candidates each) and the ``top_k`` whole-text
     restorations combined; ``held``: the editor's supplements scored but kept in the text (the
@@ -312,6 +329,7 @@ def _decode(
         fusion=fusion,
         on_step=ticker.step,
         hold=editor,
+        decoder=decoder,
     )
     ranked = {g: ([Candidate(editor[g], 0.0, 1.0)] if g in editor else c) for g, c in cands.items()}
     return _Decoded(cands, logps, combine(gaps, ranked, top_k), editor)
@@ -423,6 +441,7 @@ def restore_planes(
 
 
 __all__ = [
+    "DECODERS",
     "Alternative",
     "EditorScore",
     "Fusion",

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from stoicheia.inference.restore.cancel import check_cancelled
-from stoicheia.inference.restore.gap_search import Candidate, Fusion, GapShape, context, search_gap
+from stoicheia.inference.restore.decoders import gap_candidates
+from stoicheia.inference.restore.gap_search import Candidate, Fusion, context
 from stoicheia.inference.restore.gaps import Gap, Item, RestoreError
 from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
 from stoicheia.text import alphabet as A
@@ -262,12 +263,14 @@ def decode_gaps(
     fusion: Fusion | None = None,
     on_step: Callable[[], None] | None = None,
     hold: dict[int, np.ndarray] | None = None,
+    decoder: str = "fused",
 ) -> tuple[dict[int, list[Candidate]], dict[int, np.ndarray]]:
     """Each gap's ``k`` best candidates (module docstring), in input order. Returns
     ``(candidates, logps)``: gap index -> candidates best first, and gap index -> the forward pass's
     float ``(slots, SYMBOLS)`` log-probabilities. ``on_step`` is called after each forward pass.
     ``hold``: gap index -> letter ids that every other gap, before or after it, sees there instead
-    of its best fill (an editor's supplement that is scored but kept as printed)."""
+    of its best fill (an editor's supplement that is scored but kept as printed). ``decoder``:
+    which candidates (:mod:`.decoders`: ``fused``, ``parallels``, ``ngram``, ``model``)."""
     fusion = fusion or Fusion(None, 0.0)
     # a held supplement is printed text: the gaps before it see its letters too, not MASK
     best: dict[int, np.ndarray] = {g: symbols(gaps[g], a) for g, a in (hold or {}).items()}
@@ -282,20 +285,13 @@ def decode_gaps(
             logp[gap.slots - 1, : A.NUM_LETTERS][~gap.last_letters] = -np.inf
         if on_step is not None:
             on_step()
-        left, right = (
-            gap_context(items, gaps, best, g, fusion.history) if fusion.history else (None, None)
-        )
         if fusion.parallels is not None:  # the gap's parallels, and their prior when fused
-            gap.parallels = gap_parallels_for(fusion, items, gaps, best, g)
-        found = search_gap(
-            logp,
-            GapShape(gap.min_letters, gap.max_letters, gap.fixed_width, gap.one_letter),
-            k,
-            fusion,
-            left,
-            right,
-            prior=gap.parallels.prior if gap.parallels is not None else None,
-        )
+            gap.parallels = gap_parallels_for(
+                fusion, items, gaps, best, g, prior=fusion.readings is None
+            )
+        found = gap_candidates(decoder, logp, items, gaps, best, g, k, fusion, found=gap.parallels)
+        if not found:  # no candidate (the parallels and the n-gram found none): the network's
+            found = gap_candidates("model", logp, items, gaps, best, g, k, fusion)
         cands[g], logps[g] = found, logp
         best[g] = symbols(gap, hold[g] if hold and g in hold else found[0].letters)
     return cands, logps

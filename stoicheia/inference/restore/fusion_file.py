@@ -49,8 +49,25 @@ class FusionConfig:
     parallels_weight: float = 0.0
     parallels_index: str | None = None
     chosen_on: str = ""
+    #: the whole readings' weights (:class:`~.whole_readings.ReadingWeights` as a dict: lam_max,
+    #: half, unattested, chosen_on); None: the defaults
+    readings: dict | None = None
+    #: the decoder restore uses when none is asked for (``--decoder``): the one that won on
+    #: the report half of the benchmark that wrote this file; None: ``fused``
+    decoder: str | None = None
 
     def __post_init__(self) -> None:
+        from stoicheia.inference.restore.decoders import DECODERS
+        from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+        try:
+            ReadingWeights.from_json(self.readings)
+        except (TypeError, ValueError) as err:
+            raise RestoreError(f"{FUSION_FILE}: readings {self.readings!r}: {err}") from None
+        if self.decoder is not None and self.decoder not in DECODERS:
+            raise RestoreError(
+                f"{FUSION_FILE}: decoder {self.decoder!r} is none of {', '.join(DECODERS)}"
+            )
         for name in ("ngram_weight", "parallels_weight"):
             v = getattr(self, name)
             if v is not None and not (
@@ -67,7 +84,7 @@ class FusionConfig:
         except (OSError, ValueError, TypeError) as err:
             raise RestoreError(
                 f"{path}: not a fusion file ({err}); keys: ngram_weight, parallels_weight, "
-                "parallels_index, chosen_on"
+                "parallels_index, chosen_on, readings, decoder"
             ) from None
 
     def save(self, path: str | Path) -> None:
@@ -111,6 +128,7 @@ def find_fusion(
     parallels: str | Path | None = None,
     parallels_weight: float | None = None,
     config: FusionConfig | None = None,
+    decoder: str | None = None,
 ) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
@@ -118,10 +136,19 @@ def find_fusion(
     fused in, else the weight stored in the n-gram file, chosen for the n-gram alone); and the
     parallels index ``parallels`` (default ``fusion.json``'s, else the run's shards'
     ``parallels`` folder, when it exists; ``""``: none) at ``parallels_weight`` (default
-    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. Returns ``None`` for the
-    model alone (no n-gram and no index). Raises :class:`RestoreError` naming the file when
-    ``path`` or ``parallels`` is given and missing or unreadable, or a weight is outside
-    [0, 1]."""
+    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. ``decoder``
+    (:mod:`.decoders`; None: ``fusion.json``'s, else ``fused``) is set on the result as
+    ``.decoder``: ``fused`` with an index ranks whole readings (``.readings``: fusion.json's
+    weights, else the defaults; none with ``parallels_weight`` 0: the parallels shown, not
+    fused); ``ngram`` and ``parallels`` load the n-gram whatever its weight (they use it
+    alone); ``model`` leaves it out. Returns ``None`` for the model alone (no n-gram and no
+    index). Raises :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given
+    and missing or unreadable, a weight is outside [0, 1], or the decoder is unknown."""
+    from stoicheia.inference.restore.decoders import check_decoder
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+    if decoder is not None:
+        check_decoder(decoder)
     if parallels_weight is not None and not 0.0 <= parallels_weight <= 1.0:
         raise RestoreError(
             f"--parallels-weight {parallels_weight}: give a weight in [0, 1] (0: shown, not fused)"
@@ -144,16 +171,34 @@ def find_fusion(
         weight = config.ngram_weight
     # fusion.json's weight was chosen with the parallels' (their note says on what)
     how = "chosen with the parallels' weight" if config.chosen_on else "from fusion.json"
-    fusion = _ngram_fusion(loaded, path, weight, how if from_config else None)
+    decoder = decoder or config.decoder or "fused"
+    if decoder in ("ngram", "parallels") and not weight:
+        weight = 1.0  # the n-gram decodes alone (or backs the parallels off): its weight unused
+    fusion = (
+        None
+        if decoder == "model"
+        else _ngram_fusion(loaded, path, weight, how if from_config else None)
+    )
     if index is None:
+        if fusion is not None:
+            fusion.decoder = decoder
         return fusion
     out = fusion or Fusion(None, 0.0)
+    out.decoder = decoder
     out.parallels = index
-    out.parallels_weight = float(pw)
+    out.parallels_weight = float(pw) if decoder == "fused" else 0.0
     chosen = config.chosen_on and parallels_weight is None
     out.parallels_source = (
         f"{_shown(index.folder)}, weight {'chosen on ' + config.chosen_on if chosen else 'given'}"
     )
+    if decoder == "fused" and parallels_weight != 0.0:
+        out.readings = ReadingWeights.from_json(config.readings) or ReadingWeights()
+        r = out.readings
+        how = f"chosen on {r.chosen_on}" if r.chosen_on else "the defaults"
+        out.parallels_source += (
+            f"; whole readings at λ_max {r.lam_max:g}, half-evidence {r.half:g}, "
+            f"unattested words −{r.unattested:g} ({how})"
+        )
     return out
 
 

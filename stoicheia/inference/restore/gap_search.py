@@ -72,13 +72,16 @@ class Candidate:
     score of the search (module docstring), ``prob`` its probability (module docstring),
     ``steps`` float ``(n,)`` the probability of each letter's step ``(1 - b_j) q_j(l | h)``;
     ``letter_probs`` float ``(n,)`` per letter the summed probability of the kept candidates
-    that have this letter at this place (at least ``prob``; what an interface shades by)."""
+    that have this letter at this place (at least ``prob``; what an interface shades by);
+    ``source``: the parallels' fill (:class:`~stoicheia.inference.parallels.search.
+    FillParallels`) when the parallels carry this fill (whole readings), else None."""
 
     letters: np.ndarray
     score: float
     prob: float = 0.0
     steps: np.ndarray | None = None
     letter_probs: np.ndarray | None = None
+    source: Any = None
 
     def text(self) -> str:
         return "".join(A.LETTERS[int(i)] for i in self.letters)
@@ -118,6 +121,12 @@ class Fusion:
         #: where the n-gram and its weight came from, for the result's notes
         self.source = "given"
         self.parallels_source = "given"
+        #: the weights of whole readings (:mod:`.whole_readings`): the parallels' fills and the
+        #: search's compete as whole strings; None: the parallels mixed in letter by letter at
+        #: ``parallels_weight`` (the fused3 of the benchmark)
+        self.readings: Any = None
+        #: the decoder restore uses with this fusion (:mod:`.decoders`), when none is asked for
+        self.decoder = "fused"
 
     @property
     def fused(self) -> bool:

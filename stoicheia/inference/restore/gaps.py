@@ -106,6 +106,10 @@ class Gap:
     #: bool ``(24,)``: for a gap of uncertain width that is a whole word, the letters a fill
     #: of one letter may be (vowels: :func:`letter_rules`); None: any
     one_letter: np.ndarray | None = None
+    #: a gap of unknown extent with text on one side only (a stone's edge: the start or end
+    #: of the text, or of a line): ``"left"`` the text is on its left, ``"right"`` on its
+    #: right; its parallels run to a word's end (:mod:`.parallels_fusion`). None: two-sided
+    one_sided: str | None = None
     #: set by restore when a parallels index is open: the gap's parallels
     #: (:class:`stoicheia.inference.parallels.GapParallels`); None: no index
     parallels: Any = None

@@ -116,18 +116,34 @@ def decoding_notes(
     in ``windows`` windows of at most ``window`` slots, and the editor's supplements scored
     (``held``: kept as printed; else re-predicted)."""
     notes = []
-    if fusion is not None and fusion.ngram is not None:
+    decoder = getattr(fusion, "decoder", "fused") if fusion is not None else "fused"
+    if decoder == "ngram":
+        notes.append(f"decoder ngram: the letter n-gram alone ({fusion.source})")
+    elif decoder == "parallels":
+        notes.append(
+            "decoder parallels: the parallels' fills first, in the index's order, then the "
+            "letter n-gram's"
+        )
+    elif decoder == "model":
+        notes.append("decoder model: the network alone")
+    elif fusion is not None and fusion.ngram is not None:
         notes.append(
             f"fused with a letter {fusion.ngram.order}-gram at weight {fusion.weight:g}: "
             f"{fusion.source}"
         )
     if fusion is not None and fusion.parallels is not None:
+        readings = getattr(fusion, "readings", None)
         notes.append(
             f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text, "
             + (
-                f"fused at weight {fusion.parallels_weight:g}: {fusion.parallels_source}"
-                if fusion.parallels_weight > 0
-                else "shown, not fused (parallels weight 0)"
+                f"their fills weighed with the search's as whole readings: "
+                f"{fusion.parallels_source}"
+                if decoder == "fused" and readings is not None
+                else f"fused at weight {fusion.parallels_weight:g}: {fusion.parallels_source}"
+                if decoder == "fused" and fusion.parallels_weight > 0
+                else "listed first (--decoder parallels)"
+                if decoder == "parallels"
+                else "shown, not fused" + (" (parallels weight 0)" if decoder == "fused" else "")
             )
         )
     if windows > 1:

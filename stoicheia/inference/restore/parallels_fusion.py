@@ -14,7 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from stoicheia.inference.parallels.prior import FillPrior
-from stoicheia.inference.parallels.search import MAX_CONTEXT, GapParallels, gap_parallels
+from stoicheia.inference.parallels.search import (
+    MAX_CONTEXT,
+    GapParallels,
+    WordBreaks,
+    gap_parallels,
+)
 from stoicheia.inference.restore.gap_search import Fusion
 from stoicheia.inference.restore.gaps import Gap, Item
 from stoicheia.text import alphabet as A
@@ -49,25 +54,79 @@ def parallel_context(
     return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
 
 
+def word_breaks(
+    items: list[Item], gaps: list[Gap], fill: dict[int, np.ndarray], g: int, n: int = MAX_CONTEXT
+) -> WordBreaks | None:
+    """The word division the text gives around gap ``g`` (:class:`WordBreaks`), aligned slot
+    for slot with :func:`parallel_context`'s letters (the same ``fill``); ``None`` for a text
+    without a typed word break (scriptio continua, or ``--respace``: its breaks are the model's
+    to predict). Inside another gap's fill the breaks are unknown, after it the text's."""
+    known = [it.values[1] for it in items if it.gap is None and it.values is not None]
+    if A.BOUNDARY_WORD not in known[:-1]:
+        return None
+    at = next(i for i, it in enumerate(items) if it.gap == g)
+
+    def side(seq: list[Item], rev: bool) -> list[int]:
+        out: list[int] = []
+        for it in seq:
+            if it.gap is None:
+                out.append(int(it.values[1]))  # type: ignore[index]
+            elif it.gap in fill:
+                m = sum(1 for s in fill[it.gap] if 0 <= s < A.NUM_LETTERS)
+                run = [A.BOUNDARY_UNKNOWN] * max(m - 1, 0) + [gaps[it.gap].end_boundary] * (m > 0)
+                out.extend(run[::-1] if rev else run)
+            else:
+                out.append(A.BOUNDARY_UNKNOWN)  # the context ends here (MASK)
+                break
+            if len(out) >= n:
+                break
+        return out
+
+    left = side(items[:at][::-1], True)[::-1]
+    right = side(items[at + 1 :], False)
+    return WordBreaks(
+        np.asarray(left, dtype=np.int64), int(gaps[g].end_boundary), np.asarray(right, np.int64)
+    )
+
+
 def gap_parallels_for(
     fusion: Fusion | None,
     items: list[Item],
     gaps: list[Gap],
     fill: dict[int, np.ndarray],
     g: int,
+    prior: bool = True,
 ) -> GapParallels | None:
     """The parallels of gap ``g`` (``None`` when ``fusion`` has no index), with ``.prior`` set
-    when the parallels are fused (``fusion.parallels_weight > 0`` and some fill was found)."""
+    when the parallels are fused letter by letter (``prior``, ``fusion.parallels_weight > 0``
+    and some fill was found) and ``.breaks`` the text's word division around the gap
+    (:func:`word_breaks`, aligned with the context searched; None: the text gives none).
+
+    A gap with text on one side only (``gap.one_sided``: a stone's edge) is searched with that
+    side's context alone, each parallel giving one fill that runs to its word's end."""
     if fusion is None or fusion.parallels is None:
         return None
     gap = gaps[g]
     left, right = parallel_context(items, gaps, fill, g)
+    breaks = word_breaks(items, gaps, fill, g)
+    if breaks is not None and (len(breaks.left) != len(left) or len(breaks.right) != len(right)):
+        breaks = None  # another gap's fill of another width beside it: not aligned
+    if gap.one_sided == "left":  # a stone's edge after it: the letters beyond are not adjacent
+        right = right[:0]
+    elif gap.one_sided == "right":
+        left = left[:0]
     found = gap_parallels(
-        fusion.parallels, left, right, range(max(gap.min_letters, 1), gap.max_letters + 1)
+        fusion.parallels,
+        left,
+        right,
+        range(max(gap.min_letters, 1), gap.max_letters + 1),
+        breaks=breaks,
+        to_word_end=gap.one_sided is not None,
     )
-    if fusion.parallels_weight > 0 and found.fills:
+    found.breaks = breaks.fitted(len(found.left), len(found.right)) if breaks else None
+    if prior and fusion.parallels_weight > 0 and found.fills:
         found.prior = FillPrior(found.fills, fusion.parallels_weight)
     return found
 
 
-__all__ = ["gap_parallels_for", "parallel_context"]
+__all__ = ["gap_parallels_for", "parallel_context", "word_breaks"]

@@ -321,7 +321,32 @@ def _working_sequence(
     for k, g in enumerate(gaps):
         g.index = k
     letter_rules(text, items, gaps)
+    _stone_edges(text, items, gaps)
     return items, gaps
+
+
+def _stone_edges(text: str, items: list[Item], gaps: list[Gap]) -> None:
+    """Set ``one_sided`` on each lacuna of unknown extent (``[---]``, ``[-min.N-]``) that has
+    known letters on one side only: at the start or end of the text, or of a typed line, or
+    beside another lacuna (in place)."""
+    for pos, it in enumerate(items):
+        g = gaps[it.gap] if it.gap is not None else None
+        if g is None or g.kind != "lacuna" or g.fixed_width or "-" not in g.notation:
+            continue
+        before = items[pos - 1] if pos > 0 else None
+        after = items[pos + 1] if pos + 1 < len(items) else None
+        no_left = (
+            before is None
+            or (before.gap is not None and gaps[before.gap].kind == "lacuna")
+            or "\n" in text[: g.start].rstrip(" \t")[-1:]
+        )
+        no_right = (
+            after is None
+            or (after.gap is not None and gaps[after.gap].kind == "lacuna")
+            or "\n" in text[g.end :].lstrip(" \t")[:1]
+        )
+        if no_left != no_right:
+            g.one_sided = "right" if no_left else "left"
 
 
 def check_something_to_restore(reading: Reading, respace: bool, score_supplements: bool) -> None:
