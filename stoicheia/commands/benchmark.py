@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
             ParallelsCache,
             ParallelsDecoder,
             fused3_family,
+            readings_family,
         )
         from stoicheia.inference.benchmark.run import NgramDecoder
 
@@ -223,6 +224,11 @@ def run(args: argparse.Namespace) -> int:
 
         back_off = NgramDecoder(ngram, unknown_width=args.unknown_width) if ngram else None
         decoders["parallels"] = lambda md: ParallelsDecoder(cache_of(md), back_off)
+        if ngram is not None and args.fusion_weights:
+            # fused = restore's default decoder: the whole readings, their weights fitted here
+            families.append(
+                lambda md: readings_family(md, ngram, cache_of(md), tuple(args.fusion_weights))
+            )
         if ngram is not None:
             families.append(lambda md: fused3_family(md, ngram, cache_of(md), *args.fused3_weights))
     from rich.progress import Progress
@@ -307,11 +313,16 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"wrote {target.with_name(FUSION_FILE)}: "
             + (
-                f"with the parallels fused in, restore weighs the n-gram {config.ngram_weight:g} "
-                f"and the parallels {config.parallels_weight:g}"
+                f"restore weighs the n-gram {config.ngram_weight:g} and the parallels' fills as "
+                f"whole readings (λ_max {config.readings['lam_max']:g}, half-evidence "
+                f"{config.readings['half']:g}, unattested words −{config.readings['unattested']:g})"
+                if config.readings
+                else f"with the parallels fused in, restore weighs the n-gram "
+                f"{config.ngram_weight:g} and the parallels {config.parallels_weight:g}"
                 if config.parallels_weight > 0
                 else "restore shows the parallels under each gap, not fused in"
             )
-            + f" (chosen on {config.chosen_on})"
+            + f" (chosen on {config.chosen_on}); its default decoder: "
+            f"{config.decoder or 'fused'} (the best on the report half)"
         )
     return 0

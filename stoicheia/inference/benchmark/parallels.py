@@ -79,16 +79,17 @@ class ParallelsDecoder:
     k: int = 20
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
+        """The task's candidates by ``restore --decoder parallels``
+        (:func:`~stoicheia.inference.restore.decoders.gap_candidates`)."""
+        from stoicheia.inference.restore.decoders import gap_candidates
+        from stoicheia.inference.restore.gap_search import Fusion
+
         found = self.parallels.found(task)
-        cands = [f.text() for f in found.fills[: self.k]]
-        prob = float(found.fills[0].prob) if found.fills else 0.0
-        if len(cands) < self.k and self.ngram is not None:
-            more, nprob = self.ngram(task)
-            if not cands:
-                prob = nprob
-            seen = set(cands)
-            cands += [c for c in more if c not in seen][: self.k - len(cands)]
-        return cands, prob
+        items, gaps, g = self.parallels.model_decoder.parsed(task)
+        ngram = self.ngram.ngram if self.ngram is not None else None
+        fusion = Fusion(ngram, 1.0 if ngram is not None else 0.0, self.parallels.index, 0.0)
+        cands = gap_candidates("parallels", None, items, gaps, {}, g, self.k, fusion, found=found)
+        return [c.text() for c in cands], cands[0].prob if cands else 0.0
 
 
 def fused3_family(
@@ -110,6 +111,35 @@ def fused3_family(
     return FusedFamily(
         "fused3", {"ngram": tuple(ngram_weights), "parallels": tuple(parallels_weights)}, make
     )
+
+
+def readings_family(
+    model_decoder: Any,
+    ngram: Any,
+    parallels: ParallelsCache,
+    ngram_weights: tuple[float, ...],
+    grid: dict[str, tuple[float, ...]] | None = None,
+) -> FusedFamily:
+    """``fused`` with a parallels index: ``restore --decoder fused``, the whole readings
+    (:mod:`stoicheia.inference.restore.whole_readings`), over the axes ``ngram`` (the n-gram's
+    weight in the search) and the mixture's ``lam_max``, ``half`` and ``unattested``
+    (``grid``, default :data:`~.defaults.READINGS_GRID`). This is the fit of the whole
+    readings' weights: the point is chosen on the selection half only
+    (:func:`~.fusion.sweep_family`); each gap's search and its candidates are made once per
+    n-gram weight and re-ranked at every other point (:meth:`ModelDecoder.__call__`), so the
+    grid costs little beyond the n-gram axis."""
+    from stoicheia.inference.benchmark.defaults import READINGS_GRID
+    from stoicheia.inference.restore.gap_search import Fusion
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+    grid = dict(grid or READINGS_GRID)
+
+    def make(weights: dict[str, float]):
+        fusion = Fusion(ngram, weights["ngram"], parallels.index, 0.0)
+        fusion.readings = ReadingWeights(weights["lam_max"], weights["half"], weights["unattested"])
+        return model_decoder.with_fusion(fusion, parallels)
+
+    return FusedFamily("fused", {"ngram": tuple(ngram_weights), **grid}, make)
 
 
 def best_fused(fusion: dict[str, dict]) -> str | None:
@@ -142,13 +172,47 @@ def fusion_config(result: dict, index_folder: str | Path | None) -> Any:
     if name is None:
         return FusionConfig(0.0, 0.0, None, "no fusion weights tried")
     chosen = fusion[name]["chosen"]
+    point = ", ".join(f"{k} {v:g}" for k, v in chosen.items())
+    on = f"{name} ({point}), {fusion[name]['chosen_on']}"
+    readings = None
+    if "lam_max" in chosen:  # the whole readings (readings_family)
+        readings = {
+            "lam_max": float(chosen["lam_max"]),
+            "half": float(chosen["half"]),
+            "unattested": float(chosen["unattested"]),
+            "chosen_on": fusion[name]["chosen_on"],
+        }
     return FusionConfig(
         ngram_weight=float(chosen.get("ngram", 0.0)),
         parallels_weight=float(chosen.get("parallels", 0.0)),
         parallels_index=str(Path(index_folder).resolve()) if index_folder else None,
-        chosen_on=f"{name} ({', '.join(f'{k} {v:g}' for k, v in chosen.items())}), "
-        f"{fusion[name]['chosen_on']}",
+        chosen_on=on,
+        readings=readings,
+        decoder=report_winner(result),
     )
+
+
+def report_winner(result: dict) -> str | None:
+    """The decoder ``restore`` uses by default: of the rows ``restore --decoder`` offers
+    (``fused``, ``parallels``, ``ngram``, ``model``), the best mean top-1 over the protocols
+    on the report half (then the lowest mean CER, then that order). None when the result has
+    no report-half view."""
+    from stoicheia.inference.restore.decoders import DECODERS
+
+    scores = {}
+    for name in DECODERS:
+        figs = []
+        for res in (result.get("protocols") or {}).values():
+            view = ((res.get("views") or {}).get("report") or {}).get("decoders", {}).get(name)
+            if view and "top1" in view:
+                figs.append(view)
+        if figs:
+            scores[name] = (
+                round(sum(f["top1"] for f in figs) / len(figs), 9),
+                -round(sum(f["cer"] for f in figs) / len(figs), 9),
+                -DECODERS.index(name),
+            )
+    return max(scores, key=scores.get) if scores else None
 
 
 __all__ = [
@@ -159,4 +223,6 @@ __all__ = [
     "best_fused",
     "fused3_family",
     "fusion_config",
+    "readings_family",
+    "report_winner",
 ]

@@ -28,7 +28,6 @@ given the letters on both sides).
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from stoicheia.inference.benchmark.halves import RULE, half_of, selection_tasks,
 from stoicheia.inference.benchmark.protocols import Task, base_letters, build_tasks, read_dev_texts
 from stoicheia.inference.benchmark.scoring import TOP_KS, GapScore, summarise
 from stoicheia.inference.ngram import LetterNgram
-from stoicheia.inference.restore.gap_search import Fusion, GapShape, search_gap
+from stoicheia.inference.restore.gap_search import Fusion, GapShape
 from stoicheia.inference.restore.gaps import Gap, Item
 
 log = logging.getLogger(__name__)
@@ -112,25 +111,9 @@ class ModelDecoder:
         )
 
     def parsed(self, task: Task) -> tuple[list[Item], list[Gap], int]:
-        """The task's items, gaps and the index of its target gap (no forward pass). Raises
-        ``ValueError`` for notation the reader refuses, ``AssertionError`` for a target that is
-        not where the task says."""
-        from stoicheia.inference.restore.reading import parse_input
-
-        # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
-        # only the window around the target is seen, and the target holds at most 22 slots
-        items, gaps = parse_input(task.input, supplements="keep", unknown_width=self.unknown_width)
-        lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
-        g = lacunae[task.target]
-        at = [
-            i for i in lacunae if getattr(gaps[i], "start", None) == task.start
-        ]  # gaps that know their offsets
-        if at and at[0] != g:
-            raise AssertionError(
-                f"the target of {task.text_id} at {task.start} is gap {at[0]}, "
-                f"not lacuna {task.target}"
-            )
-        return items, gaps, g
+        """The task's items, gaps and the index of its target gap (no forward pass):
+        :func:`parse_task`."""
+        return parse_task(task, self.unknown_width)
 
     def prepared(
         self, task: Task
@@ -157,38 +140,60 @@ class ModelDecoder:
         return got[-1] if got is not None and self.fusion is not None else 0.0
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
-        from stoicheia.inference.restore.decoding import gap_context
+        """The task's candidates by ``restore``'s own decoder
+        (:func:`~stoicheia.inference.restore.decoders.gap_candidates`): ``model`` without a
+        fusion, else ``fused`` (whole readings when ``fusion.readings`` is set, the parallels
+        letter by letter at ``fusion.parallels_weight`` otherwise)."""
+        import dataclasses
 
-        logp, shape, g, items, gaps, _ = self.prepared(task)
-        n1 = self.fusion.history if self.fusion is not None else 0
-        left, right = gap_context(items, gaps, {}, g, n1) if n1 else (None, None)
-        # --- parallels (branch parallels): the gap's fills from the index as a third expert;
-        # no index or weight 0: prior None, the search as before
-        prior = None
-        if self.fusion is not None and self.fusion.parallels is not None:
-            from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
+        from stoicheia.inference.restore.decoders import gap_candidates
 
-            if self.parallels is not None and self.fusion.parallels_weight > 0:
+        logp, _, g, items, gaps, _ = self.prepared(task)
+        fusion = self.fusion
+        if fusion is None:
+            cands = gap_candidates("model", logp, items, gaps, {}, g, self.k, None)
+            return [c.text() for c in cands], cands[0].prob if cands else 0.0
+        found = None
+        if fusion.parallels is not None and self.parallels is not None:
+            found = self.parallels.found(task)  # searched once for every weight
+            if fusion.readings is None and fusion.parallels_weight > 0 and found.fills:
                 from stoicheia.inference.parallels.prior import FillPrior
 
-                fills = self.parallels.found(task).fills  # searched once for every weight
-                prior = FillPrior(fills, self.fusion.parallels_weight) if fills else None
-            else:
-                found = gap_parallels_for(self.fusion, items, gaps, {}, g)
-                prior = found.prior if found is not None else None
-        # --- end parallels
-        cands = search_gap(logp, shape, self.k, self.fusion, left, right, prior=prior)
+                found = dataclasses.replace(
+                    found, prior=FillPrior(found.fills, fusion.parallels_weight)
+                )
+        if fusion.readings is not None:  # the fit re-ranks one case per gap and n-gram weight
+            key = ("case", task.protocol, task.text_id, task.start, task.input, fusion.weight)
+            case = self.cache.get(key)
+            if case is None:
+                hold: dict = {}
+                gap_candidates(
+                    "fused", logp, items, gaps, {}, g, self.k, fusion, found=found, cache=hold
+                )
+                case = self.cache[key] = hold["case"]
+            cands = case.ranked(fusion.readings, self.k)
+        else:
+            cands = gap_candidates("fused", logp, items, gaps, {}, g, self.k, fusion, found=found)
         return [c.text() for c in cands], cands[0].prob if cands else 0.0
 
 
-def _context(text: str) -> np.ndarray:
-    """Letter ids of a Leiden string, a lacuna's slots as ``MASK`` (which cuts the n-gram's
-    context)."""
-    from stoicheia.text.encode import encode_text
+def parse_task(task: Task, unknown_width: int = 20) -> tuple[list[Item], list[Gap], int]:
+    """A task's items, gaps and the index of its target gap, read as ``restore`` reads a text.
+    Raises ``ValueError`` for notation the reader refuses, ``AssertionError`` for a target that
+    is not where the task says."""
+    from stoicheia.inference.restore.reading import parse_input
 
-    if not text.strip():
-        return np.zeros(0, dtype=np.int64)
-    return encode_text(text, strict=True).planes.chars.astype(np.int64)
+    # no width limit: another lacuna of the edition may be wider than the window ([.600.]);
+    # only the window around the target is seen, and the target holds at most 22 slots
+    items, gaps = parse_input(task.input, supplements="keep", unknown_width=unknown_width)
+    lacunae = [i for i, g in enumerate(gaps) if g.kind == "lacuna"]
+    g = lacunae[task.target]
+    at = [i for i in lacunae if getattr(gaps[i], "start", None) == task.start]
+    if at and at[0] != g:
+        raise AssertionError(
+            f"the target of {task.text_id} at {task.start} is gap {at[0]}, not lacuna {task.target}"
+        )
+    return items, gaps, g
 
 
 @dataclass
@@ -202,19 +207,14 @@ class NgramDecoder:
     pool: int = 64
 
     def __call__(self, task: Task) -> tuple[list[str], float]:
-        left, right = _context(task.input[: task.start]), _context(task.input[task.end :])
-        # the width from the notation ([....]: one dot per letter), never from the truth
-        widths = (
-            [task.end - task.start - 2] if task.known_width else range(1, self.unknown_width + 1)
-        )
-        cands: dict[str, float] = {}
-        for w in widths:
-            for fill, lp in self.ngram.topk_fill(left, w, right, k=self.pool, beam=self.pool):
-                cands[fill] = max(lp, cands.get(fill, -math.inf))
-        best = sorted(cands.items(), key=lambda kv: -kv[1])[: self.pool]
-        scores = np.array([lp for _, lp in best])
-        prob = float(np.exp(scores[0] - np.logaddexp.reduce(scores))) if len(best) else 0.0
-        return [f for f, _ in best[: self.k]], prob
+        """The task's candidates by ``restore --decoder ngram``
+        (:func:`~stoicheia.inference.restore.decoders.gap_candidates`): every width the
+        notation gives (never the truth's), the fills ranked together."""
+        from stoicheia.inference.restore.decoders import ngram_candidates
+
+        items, gaps, g = parse_task(task, self.unknown_width)
+        cands = ngram_candidates(self.ngram, items, gaps, {}, g, self.k, self.pool)
+        return [c.text() for c in cands], cands[0].prob if cands else 0.0
 
 
 def run_tasks(
@@ -366,8 +366,11 @@ def benchmark(
         decs["ngram"] = NgramDecoder(ngram, unknown_width=unknown_width)
     for name, make in (decoders or {}).items():
         decs[name] = make(model_decoder)
-    fams = [ngram_family(model_decoder, ngram, fusion_weights)] if ngram and fusion_weights else []
-    fams += [make(model_decoder) for make in families or []]
+    fams = [make(model_decoder) for make in families or []]
+    if ngram and fusion_weights and not any(f.name == "fused" for f in fams):
+        # today's fused (network + n-gram); a family named "fused" given (the whole readings,
+        # with a parallels index: .parallels.readings_family) takes its place
+        fams.insert(0, ngram_family(model_decoder, ngram, fusion_weights))
     fusion: dict[str, Any] = {}
     if fams and not any(selection.values()):
         raise BenchmarkError(
@@ -433,5 +436,6 @@ __all__ = [
     "NgramDecoder",
     "benchmark",
     "ngram_family",
+    "parse_task",
     "run_tasks",
 ]

@@ -88,6 +88,11 @@ def gap_beliefs(
         if not g.fixed_width:
             fused = fusion is not None and fusion.ngram is not None
             fused = fused or (g.parallels is not None and g.parallels.prior is not None)
+            # whole readings, the parallels or the n-gram alone: the widths of their candidates
+            fused = fused or (
+                fusion is not None
+                and (fusion.readings is not None or fusion.decoder in ("parallels", "ngram"))
+            )
             g.width_probs = (
                 pool_widths(g, cands[g.index]) if fused else width_chain(g, logps[g.index])
             )

@@ -153,17 +153,17 @@ def gap_candidates(
     logp = ruled(gap, logp)
     shape = gap_shape(gap)
     if decoder == "model":
-        return search_gap(logp, shape, k)
+        return _kept(gap, search_gap(logp, shape, k))
     n1 = fusion.history
     from stoicheia.inference.restore.decoding import gap_context
 
     left, right = gap_context(items, gaps, fill, g, n1) if n1 else (None, None)
     if fusion.readings is None:  # the parallels letter by letter (fused3), or none
         prior = found.prior if found is not None else None
-        return search_gap(logp, shape, k, fusion, left, right, prior=prior)
+        return _kept(gap, search_gap(logp, shape, k, fusion, left, right, prior=prior))
     from stoicheia.inference.restore.whole_readings import reading_case
 
-    base = search_gap(logp, shape, max(k, POOL), fusion, left, right)
+    base = _kept(gap, search_gap(logp, shape, max(k, POOL), fusion, left, right))
     case = reading_case(
         base,
         found,
@@ -174,6 +174,12 @@ def gap_candidates(
     if cache is not None:
         cache["case"] = case
     return case.ranked(fusion.readings, k)
+
+
+def _kept(gap: Gap, cands: list[Candidate]) -> list[Candidate]:
+    """The search's candidates the gap takes (:func:`allowed`, a finite score): the search keeps
+    letters the rules forbid at probability 0, which are never offered."""
+    return [c for c in cands if np.isfinite(c.score) and allowed(gap, c.letters)]
 
 
 def _parallels_first(
@@ -205,7 +211,7 @@ def _parallels_first(
     if fusion.ngram is not None:
         more = ngram_candidates(fusion.ngram, items, gaps, fill, g, k)
     elif logp is not None:
-        more = search_gap(ruled(gap, logp), gap_shape(gap), k)
+        more = _kept(gap, search_gap(ruled(gap, logp), gap_shape(gap), k))
     else:
         more = []
     left = max(0.0, 1.0 - sum(c.prob for c in out)) if out else 1.0

@@ -165,7 +165,10 @@ def find_fusion(
     # fusion.json's n-gram weight was chosen together with its parallels weight: without the
     # parallels fused in, the n-gram's own weight (chosen for the n-gram alone) is the right one
     from_config = (
-        weight is None and config.ngram_weight is not None and index is not None and pw > 0
+        weight is None
+        and config.ngram_weight is not None
+        and index is not None
+        and (pw > 0 or (config.readings is not None and parallels_weight != 0.0))
     )
     if from_config:
         weight = config.ngram_weight

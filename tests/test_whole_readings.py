@@ -1,0 +1,284 @@
+"""Whole readings (issue 31): the decoder weighs the parallels' fills as whole strings, word
+division, the stone's edge, and the user's choice of decoder. On a small corpus of EpiDoc files
+the tests write: formulas carried by several inscriptions, a passage that runs across a word
+break, epitaphs ending at the stone's edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stoicheia.data.shards import convert
+from stoicheia.inference.parallels import ParallelsIndex, gap_parallels
+from stoicheia.text import alphabet as A
+from stoicheia.text.encode import encode_text
+
+_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
+    '<teiHeader><profileDesc><textLang mainLang="grc"/></profileDesc></teiHeader>\n'
+    "<text><body>\n"
+)
+_TAIL = "\n</body></text></TEI>\n"
+
+#: what each inscription of the corpus says (one file each); the decree's formula is carried
+#: by five, each with its own name around it (five independent sources)
+NAMES = ["Φιλιστίων", "Ζωπυρίων", "Μενεκράτης", "Θεόδωρος", "Καλλίστρατος"]
+TEXTS = [
+    f"{n} εἶπε· ἔδοξε τᾶι βουλᾶι καὶ τῶι δάμωι ἐπαινέσαι {m} ἀρετᾶς ἕνεκα"
+    for n, m in zip(NAMES, NAMES[1:] + NAMES[:1], strict=True)
+] + [
+    # a passage that runs across a word break: μῆν τῆ|ς ἡμέρας, three times, against one
+    # μῆνας ς ἡμέρας that agrees with the text's word division
+    "ἐπὶ τὸν μῆν τῆς ἡμέρας ἀγαθῆς Πολύξενος",
+    "ἐπὶ τὸν μῆν τῆς ἡμέρας ἀγαθῆς Ἀρχέδαμος",
+    "ἐπὶ τὸν μῆν τῆς ἡμέρας ἀγαθῆς Τιμολέων",
+    "μετὰ μῆνας ς ἡμέρας ἐτελεύτησεν Δεξίθεος",
+    # epitaphs: the word before κῖτε
+    "Εὐκλείδας ἐνθάδε κῖτε χρηστὲ χαῖρε",
+    "Φιλόξενος ἐνθάδε κῖτε χρηστὲ χαῖρε",
+    # a lone sigma between spaces (a misprint, in some edition)
+    "καὶ ς ἔδωκε τὸν στέφανον Νικάνωρ",
+]
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    body = f'<div type="edition" xml:lang="grc"><ab><lb n="1"/>{text}</ab></div>'
+    (folder / name).write_text(_HEAD + body + _TAIL, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    src = tmp_path_factory.mktemp("readings") / "isicily"
+    src.mkdir()
+    for i, text in enumerate(TEXTS):
+        _write(src, f"ISic9100{i:02d}.xml", text)
+    out = src.parent / "shards"
+    convert({"bronze": [src]}, out, val_fraction=0.0, max_record_letters=200, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def index(corpus) -> ParallelsIndex:
+    return ParallelsIndex(corpus / "parallels")
+
+
+class _Prefers:
+    """A stand-in network that puts ``letter`` first at every hidden slot (logit 4, the other
+    letters 0) and BLANK at ``blank``: each of its letters scores higher alone than any other."""
+
+    def __init__(self, letter: str = "ε", blank: float = 1.0) -> None:
+        self.letter, self.blank = A.LETTERS.index(letter), blank
+
+    def __call__(self, batch):
+        import torch
+
+        chars = batch["chars"]
+        B, T = chars.shape
+        out = {
+            h: torch.zeros(B, T, n)
+            for h, n in (("char", 27), ("boundary", 3), ("dia", 48), ("cap", 2), ("punct", 6))
+        }
+        out["char"][:, :, self.letter] = 4.0
+        out["char"][:, :, A.BLANK] = self.blank
+        out["boundary"][:, :, 0] = 1.0
+        out["punct"][:, :, 0] = 1.0
+        return out
+
+
+def _model(net=None, shards: Path | None = None):
+    from stoicheia.inference.loading import LoadedModel
+
+    class Loaded(LoadedModel):
+        def __call__(self, batch):
+            return self.encoder(batch)
+
+    data = {"seq_len": 512, **({"shard_root": str(shards)} if shards else {})}
+    return Loaded(net or _Prefers(), {"data": data}, "stub", "checkpoint")
+
+
+def _fusion(index, ngram=None, weight=0.0):
+    from stoicheia.inference.restore.gap_search import Fusion
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+    f = Fusion(ngram, weight, index, 0.0)
+    f.readings = ReadingWeights()
+    return f
+
+
+def _ngram(index):
+    from stoicheia.inference.ngram import LetterNgram
+
+    t = np.asarray(index.text).astype(np.int64)
+    return LetterNgram(3).fit([np.where(t == 0, A.MASK, t - 1)])
+
+
+def _letters(s: str) -> str:
+    p = encode_text(s).planes
+    return "".join(A.LETTERS[c] for c in p.chars[p.lacuna == 0])
+
+
+# --- readings compete as wholes -----------------------------------------------------------
+
+
+def test_a_reading_carried_by_many_parallels_beats_letters_that_each_score_higher(index):
+    from stoicheia.inference.restore import restore
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    text = "ἔδοξε τᾶι βουλᾶι καὶ τῶι δά[..]ι ἐπαινέσαι"
+    alone = restore(_model(), text, top_k=1, fusion=None)
+    assert alone.restorations[0].fills[0] == "εε"  # each ε scores higher than μ or ω alone
+    # letter by letter at a middling weight the network's letters still win a step
+    letterwise = restore(_model(), text, top_k=1, fusion=Fusion(None, 0.0, index, 0.3))
+    assert letterwise.restorations[0].fills[0] != "μω"
+    whole = restore(_model(), text, top_k=3, fusion=_fusion(index))
+    assert whole.restorations[0].fills[0] == "μω"
+    gap = whole.gaps[0]
+    assert gap.parallels.fills[0].text() == "μω" and gap.parallels.fills[0].sources == 5
+    assert gap.alternatives[0].letters == "μω" and gap.alternatives[0].prob > 0.5
+    # the network's reading is still offered, below
+    assert "εε" in [a.letters for a in gap.alternatives]
+
+
+def test_a_parallel_across_a_word_break_ranks_below_one_that_agrees(index):
+    from stoicheia.inference.restore import restore
+    from stoicheia.inference.restore.reading import read_input
+    from stoicheia.inference.restore.parallels_fusion import parallel_context, word_breaks
+
+    text = "μῆ[...] ς ἡμέρας"
+    r = read_input(text)
+    left, right = parallel_context(r.items, r.gaps, {}, 0)
+    blind = gap_parallels(index, left, right, [3])
+    # letters only: three sources of μῆν τῆ|ς ἡμέρας outweigh the one μῆνας ς ἡμέρας
+    assert blind.fills[0].text() == "ντη"
+    aware = gap_parallels(index, left, right, [3], breaks=word_breaks(r.items, r.gaps, {}, 0))
+    assert [f.text() for f in aware.fills[:2]] == ["νασ", "ντη"]
+    assert aware.fills[0].breaks_disagree == 0 and aware.fills[1].breaks_disagree > 0
+    assert aware.fills[0].prob > aware.fills[1].prob
+    got = restore(_model(), text, top_k=1, fusion=_fusion(index), decoder="parallels")
+    assert got.restorations[0].fills[0] == "νασ"
+    # in scriptio continua the text gives no word division: nothing to compare
+    continua = read_input("ΜΗ[...]ΣΗΜΕΡΑΣ")
+    assert word_breaks(continua.items, continua.gaps, {}, 0) is None
+
+
+def test_fills_whose_words_the_corpus_never_attests_are_marked(index):
+    from stoicheia.inference.restore.reading import read_input
+    from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
+    from stoicheia.inference.restore.whole_readings import unattested_flags
+
+    r = read_input("ἔδοξε τᾶι βουλᾶι καὶ τῶι δά[..]ι ἐπαινέσαι")
+    found = gap_parallels_for(_fusion(index), r.items, r.gaps, {}, 0, prior=False)
+    flags = unattested_flags(
+        index, found, [np.array([A.LETTERS.index(c) for c in w]) for w in ("μω", "εε")]
+    )
+    assert flags.tolist() == [False, True]  # δάμωι is a word of the corpus, δάεει none
+    # no word division, no judgement
+    r = read_input("ΔΑ[..]Ι")
+    found = gap_parallels_for(_fusion(index), r.items, r.gaps, {}, 0, prior=False)
+    assert not unattested_flags(index, found, [np.array([0, 0])]).any()
+
+
+def test_no_lone_letter_greek_does_not_write(index):
+    from stoicheia.inference.restore import restore
+
+    text = "καὶ [.] ἔδωκε τὸν στέφανον"
+    for decoder in ("fused", "parallels", "model"):
+        got = restore(_model(), text, top_k=3, fusion=_fusion(index), decoder=decoder)
+        fills = [a.letters for a in got.gaps[0].alternatives] + got.restorations[0].fills
+        assert "σ" not in fills and "ς" not in fills, decoder
+    # the parallels list it (what the corpus has), the decoder never offers it
+    assert got.gaps[0].parallels.fills[0].text() == "σ"
+
+
+# --- the stone's edge -----------------------------------------------------------------------
+
+
+def test_a_one_sided_gap_takes_the_whole_word_of_its_parallel(index):
+    from stoicheia.inference.restore import restore
+    from stoicheia.inference.restore.reading import read_input
+
+    text = "ἐπαινέσαι Ζωπυρίων ἀρετᾶς [---]"
+    assert read_input(text).gaps[0].one_sided == "left"
+    got = restore(_model(), text, top_k=3, unknown_width=12, fusion=_fusion(index))
+    fills = [f.text() for f in got.gaps[0].parallels.fills]
+    assert fills == ["ενεκα"]  # one source, one candidate: never ε, εν, ενε ...
+    assert got.restorations[0].fills[0] == "ενεκα"
+    # the other side: the word before κῖτε
+    text = "[---] κῖτε χρηστὲ χαῖρε"
+    got = restore(_model(), text, top_k=1, unknown_width=12, fusion=_fusion(index))
+    assert got.gaps[0].one_sided == "right"
+    assert [f.text() for f in got.gaps[0].parallels.fills] == ["ενθαδε"]
+    assert got.gaps[0].parallels.fills[0].sources == 2
+    assert got.restorations[0].fills[0] == "ενθαδε"
+    # a gap between two words is two-sided: its widths are searched as before
+    assert read_input("ἀρετᾶς [---] καὶ").gaps[0].one_sided is None
+
+
+# --- the user chooses -----------------------------------------------------------------------
+
+
+def _task(text: str, truth: str):
+    from stoicheia.inference.benchmark.protocols import Task
+
+    start = text.index("[")
+    end = text.index("]") + 1
+    return Task("hidden", "ISic000001", text, start, end, 0, truth, "-" not in text[start:end])
+
+
+def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index):
+    from stoicheia.inference.benchmark.parallels import (
+        ParallelsCache,
+        ParallelsDecoder,
+        readings_family,
+    )
+    from stoicheia.inference.benchmark.run import ModelDecoder, NgramDecoder
+    from stoicheia.inference.restore import restore
+    from stoicheia.inference.restore.gap_search import Fusion
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+    model = _model()
+    ngram = _ngram(index)
+    md = ModelDecoder(model, k=20, unknown_width=12)
+    cache = ParallelsCache(md, index)
+    point = {"ngram": 0.4, "lam_max": 0.7, "half": 1.0, "unattested": 1.0}
+    rows = {
+        "model": md,
+        "ngram": NgramDecoder(ngram, k=20, unknown_width=12),
+        "parallels": ParallelsDecoder(cache, NgramDecoder(ngram, k=20, unknown_width=12)),
+        "fused": readings_family(md, ngram, cache, (0.4,)).make(point),
+    }
+    weights = ReadingWeights(0.7, 1.0, 1.0)
+    for text in (
+        "ἔδοξε τᾶι βουλᾶι καὶ τῶι δά[..]ι ἐπαινέσαι",
+        "μῆ[...] ς ἡμέρας",
+        "ἐπαινέσαι Ζωπυρίων ἀρετᾶς [---]",
+        "Φιλόξενος [---] κῖτε χρηστὲ χαῖρε",
+    ):
+        task = _task(text, "")
+        for name, row in rows.items():
+            fusion = Fusion(ngram, 0.4, index, 0.0)
+            fusion.readings = weights
+            got = restore(
+                model,
+                text,
+                top_k=1,
+                alternatives=20,
+                unknown_width=12,
+                fusion=fusion,
+                decoder=name,
+            )
+            cands, prob = row(task)
+            mine = [a.letters for a in got.gaps[0].alternatives]
+            assert mine == cands[: len(mine)] and len(mine) == min(20, len(cands)), (name, text)
+            assert got.gaps[0].alternatives[0].prob == pytest.approx(prob, rel=1e-5)
+
+
+def test_decoder_option_refused_when_unknown_and_ngram_needs_its_file(index):
+    from stoicheia.inference.restore import RestoreError, restore
+
+    with pytest.raises(RestoreError, match="--decoder 'beam'"):
+        restore(_model(), "καὶ [..]", decoder="beam")
+    with pytest.raises(RestoreError, match="no n-gram"):
+        restore(_model(), "καὶ τῶι [..]", fusion=_fusion(index), decoder="ngram")
