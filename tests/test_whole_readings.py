@@ -143,8 +143,8 @@ def test_a_reading_carried_by_many_parallels_beats_letters_that_each_score_highe
 
 def test_a_parallel_across_a_word_break_ranks_below_one_that_agrees(index):
     from stoicheia.inference.restore import restore
-    from stoicheia.inference.restore.reading import read_input
     from stoicheia.inference.restore.parallels_fusion import parallel_context, word_breaks
+    from stoicheia.inference.restore.reading import read_input
 
     text = "μῆ[...] ς ἡμέρας"
     r = read_input(text)
@@ -164,8 +164,8 @@ def test_a_parallel_across_a_word_break_ranks_below_one_that_agrees(index):
 
 
 def test_fills_whose_words_the_corpus_never_attests_are_marked(index):
-    from stoicheia.inference.restore.reading import read_input
     from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
+    from stoicheia.inference.restore.reading import read_input
     from stoicheia.inference.restore.whole_readings import unattested_flags
 
     r = read_input("ἔδοξε τᾶι βουλᾶι καὶ τῶι δά[..]ι ἐπαινέσαι")
