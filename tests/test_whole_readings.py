@@ -40,6 +40,9 @@ TEXTS = [
     "Φιλόξενος ἐνθάδε κῖτε χρηστὲ χαῖρε",
     # a lone sigma between spaces (a misprint, in some edition)
     "καὶ ς ἔδωκε τὸν στέφανον Νικάνωρ",
+    # a name with its capital and breathing
+    "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Ἑρμοκράτης",
+    "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Σωσίβιος",
 ]
 
 
@@ -190,6 +193,22 @@ def test_no_lone_letter_greek_does_not_write(index):
         assert "σ" not in fills and "ς" not in fills, decoder
     # the parallels list it (what the corpus has), the decoder never offers it
     assert got.gaps[0].parallels.fills[0].text() == "σ"
+
+
+def test_a_fill_from_the_parallels_prints_their_capitals_and_accents(index):
+    from stoicheia.inference.restore import restore
+
+    text = "ὑπὲρ βασιλέως [.]λεξάνδρου εὐχὴν"
+    got = restore(_model(), text, top_k=1, fusion=_fusion(index))
+    assert got.restorations[0].text == "ὑπὲρ βασιλέως [Ἀ]λεξάνδρου εὐχὴν"
+    assert got.gaps[0].alternatives[0].fill == "Ἀ"
+    # in a text without marks, in capitals: as the input writes its letters
+    got = restore(_model(), "ΥΠΕΡ ΒΑΣΙΛΕΩΣ [.]ΛΕΞΑΝΔΡΟΥ ΕΥΧΗΝ", top_k=1, fusion=_fusion(index))
+    assert got.restorations[0].printed[0] == "Α"
+    # a fill of the network's own prints with its heads, as before
+    alone = restore(_model(), text, top_k=1, fusion=None)
+    assert alone.gaps[0].alternatives[0].letters == "ε"
+    assert alone.gaps[0].alternatives[0].fill.lower() == alone.gaps[0].alternatives[0].fill
 
 
 # --- the stone's edge -----------------------------------------------------------------------

@@ -152,8 +152,28 @@ def create_app(
 
     @app.get("/model", response_model=ModelInfo)
     def model_info() -> ModelInfo:
-        """The model the server restores with, and the experts fused with it (the letter
-        n-gram, the parallels index) as restore finds them now."""
+        """The model the server restores with, the experts fused with it (the letter
+        n-gram, the parallels index) as restore finds them now, and the decoders a request may
+        name (``decoders``: those whose parts are loaded) with the default one (``decoder``)."""
+        from stoicheia.inference.restore import DECODERS
+        from stoicheia.inference.restore.fusion_file import find_fusion
+
+        try:
+            fusion = find_fusion(model, decoder="ngram")  # loads the n-gram whatever its weight
+            default = find_fusion(model)
+        except RestoreError:  # a damaged fusion.json or index: said by /restore
+            fusion = default = None
+        parts = {
+            "network": True,
+            "ngram": fusion is not None and fusion.ngram is not None,
+            "parallels": fusion is not None and fusion.parallels is not None,
+        }
+        offered = [
+            d
+            for d in DECODERS
+            if (d != "ngram" or parts["ngram"])
+            and (d != "parallels" or parts["parallels"] or parts["ngram"])
+        ]
         return ModelInfo(
             source=str(model.source),
             kind=str(model.kind),
@@ -162,6 +182,8 @@ def create_app(
             seq_len=seq_len,
             epidoc_upload=epidoc_upload_available(),
             **experts(model),
+            decoders=offered,
+            decoder=default.decoder if default is not None else "fused",
         )
 
     @app.post(
@@ -204,6 +226,7 @@ def create_app(
                 unknown_width=req.unknown_width,
                 about_margin=req.about_margin,
                 progress=check,
+                decoder=req.decoder,
             )
 
         try:

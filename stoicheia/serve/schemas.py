@@ -61,6 +61,13 @@ class RestoreRequest(BaseModel):
     supplements: Literal["keep", "repredict"] = Field(
         "keep", description="keep the letters an editor supplied in [ ] or re-predict them"
     )
+    decoder: Literal["fused", "parallels", "ngram", "model"] | None = Field(
+        None,
+        description="which decoder fills the gaps: fused (network, n-gram and parallels as "
+        "whole readings), parallels (the corpus's parallels first, then the n-gram), ngram (the "
+        "letter n-gram alone), model (the network alone); null: the server's default (GET "
+        "/model)",
+    )
 
 
 class Alternative(BaseModel):
@@ -195,6 +202,10 @@ class ModelInfo(BaseModel):
     experts_error: str | None = Field(
         None, description="why the n-gram or the parallels could not be read, else null"
     )
+    decoders: list[str] = Field(
+        default_factory=list, description="the decoders a request may ask for (its 'decoder')"
+    )
+    decoder: str = Field("fused", description="the decoder used when a request names none")
 
 
 __all__ = [

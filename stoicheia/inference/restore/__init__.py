@@ -59,7 +59,12 @@ from stoicheia.inference.restore.reading import (
     read_input,
     respace_items,
 )
-from stoicheia.inference.restore.rendering import FillPrinter, Restoration, finish
+from stoicheia.inference.restore.rendering import (
+    FillPrinter,
+    Restoration,
+    finish,
+    parallel_printed,
+)
 from stoicheia.inference.restore.splicing import spliced_restoration
 from stoicheia.text import alphabet as A
 from stoicheia.text.planes import Planes
@@ -368,6 +373,12 @@ def _render(
                     printer.remember(gi, h.fill[gi], r.printed[gi])
     else:  # each gap's fills (restorations' and alternatives') rendered in one window pass
         for gi, g in enumerate(gaps):
+            index = g.parallels.index if g.parallels is not None else None
+            for c in decoded.cands[gi] if index is not None and gi not in kept else []:
+                # a fill the parallels carry prints as they print it
+                shown = parallel_printed(index, c.source, g, style)
+                if shown:
+                    printer.remember(gi, symbols(g, c.letters), shown)
             if gi not in kept:
                 printer.render(
                     gi,

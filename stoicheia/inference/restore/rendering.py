@@ -95,6 +95,30 @@ def _printed_fill(
     return styled(unicodedata.normalize("NFC", "".join(parts)), style)
 
 
+def parallel_printed(index: Any, source: Any, g: Gap, style: InputStyle | None) -> str | None:
+    """The fill of gap ``g`` as its best parallel prints it (``source``: the parallels'
+    :class:`~stoicheia.inference.parallels.search.FillParallels`): its capitals, accents and
+    word spaces (``[Ἀ]λεξάνδρου``, not ``[ἀ]λεξάνδρου``), in the input's ``style`` (no marks
+    where the input has none, capitals in a capital text); ``None`` when it has no parallel
+    to print from, or the gap is of traces (dotted letters)."""
+    if index is None or not getattr(source, "parallels", None) or g.traces:
+        return None
+    par = source.parallels[0]
+    planes = index.planes(par.pos, par.pos + par.width)
+    # the fill's last letter ends where the gap does: the text after it says the rest
+    planes.boundary[-1] = A.BOUNDARY_INTERNAL
+    planes.punct[-1] = A.PUNCT_NONE
+    text = unicodedata.normalize("NFC", planes_to_text(planes)).strip()
+    if source.letters[-1] == A.LETTERS.index("σ") and g.end_boundary in (
+        A.BOUNDARY_WORD,
+        A.BOUNDARY_SENTENCE,
+    ):  # a final sigma where the gap ends a word
+        text = text[:-1] + ("Σ" if text[-1] == "Σ" else "ς")
+    if style is not None and g.capitals is not None and g.capitals != style.capitals:
+        style = dataclasses.replace(style, capitals=g.capitals)
+    return styled(text, style)
+
+
 #: letters of context on each side of a gap when its fills are rendered (module docstring)
 RENDER_CONTEXT = 64
 
@@ -273,6 +297,7 @@ def _rebuilt(letters: list[Letter], chans: list[tuple[int, int, int, int, int]])
 
 __all__ = [
     "RENDER_CONTEXT",
+    "parallel_printed",
     "FillPrinter",
     "Restoration",
     "finish",

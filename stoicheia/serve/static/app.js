@@ -257,6 +257,7 @@ async function restoreText() {
     respace: $("respace").checked,
     accents: $("accents").checked,
     supplements: $("repredict").checked ? "repredict" : "keep",
+    decoder: $("decoder").value,
   };
   if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
   $("restore").disabled = true;
@@ -369,6 +370,10 @@ async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
     $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
+    // the decoders whose parts are loaded, the server's default chosen
+    const offered = m.decoders || [];
+    for (const opt of [...$("decoder").options]) opt.disabled = offered.length > 0 && !offered.includes(opt.value);
+    if (m.decoder) $("decoder").value = m.decoder;
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
       $("epidoc-file").disabled = true;
