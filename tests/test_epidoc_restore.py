@@ -165,8 +165,10 @@ def test_header_entries_leave_the_tail_of_the_last_entry_where_it_was(corpus_roo
 
 def test_kept_gap_attributes_by_hand():
     """The <supplied> keeps a gap's identity and place (xml:id, n, xml:lang, rend: as written)
-    and drops what describes the loss (reason, quantity, unit, extent, precision, atLeast/
-    atMost) or the editor's judgement of it (resp, cert)."""
+    and drops the editor's judgement of the loss (reason, resp, cert); what describes the loss
+    (quantity, unit, extent, precision, atLeast/atMost) it keeps where the extent is unknown or
+    approximate (issue 31: the editor's statement stays beside the model's reading), and drops
+    for a counted loss (the letters written say it)."""
     from stoicheia.inference.epidoc.byte_spans import _element_spans
     from stoicheia.inference.epidoc.write_back import _kept_attributes, _supplied_xml
 
@@ -177,7 +179,21 @@ def test_kept_gap_attributes_by_hand():
     )
     span = _element_spans(data)[1]
     kept = _kept_attributes(data, span)
-    assert [n for n, _ in kept] == ["xml:id", "n", "rend", "xml:lang"]
+    assert [n for n, _ in kept] == [
+        "quantity",
+        "unit",
+        "precision",
+        "xml:id",
+        "n",
+        "atLeast",
+        "atMost",
+        "extent",
+        "rend",
+        "xml:lang",
+    ]
+    counted = b'<ab><gap reason="lost" quantity="6" unit="character" n="3"/></ab>'
+    assert [n for n, _ in _kept_attributes(counted, _element_spans(counted)[1])] == ["n"]
+    kept = [(n, raw) for n, raw in kept if n in ("xml:id", "n", "rend", "xml:lang")]
     assert kept[0][1] == b'xml:id="A&#x3b5;1"'
     out = _supplied_xml("tei:", "A\u03b51", "stoicheia", "τοῦ", 0.5, [("τῶν", 0.2)], kept)
     assert out.startswith(

@@ -301,3 +301,54 @@ def test_decoder_option_refused_when_unknown_and_ngram_needs_its_file(index):
         restore(_model(), "καὶ [..]", decoder="beam")
     with pytest.raises(RestoreError, match="no n-gram"):
         restore(_model(), "καὶ τῶι [..]", fusion=_fusion(index), decoder="ngram")
+
+
+# --- the confidence floor of restore --epidoc -------------------------------------------------
+
+_EDITION = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
+    "<teiHeader><fileDesc><titleStmt><title>t</title></titleStmt></fileDesc>"
+    '<profileDesc><textLang mainLang="grc"/></profileDesc></teiHeader>\n<text><body>'
+    '<div type="edition" xml:lang="grc"><ab>{}</ab></div></body></text></TEI>\n'
+)
+_GAP_A = '<gap reason="lost" quantity="2" unit="character"/>'
+_GAP_B = '<gap reason="lost" extent="unknown" unit="character"/>'
+
+
+def _edition(tmp_path: Path) -> tuple[Path, bytes]:
+    body = f"ἔδοξε τᾶι βουλᾶι καὶ τῶι δά{_GAP_A}ι ἐπαινέσαι Ζωπυρίων ἀρετᾶς {_GAP_B}"
+    path = tmp_path / "ISic990001.xml"
+    path.write_bytes(_EDITION.format(body).encode("utf-8"))
+    return path, path.read_bytes()
+
+
+def _body(xml: bytes) -> bytes:
+    return xml[xml.index(b"<text>") :]
+
+
+def test_below_the_floor_the_gap_stays_and_the_edition_is_otherwise_untouched(index, tmp_path):
+    import re
+
+    from stoicheia.inference.epidoc.restore import restore_epidoc
+
+    path, before = _edition(tmp_path)
+    model = _model(shards=index.folder.parent)  # the run's shards: its parallels index
+    res = restore_epidoc(model, path, top_k=3, unknown_width=12, min_probability=1.0)
+    assert res.count("restored") == 0 and res.count("left") == 2
+    assert all("below the confidence floor" in g.reason for g in res.gaps)
+    after = res.xml
+    assert _GAP_A.encode() in after and _GAP_B.encode() in after and b"<supplied" not in after
+    # the proposals stand right after their gap, each naming it, the best reading first
+    proposals = re.findall(rb"<certainty match=[^>]*/>", after)
+    assert proposals and b'assertedValue="\xce\xbc\xcf\x89"' in proposals[0]  # μω
+    # without them, the edition is the input's byte for byte (the header declares the model)
+    assert re.sub(rb"<certainty match=[^>]*/>", b"", _body(after)) == _body(before)
+    assert b"left as gaps" in after and b'who="#stoicheia"' in after
+    # above the floor: written, the parallels named, the editor's statement of the loss kept
+    res = restore_epidoc(model, path, top_k=3, unknown_width=12, min_probability=0.0)
+    assert res.count("restored") == 2
+    xml = res.xml.decode("utf-8")
+    assert 'evidence="parallel"' in xml and "<desc>parallels: ISic9100" in xml
+    assert re.search(r'<supplied [^>]*extent="unknown"[^>]*>ἕνεκα</supplied>', xml)
+    assert re.search(r'<supplied reason="lost"[^>]*>μω</supplied>', xml)
+    assert 'quantity="2"' not in xml  # a counted loss is said by the letters written

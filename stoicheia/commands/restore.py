@@ -84,6 +84,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "one fusion.json beside the checkpoint names (the benchmark's best), else fused",
     )
     p.add_argument(
+        "--min-probability",
+        type=float_in(0, 1, meaning=" (0: every reading written)"),
+        help="with --epidoc: the confidence floor; a gap whose best reading is less probable "
+        "keeps its <gap>, its readings proposed in <certainty> entries after it (default: "
+        "fusion.json's, chosen by the benchmark so that what is written is right at least half "
+        "the time; else 0)",
+    )
+    p.add_argument(
         "--respace",
         action="store_true",
         help="the text rebuilt in lower case with the model's word division, and its accents, "
@@ -170,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
             "restore",
             "--out is the folder of --epidoc outputs; give --epidoc PATH... with it, "
             "or leave --out out",
+        )
+    if args.min_probability is not None:
+        return fail(
+            "restore",
+            "--min-probability is the floor of what --epidoc writes into an edition; a TEXT "
+            "prints every reading with its probability",
         )
     if args.text is None:
         return fail(

@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
             unknown_width=args.unknown_width,
             about_margin=args.about_margin,
             window=args.window,
+            min_probability=args.min_probability,
+            decoder=args.decoder,
         )
     except ValueError as err:
         return fail("restore", str(err))

@@ -121,6 +121,15 @@ def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
                 ge=1, le=MAX_LACUNA_WIDTH, description="letters of an extent='unknown' gap at most"
             ),
         ] = 20,
+        min_probability: Annotated[
+            float | None,
+            Form(
+                ge=0,
+                le=1,
+                description="confidence floor: a gap whose best reading is less probable keeps "
+                "its <gap>, the readings proposed after it (default: fusion.json's, else 0)",
+            ),
+        ] = None,
     ) -> Response:
         """Restore the lacunae of an uploaded EpiDoc file (``stoicheia.restore_epidoc``);
         answers the restored file, downloaded as ``NAME.restored.xml``, with
@@ -139,7 +148,8 @@ def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
         shown = Path(file.filename or "").name or "the uploaded file"
 
         def work(check: Any) -> Any:
-            return fn(model, xml, top_k=top_k, unknown_width=unknown_width, on_step=check)
+            floor = {} if min_probability is None else {"min_probability": min_probability}
+            return fn(model, xml, top_k=top_k, unknown_width=unknown_width, on_step=check, **floor)
 
         try:
             out = await run_cancellable(request, lock, work)

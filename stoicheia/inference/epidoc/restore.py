@@ -19,7 +19,7 @@ from stoicheia.inference.epidoc.outcomes import EpiDocResult, GapOutcome, Readin
 from stoicheia.inference.epidoc.plan import Piece, plan_edition
 from stoicheia.inference.epidoc.write_back import write_restorations
 
-__all__ = ["gap_readings", "restore_epidoc"]
+__all__ = ["default_floor", "gap_readings", "restore_epidoc"]
 
 
 def gap_readings(result: Any, j: int) -> list[tuple[str, float]]:
@@ -46,11 +46,16 @@ def _restore_piece(
     fills: dict[int, Readings],
     restore: Any,
     restore_error: type,
+    proposals: dict[int, Readings] | None = None,
+    sources: dict[int, list[str]] | None = None,
+    min_probability: float = 0.0,
     **options: Any,
 ) -> None:
     """Decode one :class:`Piece` (its reading, made when it was planned: the piece is parsed
     once) and record what became of each of its gaps to fill in ``outcomes`` (the reason of a
-    refusal, or the readings) and ``fills``."""
+    refusal, or the readings) and ``fills``; a gap whose best reading has a probability below
+    ``min_probability`` is left (its readings in ``proposals``); ``sources``: the parallels that
+    carry a written reading."""
     try:
         if isinstance(piece.reading, restore_error):
             raise piece.reading
@@ -71,10 +76,22 @@ def _restore_piece(
             continue
         readings = gap_readings(result, j)
         o = outcomes[i]
-        o.status, o.reason = "restored", ""
         o.fill, o.prob = readings[0]
         o.alternatives = readings[1:]
+        if o.prob < min_probability:  # too weak to write: the <gap> stays, the readings proposed
+            o.status = "left"
+            o.reason = (
+                f"below the confidence floor: {o.prob:.2f} < --min-probability "
+                f"{min_probability:g} (its readings kept as proposals)"
+            )
+            if proposals is not None:
+                proposals[o.index] = (readings[0][0], readings[0][1], readings[1:])
+            continue
+        o.status, o.reason = "restored", ""
         fills[o.index] = (readings[0][0], readings[0][1], readings[1:])
+        alts = result.gaps[j].alternatives
+        if sources is not None and alts and alts[0].sources:
+            sources[o.index] = list(alts[0].sources)
 
 
 def restore_epidoc(
@@ -91,6 +108,8 @@ def restore_epidoc(
     device: str = "auto",
     progress: Callable[[int, int], None] | None = None,
     on_step: Callable[[], None] | None = None,
+    min_probability: float | None = None,
+    decoder: str | None = None,
 ) -> EpiDocResult:
     """Fill the lacunae of the Greek edition of one EpiDoc file (module docstring).
 
@@ -104,7 +123,12 @@ def restore_epidoc(
     with the gaps to fill (``total``) and those decided so far, once before decoding and
     after each piece (a large file reports as it goes). ``on_step``: called after every
     forward pass of the decoder (the server's cancel check: an exception raised there stops
-    the restoration and is raised to the caller).
+    the restoration and is raised to the caller). ``min_probability``: the confidence floor in
+    [0, 1] (None: ``fusion.json``'s ``min_probability``, chosen by the benchmark so that what is
+    written is right at least half the time on the selection half, else 0): a gap whose best
+    reading is less probable keeps its ``<gap>``, its readings written after it as proposals
+    (``<certainty>`` entries), and counts as left. ``decoder``: ``restore``'s ``--decoder``
+    (None: its default).
 
     Returns an :class:`EpiDocResult`: the restored bytes (the input bytes unchanged when no
     gap was restored) and the outcome of every gap. Raises :class:`~.outcomes.EpiDocRestoreError` (a
@@ -127,7 +151,15 @@ def restore_epidoc(
         edition, window=window or trained, unknown_width=unknown_width, about_margin=about_margin
     )
     outcomes = plan.gaps
+    if min_probability is None:
+        min_probability = default_floor(loaded)
+    if not 0.0 <= min_probability <= 1.0:
+        raise RestoreError(
+            f"--min-probability {min_probability}: give a probability in [0, 1] (0: write all)"
+        )
     fills: dict[int, Readings] = {}  # outcome index -> reading
+    proposals: dict[int, Readings] = {}  # below the floor: proposed, not written
+    sources: dict[int, list[str]] = {}
     done = 0
     if progress is not None and plan.to_fill:
         progress(0, plan.to_fill)
@@ -139,16 +171,42 @@ def restore_epidoc(
             fills,
             restore,
             RestoreError,
+            proposals,
+            sources,
+            min_probability,
             top_k=top_k,
             beam=beam,
             unknown_width=unknown_width,
             about_margin=about_margin,
             window=window,
             progress=(lambda done, total: on_step()) if on_step is not None else None,
+            decoder=decoder,
         )
         done += len(piece.fill)
         if progress is not None:
             progress(done, plan.to_fill)
-    if not fills:
+    if not fills and not proposals:
         return EpiDocResult(plan.source, plan.data, outcomes)
-    return EpiDocResult(plan.source, write_restorations(plan, fills, loaded, top_k, when), outcomes)
+    xml = write_restorations(
+        plan,
+        fills,
+        loaded,
+        top_k,
+        when,
+        proposals=proposals,
+        sources=sources,
+        floor=min_probability,
+    )
+    return EpiDocResult(plan.source, xml, outcomes)
+
+
+def default_floor(loaded: Any) -> float:
+    """The confidence floor ``fusion.json`` beside the checkpoint of ``loaded`` names
+    (``min_probability``, chosen by ``stoicheia benchmark --save-fusion``), else 0."""
+    from stoicheia.inference.restore.fusion_file import FusionConfig, fusion_beside
+
+    path = fusion_beside(str(getattr(loaded, "source", "")))
+    if path is None:
+        return 0.0
+    floor = FusionConfig.load(path).min_probability
+    return float(floor) if floor is not None else 0.0

@@ -44,7 +44,7 @@ from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError, Readings
 from stoicheia.inference.epidoc.plan import EpiDocPlan
 from stoicheia.inference.model_identity import model_identity
 
-__all__ = ["GAP_ONLY_ATTRIBUTES", "RESP_ID", "write_restorations"]
+__all__ = ["GAP_ONLY_ATTRIBUTES", "LOSS_STATEMENT", "RESP_ID", "write_restorations"]
 
 _XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
 RESP_ID = "stoicheia"
@@ -89,18 +89,31 @@ GAP_ONLY_ATTRIBUTES = frozenset(
 _ATTRIBUTE = re.compile(rb"""([^\s=/>]+)\s*=\s*("[^"]*"|'[^']*')""")
 
 
+#: the editor's statement of a loss whose extent is not known exactly (TEI att.dimensions,
+#: which ``<supplied>`` shares with ``<gap>``): kept on the ``<supplied>`` when the gap says
+#: its extent is unknown or approximate (``extent``, ``precision``, a range), so the edition
+#: still records what the editor knew of the loss beside the model's reading
+LOSS_STATEMENT = frozenset(
+    {"quantity", "unit", "extent", "precision", "atLeast", "atMost", "min", "max", "scope"}
+)
+_UNSURE = frozenset({"extent", "precision", "atLeast", "atMost", "min", "max"})
+
+
 def _kept_attributes(data: bytes, span: ElementSpan) -> list[tuple[str, bytes]]:
     """``[(name, bytes as written)]``: the attributes of the ``<gap>`` at ``span`` that the
-    ``<supplied>`` replacing it keeps (:data:`GAP_ONLY_ATTRIBUTES`), in their order, each
-    written as in the file (quotes and character references untouched)."""
+    ``<supplied>`` replacing it keeps (:data:`GAP_ONLY_ATTRIBUTES`; those of
+    :data:`LOSS_STATEMENT` too when the gap's extent is unknown or approximate), in their
+    order, each written as in the file (quotes and character references untouched)."""
     tag = data[span.start : span.tag_end]
     tag = tag[1 + len(span.name) :]  # the attributes after '<name'
-    out = []
-    for m in _ATTRIBUTE.finditer(tag):
-        name = m.group(1).decode("utf-8")
-        if name not in GAP_ONLY_ATTRIBUTES:  # a prefixed one (xml:id, xml:lang) is never dropped
-            out.append((name, m.group(0)))
-    return out
+    found = [(m.group(1).decode("utf-8"), m.group(0)) for m in _ATTRIBUTE.finditer(tag)]
+    unsure = any(name in _UNSURE for name, _ in found)
+    return [
+        (name, raw)
+        for name, raw in found
+        # a prefixed one (xml:id, xml:lang) is never dropped
+        if name not in GAP_ONLY_ATTRIBUTES or (unsure and name in LOSS_STATEMENT)
+    ]
 
 
 def _supplied_xml(
@@ -111,19 +124,26 @@ def _supplied_xml(
     prob: float,
     alts: list[tuple[str, float]],
     kept: list[tuple[str, bytes]] = (),  # type: ignore[assignment]
+    sources: list[str] = (),  # type: ignore[assignment]
 ) -> str:
     """The ``<supplied>`` and its ``<certainty>`` entries for one restored gap (module
     docstring). ``kept``: the gap's attributes it keeps (:func:`_kept_attributes`); when they
     hold the gap's ``xml:id``, ``xid`` must be its value (the one the pointers use), and the
-    ``xml:id`` is written as the gap had it."""
+    ``xml:id`` is written as the gap had it. ``sources``: the corpus parallels that carry the
+    reading (their labels): the ``<supplied>`` says ``evidence="parallel"`` and the reading's
+    ``<certainty>`` names them in a ``<desc>``."""
     own = "" if any(n == "xml:id" for n, _ in kept) else f' xml:id="{xid}"'
     more = "".join(" " + raw.decode("utf-8") for _, raw in kept)
+    evidence = ' evidence="parallel"' if sources else ""
     target = quoteattr(f"#{xid}")
+    head = (
+        f'<{pre}certainty target={target} locus="value" degree="{_fmt_prob(prob)}" resp="#{resp}"'
+    )
+    named = escape("parallels: " + "; ".join(sources))
     out = [
-        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}"{own}{more}>'
+        f'<{pre}supplied reason="lost" cert="low" resp="#{resp}"{evidence}{own}{more}>'
         f"{escape(fill)}</{pre}supplied>",
-        f'<{pre}certainty target={target} locus="value" degree="{_fmt_prob(prob)}" '
-        f'resp="#{resp}"/>',
+        f"{head}><{pre}desc>{named}</{pre}desc></{pre}certainty>" if sources else f"{head}/>",
     ]
     for f, p in alts:
         out.append(
@@ -131,6 +151,18 @@ def _supplied_xml(
             f'degree="{_fmt_prob(p)}" resp="#{resp}"/>'
         )
     return "".join(out)
+
+
+def _proposals_xml(pre: str, resp: str, fill: str, prob: float, alts: list) -> str:
+    """The readings of a gap left below the confidence floor, written right after its
+    ``<gap>`` (which stays as it was, byte for byte): one ``<certainty>`` per reading, pointing
+    at the gap by ``@match`` (the nearest ``<gap>`` before it), ``@assertedValue`` the reading and
+    ``@degree`` its probability."""
+    return "".join(
+        f'<{pre}certainty match="preceding-sibling::*[local-name()=\'gap\'][1]" locus="value" '
+        f'assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
+        for f, p in [(fill, prob), *alts]
+    )
 
 
 def _append_child(
@@ -180,6 +212,8 @@ def _header_edits(
     restored: int,
     top_k: int,
     when: str,
+    proposed: int = 0,
+    floor: float = 0.0,
 ) -> list[tuple[int, int, bytes]]:
     header = doc.find(f"{TEI}teiHeader")
     title = header.find(f"{TEI}fileDesc/{TEI}titleStmt") if header is not None else None
@@ -196,10 +230,17 @@ def _header_edits(
         f"the SHA-256 of its weights, stoicheia.inference.model_identity): the supplements marked "
         f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
     )
+    left = (
+        f"; {proposed} {'lacuna' if proposed == 1 else 'lacunae'} left as gaps, their readings "
+        f"below the confidence floor {floor:g} proposed in certainty/@assertedValue"
+        if proposed
+        else ""
+    )
     change = (
         f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
         f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model of {model_id}; "
-        f"top {top_k} restorations, alternatives in certainty/@assertedValue)</{pre}change>"
+        f"top {top_k} restorations, alternatives in certainty/@assertedValue{left})"
+        f"</{pre}change>"
     )
     edits = [_append_child(data, spans, title, resp_entry)]
     rev = header.find(f"{TEI}revisionDesc")
@@ -224,6 +265,10 @@ def write_restorations(
     model: Any,
     top_k: int,
     when: str | None = None,
+    *,
+    proposals: dict[int, Readings] | None = None,
+    sources: dict[int, list[str]] | None = None,
+    floor: float = 0.0,
 ) -> bytes:
     """The restored file's bytes: ``plan.data`` with each gap of ``fills`` (by the index of its
     :class:`~.outcomes.GapOutcome`; at least one) replaced by its ``<supplied>`` and
@@ -231,7 +276,10 @@ def write_restorations(
     :class:`~stoicheia.inference.loading.LoadedModel`, named by
     :func:`~stoicheia.inference.model_identity.model_identity`) declared in the header with the
     number of lacunae restored, ``top_k`` and the date ``when`` (default today, UTC,
-    ``YYYY-MM-DD``). Every other byte is the input's. Raises
+    ``YYYY-MM-DD``). ``proposals``: gaps left below the confidence ``floor``, by the same
+    index: their ``<gap>`` stays and their readings follow it (:func:`_proposals_xml`);
+    ``sources``: the parallels that carry a written reading (``evidence="parallel"``). Every
+    other byte is the input's. Raises
     :class:`~.outcomes.EpiDocRestoreError` for a file without a ``<titleStmt>``, and (an
     internal fault, to report) for overlapping edits or a result that does not parse."""
     name, data, doc, spans = plan.source, plan.data, plan.doc, plan.spans
@@ -247,11 +295,27 @@ def write_restorations(
             kept = _kept_attributes(data, span)  # the gap's xml:id, n, ...: links stay valid
             own = at_byte[o.start].get(_XML_ID) if any(n == "xml:id" for n, _ in kept) else None
             xid = own or _unique_id(f"{resp}-{o.index + 1}", taken)
-            edits.append(
-                (o.start, o.end, _supplied_xml(pre, xid, resp, f, p, alts, kept).encode("utf-8"))
-            )
+            named = (sources or {}).get(o.index, [])
+            xml = _supplied_xml(pre, xid, resp, f, p, alts, kept, named)
+            edits.append((o.start, o.end, xml.encode("utf-8")))
+        elif proposals and o.index in proposals:
+            f, p, alts = proposals[o.index]
+            xml = _proposals_xml(_prefix(plan.gap_spans[o.index]), resp, f, p, alts)
+            edits.append((o.end, o.end, xml.encode("utf-8")))
     when = when or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
-    edits += _header_edits(doc, data, spans, name, resp, model, len(fills), top_k, when)
+    edits += _header_edits(
+        doc,
+        data,
+        spans,
+        name,
+        resp,
+        model,
+        len(fills),
+        top_k,
+        when,
+        len(proposals or {}),
+        floor,
+    )
     edits.sort(key=lambda e: (e[0], e[1]))
     out, at = [], 0
     for s, e, b in edits:

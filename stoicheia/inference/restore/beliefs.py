@@ -81,7 +81,11 @@ def gap_beliefs(
             printer.render(g.index, fills)
             g.alternatives = [
                 Alternative(
-                    printer(g.index, f), float(c.prob), math.log(max(c.prob, 1e-300)), c.text()
+                    printer(g.index, f),
+                    float(c.prob),
+                    math.log(max(c.prob, 1e-300)),
+                    c.text(),
+                    [p.source.label() for p in (c.source.parallels if c.source else [])[:3]],
                 )
                 for c, f in zip(shown, fills, strict=True)
             ]

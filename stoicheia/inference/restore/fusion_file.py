@@ -55,6 +55,10 @@ class FusionConfig:
     #: the decoder restore uses when none is asked for (``--decoder``): the one that won on
     #: the report half of the benchmark that wrote this file; None: ``fused``
     decoder: str | None = None
+    #: the confidence floor of ``restore --epidoc`` and the page's EpiDoc restoration: the
+    #: least probability of a reading written into an edition, chosen on the selection half so
+    #: that what is written is right at least half the time; None: 0 (everything written)
+    min_probability: float | None = None
 
     def __post_init__(self) -> None:
         from stoicheia.inference.restore.decoders import DECODERS
@@ -68,7 +72,7 @@ class FusionConfig:
             raise RestoreError(
                 f"{FUSION_FILE}: decoder {self.decoder!r} is none of {', '.join(DECODERS)}"
             )
-        for name in ("ngram_weight", "parallels_weight"):
+        for name in ("ngram_weight", "parallels_weight", "min_probability"):
             v = getattr(self, name)
             if v is not None and not (
                 isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
@@ -84,7 +88,7 @@ class FusionConfig:
         except (OSError, ValueError, TypeError) as err:
             raise RestoreError(
                 f"{path}: not a fusion file ({err}); keys: ngram_weight, parallels_weight, "
-                "parallels_index, chosen_on, readings, decoder"
+                "parallels_index, chosen_on, readings, decoder, min_probability"
             ) from None
 
     def save(self, path: str | Path) -> None:

@@ -34,12 +34,14 @@ class Alternative:
     """One fill of one gap among the model's own top-k for that gap (the other gaps held at the
     best restoration): ``fill`` as printed (without brackets), ``logprob`` its natural-log
     probability under the decoding (the sum over its slots, :mod:`.decoding`), ``prob``
-    ``exp(logprob)``; ``letters`` its base letters."""
+    ``exp(logprob)``; ``letters`` its base letters; ``sources`` the parallels that carry it."""
 
     fill: str
     prob: float
     logprob: float
     letters: str = ""
+    #: the parallels that carry this fill (their labels, best first, at most 3); empty: none
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass
