@@ -352,3 +352,52 @@ def test_below_the_floor_the_gap_stays_and_the_edition_is_otherwise_untouched(in
     assert re.search(r'<supplied [^>]*extent="unknown"[^>]*>ἕνεκα</supplied>', xml)
     assert re.search(r'<supplied reason="lost"[^>]*>μω</supplied>', xml)
     assert 'quantity="2"' not in xml  # a counted loss is said by the letters written
+
+
+def test_the_floor_and_the_default_decoder_are_chosen_by_hand():
+    """The floor: the least probability at which the selection half's gaps written would be
+    right half the time; the default decoder: the best top-1 on the report half."""
+    from stoicheia.inference.benchmark.parallels import choose_floor, report_winner
+
+    def row(half, prob, right):
+        return {"half": half, "fused": {"prob": prob, "rank": 1 if right else 3}}
+
+    examples = [
+        row("selection", 0.9, True),
+        row("selection", 0.6, False),
+        row("selection", 0.3, True),
+        row("selection", 0.12, False),
+        row("selection", 0.02, False),
+        row("report", 0.01, True),  # the report half never moves the floor
+        row("report", 0.02, True),
+    ]
+    result = {"protocols": {"hidden": {"examples": examples}}}
+    # from 0.05 up: 2 of 4 right (0.5); at 0: 2 of 5
+    assert choose_floor(result, "fused") == 0.05
+    examples[2]["fused"]["rank"] = None  # 1 of 4 from 0.05; 1 of 3 from 0.15; 1 of 2 from 0.35
+    assert choose_floor(result, "fused") == 0.35
+
+    def view(top1, cer):
+        return {"top1": top1, "cer": cer}
+
+    result = {
+        "protocols": {
+            p: {
+                "views": {
+                    "report": {
+                        "decoders": {
+                            "fused": view(0.40, 0.5),
+                            "parallels": view(a, 0.6),
+                            "ngram": view(0.2, 0.7),
+                            "model": view(0.1, 0.8),
+                            "fused3": view(0.9, 0.1),  # not a choice of --decoder
+                        }
+                    }
+                }
+            }
+            for p, a in (("hidden", 0.50), ("supplements", 0.36))
+        }
+    }
+    assert report_winner(result) == "parallels"  # 0.43 against 0.40
+    result["protocols"]["supplements"]["views"]["report"]["decoders"]["parallels"]["top1"] = 0.3
+    assert report_winner(result) == "fused"  # a tie at 0.40: the lower CER

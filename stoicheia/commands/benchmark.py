@@ -323,6 +323,12 @@ def run(args: argparse.Namespace) -> int:
                 else "restore shows the parallels under each gap, not fused in"
             )
             + f" (chosen on {config.chosen_on}); its default decoder: "
-            f"{config.decoder or 'fused'} (the best on the report half)"
+            f"{config.decoder or 'fused'} (the best on the report half); restore --epidoc "
+            + (
+                f"writes readings of probability {config.min_probability:g} or more (right at "
+                "least half the time on the selection half), and proposes the others"
+                if config.min_probability is not None
+                else "writes every reading (no floor kept half of the selection half's right)"
+            )
         )
     return 0

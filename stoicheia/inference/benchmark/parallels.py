@@ -189,7 +189,30 @@ def fusion_config(result: dict, index_folder: str | Path | None) -> Any:
         chosen_on=on,
         readings=readings,
         decoder=report_winner(result),
+        min_probability=choose_floor(result, report_winner(result) or "fused"),
     )
+
+
+#: the confidence floors tried (:func:`choose_floor`)
+FLOORS = tuple(round(0.05 * i, 2) for i in range(0, 20))
+
+
+def choose_floor(result: dict, decoder: str, precision: float = 0.5) -> float | None:
+    """The confidence floor of ``restore --epidoc``: the least of :data:`FLOORS` at which the
+    gaps of the selection half (every protocol) whose first reading by ``decoder`` is at least
+    that probable are right at least ``precision`` of the time (so that what is written is
+    right at least half the time); None when the result has no such gap."""
+    rows = [
+        r[decoder]
+        for res in (result.get("protocols") or {}).values()
+        for r in res.get("examples") or []
+        if r.get("half") == "selection" and decoder in r
+    ]
+    for floor in FLOORS:
+        above = [r for r in rows if float(r["prob"]) >= floor]
+        if above and sum(r["rank"] == 1 for r in above) / len(above) >= precision:
+            return floor
+    return None
 
 
 def report_winner(result: dict) -> str | None:
@@ -220,7 +243,9 @@ __all__ = [
     "FUSED3_PARALLELS_WEIGHTS",
     "ParallelsCache",
     "ParallelsDecoder",
+    "FLOORS",
     "best_fused",
+    "choose_floor",
     "fused3_family",
     "fusion_config",
     "readings_family",
