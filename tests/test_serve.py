@@ -436,6 +436,7 @@ def test_schema_and_docs(client):
         "respace",
         "accents",
         "supplements",
+        "decoder",
     }
     assert "GapOut" in schema["components"]["schemas"]
     # no page that loads Swagger UI or ReDoc from a CDN (the page promises no outside resource)
