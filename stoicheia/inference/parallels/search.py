@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from stoicheia.inference.parallels.index import ParallelsIndex, Source
+from stoicheia.inference.parallels.word_breaks import BREAK_COST, WordBreaks, word_end_widths
 from stoicheia.text import alphabet as A
 
 #: context letters looked at on each side (the search is unbounded up to this)
@@ -58,92 +59,6 @@ PRUNE = 12
 SHOWN_FILLS = 10
 #: fills kept per gap, the heaviest (their probabilities are normalised over these)
 MAX_FILLS = 300
-#: a source's weight is divided by exp(BREAK_COST) per word break of its passage that
-#: disagrees with the text's (a parallel that runs across a word the context does not have)
-BREAK_COST = 2.0
-
-_KNOWN = (A.BOUNDARY_INTERNAL, A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
-
-
-def _is_break(b: np.ndarray) -> np.ndarray:
-    return (b == A.BOUNDARY_WORD) | (b == A.BOUNDARY_SENTENCE)
-
-
-@dataclass(frozen=True)
-class WordBreaks:
-    """The word division a text gives around a gap, to compare with a parallel's: ``left`` int
-    ``(n,)`` the boundary after each letter of the left context (``stoicheia.text.alphabet``'s
-    ``BOUNDARY_*``; its last entry is the break, or not, between the text and the gap),
-    ``end`` the boundary after the gap's last letter, ``right`` int ``(m,)`` the boundary after
-    each letter of the right context. ``BOUNDARY_UNKNOWN`` where the text does not say
-    (scriptio continua)."""
-
-    left: np.ndarray
-    end: int
-    right: np.ndarray
-
-    def fitted(self, n_left: int, n_right: int) -> WordBreaks:
-        """Aligned with a context cut to its last ``n_left`` and first ``n_right`` letters
-        (:func:`cut_context`)."""
-        lb = np.asarray(self.left, dtype=np.int64)
-        return WordBreaks(lb[len(lb) - n_left :], self.end, np.asarray(self.right)[:n_right])
-
-    def disagreements(
-        self, index: ParallelsIndex, P: np.ndarray, W: np.ndarray, A_: np.ndarray, B_: np.ndarray
-    ) -> np.ndarray:
-        """Int64 per occurrence (fill at slot ``P`` of ``W`` letters, ``A_``/``B_`` letters of
-        context matched): the word breaks, over the matched context and at the fill's end, where
-        both the text and the passage say whether a word ends and they differ."""
-        flow = index.flow
-        n = len(flow)
-        out = np.zeros(len(P), dtype=np.int64)
-
-        def compare(mask: np.ndarray, pos: np.ndarray, mine: int) -> None:
-            if mine not in _KNOWN or not mask.any():
-                return
-            at = np.clip(pos[mask], 0, n - 1)
-            theirs = flow[at].astype(np.int64) % 4
-            mine_breaks = mine in (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
-            differ = (theirs != A.BOUNDARY_UNKNOWN) & (_is_break(theirs) != mine_breaks)
-            out[np.flatnonzero(mask)] += differ
-
-        for k in range(len(self.left)):
-            compare(A_ > k, P - 1 - k, int(self.left[len(self.left) - 1 - k]))
-        compare(W > 0, P + W - 1, int(self.end))
-        for k in range(len(self.right)):
-            compare(B_ > k, P + W + k, int(self.right[k]))
-        return out
-
-
-def _to_word_end(index: ParallelsIndex, at: np.ndarray, most: int, step: int) -> np.ndarray:
-    """Int64 per slot of ``at``: with ``step`` +1, the letters from ``at`` up to and including
-    the first one whose word ends (its boundary a word or sentence end); with ``step`` -1, the
-    letters before ``at`` back to the last word end before them. 0 where no such end is
-    recorded within ``most`` letters (a separator, a lacuna, an unknown boundary first)."""
-    text, flow = index.text, index.flow
-    n = len(text)
-    out = np.zeros(len(at), dtype=np.int64)
-    idx = np.arange(len(at))
-    pos = np.asarray(at, dtype=np.int64) if step > 0 else np.asarray(at, dtype=np.int64) - 1
-    for k in range(most + (0 if step > 0 else 1)):
-        ok = (pos >= 0) & (pos < n)
-        idx, pos = idx[ok], pos[ok]
-        if not len(idx):
-            break
-        letter = text[pos] > 0
-        b = flow[pos].astype(np.int64) % 4
-        if step > 0:
-            ends = letter & _is_break(b)
-            out[idx[ends]] = k + 1
-            go = letter & (b == A.BOUNDARY_INTERNAL)
-        elif k == 0:  # the fill's last letter: its own break is the gap's end's
-            go = letter
-        else:  # a separator, or a letter that ends the word before: the fill starts after it
-            ends = ~letter | _is_break(b)
-            out[idx[ends]] = k
-            go = letter & (b == A.BOUNDARY_INTERNAL)
-        idx, pos = idx[go], pos[go] + step
-    return out
 
 
 def cut_context(letters: np.ndarray, side: str, n: int = MAX_CONTEXT) -> np.ndarray:
@@ -445,7 +360,7 @@ def gap_parallels(
     if to_word_end and (len(left) == 0) != (len(right) == 0):
         side = "l" if len(left) else "r"
         cand, fixed = (ends, a_e) if side == "l" else (starts, b_s)
-        width = _to_word_end(index, cand, top, +1 if side == "l" else -1)
+        width = word_end_widths(index, cand, top, +1 if side == "l" else -1)
         ok = np.isin(width, widths) & (fixed >= min_context)
         cand, fixed, width = cand[ok], fixed[ok], width[ok]
         if side == "r":
@@ -481,9 +396,7 @@ def gap_parallels(
     # word breaks that disagree with the text's (0 where it gives none): such a parallel runs
     # across a word the gap's context does not have, and ranks below one that agrees
     dis = (
-        breaks.disagreements(index, P, W, A_, B_)
-        if breaks is not None
-        else np.zeros(len(P), dtype=np.int64)
+        np.zeros(len(P), np.int64) if breaks is None else breaks.disagreements(index, P, W, A_, B_)
     )
     order = np.lexsort((P, -np.minimum(A_, B_), -ctx, dis > 0))  # best occurrence first
     P, W, A_, B_, ctx, dis = P[order], W[order], A_[order], B_[order], ctx[order], dis[order]
@@ -544,16 +457,8 @@ def gap_parallels(
                 _group=g_id,
             )
         )
-    fills.sort(
-        key=lambda f: (
-            f.breaks_disagree > 0,
-            -f.context,
-            -f.sources,
-            -min(f.sides),
-            f.tier,
-            f.letters.tobytes(),
-        )
-    )
+    key = lambda f: (f.breaks_disagree > 0, -f.context, -f.sources, -min(f.sides))  # noqa: E731
+    fills.sort(key=lambda f: (*key(f), f.tier, f.letters.tobytes()))
     for f in fills[:SHOWN_FILLS]:  # the sources of the fills a reader is shown
         mine = indep[group[indep] == f._group].tolist()
         mine.sort(key=lambda i: (int(dis[i] > 0), -int(ctx[i]), int(tier[i]), int(P[i])))
