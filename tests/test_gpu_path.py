@@ -311,6 +311,56 @@ def test_training_monitor_reads_the_device_only_at_logged_batches() -> None:
     )
 
 
+def test_train_bits_per_char_only_on_logged_batches(monkeypatch) -> None:
+    """Composer's train metric (an update per micro-batch, a compute and all-gather per batch)
+    is replaced by the monitor's: the char cross-entropy of the logged batches only, read in the
+    monitor's one sync."""
+    from stoicheia.train.callbacks import training_monitor
+    from stoicheia.train.callbacks.training_monitor import TrainingMonitor
+
+    ces = []
+    real_ce = training_monitor.F.cross_entropy
+    counting = types.SimpleNamespace(cross_entropy=lambda *a, **k: ces.append(1) or real_ce(*a, **k))
+    monkeypatch.setattr(training_monitor, "F", counting)
+    enc = _encoder("sdpa")
+    model = types.SimpleNamespace(encoder=enc, last_loss_terms={})
+    logged: list[dict] = []
+    logger = types.SimpleNamespace(log_metrics=logged.append)
+    mon = TrainingMonitor(log_every=3, every_step=False)
+    batch = make_batch([[40, "pad:8", 60]], T=128)
+    batch["tgt_chars"] = torch.where(batch["pos"] % 3 == 0, batch["chars"] % 24, -100)
+    state = types.SimpleNamespace(
+        model=model,
+        batch=batch,
+        outputs=None,
+        timestamp=types.SimpleNamespace(batch=0),
+        optimizers=[types.SimpleNamespace(param_groups=[{"lr": 1e-3}])],
+        device=types.SimpleNamespace(type="cpu"),
+        precision="fp32",
+        train_metrics={"bits_per_char": BitsPerChar()},
+    )
+    mon.fit_start(state, logger)
+    assert state.train_metrics == {}  # Composer computes no train metric per batch
+    expected = []
+    for step in range(1, 8):
+        mon.batch_start(state, logger)
+        torch.manual_seed(step)
+        metric = BitsPerChar()
+        for _ in range(2):
+            state.outputs = {"char": torch.randn(1, 128, 27)}
+            metric.update(state.outputs["char"], batch["tgt_chars"])
+            mon.after_forward(state, logger)
+            model.last_loss_terms = {"total": torch.tensor(1.0)}
+            mon.after_loss(state, logger)
+        if step in (1, 3, 6):
+            expected.append(float(metric.compute()))
+        state.timestamp.batch = step
+        mon.batch_end(state, logger)
+    assert len(ces) == 6  # 2 micro-batches x logged batches 1, 3, 6
+    assert mon.syncs == 3
+    assert [r["metrics/train/bits_per_char"] for r in logged] == pytest.approx(expected)
+
+
 def _flag_worker(rank: int, init: str, out: str) -> None:
     import json
     import signal

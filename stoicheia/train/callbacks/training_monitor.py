@@ -15,11 +15,13 @@ import time
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
+from stoicheia.text.alphabet import IGNORE_INDEX
 from stoicheia.train.flops import batch_flops, peak_flops
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,13 @@ class TrainingMonitor(Callback):
     last one. With ``every_step`` true (the default on a CPU, where reading a value costs
     nothing) every batch is logged, as before. The letters-per-second window ends at a logged
     (synced) batch, so the device's queued work is inside it.
+
+    **The training bits per character** (``metrics/train/bits_per_char``, the unweighted char
+    cross-entropy of :class:`~stoicheia.model.metrics.BitsPerChar`, summed over the ranks) is
+    computed here, on the logged batches only: Composer's own train metric runs an extra metric
+    update on every micro-batch and computes and all-gathers it (a device sync) after every
+    batch, so this callback empties ``state.train_metrics`` at ``fit_start``. Like Composer's,
+    the figure describes the logged batch (all its micro-batches), not the batches between.
 
     Args:
         log_every: batches between console lines (``train.log_every``, injected).
@@ -85,10 +94,14 @@ class TrainingMonitor(Callback):
         self._peak: float | None = None
         self._ends: collections.deque[tuple[int, float]] = collections.deque(maxlen=51)
         self.syncs = 0  # batches whose figures were read from the device (logged batches)
+        self._bpc: list[torch.Tensor] = []  # [nats, supervised letters] of the logged batch
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self._ends.clear()
         self._speed.clear()
+        self._bpc = []
+        # the train bits/char is computed here on logged batches (class docstring)
+        state.train_metrics = {}
         on_gpu = torch.cuda.is_available() and state.device.type == "gpu"
         if self.every_step is None:
             self.every_step = not on_gpu
@@ -109,6 +122,27 @@ class TrainingMonitor(Callback):
         self._t0 = time.perf_counter()
         self._letters = (seg != 0).sum()
         self._batch_flops = batch_flops(model, seg)
+
+    def after_forward(self, state: State, logger: Logger) -> None:
+        # the batch being trained is the next one; only logged batches feed the train metric
+        if not self._logged(int(state.timestamp.batch) + 1):
+            return
+        outputs, batch = state.outputs, state.batch
+        if not isinstance(outputs, dict) or "char" not in outputs or "tgt_chars" not in batch:
+            return
+        with torch.no_grad():
+            logits, target = outputs["char"].detach(), batch["tgt_chars"]
+            nats = F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(),
+                target.reshape(-1),
+                ignore_index=IGNORE_INDEX,
+                reduction="sum",
+            ).double()
+            count = (target != IGNORE_INDEX).sum().double()
+        if self._bpc:
+            self._bpc = [self._bpc[0] + nats, self._bpc[1] + count]
+        else:
+            self._bpc = [nats, count]
 
     def after_loss(self, state: State, logger: Logger) -> None:
         # Under DDP the ComposerModel is wrapped: its attributes are on .module.
@@ -138,8 +172,22 @@ class TrainingMonitor(Callback):
         guard_norm = self.guard.norm_tensor() if self.guard is not None else None
         if guard_norm is not None:
             tensors.append(guard_norm.double())
+        bpc = self._bpc
+        self._bpc = []
+        if bpc:
+            # the one collective of the train metric, on logged batches only (every rank logs
+            # the same batches)
+            pair = torch.stack(bpc)
+            if dist.get_world_size() > 1:
+                dist.all_reduce(pair, reduce_operation="SUM")
+            tensors += [pair[0], pair[1]]
         values = torch.stack(tensors).tolist() if tensors else []
         self.syncs += 1
+        train_bits = None
+        if bpc:
+            nats, count = values[-2:]
+            values = values[:-2]
+            train_bits = nats / count / math.log(2) if count else float("nan")
         terms = dict(zip(names, values[: len(names)], strict=True))
         rest = values[len(names) :]
         for j, i in enumerate(pending):
@@ -164,6 +212,8 @@ class TrainingMonitor(Callback):
             metrics["throughput/flops_per_letter"] = flops / letters
             if self._peak:
                 metrics["throughput/mfu"] = flops / secs / self._peak
+        if train_bits is not None:
+            metrics["metrics/train/bits_per_char"] = train_bits
         if self.guard is not None:
             metrics["train/grad_norm"] = grad_norm
             metrics["train/skipped_updates"] = float(self.guard.skipped_count())
