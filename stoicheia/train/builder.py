@@ -263,6 +263,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         cfg.train.log_every,
         cfg.train.upload_retry_seconds,
         cfg.train.save_num_checkpoints_to_keep,
+        cfg.train.save_interval,
     )
     loggers = {
         name: registry.build_logger(name, log_ctx)
