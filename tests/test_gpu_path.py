@@ -320,7 +320,9 @@ def test_train_bits_per_char_only_on_logged_batches(monkeypatch) -> None:
 
     ces = []
     real_ce = training_monitor.F.cross_entropy
-    counting = types.SimpleNamespace(cross_entropy=lambda *a, **k: ces.append(1) or real_ce(*a, **k))
+    counting = types.SimpleNamespace(
+        cross_entropy=lambda *a, **k: ces.append(1) or real_ce(*a, **k)
+    )
     monkeypatch.setattr(training_monitor, "F", counting)
     enc = _encoder("sdpa")
     model = types.SimpleNamespace(encoder=enc, last_loss_terms={})

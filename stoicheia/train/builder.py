@@ -155,6 +155,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         rows=rows,
         num_workers=d.num_workers,
         min_fragment=d.min_fragment,
+        pin_memory=device == "gpu",
     )
     loader.flag_group = flag_group()
     train_spec = DataSpec(

@@ -20,8 +20,8 @@ from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
-from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.text.alphabet import IGNORE_INDEX
+from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.flops import batch_flops, peak_flops
 
 log = logging.getLogger(__name__)
