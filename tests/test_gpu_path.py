@@ -423,3 +423,46 @@ def test_loader_and_preemption_flags_share_one_collective(tmp_path) -> None:
             alone=15,
             own_after=1,
         ), (rank, r)
+
+
+def test_restoration_example_runs_in_the_run_precision_and_the_eval_shape(monkeypatch) -> None:
+    """The example's forward runs like an evaluation batch: the run's precision context (on a
+    GPU bf16 autocast; outside it the compiled trunk would be compiled again in fp32), no
+    gradients, eval mode and the evaluation batches' shape."""
+    import contextlib
+
+    from stoicheia.model import StoicheiaModel
+    from stoicheia.text.encode import encode_text
+    from stoicheia.train.callbacks import restoration_example
+    from stoicheia.train.callbacks.restoration_example import RestorationExample
+
+    inside: list[bool] = []
+    asked: list[tuple] = []
+
+    @contextlib.contextmanager
+    def precision_context(precision, config):
+        asked.append((precision, config))
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(restoration_example, "get_precision_context", precision_context)
+    torch.manual_seed(0)
+    model = StoicheiaModel(EncoderConfig(**CFG, attn_impl="sdpa"))  # type: ignore[arg-type]
+    seen: list[tuple] = []
+    model.encoder.register_forward_pre_hook(
+        lambda mod, args: seen.append(
+            (bool(inside), torch.is_grad_enabled(), mod.training, tuple(args[0]["chars"].shape))
+        )
+    )
+    planes = encode_text("καὶ τότε δὴ ἀνθρώποισι λόγος ἐγένετο", strict=True).planes
+    cb = RestorationExample([planes])
+    cb.shape = (2, 64)  # what eval_batch_start saw
+    logged: list[dict] = []
+    state = types.SimpleNamespace(model=model, precision="amp_bf16", precision_config=None)
+    cb.eval_after_all(state, types.SimpleNamespace(log_metrics=logged.append))
+    assert asked == [("amp_bf16", None)]
+    assert seen and all(s == (True, False, False, (2, 64)) for s in seen)
+    assert model.training and "eval/example_letters_correct" in logged[0]
