@@ -230,6 +230,18 @@ def test_a_flex_checkpoint_runs_sdpa_on_a_cpu() -> None:
         torch.testing.assert_close(a[k][real], b[k][real], atol=1e-5, rtol=1e-4)
 
 
+def test_inference_uses_sdpa_on_cuda_too() -> None:
+    """FlexAttention on CUDA compiles per row length; inference rows have every length, so a
+    flex-trained model is served by SDPA on CUDA as well (training keeps flex)."""
+    from stoicheia.inference.loading import attention_for
+
+    flex = EncoderConfig(**CFG, attn_impl="flex")  # type: ignore[arg-type]
+    for device in ("cuda", "cpu"):
+        assert attention_for(flex, torch.device(device)).attn_impl == "sdpa"
+    sdpa = EncoderConfig(**CFG, attn_impl="sdpa")  # type: ignore[arg-type]
+    assert attention_for(sdpa, torch.device("cuda")) == sdpa
+
+
 # --- no host-device sync per step -------------------------------------------------------------
 
 
