@@ -323,6 +323,44 @@ def test_training_monitor_reads_the_device_only_at_logged_batches() -> None:
     )
 
 
+def test_letters_per_second_compute_only_and_wall(monkeypatch) -> None:
+    """letters/s (and MFU) of the compute alone, and of the wall time that includes getting
+    the batch from the loader; the loader's share of the wall time."""
+    from stoicheia.train.callbacks import training_monitor
+    from stoicheia.train.callbacks.training_monitor import TrainingMonitor
+
+    # per batch: fetch begins, batch starts, batch ends (read twice: speed and ETA)
+    clock = iter([10.0, 10.5, 11.5, 11.5, 12.0, 12.25, 13.25, 13.25])
+    monkeypatch.setattr(training_monitor.time, "perf_counter", lambda: next(clock))
+    model = types.SimpleNamespace(encoder=_encoder("sdpa"), last_loss_terms={})
+    logged: list[dict] = []
+    mon = TrainingMonitor(log_every=2, every_step=False)
+    batch = make_batch([[40, "pad:8", 60]], T=128)  # 100 letters
+    state = types.SimpleNamespace(
+        model=model,
+        batch=batch,
+        outputs=None,
+        timestamp=types.SimpleNamespace(batch=0),
+        optimizers=[types.SimpleNamespace(param_groups=[{"lr": 1e-3}])],
+        device=types.SimpleNamespace(type="cpu"),
+        precision="fp32",
+        train_metrics={},
+    )
+    logger = types.SimpleNamespace(log_metrics=logged.append)
+    mon.fit_start(state, logger)
+    mon._peak = 1e9  # as on a GPU with a known peak
+    for step in (1, 2):
+        mon.before_dataloader(state, logger)
+        mon.batch_start(state, logger)
+        state.timestamp.batch = step
+        mon.batch_end(state, logger)
+    last = logged[-1]  # two batches: 200 letters, 2 s of compute, 2.75 s of wall time
+    assert last["throughput/letters_per_sec"] == pytest.approx(100.0)
+    assert last["throughput/letters_per_sec_wall"] == pytest.approx(200 / 2.75)
+    assert last["throughput/loader_share"] == pytest.approx(0.75 / 2.75)
+    assert last["throughput/mfu"] / last["throughput/mfu_wall"] == pytest.approx(2.75 / 2)
+
+
 def test_train_bits_per_char_only_on_logged_batches(monkeypatch) -> None:
     """Composer's train metric (an update per micro-batch, a compute and all-gather per batch)
     is replaced by the monitor's: the char cross-entropy of the logged batches only, read in the

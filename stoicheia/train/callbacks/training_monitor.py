@@ -41,6 +41,14 @@ class TrainingMonitor(Callback):
     batches (evaluations and checkpoints included). Evaluations are printed by
     :class:`~stoicheia.train.callbacks.eval_history.EvalHistory`.
 
+    **Compute and wall figures.** ``throughput/letters_per_sec`` and ``throughput/mfu`` count
+    the seconds from the start of a batch (after it came from the loader) to its end: the
+    model's speed. ``throughput/letters_per_sec_wall`` and ``throughput/mfu_wall`` count from
+    the moment the batch was asked of the loader (Composer's ``BEFORE_DATALOADER``), so the
+    packing and any wait for the workers are inside them: what the run really gets.
+    ``throughput/loader_share`` is the share of the wall seconds spent getting the batches
+    (``1 - compute / wall``). Evaluations and checkpoint writes are in neither.
+
     **No host-device sync per step.** Loss terms, letter and FLOP counts stay tensors on the
     device and are summed there; they are read (one sync) only at the batches that are
     logged. With ``every_step`` false (the default on a GPU) those are every ``log_every``
@@ -81,12 +89,14 @@ class TrainingMonitor(Callback):
         self.log_every = log_every
         self.every_step = every_step
         # (letters, model FLOPs, seconds) per batch; counts are device tensors until read
-        self._speed: collections.deque[tuple[Any, Any, float]] = collections.deque(
+        # (letters, model FLOPs, compute seconds, wall seconds) per batch
+        self._speed: collections.deque[tuple[Any, Any, float, float]] = collections.deque(
             maxlen=speed_window
         )
         self.guard = guard
         self.control = control
         self._t0 = 0.0
+        self._fetch0: float | None = None  # when the batch's fetch from the loader began
         self._terms: dict[str, torch.Tensor] = {}  # sums since the last logged batch
         self._micro = 0
         self._letters: torch.Tensor | None = None
@@ -115,6 +125,9 @@ class TrainingMonitor(Callback):
                     "stoicheia.train.flops",
                     name,
                 )
+
+    def before_dataloader(self, state: State, logger: Logger) -> None:
+        self._fetch0 = time.perf_counter()
 
     def batch_start(self, state: State, logger: Logger) -> None:
         model = state.model.module if hasattr(state.model, "module") else state.model
@@ -157,15 +170,18 @@ class TrainingMonitor(Callback):
         return bool(self.every_step) or step % self.log_every == 0 or step == 1
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        seconds = max(time.perf_counter() - self._t0, 1e-9)
-        self._speed.append((self._letters, self._batch_flops, seconds))
+        now = time.perf_counter()
+        seconds = max(now - self._t0, 1e-9)
+        fetch0 = self._fetch0 if self._fetch0 is not None else self._t0
+        self._fetch0 = None
+        self._speed.append((self._letters, self._batch_flops, seconds, max(now - fetch0, seconds)))
         step = int(state.timestamp.batch)
         self._ends.append((step, time.perf_counter()))
         if not self._logged(step):
             return
         # the one read of the device's figures since the last logged batch
         names = sorted(self._terms)
-        pending = [i for i, (n, _, _) in enumerate(self._speed) if isinstance(n, torch.Tensor)]
+        pending = [i for i, s in enumerate(self._speed) if isinstance(s[0], torch.Tensor)]
         tensors = [self._terms[k].double() for k in names]
         for i in pending:
             tensors += [self._speed[i][0].double(), self._speed[i][1].double()]
@@ -191,20 +207,23 @@ class TrainingMonitor(Callback):
         terms = dict(zip(names, values[: len(names)], strict=True))
         rest = values[len(names) :]
         for j, i in enumerate(pending):
-            self._speed[i] = (rest[2 * j], rest[2 * j + 1], self._speed[i][2])
+            self._speed[i] = (rest[2 * j], rest[2 * j + 1], *self._speed[i][2:])
         grad_norm = rest[-1] if guard_norm is not None else float("nan")
         micro = max(1, self._micro)
         self._terms, self._micro = {}, 0
         lr = state.optimizers[0].param_groups[0]["lr"]
         metrics: dict[str, float] = {f"loss/{k}": v / micro for k, v in terms.items()}
-        letters = sum(n for n, _, _ in self._speed)
-        flops = sum(f for _, f, _ in self._speed)
-        secs = max(sum(t for _, _, t in self._speed), 1e-9)
+        letters = sum(s[0] for s in self._speed)
+        flops = sum(s[1] for s in self._speed)
+        secs = max(sum(s[2] for s in self._speed), 1e-9)
+        wall = max(sum(s[3] for s in self._speed), 1e-9)
         per_device = letters / secs
         metrics.update(
             {
                 "throughput/letters_per_sec_device": per_device,
                 "throughput/letters_per_sec": per_device * dist.get_world_size(),
+                "throughput/letters_per_sec_wall": letters / wall * dist.get_world_size(),
+                "throughput/loader_share": max(0.0, 1.0 - secs / wall),
                 "memory/gib": _memory_gib(),
             }
         )
@@ -212,6 +231,7 @@ class TrainingMonitor(Callback):
             metrics["throughput/flops_per_letter"] = flops / letters
             if self._peak:
                 metrics["throughput/mfu"] = flops / secs / self._peak
+                metrics["throughput/mfu_wall"] = flops / wall / self._peak
         if train_bits is not None:
             metrics["metrics/train/bits_per_char"] = train_bits
         if self.guard is not None:
@@ -224,11 +244,16 @@ class TrainingMonitor(Callback):
         logger.log_metrics(metrics)
         if step % self.log_every == 0 or step == 1:
             total = metrics.get("loss/total", float("nan"))
-            mfu = f"  mfu {metrics['throughput/mfu']:.1%}" if "throughput/mfu" in metrics else ""
+            mfu = (
+                f"  mfu {metrics['throughput/mfu']:.1%} (wall {metrics['throughput/mfu_wall']:.1%})"
+                if "throughput/mfu" in metrics
+                else ""
+            )
             log.info(
                 f"[train] step {step:>6}  loss {total:.4f}  char "
                 f"{metrics.get('loss/char', float('nan')):.4f}  lr {lr:.2e}  grad_norm "
-                f"{grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
+                f"{grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f} (wall "
+                f"{metrics['throughput/letters_per_sec_wall']:,.0f}){mfu}  "
                 f"mem {metrics['memory/gib']:.2f} GiB"
             )
             if end is not None:
