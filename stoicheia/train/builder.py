@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from composer import DataSpec, Trainer
+from composer.core.data_spec import _default_split_batch
 from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
@@ -77,6 +78,48 @@ class Built:
     load_path: str | None = None
     autoresumed: bool = False
     uploader: StoreUploader | None = None  # with an object-store save_folder
+
+
+#: Key of the host-side letter count that :func:`split_counting_letters` adds to each
+#: micro-batch (a Python int: it crosses to the device with the batch without a copy or sync).
+SLOTS_KEY = "n_slots"
+
+
+def _slots(batch: dict[str, Any]) -> int:
+    """Non-padding slots of a (micro-)batch: its precomputed count, else counted (on the host
+    before the copy to the device; on a device this would be a sync)."""
+    if SLOTS_KEY in batch:
+        return int(batch[SLOTS_KEY])
+    return int((batch["seg_id"] != 0).sum())
+
+
+def split_counting_letters(batch: dict[str, Any], microbatch_size: int) -> list[dict[str, Any]]:
+    """Composer's split of a batch into micro-batches of ``microbatch_size`` rows, each with
+    its count of non-padding slots under :data:`SLOTS_KEY`, counted here on the host."""
+    parts = _default_split_batch(
+        {k: v for k, v in batch.items() if k != SLOTS_KEY}, microbatch_size
+    )
+    return [{**p, SLOTS_KEY: int((p["seg_id"] != 0).sum())} for p in parts]
+
+
+def train_data_spec(loader: Any) -> DataSpec:
+    """The training ``DataSpec``: samples are rows; tokens are the non-padding slots (letters
+    and the noise's slots), both ``total`` (Composer's ``tok`` time) and ``loss_generating``.
+
+    With ``accumulate_train_batch_on_tokens`` (set by :func:`build_trainer`) Composer weights
+    each micro-batch's loss by its ``loss_generating`` count over the step's (over all ranks),
+    not by its rows. The char loss is a sum over the micro-batch's slots divided by its count
+    of non-padding slots (:mod:`stoicheia.model.composer_model`), so weighting by that count
+    makes gradient accumulation give the gradient of one batch of all the rows, whatever the
+    rows' fill (the auxiliary terms, means over their own labelled slots, come out weighted by
+    slots too, close to but not exactly their mean over the whole batch). Weighting by rows
+    would weight the letters of a half-empty row (the end of an epoch) twice as much."""
+    return DataSpec(
+        loader,
+        get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
+        get_num_tokens_in_batch=lambda b: {"total": _slots(b), "loss_generating": _slots(b)},
+        split_batch=split_counting_letters,
+    )
 
 
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
@@ -158,11 +201,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         pin_memory=device == "gpu",
     )
     loader.flag_group = flag_group()
-    train_spec = DataSpec(
-        loader,
-        get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
-        get_num_tokens_in_batch=lambda b: int((b["seg_id"] != 0).sum()),
-    )
+    train_spec = train_data_spec(loader)
 
     shape = WSDShape(
         cfg.train.nominal_steps,
@@ -282,6 +321,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device=device,
         precision="fp32" if choice.cpu_bf16 else choice.precision,
         device_train_microbatch_size=cfg.train.micro_batch_rows,
+        accumulate_train_batch_on_tokens=True,  # by letters scored (train_data_spec)
         algorithms=algorithms,
         callbacks=callbacks,
         loggers=list(loggers.values()),
