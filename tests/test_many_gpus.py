@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 import torch
 from test_model import make_batch
 
