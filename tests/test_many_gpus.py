@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from test_model import make_batch
 
@@ -67,3 +68,79 @@ def test_micro_batches_carry_their_letter_count_from_the_host() -> None:
     spec = train_data_spec([batch])
     assert spec.get_num_tokens_in_batch(parts[0], token_type="loss_generating") == 102
     assert spec.get_num_tokens_in_batch(batch) == 102
+
+
+def _config(**train):
+    from stoicheia.config import load_config
+
+    return load_config("yamls/demo.yaml", [f"train.{k}={v}" for k, v in train.items()])
+
+
+def test_gradient_compression_choice() -> None:
+    from stoicheia.config import ConfigError
+    from stoicheia.train.device import gradient_hook
+
+    auto, none, bf16 = _config(), _config(grad_compression="none"), _config(grad_compression="bf16")
+    assert gradient_hook(auto, "gpu", "amp_bf16", 8).__name__ == "bf16_compress_hook"
+    assert gradient_hook(auto, "gpu", "amp_bf16", 1) is None  # one process: no all-reduce
+    assert gradient_hook(auto, "gpu", "fp32", 8) is None
+    assert gradient_hook(auto, "cpu", "amp_bf16", 2) is None
+    assert gradient_hook(none, "gpu", "amp_bf16", 8) is None
+    assert gradient_hook(bf16, "cpu", "fp32", 2).__name__ == "bf16_compress_hook"
+    with pytest.raises(ConfigError, match="train.grad_compression"):
+        _config(grad_compression="fp16")
+
+
+def _ddp_worker(rank: int, init: str, out: str) -> None:
+    import torch.distributed as tdist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from stoicheia.train.device import register_gradient_hook
+
+    tdist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    torch.manual_seed(0)
+    net = torch.nn.Linear(7, 5)
+    ddp = DistributedDataParallel(net)
+    import torch.distributed.algorithms.ddp_comm_hooks.default_hooks as hooks
+
+    assert register_gradient_hook(ddp, hooks.bf16_compress_hook)
+    assert not register_gradient_hook(net, hooks.bf16_compress_hook)  # not DDP: left alone
+    x = torch.randn(3, 7, generator=torch.Generator().manual_seed(rank + 1))
+    ddp(x).pow(2).sum().backward()
+    torch.save({n: p.grad for n, p in net.named_parameters()}, f"{out}.{rank}")
+    tdist.barrier()
+
+
+def test_bf16_hook_all_reduces_gradients_in_bf16(tmp_path) -> None:
+    """Two gloo processes: the averaged gradient equals the mean of the two local gradients,
+    each rounded to bf16 (what the hook sends), and is the same on both."""
+    import torch.multiprocessing as mp
+
+    out = str(tmp_path / "grads")
+    mp.spawn(_ddp_worker, args=(f"file://{tmp_path / 'init'}", out), nprocs=2)
+    got = [torch.load(f"{out}.{r}") for r in (0, 1)]
+    torch.manual_seed(0)
+    net = torch.nn.Linear(7, 5)
+    local = []
+    for rank in (0, 1):
+        net.zero_grad()
+        x = torch.randn(3, 7, generator=torch.Generator().manual_seed(rank + 1))
+        net(x).pow(2).sum().backward()
+        local.append({n: p.grad.clone() for n, p in net.named_parameters()})
+    for n in local[0]:
+        assert torch.equal(got[0][n], got[1][n])
+        bf = (local[0][n].bfloat16() + local[1][n].bfloat16()).float() / 2
+        torch.testing.assert_close(got[0][n], bf, atol=0, rtol=1e-2)
+        assert torch.equal(got[0][n].bfloat16().float() * 2, got[0][n] * 2)
+
+
+def test_gloo_interface_on_several_nodes() -> None:
+    from stoicheia.train.device import gloo_interface
+
+    two_nodes = {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "127.0.0.1"}
+    assert gloo_interface({**two_nodes, "GLOO_SOCKET_IFNAME": "eth1"}) is None  # the job's own
+    assert gloo_interface({**two_nodes, "WORLD_SIZE": "8"}) is None  # one node: gloo's choice
+    assert gloo_interface({**two_nodes, "NCCL_SOCKET_IFNAME": "ib0,ib1"}) == "ib0,ib1"
+    # NCCL's exclusion syntax is not an interface name: the route to the master decides
+    assert gloo_interface({**two_nodes, "NCCL_SOCKET_IFNAME": "^docker"}) == "lo"
+    assert gloo_interface(two_nodes) == "lo"

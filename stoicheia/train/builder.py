@@ -40,7 +40,14 @@ from stoicheia.train.callbacks.checkpoint_saver import GuardedCheckpointSaver
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
 from stoicheia.train.console import configure_console
-from stoicheia.train.device import compile_model, flag_group, resolve_device
+from stoicheia.train.device import (
+    compile_model,
+    flag_group,
+    gloo_interface,
+    gradient_hook,
+    register_gradient_hook,
+    resolve_device,
+)
 from stoicheia.train.evaluators import build_evaluators
 from stoicheia.train.loggers.store_uploader import StoreUploader
 from stoicheia.train.mix_plan import announce, planned_spans
@@ -137,12 +144,18 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     # every evaluation although nothing is wrong.
     warnings.filterwarnings("ignore", message="Cannot split tensor of length", category=UserWarning)
     reproducibility.seed_all(cfg.seed)
+    ifname = gloo_interface()
+    if ifname is not None:
+        # read by gloo when a group is made: before the default group (CPU) and the flag group
+        os.environ["GLOO_SOCKET_IFNAME"] = ifname
     if not dist.is_initialized():
         dist.initialize_dist(
             device, timeout=float(os.environ.get("STOICHEIA_DIST_TIMEOUT", DIST_TIMEOUT_S))
         )
     configure_console(dist.get_global_rank())
     log.info("[run] precision: %s", choice.reason)
+    if ifname is not None:
+        log.info("[run] gloo uses network interface %s (GLOO_SOCKET_IFNAME)", ifname)
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
     # on the first rank of each node, before any dataset of this run exists. Only segments
     # that no live process maps are removed, so other jobs on the node are left alone.
@@ -337,6 +350,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         python_log_level=os.environ.get("STOICHEIA_LOG_LEVEL"),
     )
     trainer.state.run_name = run_name
+    hook = gradient_hook(cfg, device, choice.precision, dist.get_world_size())
+    if register_gradient_hook(trainer.state.model, hook):
+        log.info("[run] gradients are all-reduced in bf16 (train.grad_compression)")
     trainer.logger.log_hyperparameters(to_dict(cfg))
     # autoresume found a checkpoint of this run (it then ignores load_path)
     autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt"))
