@@ -372,6 +372,13 @@ def batch_split(train: TrainConfig, world: int) -> tuple[int, int]:
     if g is None:
         accum = accum or 1
         return accum, m * accum * world
+    if world > g:
+        raise ConfigError(
+            f"train.global_batch_rows={g} rows per step cannot feed {world} processes (each "
+            f"needs at least one row): raise train.global_batch_rows to a multiple of {world} "
+            f"(e.g. {world * m} with train.micro_batch_rows={m}), and consider the learning "
+            "rate for the larger batch (docs/cluster.md, Many GPUs)"
+        )
     if g % (m * world):
         fits = [d for d in range(1, m + 1) if (g // world) % d == 0] if g % world == 0 else []
         hint = (

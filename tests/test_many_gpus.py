@@ -144,3 +144,39 @@ def test_gloo_interface_on_several_nodes() -> None:
     # NCCL's exclusion syntax is not an interface name: the route to the master decides
     assert gloo_interface({**two_nodes, "NCCL_SOCKET_IFNAME": "^docker"}) == "lo"
     assert gloo_interface(two_nodes) == "lo"
+
+
+def test_rows_longer_than_the_records_are_named(tmp_path) -> None:
+    """seq_len 8192 over records of at most 2048 letters: the long context is never trained,
+    and the note names the convert option that fixes it."""
+    import json
+
+    from stoicheia.data.corpus_stats import context_note
+
+    (tmp_path / "stats.json").write_text(json.dumps({"max_record_letters": 2048}))
+    note = context_note(8192, tmp_path)
+    assert note is not None and "--max-record-letters 8192" in note and "2048" in note
+    assert context_note(2048, tmp_path) is None  # pieces of 1638 letters: the records fill them
+    (tmp_path / "stats.json").write_text(json.dumps({"max_record_letters": 8192}))
+    assert context_note(8192, tmp_path) is None
+    assert context_note(8192, tmp_path / "missing") is None
+
+
+def test_full_run_yaml_keeps_a_bounded_number_of_checkpoints() -> None:
+    """The full run keeps the newest periodic checkpoints only (best.pt, pre_anneal.pt and
+    final.pt are separate files, never pruned): not the ~390 GB of keeping all 80."""
+    from stoicheia.config import load_config
+
+    cfg = load_config("yamls/stoicheia.yaml", [])
+    assert 1 <= cfg.train.save_num_checkpoints_to_keep <= 10
+
+
+def test_more_processes_than_rows_per_step_names_the_batch_to_set() -> None:
+    from stoicheia.config import ConfigError, batch_split, load_config
+
+    train = load_config("yamls/stoicheia.yaml", []).train
+    assert batch_split(train, 8) == (2, 64) and batch_split(train, 16) == (1, 64)
+    with pytest.raises(ConfigError, match="micro_batch_rows to a divisor of 2"):
+        batch_split(train, 32)  # 2 rows each: micro-batches of 1 or 2 rows
+    with pytest.raises(ConfigError, match=r"cannot feed 128 processes.*multiple of 128"):
+        batch_split(train, 128)

@@ -25,7 +25,7 @@ from composer.core.data_spec import _default_split_batch
 from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
-from stoicheia.data.corpus_stats import run_unigram_bits
+from stoicheia.data.corpus_stats import context_note, run_unigram_bits
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader
 from stoicheia.data.shm import clean_stale_streaming_shm
@@ -182,6 +182,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
                 err = str(e)
         raise_first(err, FileNotFoundError)
         stats_root = d.local_cache
+    note = context_note(d.seq_len, stats_root)
+    if note is not None and dist.get_global_rank() == 0:
+        log.warning("[data] %s", note)
     factory = TierMixFactory(
         shard_root=d.shard_root,
         seq_len=d.seq_len,
