@@ -129,6 +129,9 @@ class TrainConfig:
     # a third more compute, activation memory of one block instead of all (cards under 80 GB)
     activation_checkpointing: bool = False
     device: str = "auto"  # auto | cpu | gpu
+    # DDP gradient all-reduce in bf16 (torch's bf16_compress_hook: half the bytes on the
+    # wire, the sum still divided in fp32): auto = on for GPU runs in amp_bf16 on several GPUs
+    grad_compression: str = "auto"  # auto | bf16 | none
     save_folder: str = "checkpoints/{run_name}"  # local path or s3:// gs:// oci:// sftp:// URI
     upload_retry_seconds: float = 600.0  # an object store failing this long stops the run
     save_interval: int = 2000  # batches; evaluation runs at every checkpoint
@@ -282,6 +285,10 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         raise bad(
             "train.max_steps", f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps})"
         )
+    if t.grad_compression not in ("auto", "bf16", "none"):
+        raise bad(
+            "train.grad_compression", f"must be auto, bf16 or none, got {t.grad_compression!r}"
+        )
     if t.precision not in ("auto", "fp32", "amp_bf16"):
         raise bad("train.precision", f"must be auto, fp32 or amp_bf16, got {t.precision!r}")
     if t.device not in ("auto", "cpu", "gpu"):
@@ -365,6 +372,13 @@ def batch_split(train: TrainConfig, world: int) -> tuple[int, int]:
     if g is None:
         accum = accum or 1
         return accum, m * accum * world
+    if world > g:
+        raise ConfigError(
+            f"train.global_batch_rows={g} rows per step cannot feed {world} processes (each "
+            f"needs at least one row): raise train.global_batch_rows to a multiple of {world} "
+            f"(e.g. {world * m} with train.micro_batch_rows={m}), and consider the learning "
+            "rate for the larger batch (docs/cluster.md, Many GPUs)"
+        )
     if g % (m * world):
         fits = [d for d in range(1, m + 1) if (g // world) % d == 0] if g % world == 0 else []
         hint = (

@@ -230,6 +230,18 @@ def test_a_flex_checkpoint_runs_sdpa_on_a_cpu() -> None:
         torch.testing.assert_close(a[k][real], b[k][real], atol=1e-5, rtol=1e-4)
 
 
+def test_inference_uses_sdpa_on_cuda_too() -> None:
+    """FlexAttention on CUDA compiles per row length; inference rows have every length, so a
+    flex-trained model is served by SDPA on CUDA as well (training keeps flex)."""
+    from stoicheia.inference.loading import attention_for
+
+    flex = EncoderConfig(**CFG, attn_impl="flex")  # type: ignore[arg-type]
+    for device in ("cuda", "cpu"):
+        assert attention_for(flex, torch.device(device)).attn_impl == "sdpa"
+    sdpa = EncoderConfig(**CFG, attn_impl="sdpa")  # type: ignore[arg-type]
+    assert attention_for(sdpa, torch.device("cuda")) == sdpa
+
+
 # --- no host-device sync per step -------------------------------------------------------------
 
 
@@ -311,6 +323,96 @@ def test_training_monitor_reads_the_device_only_at_logged_batches() -> None:
     )
 
 
+def test_letters_per_second_compute_only_and_wall(monkeypatch) -> None:
+    """letters/s (and MFU) of the compute alone, and of the wall time that includes getting
+    the batch from the loader; the loader's share of the wall time."""
+    from stoicheia.train.callbacks import training_monitor
+    from stoicheia.train.callbacks.training_monitor import TrainingMonitor
+
+    # per batch: fetch begins, batch starts, batch ends (read twice: speed and ETA)
+    clock = iter([10.0, 10.5, 11.5, 11.5, 12.0, 12.25, 13.25, 13.25])
+    monkeypatch.setattr(training_monitor.time, "perf_counter", lambda: next(clock))
+    model = types.SimpleNamespace(encoder=_encoder("sdpa"), last_loss_terms={})
+    logged: list[dict] = []
+    mon = TrainingMonitor(log_every=2, every_step=False)
+    batch = make_batch([[40, "pad:8", 60]], T=128)  # 100 letters
+    state = types.SimpleNamespace(
+        model=model,
+        batch=batch,
+        outputs=None,
+        timestamp=types.SimpleNamespace(batch=0),
+        optimizers=[types.SimpleNamespace(param_groups=[{"lr": 1e-3}])],
+        device=types.SimpleNamespace(type="cpu"),
+        precision="fp32",
+        train_metrics={},
+    )
+    logger = types.SimpleNamespace(log_metrics=logged.append)
+    mon.fit_start(state, logger)
+    mon._peak = 1e9  # as on a GPU with a known peak
+    for step in (1, 2):
+        mon.before_dataloader(state, logger)
+        mon.batch_start(state, logger)
+        state.timestamp.batch = step
+        mon.batch_end(state, logger)
+    last = logged[-1]  # two batches: 200 letters, 2 s of compute, 2.75 s of wall time
+    assert last["throughput/letters_per_sec"] == pytest.approx(100.0)
+    assert last["throughput/letters_per_sec_wall"] == pytest.approx(200 / 2.75)
+    assert last["throughput/loader_share"] == pytest.approx(0.75 / 2.75)
+    assert last["throughput/mfu"] / last["throughput/mfu_wall"] == pytest.approx(2.75 / 2)
+
+
+def test_train_bits_per_char_only_on_logged_batches(monkeypatch) -> None:
+    """Composer's train metric (an update per micro-batch, a compute and all-gather per batch)
+    is replaced by the monitor's: the char cross-entropy of the logged batches only, read in the
+    monitor's one sync."""
+    from stoicheia.train.callbacks import training_monitor
+    from stoicheia.train.callbacks.training_monitor import TrainingMonitor
+
+    ces = []
+    real_ce = training_monitor.F.cross_entropy
+    counting = types.SimpleNamespace(
+        cross_entropy=lambda *a, **k: ces.append(1) or real_ce(*a, **k)
+    )
+    monkeypatch.setattr(training_monitor, "F", counting)
+    enc = _encoder("sdpa")
+    model = types.SimpleNamespace(encoder=enc, last_loss_terms={})
+    logged: list[dict] = []
+    logger = types.SimpleNamespace(log_metrics=logged.append)
+    mon = TrainingMonitor(log_every=3, every_step=False)
+    batch = make_batch([[40, "pad:8", 60]], T=128)
+    batch["tgt_chars"] = torch.where(batch["pos"] % 3 == 0, batch["chars"] % 24, -100)
+    state = types.SimpleNamespace(
+        model=model,
+        batch=batch,
+        outputs=None,
+        timestamp=types.SimpleNamespace(batch=0),
+        optimizers=[types.SimpleNamespace(param_groups=[{"lr": 1e-3}])],
+        device=types.SimpleNamespace(type="cpu"),
+        precision="fp32",
+        train_metrics={"bits_per_char": BitsPerChar()},
+    )
+    mon.fit_start(state, logger)
+    assert state.train_metrics == {}  # Composer computes no train metric per batch
+    expected = []
+    for step in range(1, 8):
+        mon.batch_start(state, logger)
+        torch.manual_seed(step)
+        metric = BitsPerChar()
+        for _ in range(2):
+            state.outputs = {"char": torch.randn(1, 128, 27)}
+            metric.update(state.outputs["char"], batch["tgt_chars"])
+            mon.after_forward(state, logger)
+            model.last_loss_terms = {"total": torch.tensor(1.0)}
+            mon.after_loss(state, logger)
+        if step in (1, 3, 6):
+            expected.append(float(metric.compute()))
+        state.timestamp.batch = step
+        mon.batch_end(state, logger)
+    assert len(ces) == 6  # 2 micro-batches x logged batches 1, 3, 6
+    assert mon.syncs == 3
+    assert [r["metrics/train/bits_per_char"] for r in logged] == pytest.approx(expected)
+
+
 def _flag_worker(rank: int, init: str, out: str) -> None:
     import json
     import signal
@@ -371,3 +473,46 @@ def test_loader_and_preemption_flags_share_one_collective(tmp_path) -> None:
             alone=15,
             own_after=1,
         ), (rank, r)
+
+
+def test_restoration_example_runs_in_the_run_precision_and_the_eval_shape(monkeypatch) -> None:
+    """The example's forward runs like an evaluation batch: the run's precision context (on a
+    GPU bf16 autocast; outside it the compiled trunk would be compiled again in fp32), no
+    gradients, eval mode and the evaluation batches' shape."""
+    import contextlib
+
+    from stoicheia.model import StoicheiaModel
+    from stoicheia.text.encode import encode_text
+    from stoicheia.train.callbacks import restoration_example
+    from stoicheia.train.callbacks.restoration_example import RestorationExample
+
+    inside: list[bool] = []
+    asked: list[tuple] = []
+
+    @contextlib.contextmanager
+    def precision_context(precision, config):
+        asked.append((precision, config))
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(restoration_example, "get_precision_context", precision_context)
+    torch.manual_seed(0)
+    model = StoicheiaModel(EncoderConfig(**CFG, attn_impl="sdpa"))  # type: ignore[arg-type]
+    seen: list[tuple] = []
+    model.encoder.register_forward_pre_hook(
+        lambda mod, args: seen.append(
+            (bool(inside), torch.is_grad_enabled(), mod.training, tuple(args[0]["chars"].shape))
+        )
+    )
+    planes = encode_text("καὶ τότε δὴ ἀνθρώποισι λόγος ἐγένετο", strict=True).planes
+    cb = RestorationExample([planes])
+    cb.shape = (2, 64)  # what eval_batch_start saw
+    logged: list[dict] = []
+    state = types.SimpleNamespace(model=model, precision="amp_bf16", precision_config=None)
+    cb.eval_after_all(state, types.SimpleNamespace(log_metrics=logged.append))
+    assert asked == [("amp_bf16", None)]
+    assert seen and all(s == (True, False, False, (2, 64)) for s in seen)
+    assert model.training and "eval/example_letters_correct" in logged[0]

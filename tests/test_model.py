@@ -501,3 +501,30 @@ def test_compiled_flex_matches_dense_on_cpu() -> None:
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_id_range_check_runs_once_per_shape_in_training_and_always_in_eval(monkeypatch) -> None:
+    """The range check's one device sync: on the first training batch of each shape, not per
+    step; on every evaluation/inference call."""
+    model = make_model()
+    calls = []
+    real = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda t: calls.append(1) or real(t))
+    batch = make_batch([[10]], T=12)
+    model.train()
+    for _ in range(3):
+        model(batch)
+    assert len(calls) == 1
+    model(make_batch([[10]], T=14))  # a new shape is checked once more
+    assert len(calls) == 2
+    # a bad id in a later training batch of a checked shape is not read back (no sync) ...
+    model({**batch, "chars": torch.full_like(batch["chars"], 25)})
+    assert len(calls) == 2
+    # ... but evaluation and inference check every call
+    model.eval()
+    with torch.no_grad():
+        model(batch)
+        model(batch)
+        assert len(calls) == 4
+        with pytest.raises(ValueError, match="BLANK"):
+            model({**batch, "chars": torch.full_like(batch["chars"], 25)})

@@ -849,3 +849,36 @@ def test_anneal_phases_do_not_download_the_shards_again(
         ]
         assert files and all(f.stat().st_nlink >= 2 for f in files), (phase, tier)
     del stable, phase1, phase2
+
+
+def test_uploader_agrees_on_failure_only_at_log_and_save_intervals(tmp_path, monkeypatch):
+    """The all-reduce of the failure flag (and the read that waits for the GPU) runs at
+    multiples of train.log_every and train.save_interval only, not after every batch; a failure
+    then stops every rank together."""
+    import types
+
+    from stoicheia.train.loggers import store_uploader
+    from stoicheia.train.loggers.store_uploader import StoreUnavailable, StoreUploader
+
+    reduced: list[int] = []
+    monkeypatch.setattr(store_uploader.dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(
+        store_uploader.dist, "all_reduce", lambda t, reduce_operation: reduced.append(int(t))
+    )
+    monkeypatch.setattr(store_uploader.dist, "broadcast_object_list", lambda obj, src: None)
+    up = StoreUploader(f"s3://{BUCKET}/r/p", tmp_path, 5, log_every=5, save_interval=4)
+    state = types.SimpleNamespace(
+        timestamp=types.SimpleNamespace(batch=0),
+        device=types.SimpleNamespace(tensor_to_device=lambda t: t),
+    )
+    for step in range(1, 21):
+        state.timestamp.batch = step
+        up.batch_end(state, None)
+    assert up.checks == len(reduced) == 8  # batches 4, 5, 8, 10, 12, 15, 16, 20
+    up._failed = "the store is down"
+    state.timestamp.batch = 21
+    up.batch_end(state, None)  # not a check batch: no collective, no stop yet
+    assert len(reduced) == 8
+    state.timestamp.batch = 24
+    with pytest.raises(StoreUnavailable, match="the store is down"):
+        up.batch_end(state, None)

@@ -102,3 +102,28 @@ def test_collate_seg_ids_positions_and_padding():
         assert (batch[name][pad] == IGNORE_INDEX).all()
     assert (batch["weight"][pad] == 0).all()
     assert batch["chars"].dtype.is_floating_point is False
+
+
+def test_collate_can_build_the_batch_in_pinned_memory(monkeypatch):
+    """A GPU run's batches are allocated page-locked (so Composer's non_blocking copy is
+    asynchronous) and filled in place: the same values as the plain batch."""
+    import torch
+
+    from stoicheia.data import packing
+
+    asked = []
+    real_full = torch.full
+
+    def full(*args, pin_memory=False, **kw):  # no CUDA here: record the request, allocate plain
+        asked.append(pin_memory)
+        return real_full(*args, **kw)
+
+    rows = [[make_piece([3, 4], 1)], [make_piece([5], 2), make_piece([2], 3)]]
+    plain = collate_rows(rows, 16)
+    monkeypatch.setattr(packing.torch, "full", full)
+    pinned = collate_rows(rows, 16, pin=True)
+    assert asked == [True] * len(plain)
+    assert list(pinned) == list(plain)
+    assert all(
+        torch.equal(pinned[k], plain[k]) and pinned[k].dtype == plain[k].dtype for k in plain
+    )

@@ -200,3 +200,18 @@ def test_schedule_set_while_iterating_takes_effect_at_the_next_batch(small_shard
     late.set_schedule([(4, 2)])
     got += [next(it) for _ in range(2)]
     assert all(_same(x, y) for x, y in zip(known, got, strict=True))
+
+
+def test_worker_processes_persist_across_epochs(small_shards, monkeypatch):
+    """The record workers are started once, not once per stream epoch, and the batches over
+    several epochs are those of a loader without workers."""
+    from stoicheia.data import stream_epochs
+
+    built = []
+    real = stream_epochs._record_loader
+    monkeypatch.setattr(stream_epochs, "_record_loader", lambda *a: built.append(a[1:]) or real(*a))
+    # epoch_size 8 records = 2 worker batches: 12 packed batches cross several epochs
+    with_workers = _take(_loader(small_shards, workers=2, epoch_size=8), 12)
+    assert built == [(2, None)]
+    without = _take(_loader(small_shards, workers=0, epoch_size=8), 12)
+    assert all(_same(x, y) for x, y in zip(with_workers, without, strict=True))

@@ -139,6 +139,34 @@ def run_unigram_bits(
     return value if value is not None and math.isfinite(value) else None
 
 
+def context_note(seq_len: int, stats_root: str | Path) -> str | None:
+    """A warning when the rows are much longer than the corpus's records, else ``None``.
+
+    ``stoicheia convert --max-record-letters N`` (default 2048; ``max_record_letters`` in
+    ``stats.json``) stores longer texts as separate records of at most N letters, and the
+    noiser cuts a record into pieces of at most ``0.8 * seq_len`` letters (a fifth of the row is
+    left for the expansion of lacunae of unknown width). With N below that, each row of
+    ``seq_len`` slots packs several documents, attention never crosses a document, and no
+    letter is trained with more than N letters of context: the long rows buy fuller batches,
+    not long context. The note says so and names the fix (convert with ``--max-record-letters``
+    at least ``0.8 * seq_len``). ``None`` too when ``stats.json`` is missing or does not record
+    N."""
+    try:
+        n = int(read_stats(Path(stats_root))["max_record_letters"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    piece = max(1, int(seq_len * 0.8))
+    if n >= piece:
+        return None
+    return (
+        f"data.seq_len={seq_len}, but the shards hold records of at most {n} letters "
+        f"(stoicheia convert --max-record-letters {n}): each row packs several documents and "
+        f"no letter is trained with more than {n} letters of context. For the long context, "
+        f"convert again with --max-record-letters {seq_len} (pieces are cut at {piece} "
+        "letters, 0.8 x seq_len, either way); to pack short documents on purpose, ignore this"
+    )
+
+
 def why_no_record(dropped: Counter, reader: Counter) -> str:
     """Why a file that was read kept no record, from its own counts: ``dropped`` (records
     rejected by normalisation, by reason) and ``reader`` (what the reader left out, by kind).

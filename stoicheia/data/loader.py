@@ -63,6 +63,8 @@ class PackedLoader(DataLoader):
         mixes: with a factory, the tier weights of each mix, mix 0 first.
         num_workers: DataLoader worker processes that read and noise records.
         min_fragment: shortest piece fragment started at the end of a row (slots).
+        pin_memory: build each batch in page-locked host memory (a GPU run: the copy to the
+            device is then asynchronous, ``non_blocking``); needs CUDA.
 
     Attributes:
         position: the :class:`PackPosition` after the last batch yielded.
@@ -85,6 +87,7 @@ class PackedLoader(DataLoader):
         num_workers: int = 0,
         min_fragment: int = 16,
         prefetch_factor: int | None = None,
+        pin_memory: bool = False,
     ) -> None:
         if isinstance(source, NoisedRecordStream):
             self.factory: TierMixFactory | None = None
@@ -108,6 +111,7 @@ class PackedLoader(DataLoader):
         self.num_workers = num_workers
         self.worker_prefetch = prefetch_factor if num_workers > 0 else None
         self.min_fragment = min_fragment
+        self.pin = bool(pin_memory)
         self.position = PackPosition()
         self.schedule: list[tuple[int, int]] = []
         self.record_log: list[tuple[int, int, str, str]] | None = None
@@ -252,34 +256,39 @@ class PackedLoader(DataLoader):
             num_workers=self.num_workers,
             prefetch_factor=self.worker_prefetch,
         )
-        for got in records:
-            if got is EPOCH_END:
-                yield EPOCH_END
-                continue
-            record, epoch, rb, i = got
-            at_start = (epoch, rb) == (start.epoch, start.record_batch)
-            if at_start and i < start.item:
-                continue
-            key = f"{record.id}#{record.part}"
-            if skip:
-                base = start.sample_base if epoch == start.epoch else 0
-                sample = base + rb * per_batch
-                if any(r.covers(epoch, sample) and key in keys for r, keys in skip):
-                    self.skipped += 1
+        # closed explicitly (its workers stop now): a frame kept alive by a traceback would
+        # otherwise keep the worker processes, which persist across epochs, running
+        try:
+            for got in records:
+                if got is EPOCH_END:
+                    yield EPOCH_END
                     continue
-            self.taken.append((epoch, rb, i, key))
-            if self.record_log is not None:
-                self.record_log.append((self.position.batch, start.phase, record.tier, key))
-            for j, piece in enumerate(record.pieces):
-                offset = 0
-                if at_start and i == start.item:
-                    if j < start.piece:
+                record, epoch, rb, i = got
+                at_start = (epoch, rb) == (start.epoch, start.record_batch)
+                if at_start and i < start.item:
+                    continue
+                key = f"{record.id}#{record.part}"
+                if skip:
+                    base = start.sample_base if epoch == start.epoch else 0
+                    sample = base + rb * per_batch
+                    if any(r.covers(epoch, sample) and key in keys for r, keys in skip):
+                        self.skipped += 1
                         continue
-                    if j == start.piece:
-                        offset = start.offset
-                if offset >= len(piece):
-                    continue
-                yield (piece[offset:] if offset else piece), (epoch, rb, i, j), offset
+                self.taken.append((epoch, rb, i, key))
+                if self.record_log is not None:
+                    self.record_log.append((self.position.batch, start.phase, record.tier, key))
+                for j, piece in enumerate(record.pieces):
+                    offset = 0
+                    if at_start and i == start.item:
+                        if j < start.piece:
+                            continue
+                        if j == start.piece:
+                            offset = start.offset
+                    if offset >= len(piece):
+                        continue
+                    yield (piece[offset:] if offset else piece), (epoch, rb, i, j), offset
+        finally:
+            records.close()
 
     def _batches(
         self, start: PackPosition, first_record_batch: int
@@ -327,7 +336,7 @@ class PackedLoader(DataLoader):
                             self.position, batch=self.position.batch + 1
                         )
                     rows += [[] for _ in range(self.rows - len(rows))]
-                    yield collate_rows(rows, self.seq_len)
+                    yield collate_rows(rows, self.seq_len, pin=self.pin)
                     if self.phase_at(self.position.batch) != start.phase:
                         return
                 packer.close()

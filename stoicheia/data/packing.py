@@ -85,20 +85,33 @@ def pack_rows(
         yield row, Cursor(-1, 0)
 
 
-def collate_rows(rows: list[list[Noised]], seq_len: int) -> dict[str, torch.Tensor]:
+def collate_rows(
+    rows: list[list[Noised]], seq_len: int, pin: bool = False
+) -> dict[str, torch.Tensor]:
     """Stack packed rows into a batch of tensors, each of shape ``(len(rows), seq_len)``.
 
     Keys: inputs ``chars``, ``boundary``, ``dia``, ``punct`` (int64, padded with PAD/UNKNOWN);
     ``seg_id`` (int32, 0 = padding, documents 1..k); ``pos`` (int32, slot index within its
     document); targets ``tgt_*`` (int64, IGNORE_INDEX where unsupervised or padding);
     ``weight`` (float32 char-loss weight, 0 on padding).
+
+    ``pin``: allocate the tensors in page-locked (pinned) host memory, filled in place, so that
+    the copy to the GPU (Composer's ``non_blocking=True``) runs asynchronously instead of
+    through a staging copy that blocks the host; needs CUDA.
     """
     b = len(rows)
-    out = {name: np.full((b, seq_len), pad, dtype=np.int64) for name, pad in INPUT_PAD.items()}
-    out.update({name: np.full((b, seq_len), IGNORE_INDEX, dtype=np.int64) for name in TARGETS})
-    out["weight"] = np.zeros((b, seq_len), dtype=np.float32)
-    out["seg_id"] = np.zeros((b, seq_len), dtype=np.int32)
-    out["pos"] = np.zeros((b, seq_len), dtype=np.int32)
+
+    def full(value: float, dtype: torch.dtype) -> np.ndarray:
+        t = torch.full((b, seq_len), value, dtype=dtype, pin_memory=pin)
+        tensors.append(t)
+        return t.numpy()  # a view: filled in place
+
+    tensors: list[torch.Tensor] = []
+    out = {name: full(pad, torch.int64) for name, pad in INPUT_PAD.items()}
+    out.update({name: full(IGNORE_INDEX, torch.int64) for name in TARGETS})
+    out["weight"] = full(0, torch.float32)
+    out["seg_id"] = full(0, torch.int32)
+    out["pos"] = full(0, torch.int32)
     for r, fragments in enumerate(rows):
         start = 0
         for doc, frag in enumerate(fragments, start=1):
@@ -108,7 +121,7 @@ def collate_rows(rows: list[list[Noised]], seq_len: int) -> dict[str, torch.Tens
             out["seg_id"][r, start:end] = doc
             out["pos"][r, start:end] = np.arange(len(frag), dtype=np.int32)
             start = end
-    return {k: torch.from_numpy(v) for k, v in out.items()}
+    return dict(zip(out, tensors, strict=True))
 
 
 def row_fill(batch: dict[str, torch.Tensor]) -> float:

@@ -203,11 +203,16 @@ def _build(
 
 def attention_for(cfg: EncoderConfig, device: torch.device) -> EncoderConfig:
     """``cfg`` with the attention back-end for inference on ``device``: a model trained with
-    ``attn_impl: flex`` runs SDPA off CUDA. Both compute the same attention (same rule, same
-    weights; tested to agree), but FlexAttention outside CUDA has no compiled kernel and runs
-    its unfused reference path, which builds the full ``(B, H, T, T)`` scores and is several
-    times slower than SDPA on a CPU."""
-    if cfg.attn_impl == "flex" and torch.device(device).type != "cuda":
+    ``attn_impl: flex`` runs SDPA, on every device. Both compute the same attention (same rule,
+    same weights; tested to agree). Off CUDA, FlexAttention has no compiled kernel and runs its
+    unfused reference path, which builds the full ``(B, H, T, T)`` scores and is several times
+    slower than SDPA. On CUDA, FlexAttention compiles its kernel and block mask for each row
+    length; inference rows come in every length (one per text), so it would recompile for each
+    new length and, past Dynamo's recompile limit, fall back to that reference path. SDPA takes
+    every length without compiling. (Training keeps flex: its rows have one length.)
+    ``device`` is kept in the signature for callers that choose per device."""
+    del device
+    if cfg.attn_impl == "flex":
         return dataclasses.replace(cfg, attn_impl="sdpa")
     return cfg
 

@@ -158,7 +158,12 @@ class CharBertEncoder(nn.Module):
     (``ValueError`` naming the field).
 
     Set ``check_inputs = False`` to skip the id-range check in :meth:`forward` (it costs one
-    device sync per call; it is skipped automatically inside torch.compile).
+    device sync per call; it is skipped automatically inside torch.compile). In training mode
+    (``self.training`` and grad enabled) the id-range check runs once per input shape, on the
+    first batch of that shape, not on every step: a sync per step would leave the GPU idle
+    while the host waits, and the training batches come from the packer, whose ids are right by
+    construction (a pipeline fault still shows on the first step). In evaluation and inference,
+    where the ids may come from a user, it runs on every call.
 
     Set ``activation_checkpointing = True`` (``train.activation_checkpointing``) to recompute
     each block's activations in the backward pass instead of keeping them
@@ -173,6 +178,7 @@ class CharBertEncoder(nn.Module):
         super().__init__()
         self.cfg = cfg = (cfg or EncoderConfig()).validate()
         self.check_inputs = True
+        self._checked_shapes: set[tuple[int, ...]] = set()  # training shapes range-checked
         self.activation_checkpointing = False
         self._compiled_trunk: Any = None
         self.embed = nn.ModuleDict(
@@ -298,7 +304,8 @@ class CharBertEncoder(nn.Module):
         return state
 
     def _check(self, planes: dict[str, Tensor], seg_id: Tensor, pos: Tensor) -> None:
-        """Shape/dtype checks (free) and, if ``check_inputs``, one id-range check (one sync)."""
+        """Shape/dtype checks (free) and, if ``check_inputs``, one id-range check (one sync);
+        in training mode only on the first batch of each shape (class docstring)."""
         shape = planes["chars"].shape
         for name, t in [*planes.items(), ("seg_id", seg_id), ("pos", pos)]:
             if t.dim() != 2 or t.shape != shape:
@@ -312,6 +319,9 @@ class CharBertEncoder(nn.Module):
                 )
         if not self.check_inputs or torch.compiler.is_compiling():
             return
+        training = self.training and torch.is_grad_enabled()
+        if training and tuple(shape) in self._checked_shapes:
+            return
         checks = [((t < 0) | (t >= INPUT_SIZES[k])).any() for k, t in planes.items()]
         checks += [(seg_id < 0).any(), (planes["chars"] == BLANK).any()]
         flags = torch.stack(checks).tolist()  # the one device sync
@@ -323,3 +333,5 @@ class CharBertEncoder(nn.Module):
             }
             which = [n for n, f in zip(ranges, flags, strict=True) if f]
             raise ValueError("ids out of range: " + "; ".join(f"{n} ({ranges[n]})" for n in which))
+        if training:
+            self._checked_shapes.add(tuple(shape))

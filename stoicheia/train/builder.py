@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 from composer import DataSpec, Trainer
+from composer.core.data_spec import _default_split_batch
 from composer.utils import dist, reproducibility
 
 from stoicheia.config import RunConfig, batch_split, decision_metric, to_dict
-from stoicheia.data.corpus_stats import run_unigram_bits
+from stoicheia.data.corpus_stats import context_note, run_unigram_bits
 from stoicheia.data.eval_sets import read_eval_sets
 from stoicheia.data.loader import PackedLoader
 from stoicheia.data.shm import clean_stale_streaming_shm
@@ -39,7 +40,14 @@ from stoicheia.train.callbacks.checkpoint_saver import GuardedCheckpointSaver
 from stoicheia.train.callbacks.eval_history import EvalHistory
 from stoicheia.train.callbacks.run_record import RunRecord
 from stoicheia.train.console import configure_console
-from stoicheia.train.device import compile_model, flag_group, resolve_device
+from stoicheia.train.device import (
+    compile_model,
+    flag_group,
+    gloo_interface,
+    gradient_hook,
+    register_gradient_hook,
+    resolve_device,
+)
 from stoicheia.train.evaluators import build_evaluators
 from stoicheia.train.loggers.store_uploader import StoreUploader
 from stoicheia.train.mix_plan import announce, planned_spans
@@ -79,6 +87,48 @@ class Built:
     uploader: StoreUploader | None = None  # with an object-store save_folder
 
 
+#: Key of the host-side letter count that :func:`split_counting_letters` adds to each
+#: micro-batch (a Python int: it crosses to the device with the batch without a copy or sync).
+SLOTS_KEY = "n_slots"
+
+
+def _slots(batch: dict[str, Any]) -> int:
+    """Non-padding slots of a (micro-)batch: its precomputed count, else counted (on the host
+    before the copy to the device; on a device this would be a sync)."""
+    if SLOTS_KEY in batch:
+        return int(batch[SLOTS_KEY])
+    return int((batch["seg_id"] != 0).sum())
+
+
+def split_counting_letters(batch: dict[str, Any], microbatch_size: int) -> list[dict[str, Any]]:
+    """Composer's split of a batch into micro-batches of ``microbatch_size`` rows, each with
+    its count of non-padding slots under :data:`SLOTS_KEY`, counted here on the host."""
+    parts = _default_split_batch(
+        {k: v for k, v in batch.items() if k != SLOTS_KEY}, microbatch_size
+    )
+    return [{**p, SLOTS_KEY: int((p["seg_id"] != 0).sum())} for p in parts]
+
+
+def train_data_spec(loader: Any) -> DataSpec:
+    """The training ``DataSpec``: samples are rows; tokens are the non-padding slots (letters
+    and the noise's slots), both ``total`` (Composer's ``tok`` time) and ``loss_generating``.
+
+    With ``accumulate_train_batch_on_tokens`` (set by :func:`build_trainer`) Composer weights
+    each micro-batch's loss by its ``loss_generating`` count over the step's (over all ranks),
+    not by its rows. The char loss is a sum over the micro-batch's slots divided by its count
+    of non-padding slots (:mod:`stoicheia.model.composer_model`), so weighting by that count
+    makes gradient accumulation give the gradient of one batch of all the rows, whatever the
+    rows' fill (the auxiliary terms, means over their own labelled slots, come out weighted by
+    slots too, close to but not exactly their mean over the whole batch). Weighting by rows
+    would weight the letters of a half-empty row (the end of an epoch) twice as much."""
+    return DataSpec(
+        loader,
+        get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
+        get_num_tokens_in_batch=lambda b: {"total": _slots(b), "loss_generating": _slots(b)},
+        split_batch=split_counting_letters,
+    )
+
+
 def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     """Build the data path, model, optimizer, schedule, plugins and ``Trainer`` of a run.
 
@@ -94,12 +144,18 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
     # every evaluation although nothing is wrong.
     warnings.filterwarnings("ignore", message="Cannot split tensor of length", category=UserWarning)
     reproducibility.seed_all(cfg.seed)
+    ifname = gloo_interface()
+    if ifname is not None:
+        # read by gloo when a group is made: before the default group (CPU) and the flag group
+        os.environ["GLOO_SOCKET_IFNAME"] = ifname
     if not dist.is_initialized():
         dist.initialize_dist(
             device, timeout=float(os.environ.get("STOICHEIA_DIST_TIMEOUT", DIST_TIMEOUT_S))
         )
     configure_console(dist.get_global_rank())
     log.info("[run] precision: %s", choice.reason)
+    if ifname is not None:
+        log.info("[run] gloo uses network interface %s (GLOO_SOCKET_IFNAME)", ifname)
     # Shared memory left by a killed run would make streaming fail or hang; clean it once,
     # on the first rank of each node, before any dataset of this run exists. Only segments
     # that no live process maps are removed, so other jobs on the node are left alone.
@@ -126,6 +182,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
                 err = str(e)
         raise_first(err, FileNotFoundError)
         stats_root = d.local_cache
+    note = context_note(d.seq_len, stats_root)
+    if note is not None and dist.get_global_rank() == 0:
+        log.warning("[data] %s", note)
     factory = TierMixFactory(
         shard_root=d.shard_root,
         seq_len=d.seq_len,
@@ -155,13 +214,10 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         rows=rows,
         num_workers=d.num_workers,
         min_fragment=d.min_fragment,
+        pin_memory=device == "gpu",
     )
     loader.flag_group = flag_group()
-    train_spec = DataSpec(
-        loader,
-        get_num_samples_in_batch=lambda b: int(b["seg_id"].shape[0]),
-        get_num_tokens_in_batch=lambda b: int((b["seg_id"] != 0).sum()),
-    )
+    train_spec = train_data_spec(loader)
 
     shape = WSDShape(
         cfg.train.nominal_steps,
@@ -263,6 +319,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         cfg.train.log_every,
         cfg.train.upload_retry_seconds,
         cfg.train.save_num_checkpoints_to_keep,
+        cfg.train.save_interval,
     )
     loggers = {
         name: registry.build_logger(name, log_ctx)
@@ -280,6 +337,7 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         device=device,
         precision="fp32" if choice.cpu_bf16 else choice.precision,
         device_train_microbatch_size=cfg.train.micro_batch_rows,
+        accumulate_train_batch_on_tokens=True,  # by letters scored (train_data_spec)
         algorithms=algorithms,
         callbacks=callbacks,
         loggers=list(loggers.values()),
@@ -295,6 +353,9 @@ def build_trainer(cfg: RunConfig, *, progress: bool = False) -> Built:
         python_log_level=os.environ.get("STOICHEIA_LOG_LEVEL"),
     )
     trainer.state.run_name = run_name
+    hook = gradient_hook(cfg, device, choice.precision, dist.get_world_size())
+    if register_gradient_hook(trainer.state.model, hook):
+        log.info("[run] gradients are all-reduced in bf16 (train.grad_compression)")
     trainer.logger.log_hyperparameters(to_dict(cfg))
     # autoresume found a checkpoint of this run (it then ignores load_path)
     autoresumed = bool(cfg.train.autoresume) and any(Path(run_folder).glob("latest-rank*.pt"))

@@ -70,3 +70,77 @@ def flag_group() -> Any:
     if dist.get_world_size() > 1 and tdist.get_backend() == "nccl":
         return tdist.new_group(backend="gloo")
     return None
+
+
+def gradient_hook(cfg: RunConfig, device: str, precision: str, world: int) -> Any:
+    """The DDP communication hook of ``train.grad_compression``: torch's
+    ``bf16_compress_hook`` (each gradient bucket is cast to bf16, all-reduced, divided by the
+    world size and cast back: half the bytes of an fp32 all-reduce, the standard choice for
+    bf16 training), or ``None`` for DDP's own fp32 all-reduce. ``auto`` chooses bf16 for a GPU
+    run in ``amp_bf16`` precision on more than one process; ``bf16`` forces it (also on gloo,
+    for tests); ``none`` never."""
+    choice = cfg.train.grad_compression
+    if choice == "none" or world < 2:
+        return None
+    if choice == "auto" and not (device == "gpu" and precision == "amp_bf16"):
+        return None
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    return default_hooks.bf16_compress_hook
+
+
+def register_gradient_hook(model: Any, hook: Any) -> bool:
+    """Register ``hook`` on ``model`` if it is a ``DistributedDataParallel`` (Composer wraps
+    the model when there are several processes); True if registered. Call before the first
+    backward pass."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    if hook is None or not isinstance(model, DistributedDataParallel):
+        return False
+    model.register_comm_hook(state=None, hook=hook)
+    return True
+
+
+def gloo_interface(env: dict[str, str] | None = None) -> str | None:
+    """The network interface for gloo (``GLOO_SOCKET_IFNAME``) on a job of several nodes,
+    or ``None`` to leave gloo's choice.
+
+    gloo (the flag group under NCCL, and every collective of a CPU run) binds to the
+    interface of the address the host name resolves to; on many clusters that is a
+    management or container network the other nodes cannot reach, and the first collective
+    then hangs until the timeout. Kept as set: a ``GLOO_SOCKET_IFNAME`` of the job. Else, on
+    several nodes (``WORLD_SIZE`` > ``LOCAL_WORLD_SIZE``): ``NCCL_SOCKET_IFNAME`` when it
+    names interfaces (not NCCL's ``^`` exclusion or ``=`` exact-match syntax), else the
+    interface whose address routes to ``MASTER_ADDR`` (found with a UDP socket, nothing
+    sent). ``env``: the environment (default ``os.environ``)."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    if env.get("GLOO_SOCKET_IFNAME"):
+        return None
+    world, local = int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_WORLD_SIZE", 1) or 1)
+    if world <= local:
+        return None
+    nccl = env.get("NCCL_SOCKET_IFNAME", "")
+    if nccl and not nccl.startswith(("^", "=")):
+        return nccl
+    master = env.get("MASTER_ADDR")
+    return _interface_towards(master) if master else None
+
+
+def _interface_towards(host: str) -> str | None:
+    """The name of the local interface whose address routes to ``host`` (None if unknown)."""
+    import socket
+
+    import psutil
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, 9))  # UDP: picks the route, sends nothing
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == ip for a in addrs):
+            return name
+    return None

@@ -86,6 +86,7 @@ class LoggerContext:
     keep: int = (
         -1
     )  # train.save_num_checkpoints_to_keep (the store keeps as many periodic checkpoints)
+    save_interval: int = 0  # train.save_interval (batches)
 
 
 def logger_names(cfg: RunConfig, remote: bool) -> list[str]:

@@ -8,11 +8,15 @@ is UNKNOWN (as in the reference evaluation), and the model's restoration, decode
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 from composer.core import Callback, State
+from composer.core.precision import get_precision_context
 from composer.loggers import Logger
 from composer.utils import dist
 
@@ -80,6 +84,13 @@ class RestorationExample(Callback):
     decodes a lacuna of known width (:func:`stoicheia.inference.restore.restore_planes`: one
     forward pass and the search over the gap's slots).
 
+    The forward runs as the evaluation's does: in eval mode, without gradients, under the
+    run's precision context (Composer's ``get_precision_context``: bf16 autocast on a GPU) and
+    padded to the evaluation batches' shape, so a compiled trunk reuses the evaluation graph.
+    Outside the precision context it would run in fp32, and Dynamo (which guards on the
+    autocast state) would compile the whole trunk a second time, on rank 0 alone, while the
+    other ranks wait.
+
     Args:
         eval_records: the held-out records of the first evaluation set (injected).
         context: letters of the record shown before the word.
@@ -99,14 +110,21 @@ class RestorationExample(Callback):
             planes = records[r][: min(len(records[r]), max_letters)]
             self.example = (planes, a, b)
 
-    def restore(self, model: torch.nn.Module, device: torch.device) -> tuple[str, str, str]:
-        """``(context with the lacuna shown as [....], true word, restored word)``."""
+    def restore(
+        self,
+        model: torch.nn.Module,
+        device: torch.device,
+        precision: Callable[[], Any] | None = None,
+    ) -> tuple[str, str, str]:
+        """``(context with the lacuna shown as [....], true word, restored word)``.
+        ``precision``: a context-manager factory the forward runs in (the run's precision)."""
         assert self.example is not None
         planes, a, b = self.example
         was_training = model.training
         model.eval()
+        context = precision() if precision is not None else contextlib.nullcontext()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), context:
                 (restored,) = restore_planes(
                     lambda batch: self._forward(model, batch, device),
                     planes,
@@ -141,7 +159,11 @@ class RestorationExample(Callback):
             return
         model = state.model.module if hasattr(state.model, "module") else state.model
         device = next(model.parameters()).device
-        shown, truth, restored = self.restore(model, device)
+        shown, truth, restored = self.restore(
+            model,
+            device,
+            lambda: get_precision_context(state.precision, state.precision_config),
+        )
         hits = sum(x == y for x, y in zip(truth, restored, strict=False))
         log.info(
             "[restore] %s\n[restore] truth %s  model %s  (%d/%d letters)",

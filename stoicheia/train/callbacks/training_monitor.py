@@ -15,10 +15,12 @@ import time
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from composer.core import Callback, State
 from composer.loggers import Logger
 from composer.utils import dist
 
+from stoicheia.text.alphabet import IGNORE_INDEX
 from stoicheia.train.algorithms.gradient_guard import GradientGuard
 from stoicheia.train.flops import batch_flops, peak_flops
 
@@ -39,6 +41,14 @@ class TrainingMonitor(Callback):
     batches (evaluations and checkpoints included). Evaluations are printed by
     :class:`~stoicheia.train.callbacks.eval_history.EvalHistory`.
 
+    **Compute and wall figures.** ``throughput/letters_per_sec`` and ``throughput/mfu`` count
+    the seconds from the start of a batch (after it came from the loader) to its end: the
+    model's speed. ``throughput/letters_per_sec_wall`` and ``throughput/mfu_wall`` count from
+    the moment the batch was asked of the loader (Composer's ``BEFORE_DATALOADER``), so the
+    packing and any wait for the workers are inside them: what the run really gets.
+    ``throughput/loader_share`` is the share of the wall seconds spent getting the batches
+    (``1 - compute / wall``). Evaluations and checkpoint writes are in neither.
+
     **No host-device sync per step.** Loss terms, letter and FLOP counts stay tensors on the
     device and are summed there; they are read (one sync) only at the batches that are
     logged. With ``every_step`` false (the default on a GPU) those are every ``log_every``
@@ -46,6 +56,13 @@ class TrainingMonitor(Callback):
     last one. With ``every_step`` true (the default on a CPU, where reading a value costs
     nothing) every batch is logged, as before. The letters-per-second window ends at a logged
     (synced) batch, so the device's queued work is inside it.
+
+    **The training bits per character** (``metrics/train/bits_per_char``, the unweighted char
+    cross-entropy of :class:`~stoicheia.model.metrics.BitsPerChar`, summed over the ranks) is
+    computed here, on the logged batches only: Composer's own train metric runs an extra metric
+    update on every micro-batch and computes and all-gathers it (a device sync) after every
+    batch, so this callback empties ``state.train_metrics`` at ``fit_start``. Like Composer's,
+    the figure describes the logged batch (all its micro-batches), not the batches between.
 
     Args:
         log_every: batches between console lines (``train.log_every``, injected).
@@ -72,12 +89,14 @@ class TrainingMonitor(Callback):
         self.log_every = log_every
         self.every_step = every_step
         # (letters, model FLOPs, seconds) per batch; counts are device tensors until read
-        self._speed: collections.deque[tuple[Any, Any, float]] = collections.deque(
+        # (letters, model FLOPs, compute seconds, wall seconds) per batch
+        self._speed: collections.deque[tuple[Any, Any, float, float]] = collections.deque(
             maxlen=speed_window
         )
         self.guard = guard
         self.control = control
         self._t0 = 0.0
+        self._fetch0: float | None = None  # when the batch's fetch from the loader began
         self._terms: dict[str, torch.Tensor] = {}  # sums since the last logged batch
         self._micro = 0
         self._letters: torch.Tensor | None = None
@@ -85,10 +104,14 @@ class TrainingMonitor(Callback):
         self._peak: float | None = None
         self._ends: collections.deque[tuple[int, float]] = collections.deque(maxlen=51)
         self.syncs = 0  # batches whose figures were read from the device (logged batches)
+        self._bpc: list[torch.Tensor] = []  # [nats, supervised letters] of the logged batch
 
     def fit_start(self, state: State, logger: Logger) -> None:
         self._ends.clear()
         self._speed.clear()
+        self._bpc = []
+        # the train bits/char is computed here on logged batches (class docstring)
+        state.train_metrics = {}
         on_gpu = torch.cuda.is_available() and state.device.type == "gpu"
         if self.every_step is None:
             self.every_step = not on_gpu
@@ -103,12 +126,36 @@ class TrainingMonitor(Callback):
                     name,
                 )
 
+    def before_dataloader(self, state: State, logger: Logger) -> None:
+        self._fetch0 = time.perf_counter()
+
     def batch_start(self, state: State, logger: Logger) -> None:
         model = state.model.module if hasattr(state.model, "module") else state.model
         seg = state.batch["seg_id"]
         self._t0 = time.perf_counter()
         self._letters = (seg != 0).sum()
         self._batch_flops = batch_flops(model, seg)
+
+    def after_forward(self, state: State, logger: Logger) -> None:
+        # the batch being trained is the next one; only logged batches feed the train metric
+        if not self._logged(int(state.timestamp.batch) + 1):
+            return
+        outputs, batch = state.outputs, state.batch
+        if not isinstance(outputs, dict) or "char" not in outputs or "tgt_chars" not in batch:
+            return
+        with torch.no_grad():
+            logits, target = outputs["char"].detach(), batch["tgt_chars"]
+            nats = F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(),
+                target.reshape(-1),
+                ignore_index=IGNORE_INDEX,
+                reduction="sum",
+            ).double()
+            count = (target != IGNORE_INDEX).sum().double()
+        if self._bpc:
+            self._bpc = [self._bpc[0] + nats, self._bpc[1] + count]
+        else:
+            self._bpc = [nats, count]
 
     def after_loss(self, state: State, logger: Logger) -> None:
         # Under DDP the ComposerModel is wrapped: its attributes are on .module.
@@ -123,40 +170,60 @@ class TrainingMonitor(Callback):
         return bool(self.every_step) or step % self.log_every == 0 or step == 1
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        seconds = max(time.perf_counter() - self._t0, 1e-9)
-        self._speed.append((self._letters, self._batch_flops, seconds))
+        now = time.perf_counter()
+        seconds = max(now - self._t0, 1e-9)
+        fetch0 = self._fetch0 if self._fetch0 is not None else self._t0
+        self._fetch0 = None
+        self._speed.append((self._letters, self._batch_flops, seconds, max(now - fetch0, seconds)))
         step = int(state.timestamp.batch)
         self._ends.append((step, time.perf_counter()))
         if not self._logged(step):
             return
         # the one read of the device's figures since the last logged batch
         names = sorted(self._terms)
-        pending = [i for i, (n, _, _) in enumerate(self._speed) if isinstance(n, torch.Tensor)]
+        pending = [i for i, s in enumerate(self._speed) if isinstance(s[0], torch.Tensor)]
         tensors = [self._terms[k].double() for k in names]
         for i in pending:
             tensors += [self._speed[i][0].double(), self._speed[i][1].double()]
         guard_norm = self.guard.norm_tensor() if self.guard is not None else None
         if guard_norm is not None:
             tensors.append(guard_norm.double())
+        bpc = self._bpc
+        self._bpc = []
+        if bpc:
+            # the one collective of the train metric, on logged batches only (every rank logs
+            # the same batches)
+            pair = torch.stack(bpc)
+            if dist.get_world_size() > 1:
+                dist.all_reduce(pair, reduce_operation="SUM")
+            tensors += [pair[0], pair[1]]
         values = torch.stack(tensors).tolist() if tensors else []
         self.syncs += 1
+        train_bits = None
+        if bpc:
+            nats, count = values[-2:]
+            values = values[:-2]
+            train_bits = nats / count / math.log(2) if count else float("nan")
         terms = dict(zip(names, values[: len(names)], strict=True))
         rest = values[len(names) :]
         for j, i in enumerate(pending):
-            self._speed[i] = (rest[2 * j], rest[2 * j + 1], self._speed[i][2])
+            self._speed[i] = (rest[2 * j], rest[2 * j + 1], *self._speed[i][2:])
         grad_norm = rest[-1] if guard_norm is not None else float("nan")
         micro = max(1, self._micro)
         self._terms, self._micro = {}, 0
         lr = state.optimizers[0].param_groups[0]["lr"]
         metrics: dict[str, float] = {f"loss/{k}": v / micro for k, v in terms.items()}
-        letters = sum(n for n, _, _ in self._speed)
-        flops = sum(f for _, f, _ in self._speed)
-        secs = max(sum(t for _, _, t in self._speed), 1e-9)
+        letters = sum(s[0] for s in self._speed)
+        flops = sum(s[1] for s in self._speed)
+        secs = max(sum(s[2] for s in self._speed), 1e-9)
+        wall = max(sum(s[3] for s in self._speed), 1e-9)
         per_device = letters / secs
         metrics.update(
             {
                 "throughput/letters_per_sec_device": per_device,
                 "throughput/letters_per_sec": per_device * dist.get_world_size(),
+                "throughput/letters_per_sec_wall": letters / wall * dist.get_world_size(),
+                "throughput/loader_share": max(0.0, 1.0 - secs / wall),
                 "memory/gib": _memory_gib(),
             }
         )
@@ -164,6 +231,9 @@ class TrainingMonitor(Callback):
             metrics["throughput/flops_per_letter"] = flops / letters
             if self._peak:
                 metrics["throughput/mfu"] = flops / secs / self._peak
+                metrics["throughput/mfu_wall"] = flops / wall / self._peak
+        if train_bits is not None:
+            metrics["metrics/train/bits_per_char"] = train_bits
         if self.guard is not None:
             metrics["train/grad_norm"] = grad_norm
             metrics["train/skipped_updates"] = float(self.guard.skipped_count())
@@ -174,11 +244,16 @@ class TrainingMonitor(Callback):
         logger.log_metrics(metrics)
         if step % self.log_every == 0 or step == 1:
             total = metrics.get("loss/total", float("nan"))
-            mfu = f"  mfu {metrics['throughput/mfu']:.1%}" if "throughput/mfu" in metrics else ""
+            mfu = (
+                f"  mfu {metrics['throughput/mfu']:.1%} (wall {metrics['throughput/mfu_wall']:.1%})"
+                if "throughput/mfu" in metrics
+                else ""
+            )
             log.info(
                 f"[train] step {step:>6}  loss {total:.4f}  char "
                 f"{metrics.get('loss/char', float('nan')):.4f}  lr {lr:.2e}  grad_norm "
-                f"{grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f}{mfu}  "
+                f"{grad_norm:.3f}  letters/s {metrics['throughput/letters_per_sec']:,.0f} (wall "
+                f"{metrics['throughput/letters_per_sec_wall']:,.0f}){mfu}  "
                 f"mem {metrics['memory/gib']:.2f} GiB"
             )
             if end is not None:

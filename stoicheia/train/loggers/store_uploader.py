@@ -89,12 +89,25 @@ class StoreUploader(LoggerDestination):
         run_folder: the local run folder (Composer's ``save_folder`` for this run).
         retry_seconds: ``train.upload_retry_seconds``.
         keep: ``train.save_num_checkpoints_to_keep`` (``-1``: keep every checkpoint).
+        log_every, save_interval: ``train.log_every`` and ``train.save_interval`` (batches).
+            Whether the store has failed is agreed by the ranks (one all-reduce, whose read
+            waits for the device's queued work) only at batches that are a multiple of one of
+            them, not after every batch: a run whose store stays down stops at the first such
+            batch after ``retry_seconds`` (or when it ends), every rank together.
     """
 
     def __init__(
-        self, save_folder: str, run_folder: Path, retry_seconds: float, keep: int = -1
+        self,
+        save_folder: str,
+        run_folder: Path,
+        retry_seconds: float,
+        keep: int = -1,
+        log_every: int = 1,
+        save_interval: int = 0,
     ) -> None:
         self.folder = StoreFolder.parse(save_folder)
+        self.check_every = tuple(n for n in (int(log_every), int(save_interval)) if n > 0) or (1,)
+        self.checks = 0  # agreements run (tests)
         self.keep = int(keep)
         self.run_folder = Path(run_folder)
         self.retry_seconds = float(retry_seconds)
@@ -150,7 +163,9 @@ class StoreUploader(LoggerDestination):
             )
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        self._raise_if_failed(state)
+        step = int(state.timestamp.batch)
+        if any(step % n == 0 for n in self.check_every):
+            self._raise_if_failed(state)
 
     def post_close(self) -> None:
         # after every callback's close (the JSONL logger writes its last row then): upload the
@@ -198,6 +213,7 @@ class StoreUploader(LoggerDestination):
             return {}
 
     def _raise_if_failed(self, state: State) -> None:
+        self.checks += 1
         failed = [self._failed]
         if dist.get_world_size() > 1:
             # one byte all-reduced per batch; the message travels only when there is one
