@@ -29,6 +29,7 @@ from types import MappingProxyType
 from lxml import etree
 
 from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
+from .epidoc_units import edition_units, has_own_text, read_editions
 from .epidoc_walk import EpiDocOptions, unit_lines
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 from .xml_entities import XmlReadError, parse_tei
@@ -98,45 +99,36 @@ def read_epidoc(
             "text as .txt/.jsonl",
         )
     seen: Counter[str] = Counter()
-    for ed in editions:
-        sub = ed.get("subtype")
-        if sub not in (None, "primary"):
-            counts[f"edition_skipped:{sub}"] += 1
+    for unit in (u for ed in read_editions(doc, counts) for u in edition_units(ed)):
+        if not has_own_text(unit):
             continue
-        parts = [
-            d
-            for d in ed.iter(_T + "div")
-            if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None
-        ]
-        units = parts or [ed]
-        for k, unit in enumerate(units, 1):
-            lang = unit_language(unit, default_lang)
-            if not is_greek_lang(lang):
-                counts[f"lang:{lang}"] += 1
-                continue
-            text, lines = unit_lines(unit, lang, opts, counts)
-            if not text:
-                counts["empty_division"] += 1
-                continue
-            if unit is ed:
-                cite = "1"
-            else:
-                ns = [
-                    d.get("n") or str(k)
-                    for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
-                    if d.get("type") == "textpart"
-                ]
-                cite = ".".join(ns)
-            cite = unique_citation(cite, seen, counts)
-            counts["records"] += 1
-            counts["chars"] += len(text)
-            yield SourceRecord(
-                id=f"{rel}#{cite}",
-                text=text,
-                source="epidoc",
-                work=rel,
-                file=str(path),
-                line=unit.sourceline or 0,
-                known=MappingProxyType({}),
-                lines=lines,
-            )
+        lang = unit_language(unit.element, default_lang)
+        if not is_greek_lang(lang):
+            counts[f"lang:{lang}"] += 1
+            continue
+        text, lines = unit_lines(unit.element, lang, opts, counts, unit.skip)
+        if not text:
+            counts["empty_division"] += 1
+            continue
+        if unit.skip:
+            counts["text_beside_textparts"] += 1
+        if unit.diplomatic:
+            # the only copy is diplomatic: capitals as on the stone, not the editor's (as for
+            # an <orig> outside <choice>)
+            counts["edition_read:diplomatic"] += 1
+            if opts.orig_case == "lower":
+                text = text.lower()
+                lines = tuple((label, t.lower()) for label, t in lines)
+        cite = unique_citation(unit.cite, seen, counts)
+        counts["records"] += 1
+        counts["chars"] += len(text)
+        yield SourceRecord(
+            id=f"{rel}#{cite}",
+            text=text,
+            source="epidoc",
+            work=rel,
+            file=str(path),
+            line=unit.element.sourceline or 0,
+            known=MappingProxyType({}),
+            lines=lines,
+        )

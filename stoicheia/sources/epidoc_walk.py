@@ -180,10 +180,18 @@ class EditionWalker:
     mark is written just before its lacuna, so a caller can tell the lacunae of ``<gap>`` from
     those the reader makes of other markup (:func:`unit_leiden`)."""
 
-    def __init__(self, opts: EpiDocOptions, counts: Counter, gap_mark: str | None = None) -> None:
+    def __init__(
+        self,
+        opts: EpiDocOptions,
+        counts: Counter,
+        gap_mark: str | None = None,
+        skip: frozenset = frozenset(),
+    ) -> None:
         self.opts = opts
         self.counts = counts
         self.gap_mark = gap_mark
+        #: nested text parts read as units of their own (:mod:`.epidoc_units`): a word break
+        self.skip = skip
         self.gaps: list[etree._Element] = []
         self._lines = 0  # the <lb/> elements met in the unit
         self._last_number: int | None = None  # the leading number of the last line label
@@ -216,7 +224,9 @@ class EditionWalker:
                 em.text(el.tail, kind, in_w)
             return
         el_lang = el.get(XML_LANG)
-        if el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
+        if el in self.skip:
+            em.text(" ", None, in_w)
+        elif el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
             self.counts[f"lang:{el_lang}"] += 1
             em.text(" ", None, in_w)
         elif name in _EXCLUDED:
@@ -307,6 +317,10 @@ class EditionWalker:
             self.children(el, em, kind, lang, in_w or name == "w")
             if name in _BREAKS:
                 em.text(" ", None, in_w)
+        if name == "w" and not in_w and _glued_to_next_word(el):
+            # <w>a</w><w>b</w>: two words, though no space stands between them
+            self.counts["word_break_between_w"] += 1
+            em.text(" ", None, in_w)
         if tail:
             em.text(el.tail, kind, in_w)
 
@@ -389,6 +403,22 @@ class EditionWalker:
             em.text(_content(child.tail), kind, in_w)
 
 
+_PART_GOES_ON = frozenset({"I", "M"})
+
+
+def _glued_to_next_word(el: etree._Element) -> bool:
+    """A ``<w>`` followed at once (no text between) by another ``<w>`` that is not the rest of
+    the same word (``part="I"``/``"M"`` followed by ``"M"``/``"F"``)."""
+    if el.tail:
+        return False
+    nxt = el.getnext()
+    while nxt is not None and not isinstance(nxt.tag, str) and not nxt.tail:
+        nxt = nxt.getnext()  # a comment between the two
+    if nxt is None or not isinstance(nxt.tag, str) or local_name(nxt) != "w":
+        return False
+    return not (el.get("part") in _PART_GOES_ON and nxt.get("part") in ("M", "F"))
+
+
 def _is_apostrophe(el: etree._Element) -> bool:
     """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
     return (el.get("type") or "").strip().lower() == "apostrophe" or (
@@ -408,6 +438,7 @@ def unit_leiden(
     counts: Counter[str],
     *,
     gap_mark: str | None = None,
+    skip: frozenset = frozenset(),
 ) -> tuple[str, list[etree._Element]]:
     """The Leiden text (NFC) of one text part or edition, as :func:`read_epidoc` writes it.
 
@@ -415,21 +446,27 @@ def unit_leiden(
     are added there. With ``gap_mark`` (a character that cannot occur in the text, such as a
     private-use one), that mark is written just before the lacuna of each ``<gap>`` element and
     the elements are returned in order (:mod:`stoicheia.inference.epidoc` uses this to
-    tell them from lacunae made of other markup); without it the list is empty."""
-    walker = EditionWalker(opts, counts, gap_mark)
+    tell them from lacunae made of other markup); without it the list is empty. ``skip``: the
+    nested text parts left out of this unit (:class:`~.epidoc_units.EditionUnit`)."""
+    walker = EditionWalker(opts, counts, gap_mark, skip)
     em = LeidenPieces(counts)
     walker.children(unit, em, None, lang, False)
     return unicodedata.normalize("NFC", em.leiden()), walker.gaps
 
 
 def unit_lines(
-    unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str]
+    unit: etree._Element,
+    lang: str | None,
+    opts: EpiDocOptions,
+    counts: Counter[str],
+    skip: frozenset = frozenset(),
 ) -> tuple[str, tuple[tuple[str | None, str], ...]]:
     """The Leiden text of one text part or edition (as :func:`unit_leiden`) and the same text
     line by line (:meth:`~stoicheia.sources.epidoc_leiden.LeidenPieces.lines`: the printed
     line number of each ``<lb/>`` (:meth:`EditionWalker.line_label`) and its Leiden text, NFC;
-    ``None`` labels the text before the first ``<lb/>``; empty when the unit has none)."""
-    walker = EditionWalker(opts, counts)
+    ``None`` labels the text before the first ``<lb/>``; empty when the unit has none);
+    ``skip`` as for :func:`unit_leiden`."""
+    walker = EditionWalker(opts, counts, skip=skip)
     em = LeidenPieces(counts)
     walker.children(unit, em, None, lang, False)
     lines = tuple((label, unicodedata.normalize("NFC", t)) for label, t in em.lines())

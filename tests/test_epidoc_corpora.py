@@ -1,0 +1,186 @@
+"""The EpiDoc reader on the four inscription corpora beside I.Sicily (IOSPE, IGCyr, Cretan
+Institutional Inscriptions, IIP): short excerpts of real files, cited by name, and the real
+files read in place from ../shared/corpus."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from stoicheia.sources import SourceError, read_epidoc
+from stoicheia.sources.epidoc_tei import is_greek_lang
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def real(corpus: str, name: str) -> Path:
+    path = CORPUS / corpus / name
+    if not path.exists():
+        pytest.fail(f"real corpus missing: {path} (tests read ../shared/corpus; see its README.md)")
+    return path
+
+
+def tei(body: str, header: str = "") -> str:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
+        f"<teiHeader>{header}</teiHeader><text><body>{body}</body></text></TEI>\n"
+    )
+
+
+def read_excerpt(tmp_path: Path, body: str, counts: Counter | None = None, name="x.xml"):
+    path = tmp_path / name
+    path.write_text(tei(body), encoding="utf-8")
+    return {r.id.split("#", 1)[1]: r.text for r in read_epidoc(path, tmp_path, counts=counts)}
+
+
+def test_adjacent_w_elements_are_two_words(tmp_path):
+    # ISic001249.xml line 4: <w part="F">…ίλια</w><w>τρισμύρια</w> (no space between the <w>s)
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><lb n="4"/><gap reason="lost" extent="unknown" '
+        'unit="character"/> <num atLeast="34000"><w part="F"><unclear>α</unclear>'
+        '<supplied reason="lost">κισ</supplied><unclear>χ</unclear><supplied reason="lost">ίλια'
+        "</supplied></w><w>τρισμύρια</w></num> <w>τάλαντα</w></ab></div>"
+    )
+    counts = Counter()
+    text = read_excerpt(tmp_path, body, counts)["1"]
+    assert text == "[---] α̣[κισ]χ̣[ίλια] τρισμύρια τάλαντα"
+    assert counts["word_break_between_w"] == 1
+    # the real file: no word glued across the two <w>
+    (rec,) = read_epidoc(real("isicily", "inscriptions/ISic001249.xml"), CORPUS / "isicily")
+    assert "[ίλια] τρισμύρια" in rec.text
+
+
+def test_parts_of_one_word_in_adjacent_w_stay_one_word(tmp_path):
+    body = '<div type="edition" xml:lang="grc"><ab><w part="I">ἀνέ</w><w part="F">θηκεν</w></ab></div>'
+    assert read_excerpt(tmp_path, body)["1"] == "ἀνέθηκεν"
+
+
+def test_text_beside_nested_text_parts_is_read(tmp_path):
+    # cretan/ic2_23_7.xml: part A has its own lines 1-3 above its columns I and II
+    body = (
+        '<div type="edition" xml:lang="grc" xml:space="preserve"><div type="textpart" '
+        'subtype="part" n="A"><ab><lb n="1"/>ἐπὶ <w lemma="δαμιοργός">δαμιοργῶν</w> '
+        '<name nymRef="Ὀνάσανδρος">Ὀνάσανδρος</name> <name>Παρμένοντος</name>,</ab>'
+        '<div type="textpart" subtype="column" n="I"><ab><lb n="4"/>'
+        "<name>Τασκαιννάδας</name> <name>Σώσω</name>,</ab></div>"
+        '<div type="textpart" subtype="column" n="II"><ab><lb n="5"/>Καλλίκριτος '
+        '<w lemma="ποιέω">ἐποίησε</w>.</ab></div></div>'
+        '<div type="textpart" subtype="part" n="B"><ab><lb n="2"/>'
+        '<w lemma="ἐπισκευάζω">ἐπεσκεύασαν</w></ab></div></div>'
+    )
+    counts = Counter()
+    got = read_excerpt(tmp_path, body, counts)
+    assert got == {
+        "A": "ἐπὶ δαμιοργῶν Ὀνάσανδρος Παρμένοντος,",
+        "A.I": "Τασκαιννάδας Σώσω,",
+        "A.II": "Καλλίκριτος ἐποίησε.",
+        "B": "ἐπεσκεύασαν",
+    }
+    assert counts["text_beside_textparts"] == 1
+    # the real file: lines 1-3 of part A are a record of their own
+    recs = {
+        r.id: r.text for r in read_epidoc(real("cretan", "ic2_23_7.xml"), CORPUS / "cretan")
+    }
+    assert recs["ic2_23_7.xml#A"].startswith("ἐπὶ δαμιοργῶν Ὀνάσανδρος Παρμένοντος")
+    assert "Τασκαιννάδας" not in recs["ic2_23_7.xml#A"]
+
+
+def test_edition_text_beside_its_text_parts(tmp_path):
+    # igcyr/igcyr016800.xml: fragments b+c hold lines of their own beside columns i and ii
+    recs = {
+        r.id.split("#")[1]: r.text
+        for r in read_epidoc(real("igcyr", "igcyr016800.xml"), CORPUS / "igcyr")
+    }
+    assert {"a", "b+c", "b+c.i", "b+c.ii"} <= set(recs)
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><lb n="1"/>θεός</ab>'
+        '<div type="textpart" n="a"><ab><lb n="2"/>τύχα</ab></div></div>'
+    )
+    assert read_excerpt(tmp_path, body) == {"edition": "θεός", "a": "τύχα"}
+
+
+@pytest.mark.parametrize(
+    "tag, greek",
+    [
+        ("grc", True),
+        ("grc ", True),  # iip: xml:lang="grc " (a trailing space)
+        ("grc-GR", True),
+        ("el-polyton", True),
+        ("grc-x-doric", True),
+        ("grc-Grek-x-cretan", True),
+        ("GRC-grek", True),
+        ("grc-Latn", False),
+        ("xly-Grek", False),
+        ("la", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_language_tags_with_subtags(tag, greek):
+    assert is_greek_lang(tag) is greek
+
+
+def test_greek_word_with_a_private_use_subtag_is_kept(tmp_path):
+    body = (
+        '<div type="edition" xml:lang="grc"><ab>ἔδοξε τᾶι <w xml:lang="grc-x-doric">πόλι</w> '
+        '<w xml:lang="el-polyton">καὶ</w> <w xml:lang="grc-GR">δάμωι</w></ab></div>'
+    )
+    assert read_excerpt(tmp_path, body)["1"] == "ἔδοξε τᾶι πόλι καὶ δάμωι"
+
+
+def test_iip_transcription_read_once(tmp_path):
+    # iip/akko0003.xml: a diplomatic, a transcription and a segmented copy of one text
+    body = (
+        '<div type="edition" subtype="diplomatic" ana="b1"><p>ΕΠΙ ΠΑΥ<lb/>ΣΑΝΙΑ</p></div>'
+        '<div type="edition" subtype="transcription" ana="b1"><p>Ἐπὶ Παυ<lb break="no"/>σανία'
+        '</p></div><div type="translation"><p>In the term of Pausanias</p></div>'
+        '<div type="edition" subtype="transcription_segmented"><p><w xml:lang="grc">Ἐπὶ</w> '
+        '<w xml:lang="grc">Παυσανία</w></p></div>'
+    )
+    counts = Counter()
+    path = tmp_path / "akko0003.xml"
+    path.write_text(tei(body, '<textLang mainLang="grc"/>'), encoding="utf-8")
+    recs = list(read_epidoc(path, tmp_path, counts=counts))
+    assert [(r.id, r.text) for r in recs] == [("akko0003.xml#1", "Ἐπὶ Παυσανία")]
+    assert counts["edition_skipped:diplomatic"] == 1
+    assert counts["edition_skipped:transcription_segmented"] == 1
+    (rec,) = read_epidoc(real("iip", "akko0003.xml"), CORPUS / "iip")
+    assert rec.text == "Ἐπὶ Παυσανία"
+
+
+def test_iip_file_with_only_a_diplomatic_copy_is_read_lower_cased():
+    # iip/caes0082.xml: the only edition is the diplomatic copy (capitals as on the stone)
+    counts = Counter()
+    (rec,) = read_epidoc(real("iip", "caes0082.xml"), CORPUS / "iip", counts=counts)
+    assert rec.text.startswith("[..]ειυπομεα̣ονταις [..]λλαξουσιν̣")
+    assert counts["edition_read:diplomatic"] == 1
+
+
+def test_iip_merge_conflict_markers_refused_in_one_line():
+    with pytest.raises(SourceError) as err:
+        list(read_epidoc(real("iip", "sepp0018.xml"), CORPUS / "iip"))
+    assert "merge-conflict" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_iip_duplicate_xml_id_in_the_segmented_copy_is_read():
+    # iip/suhm0001.xml: two <w xml:id="suhm0001-1"> in the segmented copy, not read anyway
+    (rec,) = read_epidoc(real("iip", "suhm0001.xml"), CORPUS / "iip")
+    assert "ἐφυλοκαλ" in rec.text
+
+
+def test_restorer_sees_the_gap_beside_nested_text_parts():
+    # the same units as the reader: a <gap> in a face's own lines above its columns is one
+    # the EpiDoc restorer fills (it was dropped before)
+    from stoicheia.inference.epidoc.edition import read_edition
+
+    xml = tei(
+        '<div type="edition" xml:lang="grc"><div type="textpart" n="A"><ab><lb n="1"/>ἐπὶ '
+        'δαμιοργ<gap reason="lost" quantity="2" unit="character"/></ab>'
+        '<div type="textpart" n="I"><ab><lb n="2"/>Σώσω</ab></div></div></div>'
+    )
+    ed = read_edition(xml)
+    assert [u.text for u in ed.units] == ["ἐπὶ δαμιοργ[..]", "Σώσω"]
+    assert [len(u.lacunae) for u in ed.units] == [1, 0]
+    assert ed.units[0].elements[0] is not None
