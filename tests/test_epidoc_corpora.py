@@ -184,3 +184,48 @@ def test_restorer_sees_the_gap_beside_nested_text_parts():
     assert [u.text for u in ed.units] == ["ἐπὶ δαμιοργ[..]", "Σώσω"]
     assert [len(u.lacunae) for u in ed.units] == [1, 0]
     assert ed.units[0].elements[0] is not None
+
+
+def test_supplied_inside_surplus_is_surplus(tmp_path):
+    # cretan/seg_23_566.xml line 20: a dittography the editor deletes, its lost letters supplied
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><lb n="20"/>καινὰ τιμαδὰ σῴ<unclear>ζ</unclear>'
+        'ουσι <w lemma="δᾶμος">δάμω</w> <surplus>κτού<supplied reason="lost">πω</supplied>ν '
+        '<supplied reason="lost">κ</supplied>αινὰ τιμαδά</surplus>·</ab></div>'
+    )
+    counts = Counter()
+    text = read_excerpt(tmp_path, body, counts)["1"]
+    assert text == "καινὰ τιμαδὰ σῴζ̣ουσι δάμω {κτούπων καινὰ τιμαδά}·"
+    assert counts["supplied_in_surplus"] == 2
+    from stoicheia.text.encode import encode_text
+
+    enc = encode_text(text, strict=True)
+    assert enc.leiden["supplied_letters"] == 0  # no deleted letter is trained on as text
+    recs = [r.text for r in read_epidoc(real("cretan", "seg_23_566.xml"), CORPUS / "cretan")]
+    assert any("{κτούπων καινὰ τιμαδά}" in t for t in recs)
+
+
+def test_gap_and_erasure_inside_surplus_are_no_lacuna(tmp_path):
+    # isicily/ISic030058.xml: <surplus><del rend="erasure">αρ</del></surplus>ακλείδα
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><surplus><del rend="erasure">αρ</del></surplus>'
+        'ακλείδα ἀνέθη<surplus>κ<gap reason="lost" quantity="1" unit="character"/></surplus>κεν'
+        "</ab></div>"
+    )
+    counts = Counter()
+    text = read_excerpt(tmp_path, body, counts)["1"]
+    assert text == "{αρ}ακλείδα ἀνέθη{κ}κεν"
+    assert counts["gap_in_surplus"] == 1
+
+
+def test_misspelt_gap_unit_is_still_counted_in_letters(tmp_path):
+    # iip/caes0109.xml: <gap reason="illegible" quantity="1" unit="charcter"/>
+    body = (
+        '<div type="edition" subtype="transcription" xml:lang="grc"><p>Ἀβ<gap reason="illegible" '
+        'quantity="1" unit="charcter"/>ς <gap reason="lost" quantity="2" unit="characteρ"/>ν</p>'
+        "</div>"
+    )
+    counts = Counter()
+    assert read_excerpt(tmp_path, body, counts)["1"] == "Ἀβ[.]ς [..]ν"
+    assert counts["gap_unit_read_as_character:charcter"] == 1
+    assert counts["gap_unit_read_as_character:characteρ"] == 1

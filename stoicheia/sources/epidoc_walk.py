@@ -18,7 +18,10 @@ plain text mean the same thing (``<gap>``: :mod:`stoicheia.sources.epidoc_gap`; 
 evidence="previouseditor">``
 ``<supplied reason=               left out (an editor's gloss, not text), counted
 "explanation">``
-``<surplus>``                     ``{letters}``: left out without a word break
+``<surplus>``                     ``{letters}``: left out without a word break; a
+                                  ``<supplied>`` or ``<del>`` inside it is surplus too
+                                  (``supplied_in_surplus``), a ``<gap>`` inside it no
+                                  lacuna to restore (left out, ``gap_in_surplus``)
 ``<del>``                         ``⟦letters⟧`` kept for ``rend="erasure"``; inside
                                   ``<subst>`` (``rend="corrected"``) left out
 ``<unclear>``                     letters with a dot below: kept, counted uncertain
@@ -243,6 +246,9 @@ class EditionWalker:
                 return
             em.text(" ", None, in_w)
             em.line(label)
+        elif name == "gap" and kind == "surplus":
+            # lost letters of what the editor deletes: nothing to restore, left out with it
+            self.counts["gap_in_surplus"] += 1
         elif name == "gap":
             if self.gap_mark is not None:
                 self.gaps.append(el)
@@ -276,7 +282,11 @@ class EditionWalker:
                     self.visit(child, em, kind, lang, in_w)
         elif name == "supplied":
             reason = el.get("reason", "")
-            if reason == "lost":
+            if kind == "surplus":
+                # letters an editor supplies inside letters he deletes: deleted with them
+                self.counts["supplied_in_surplus"] += 1
+                self.children(el, em, kind, lang, in_w)
+            elif reason == "lost":
                 if self.opts.supplied_lost == "lacuna":
                     n = greek_letters("".join(el.itertext()))
                     self.counts["supplied_as_lacuna"] += n
@@ -297,7 +307,7 @@ class EditionWalker:
             if el.get("rend") == "corrected":
                 self.counts["del_corrected"] += 1
             else:
-                self.children(el, em, "erased", lang, in_w)
+                self.children(el, em, "surplus" if kind == "surplus" else "erased", lang, in_w)
         elif name == "unclear":
             self._dotted(el, em, kind, lang, in_w)
         elif name == "ref" and not _GREEK_IN.search("".join(el.itertext())):
