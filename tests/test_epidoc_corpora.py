@@ -229,3 +229,104 @@ def test_misspelt_gap_unit_is_still_counted_in_letters(tmp_path):
     assert read_excerpt(tmp_path, body, counts)["1"] == "Ἀβ[.]ς [..]ν"
     assert counts["gap_unit_read_as_character:charcter"] == 1
     assert counts["gap_unit_read_as_character:characteρ"] == 1
+
+
+@pytest.mark.parametrize(
+    "corpus, name, want",
+    [
+        (
+            "iospe",
+            "1.10.xml",
+            {
+                "corpus": "IOSPE",
+                "citation": "IOSPE I² 10",
+                "url": "https://iospe.kcl.ac.uk/1.10.html",
+                "place": "Tyras",
+                "findspot": "Belgorod-Dnestrovsky",
+                "not_before": 101,
+                "not_after": 200,
+                "object_type": "Panel",
+            },
+        ),
+        (
+            "igcyr",
+            "gvcyr001.xml",
+            {
+                "corpus": "IGCyr",
+                "citation": "GVCyr001",
+                "url": "https://igcyr2.unibo.it/en/gvcyr001",
+                "place": "Cyrene",
+                "findspot": "Cyrene",
+                "not_before": -600,
+                "not_after": -566,
+                "object_type": "stele",
+            },
+        ),
+        (
+            "cretan",
+            "ic1_14_1.xml",
+            {
+                "corpus": "I.Cret.",
+                "citation": "I.Cret. I xiv 1",
+                "place": "Teos, tempio di Dioniso",
+                "not_before": -201,
+                "not_after": -201,
+                "object_type": "blocco",
+            },
+        ),
+        (
+            "iip",
+            "akko0003.xml",
+            {
+                "corpus": "IIP",
+                "citation": "IIP akko0003",
+                "place": "Akko",
+                "not_before": -225,
+                "not_after": -220,
+                "object_type": "amphora handle",
+            },
+        ),
+        (
+            "isicily",
+            "inscriptions/ISic000046.xml",
+            {
+                "corpus": "I.Sicily",
+                "citation": "ISic000046",
+                "url": "http://sicily.classics.ox.ac.uk/inscription/ISic000046",
+                "place": "Syracusae",
+                "not_before": 401,
+                "not_after": 500,
+                "object_type": "plaque",
+            },
+        ),
+    ],
+)
+def test_each_record_carries_the_inscription_s_metadata(corpus, name, want):
+    recs = list(read_epidoc(real(corpus, name), CORPUS / corpus))
+    assert recs and all(dict(r.meta) == want for r in recs)
+
+
+def test_citation_and_link_reach_the_shards_and_the_parallels(tmp_path):
+    import json
+
+    from stoicheia.data.shards import convert, record_meta
+    from stoicheia.inference.parallels.index import ParallelsIndex
+    from stoicheia.inference.parallels.passages import shared_passages
+    from stoicheia.text.encode import encode_text
+
+    files = [real("cretan", "ic1_14_1.xml"), real("iospe", "1.10.xml"), real("iip", "akko0003.xml")]
+    out = tmp_path / "shards"
+    summary = convert({"bronze": files}, out, val_fraction=0.0, progress=False)
+    assert summary["tiers"]["bronze"]["records_kept"]["train"] >= 3
+    from streaming import StreamingDataset
+
+    ds = StreamingDataset(local=str(out / "bronze" / "train"), batch_size=1, shuffle=False)
+    cites = {record_meta(ds.get_item(i)).get("citation") for i in range(ds.num_samples)}
+    assert {"I.Cret. I xiv 1", "IOSPE I² 10", "IIP akko0003"} <= cites
+    index = ParallelsIndex(out / "parallels")
+    text = "ἔδοξεν Ἰστρωνίων τοῖς κόσμοις καὶ τᾶι πόλει"
+    letters = encode_text(text, strict=True).planes.chars.astype("int64")
+    (best, *_) = shared_passages(index, letters, min_letters=12)
+    got = best.to_json(index)
+    assert got["label"].startswith("I.Cret. I xiv 1") and got["url"] == ""
+    assert json.loads(json.dumps(got))["work"] == "ic1_14_1.xml"

@@ -14,8 +14,10 @@ Layout written by :func:`convert`::
 
 Each MDS sample is one record (or one word-aligned part of a long record) with the columns in
 :data:`COLUMNS`: the five letter planes as raw ``uint8`` bytes of equal length, plus ``id``,
-``part``, ``source``, ``tier``, ``work`` and ``lines`` (where the edition's numbered lines
-begin: :mod:`stoicheia.data.line_numbers`).
+``part``, ``source``, ``tier``, ``work``, ``lines`` (where the edition's numbered lines
+begin: :mod:`stoicheia.data.line_numbers`) and ``meta`` (what the source says of the work, as
+JSON: an inscription's corpus, citation, web page, place, date and object;
+:func:`record_meta`).
 
 The split each record goes to is decided by :mod:`stoicheia.data.splits`, the counts of
 ``stats.json`` are kept by :mod:`stoicheia.data.corpus_stats`, and the source files are read in
@@ -47,6 +49,9 @@ from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
 
+#: the column of what the source says of the record's work (:func:`record_meta`)
+META_COLUMN = "meta"
+
 COLUMNS = {
     "id": "str",
     "part": "int",
@@ -55,7 +60,16 @@ COLUMNS = {
     "work": "str",
     **{name: "bytes" for name in PLANES},
     LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
+    META_COLUMN: "str",  # what the source says of the work, JSON (SourceRecord.meta; "" if none)
 }
+
+
+def record_meta(sample: Mapping) -> dict:
+    """The ``meta`` column of one MDS sample as a dict (:attr:`SourceRecord.meta`: ``corpus``,
+    ``citation``, ``url``, ``place``, ...); ``{}`` for a record without it or a shard written
+    before the column existed."""
+    raw = sample.get(META_COLUMN) or ""
+    return json.loads(raw) if raw else {}
 
 
 class ConvertError(Exception):
@@ -94,7 +108,9 @@ class _FileResult:
 
     path: str
     error: str | None = None
-    records: list[tuple[str, str, str, list[dict[str, bytes]], int]] = field(default_factory=list)
+    records: list[tuple[str, str, str, list[dict[str, bytes]], int, str]] = field(
+        default_factory=list
+    )
     dropped: Counter = field(default_factory=Counter)
     stripped: Counter = field(default_factory=Counter)
     reader: Counter = field(
@@ -123,8 +139,9 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
                 {**{name: getattr(p, name).tobytes() for name in PLANES}, LINES_COLUMN: ln}
                 for p, ln in zip(cut, map(encode_lines, lines), strict=True)
             ]
+            meta = json.dumps(dict(rec.meta), ensure_ascii=False) if rec.meta else ""
             result.records.append(
-                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()))
+                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()), meta)
             )
     except SourceError as err:
         result.error = str(err)
@@ -199,7 +216,7 @@ def convert(
         held: list[tuple[str, str, tuple]] = []
 
         def store(tier: str, path: str, rec: tuple, dev_key: str | None = None) -> None:
-            rec_id, source, work, parts, n_words = rec
+            rec_id, source, work, parts, n_words, meta = rec
             st = stats[tier]
             split = choose_split(
                 rec_id,
@@ -217,6 +234,7 @@ def convert(
                         "tier": tier,
                         "work": work,
                         "epidoc": str(Path(path).resolve()),
+                        **_citation(meta),
                         "records": 0,
                         "letters": 0,
                     },
@@ -246,6 +264,7 @@ def convert(
                         "tier": tier,
                         "work": work,
                         **planes,
+                        META_COLUMN: meta,
                     }
                 )
 
@@ -377,6 +396,12 @@ def convert(
     # With --overwrite the old output is replaced only now, after the new one is complete.
     publish_folder(tmp, out)
     return summary
+
+
+def _citation(meta: str) -> dict[str, str]:
+    """The ``citation`` and ``url`` of a record's JSON ``meta`` (for ``stats.json``)."""
+    got = json.loads(meta) if meta else {}
+    return {k: got[k] for k in ("citation", "url") if k in got}
 
 
 def _check_options(
