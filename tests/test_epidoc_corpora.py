@@ -53,7 +53,9 @@ def test_adjacent_w_elements_are_two_words(tmp_path):
 
 
 def test_parts_of_one_word_in_adjacent_w_stay_one_word(tmp_path):
-    body = '<div type="edition" xml:lang="grc"><ab><w part="I">ἀνέ</w><w part="F">θηκεν</w></ab></div>'
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><w part="I">ἀνέ</w><w part="F">θηκεν</w></ab></div>'
+    )
     assert read_excerpt(tmp_path, body)["1"] == "ἀνέθηκεν"
 
 
@@ -80,9 +82,7 @@ def test_text_beside_nested_text_parts_is_read(tmp_path):
     }
     assert counts["text_beside_textparts"] == 1
     # the real file: lines 1-3 of part A are a record of their own
-    recs = {
-        r.id: r.text for r in read_epidoc(real("cretan", "ic2_23_7.xml"), CORPUS / "cretan")
-    }
+    recs = {r.id: r.text for r in read_epidoc(real("cretan", "ic2_23_7.xml"), CORPUS / "cretan")}
     assert recs["ic2_23_7.xml#A"].startswith("ἐπὶ δαμιοργῶν Ὀνάσανδρος Παρμένοντος")
     assert "Τασκαιννάδας" not in recs["ic2_23_7.xml#A"]
 

@@ -34,8 +34,8 @@ from types import MappingProxyType
 
 from lxml import etree
 
-from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
 from .epidoc_meta import inscription_meta
+from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
 from .epidoc_units import edition_units, has_own_text, read_editions
 from .epidoc_walk import EpiDocOptions, unit_lines
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation

@@ -157,9 +157,7 @@ def inscription_meta(root: etree._Element, path: Path) -> dict[str, str | int]:
         if place.lower() in ("findspot", "unknown", ""):
             place = ""
     if not place:
-        found = [
-            p for p in header.iter(_T + "placeName") if p.get("type") == "ancientFindspot"
-        ]
+        found = [p for p in header.iter(_T + "placeName") if p.get("type") == "ancientFindspot"]
         english = [p for p in found if _is_in_english(p)]
         place = _text((english or found or [None])[0])
     if not place and origin is not None:
