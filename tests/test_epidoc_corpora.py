@@ -330,3 +330,19 @@ def test_citation_and_link_reach_the_shards_and_the_parallels(tmp_path):
     got = best.to_json(index)
     assert got["label"].startswith("I.Cret. I xiv 1") and got["url"] == ""
     assert json.loads(json.dumps(got))["work"] == "ic1_14_1.xml"
+
+
+@pytest.mark.parametrize("name", ["cretan/ic4_72.xml", "iospe/5.183.xml", "igcyr/gvcyr008.xml"])
+def test_a_long_text_encoded_in_pieces_is_the_text_encoded_whole(name):
+    # memory bounded by the piece (benchmarks/convert_memory.py), the same planes and counts:
+    # cuts at a space outside every bracket, before a letter (not before "." or "[---]"'s
+    # neighbour punctuation), the last letter of a piece ending a word, not the record
+    from stoicheia.text.encode import encode_text
+    from stoicheia.text.filter import encode_in_pieces
+
+    corpus = name.split("/")[0]
+    text = " ".join(r.text for r in read_epidoc(real(corpus, name.split("/")[1]), CORPUS / corpus))
+    whole = encode_text(text)
+    for size in (30, 200, 1000):
+        planes, dropped, leiden = encode_in_pieces(text, size=size)
+        assert planes == whole.planes and dropped == whole.dropped and leiden == whole.leiden

@@ -214,10 +214,12 @@ def convert(
         # text under two numbers, across corpora and tiers) are found first, and each group of
         # twins goes to one split (stoicheia.data.twins).
         held: list[tuple[str, str, tuple]] = []
+        given_of: dict[str, str] = {}  # source file -> the PATH of TIER=PATH it was found under
 
         def store(tier: str, path: str, rec: tuple, dev_key: str | None = None) -> None:
             rec_id, source, work, parts, n_words, meta = rec
             st = stats[tier]
+            mine = st.per_input.setdefault(given_of[path], Counter())
             split = choose_split(
                 rec_id,
                 work,
@@ -245,6 +247,7 @@ def convert(
                     for p in parts
                 )
             st.records_kept[split] += 1
+            mine["records"] += 1
             st.words[split] += n_words
             for k, planes in enumerate(parts):
                 st.parts[split] += 1
@@ -254,6 +257,8 @@ def convert(
                 # real-lacuna slots are not letters: counted apart
                 st.letters[split] += len(chars) - n_real
                 st.lacuna_slots[split] += n_real
+                mine["letters"] += len(chars) - n_real
+                mine["lacuna_slots"] += n_real
                 if split == "train":
                     st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
                 writers[tier][split].write(
@@ -271,10 +276,12 @@ def convert(
         try:
             for tier, paths in inputs.items():
                 st = stats[tier] = TierStats()
+                files = _source_files(tier, paths, st)
                 jobs = [
                     (str(f), str(root), max_record_letters, min_greek, epidoc)
-                    for f, root in _source_files(tier, paths, st)
+                    for f, root, _ in files
                 ]
+                given_of.update((str(f), str(given)) for f, _, given in files)
                 writers[tier] = {
                     split: MDSWriter(
                         out=str(tmp / tier / split),
@@ -286,6 +293,8 @@ def convert(
                 }
                 for res in map_files(_convert_file, jobs, workers, progress, tier):
                     st.files += 1
+                    mine = st.per_input.setdefault(given_of[res.path], Counter())
+                    mine["files"] += 1
                     if res.error is not None:
                         if not skip_bad:
                             raise ConvertError(
@@ -293,12 +302,16 @@ def convert(
                                 "and count this one as skipped)"
                             )
                         st.files_skipped[res.path] = res.error
+                        mine["refused"] += 1
+                        mine[f"refused:{_reason(res.error)}"] += 1
                         continue
+                    mine["supplements"] += res.reader.get("supplements", 0)
                     st.records_dropped.update(res.dropped)
                     st.stripped.update(res.stripped)
                     st.reader_counts.update(res.reader)
                     st.leiden.update(res.leiden)
                     if not res.records:
+                        mine["without_record"] += 1
                         st.files_without_records.append(res.path)
                         st.files_without_records_why[why_no_record(res.dropped, res.reader)] += 1
                     for rec in res.records:
@@ -443,11 +456,20 @@ def _check_options(
         raise ConvertError(f"--inscription-dev-digit takes single digits 0-9, got {bad_digits}")
 
 
-def _source_files(tier: str, paths: Sequence[Path], st: TierStats) -> list[tuple[Path, Path]]:
-    """``(source file, its root)`` for every source file under ``paths`` (the root: the
-    directory given, record ids are relative to it); files that are not sources are listed in
-    ``st.files_not_read``. Raises :class:`ConvertError` for a missing path or no source."""
-    found: list[tuple[Path, Path]] = []
+def _reason(error: str) -> str:
+    """The kind of a reader's refusal, for counting: ``"malformed XML"``, ``"the file holds
+    unresolved merge-conflict markers"``, ... (the message without its file, line and fix)."""
+    msg = error.split(". Fix:", 1)[0]
+    msg = re.sub(r"^.*?:\d+: ", "", msg, count=1)
+    return re.split(r"[:(]", msg, maxsplit=1)[0].strip()[:80]
+
+
+def _source_files(tier: str, paths: Sequence[Path], st: TierStats) -> list[tuple[Path, Path, Path]]:
+    """``(source file, its root, the path given)`` for every source file under ``paths`` (the
+    root: the directory given, record ids are relative to it); files that are not sources are
+    listed in ``st.files_not_read``. Raises :class:`ConvertError` for a missing path or no
+    source."""
+    found: list[tuple[Path, Path, Path]] = []
     for given in paths:
         given = Path(given)
         if not given.exists():
@@ -457,7 +479,7 @@ def _source_files(tier: str, paths: Sequence[Path], st: TierStats) -> list[tuple
         root = given if given.is_dir() else given.parent
         not_read: list[Path] = []
         try:
-            found.extend((f, root) for f in iter_source_files([given], skipped=not_read))
+            found.extend((f, root, given) for f in iter_source_files([given], skipped=not_read))
         except SourceError as err:
             raise ConvertError(str(err)) from None
         # stats.json is UTF-8: a name that is not is listed escaped

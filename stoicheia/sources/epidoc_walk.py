@@ -10,7 +10,8 @@ plain text mean the same thing (``<gap>``: :mod:`stoicheia.sources.epidoc_gap`; 
 ``<gap>``                         a lacuna: ``[....]`` of known width, ``[-ca.N-]``,
                                   ``[.a-b.]``, ``[-min.a-]``, ``[-max.b-]`` or ``[---]``
                                   (:mod:`.epidoc_gap` says which and what is counted)
-``<supplied reason="lost">``      ``[letters]`` (option ``supplied_lost="text"``, default:
+``<supplied reason="lost">``      (counted ``supplements``) ``[letters]`` (option
+                                  ``supplied_lost="text"``, default:
                                   the editor's letters kept as letters where they stand) or
                                   one lost-letter slot per letter (``"lacuna"``)
 ``<supplied reason="omitted">``   ``⟨letters⟩`` kept (``subaudible`` too)
@@ -287,6 +288,7 @@ class EditionWalker:
                 self.counts["supplied_in_surplus"] += 1
                 self.children(el, em, kind, lang, in_w)
             elif reason == "lost":
+                self.counts["supplements"] += 1  # an editor's supplement of lost letters
                 if self.opts.supplied_lost == "lacuna":
                     n = greek_letters("".join(el.itertext()))
                     self.counts["supplied_as_lacuna"] += n
