@@ -309,7 +309,8 @@ def test_each_record_carries_the_inscription_s_metadata(corpus, name, want):
 def test_citation_and_link_reach_the_shards_and_the_parallels(tmp_path):
     import json
 
-    from stoicheia.data.shards import convert, record_meta
+    from stoicheia.data.record_meta import record_meta
+    from stoicheia.data.shards import convert
     from stoicheia.inference.parallels.index import ParallelsIndex
     from stoicheia.inference.parallels.passages import shared_passages
     from stoicheia.text.encode import encode_text
@@ -318,6 +319,14 @@ def test_citation_and_link_reach_the_shards_and_the_parallels(tmp_path):
     out = tmp_path / "shards"
     summary = convert({"bronze": files}, out, val_fraction=0.0, progress=False)
     assert summary["tiers"]["bronze"]["records_kept"]["train"] >= 3
+    per_input = summary["tiers"]["bronze"]["per_input"]
+    assert set(per_input) == {str(f) for f in files}
+    cretan = per_input[str(files[0])]
+    assert cretan["files"] == 1 and cretan["records"] == 1 and cretan["letters"] > 1000
+    # every <supplied reason="lost"> of the file is counted
+    assert cretan["supplements"] == str(files[0].read_text(encoding="utf-8")).count(
+        '<supplied reason="lost"'
+    )
     from streaming import StreamingDataset
 
     ds = StreamingDataset(local=str(out / "bronze" / "train"), batch_size=1, shuffle=False)

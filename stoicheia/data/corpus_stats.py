@@ -157,8 +157,10 @@ def why_no_record(dropped: Counter, reader: Counter) -> str:
     """Why a file that was read kept no record, from its own counts: ``dropped`` (records
     rejected by normalisation, by reason) and ``reader`` (what the reader left out, by kind).
     One of: ``records not Greek``, ``records empty`` (or another rejection reason), ``edition
-    not in Greek`` (the edition's language, e.g. ``xml:lang="la"``), ``no primary edition``,
-    ``edition empty``, ``no text``."""
+    not in Greek`` (the edition's language, e.g. ``xml:lang="la"``), ``edition empty`` (the
+    edition read holds no text: an IIP transcription left blank), ``no edition read`` (only
+    editions of subtypes the reader does not take, :mod:`stoicheia.sources.epidoc_units`),
+    ``no text``."""
     if dropped:
         reason = dropped.most_common(1)[0][0]
         return {"not_greek": "records not Greek", "empty": "records empty"}.get(
@@ -166,8 +168,8 @@ def why_no_record(dropped: Counter, reader: Counter) -> str:
         )
     if any(k.startswith("lang:") for k in reader):
         return "edition not in Greek"
-    if any(k.startswith("edition_skipped:") for k in reader) and not reader.get("records"):
-        return "no primary edition"
     if reader.get("empty_division"):
         return "edition empty"
+    if any(k.startswith("edition_skipped:") for k in reader) and not reader.get("records"):
+        return "no edition read"
     return "no text"

@@ -54,8 +54,9 @@ import numpy as np
 
 from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.line_numbers import decode_lines
+from stoicheia.data.record_meta import META_COLUMN
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import META_COLUMN, decode_planes
+from stoicheia.data.shards import decode_planes
 from stoicheia.data.word_hashes import corpus_words
 from stoicheia.publish import write_failure
 

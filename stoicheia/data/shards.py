@@ -17,7 +17,7 @@ Each MDS sample is one record (or one word-aligned part of a long record) with t
 ``part``, ``source``, ``tier``, ``work``, ``lines`` (where the edition's numbered lines
 begin: :mod:`stoicheia.data.line_numbers`) and ``meta`` (what the source says of the work, as
 JSON: an inscription's corpus, citation, web page, place, date and object;
-:func:`record_meta`).
+:mod:`stoicheia.data.record_meta`).
 
 The split each record goes to is decided by :mod:`stoicheia.data.splits`, the counts of
 ``stats.json`` are kept by :mod:`stoicheia.data.corpus_stats`, and the source files are read in
@@ -41,6 +41,7 @@ from streaming import MDSWriter
 from stoicheia.data.conversion_pool import map_files
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
+from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
@@ -48,9 +49,6 @@ from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, rea
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
-
-#: the column of what the source says of the record's work (:func:`record_meta`)
-META_COLUMN = "meta"
 
 COLUMNS = {
     "id": "str",
@@ -62,14 +60,6 @@ COLUMNS = {
     LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
     META_COLUMN: "str",  # what the source says of the work, JSON (SourceRecord.meta; "" if none)
 }
-
-
-def record_meta(sample: Mapping) -> dict:
-    """The ``meta`` column of one MDS sample as a dict (:attr:`SourceRecord.meta`: ``corpus``,
-    ``citation``, ``url``, ``place``, ...); ``{}`` for a record without it or a shard written
-    before the column existed."""
-    raw = sample.get(META_COLUMN) or ""
-    return json.loads(raw) if raw else {}
 
 
 class ConvertError(Exception):
@@ -139,7 +129,7 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
                 {**{name: getattr(p, name).tobytes() for name in PLANES}, LINES_COLUMN: ln}
                 for p, ln in zip(cut, map(encode_lines, lines), strict=True)
             ]
-            meta = json.dumps(dict(rec.meta), ensure_ascii=False) if rec.meta else ""
+            meta = meta_json(rec.meta)
             result.records.append(
                 (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()), meta)
             )
@@ -236,7 +226,7 @@ def convert(
                         "tier": tier,
                         "work": work,
                         "epidoc": str(Path(path).resolve()),
-                        **_citation(meta),
+                        **citation_of(meta),
                         "records": 0,
                         "letters": 0,
                     },
@@ -409,12 +399,6 @@ def convert(
     # With --overwrite the old output is replaced only now, after the new one is complete.
     publish_folder(tmp, out)
     return summary
-
-
-def _citation(meta: str) -> dict[str, str]:
-    """The ``citation`` and ``url`` of a record's JSON ``meta`` (for ``stats.json``)."""
-    got = json.loads(meta) if meta else {}
-    return {k: got[k] for k in ("citation", "url") if k in got}
 
 
 def _check_options(
