@@ -355,3 +355,19 @@ def test_a_long_text_encoded_in_pieces_is_the_text_encoded_whole(name):
     for size in (30, 200, 1000):
         planes, dropped, leiden = encode_in_pieces(text, size=size)
         assert planes == whole.planes and dropped == whole.dropped and leiden == whole.leiden
+
+
+def test_inline_apparatus_reads_the_lemma(tmp_path):
+    # iospe/1.23.xml line 1: the editor's alternatives for a supplement, <lem> the text
+    body = (
+        '<div type="edition" xml:lang="grc"><ab><lb n="1"/><persName type="ruler"><name>'
+        '<supplied reason="lost">Ῥοιμητάλκης</supplied></name> <supplied reason="lost">'
+        '<placeName type="ethnic">Θρᾳκῶν</placeName> <app type="alternative"><lem><w>βασιλεὺς'
+        "</w></lem><rdg><w>δυνάστης</w></rdg></app></supplied> <w><supplied reason="
+        '"lost">βασ</supplied>ιλέως</w></persName></ab></div>'
+    )
+    counts = Counter()
+    assert read_excerpt(tmp_path, body, counts)["1"] == "[Ῥοιμητάλκης] [Θρᾳκῶν βασιλεὺς] [βασ]ιλέως"
+    assert counts["reading_left_out:rdg"] == 1 and counts["supplements"] == 3
+    (rec,) = read_epidoc(real("iospe", "1.23.xml"), CORPUS / "iospe")
+    assert "βασιλεὺς" in rec.text and "δυνάστης" not in rec.text
