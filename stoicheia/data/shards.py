@@ -39,13 +39,19 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.data.conversion_pool import map_files
+from stoicheia.data.convert_inputs import (
+    ConvertError,
+    check_replaceable,
+    refusal_reason,
+    source_files,
+)
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
-from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
+from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
@@ -60,10 +66,6 @@ COLUMNS = {
     LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
     META_COLUMN: "str",  # what the source says of the work, JSON (SourceRecord.meta; "" if none)
 }
-
-
-class ConvertError(Exception):
-    """A source could not be converted; the message names the file and the fix."""
 
 
 def split_at_words(planes: Planes, max_letters: int) -> list[Planes]:
@@ -266,7 +268,7 @@ def convert(
         try:
             for tier, paths in inputs.items():
                 st = stats[tier] = TierStats()
-                files = _source_files(tier, paths, st)
+                files = source_files(tier, paths, st)
                 jobs = [
                     (str(f), str(root), max_record_letters, min_greek, epidoc)
                     for f, root, _ in files
@@ -293,7 +295,7 @@ def convert(
                             )
                         st.files_skipped[res.path] = res.error
                         mine["refused"] += 1
-                        mine[f"refused:{_reason(res.error)}"] += 1
+                        mine[f"refused:{refusal_reason(res.error)}"] += 1
                         continue
                     mine["supplements"] += res.reader.get("supplements", 0)
                     st.records_dropped.update(res.dropped)
@@ -425,7 +427,7 @@ def _check_options(
             "another --out"
         )
     if out.exists() and any(out.iterdir()):
-        _check_replaceable(out, inputs)
+        check_replaceable(out, inputs)
     if not 0.0 <= val_fraction < 1.0:
         raise ConvertError(f"--val-fraction must be in [0, 1), got {val_fraction}")
     if max_record_letters < 16:
@@ -438,76 +440,6 @@ def _check_options(
     bad_digits = sorted(d for d in dev_digits if not (isinstance(d, int) and 0 <= d <= 9))
     if bad_digits:
         raise ConvertError(f"--inscription-dev-digit takes single digits 0-9, got {bad_digits}")
-
-
-def _reason(error: str) -> str:
-    """The kind of a reader's refusal, for counting: ``"malformed XML"``, ``"the file holds
-    unresolved merge-conflict markers"``, ... (the message without its file, line and fix)."""
-    msg = error.split(". Fix:", 1)[0]
-    msg = re.sub(r"^.*?:\d+: ", "", msg, count=1)
-    return re.split(r"[:(]", msg, maxsplit=1)[0].strip()[:80]
-
-
-def _source_files(tier: str, paths: Sequence[Path], st: TierStats) -> list[tuple[Path, Path, Path]]:
-    """``(source file, its root, the path given)`` for every source file under ``paths`` (the
-    root: the directory given, record ids are relative to it); files that are not sources are
-    listed in ``st.files_not_read``. Raises :class:`ConvertError` for a missing path or no
-    source."""
-    found: list[tuple[Path, Path, Path]] = []
-    for given in paths:
-        given = Path(given)
-        if not given.exists():
-            raise ConvertError(
-                f"{given}: no such file or directory (tier {tier!r}); check the path"
-            )
-        root = given if given.is_dir() else given.parent
-        not_read: list[Path] = []
-        try:
-            found.extend((f, root, given) for f in iter_source_files([given], skipped=not_read))
-        except SourceError as err:
-            raise ConvertError(str(err)) from None
-        # stats.json is UTF-8: a name that is not is listed escaped
-        st.files_not_read.extend(
-            str(f).encode("utf-8", "backslashreplace").decode("utf-8") for f in not_read
-        )
-    if not found:
-        raise ConvertError(
-            f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}"
-        )
-    return found
-
-
-def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
-    """Refuse to replace ``out`` (``--overwrite``) when that would delete anything ``convert``
-    did not write there: an input inside it, or an entry other than ``stats.json`` and the
-    tier folders its ``stats.json`` names. Raises :class:`ConvertError` listing them."""
-    try:
-        tiers = set(json.loads((out / "stats.json").read_text(encoding="utf-8")).get("tiers", {}))
-    except (OSError, ValueError, AttributeError):
-        tiers = set()
-    foreign = sorted(
-        e.name
-        for e in out.iterdir()
-        if e.name not in ("stats.json", "parallels") and not (e.is_dir() and e.name in tiers)
-    )
-    if foreign:
-        shown = ", ".join(foreign[:8]) + (
-            f" and {len(foreign) - 8} more" if len(foreign) > 8 else ""
-        )
-        raise ConvertError(
-            f"--out {out} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} that "
-            f"convert did not write ({shown}); --overwrite replaces the whole folder and would "
-            "delete them: move them out or choose another --out"
-        )
-    root = out.resolve()
-    for tier, paths in inputs.items():
-        for given in paths:
-            q = Path(given).resolve()
-            if q == root or root in q.parents:
-                raise ConvertError(
-                    f"input {tier}={given} lies inside --out {out}, which --overwrite replaces: "
-                    "choose another --out"
-                )
 
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:
