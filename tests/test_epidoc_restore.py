@@ -512,6 +512,9 @@ def _corpus(corpus_root: Path, folder: Path) -> Path:
     return folder
 
 
+PROVENANCE = ".stoicheia-restore.jsonl"
+
+
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     from stoicheia.cli import main
 
@@ -544,7 +547,8 @@ def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(
     assert set(written) == {
         "a.xml",
         "sub/d.xml",
-    }  # no temporary file left, the bad files not written
+        PROVENANCE,
+    }  # no temporary file left, the bad files not written; what each output was made from
     assert b'resp="#stoicheia"' in written["a.xml"]
     # resume: nothing to do
     code, stdout, _ = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
@@ -554,6 +558,62 @@ def test_corpus_run_goes_past_bad_files_resumes_and_is_deterministic(
     code, stdout, _ = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(out), *opts)
     assert code == 0 and "(1 written, 1 already there, 2 refused)" in stdout
     assert (out / "sub" / "d.xml").read_bytes() == written["sub/d.xml"]
+
+
+def test_resume_redoes_an_output_of_another_input_or_checkpoint(
+    corpus_root, trained, tmp_path, capsys
+):
+    """An output already there is kept only when it was made from the same input bytes by the
+    same model with the same options (the provenance file says); else it is restored again."""
+    inp = tmp_path / "in"
+    inp.mkdir()
+    shutil.copy(_isicily(corpus_root, "ISic001382.xml"), inp / "a.xml")
+    out = tmp_path / "out"
+    opts = ["--top-k", "2", "--beam", "2", "--unknown-width", "4"]
+    run = [str(trained), "--epidoc", str(inp), "--out", str(out), *opts]
+    assert _cli(capsys, *run)[0] == 0
+    first = (out / "a.xml").read_bytes()
+    # another input file under the same name: its output is not kept
+    shutil.copy(_isicily(corpus_root, "ISic003181.xml"), inp / "a.xml")
+    code, stdout, stderr = _cli(capsys, *run)
+    assert code == 0 and "(1 written, 0 already there, 1 redone, 0 refused)" in stdout
+    assert "made from another input file" in stderr and len(stderr.strip().splitlines()) == 1
+    assert (out / "a.xml").read_bytes() != first
+    assert b"ISic003181" in (out / "a.xml").read_bytes()
+    # the same input and model: kept
+    code, stdout, _ = _cli(capsys, *run)
+    assert "(0 written, 1 already there, 0 refused)" in stdout
+    # an output recorded as made by another checkpoint: redone
+    lines = (out / PROVENANCE).read_text(encoding="utf-8").splitlines()
+    entry = json.loads(lines[-1])
+    entry["model"] = "run other, step 9, weights sha256:0000000000000000"
+    (out / PROVENANCE).write_text(json.dumps(entry) + "\n", encoding="utf-8")
+    code, stdout, stderr = _cli(capsys, *run)
+    assert "1 redone" in stdout and "by another model (run other, step 9" in stderr
+    # other options: redone; an output with no record at all: redone
+    code, stdout, stderr = _cli(capsys, *run[:-1], "5")
+    assert "1 redone" in stdout and "with other options" in stderr
+    (out / PROVENANCE).unlink()
+    code, stdout, stderr = _cli(capsys, *run)
+    assert "1 redone" in stdout and "recorded no provenance" in stderr
+
+
+def test_a_link_beside_its_target_in_a_folder_is_restored_once(
+    corpus_root, trained, tmp_path, capsys
+):
+    inp = tmp_path / "in"
+    inp.mkdir()
+    shutil.copy(_isicily(corpus_root, "ISic000884.xml"), inp / "a.xml")
+    (inp / "b_link.xml").symlink_to(inp / "a.xml")
+    out = tmp_path / "out"
+    code, stdout, stderr = _cli(
+        capsys, str(trained), "--epidoc", str(inp), "--out", str(out), "--top-k", "2",
+        "--beam", "2", "--unknown-width", "4",
+    )  # fmt: skip
+    assert code == 0
+    assert "(1 written, 0 already there, 0 refused, 1 given twice)" in stdout
+    assert "b_link.xml: given twice" in stderr
+    assert sorted(p.name for p in out.iterdir()) == [PROVENANCE, "a.xml"]
 
 
 def test_never_written_over_an_input(corpus_root, trained, tmp_path, capsys):
@@ -621,7 +681,7 @@ def test_a_file_given_twice_is_restored_once(corpus_root, trained, tmp_path, cap
     assert code == 0
     assert "(1 written, 0 already there, 0 refused, 2 given twice)" in stdout
     assert stderr.count("given twice") == 2 and "restored once" in stderr
-    assert [p.name for p in out.iterdir()] == ["ISic000884.xml"]
+    assert sorted(p.name for p in out.iterdir()) == [PROVENANCE, "ISic000884.xml"]
 
 
 def test_folder_without_xml_and_broken_links_are_said(corpus_root, trained, tmp_path, capsys):
@@ -659,7 +719,7 @@ def test_folder_without_xml_and_broken_links_are_said(corpus_root, trained, tmp_
     assert code == 0, stderr
     assert "3 files (1 written, 0 already there, 2 refused)" in stdout
     assert "dangling.xml: cannot read it" in stderr and "loop.xml: cannot read it" in stderr
-    assert sorted(p.name for p in out.iterdir()) == ["UPPER.XML"]
+    assert sorted(p.name for p in out.iterdir()) == [PROVENANCE, "UPPER.XML"]
 
 
 def test_a_run_where_every_file_is_refused_fails(trained, tmp_path, capsys):

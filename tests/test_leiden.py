@@ -220,3 +220,27 @@ def test_reader_keeps_a_too_wide_lacuna_as_unknown_width():
     assert wide.planes.chars.tolist() == unknown.planes.chars.tolist()
     assert wide.planes.lacuna.tolist() == unknown.planes.lacuna.tolist()
     assert 3 in wide.planes.lacuna.tolist()
+
+
+@pytest.mark.parametrize(
+    "text, letters, slots",
+    [
+        ("ἀνέθηκε ⟦...⟧ καὶ", "ἀνέθηκε [...] καὶ", 3),  # a name erased past reading
+        ("ἀνέθηκε ⟦αβ..γ⟧ καὶ", "ἀνέθηκε αβ[..]γ καὶ", 2),
+        ("τοῦ ⸢..ν⸣ καὶ", "τοῦ [..]ν καὶ", 2),
+    ],
+)
+def test_dots_in_erasure_and_half_brackets_are_lost_letters(text, letters, slots):
+    from stoicheia.text.encode import encode_text
+    from stoicheia.text.render import planes_to_text
+
+    enc = encode_text(text, strict=True)
+    assert planes_to_text(enc.planes) == letters
+    assert enc.leiden["lacuna_slots"] == slots
+
+
+@pytest.mark.parametrize("note", ["[vac.]", "[vacat]", "[vac. 3]", "[ vac. ca. 4 ]", "[VACAT]"])
+def test_vacat_in_square_brackets_is_no_lacuna(note):
+    segs = parse_leiden(f"ἔδοξε {note} τῶι δάμωι")
+    assert not [s for s in segs if isinstance(s, Lacuna)]
+    assert [s.text for s in segs if isinstance(s, Comment)] == [note]

@@ -153,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
             f"Leiden notation repaired {leiden.get('leiden_repaired', 0):,}, "
             f"letter-unigram entropy {st['letter_unigram_entropy_bits']:.3f} bits"
         )
+        per_input = st.get("per_input") or {}
+        if len(per_input) > 1 or any(v.get("supplements") for v in per_input.values()):
+            for given, c in per_input.items():
+                print(f"  {given}: {_input_line(c)}")
         for path, why in st["files_skipped"].items():
             print(f"  skipped {path}: {why.splitlines()[0]}")
         if st.get("real_lacuna_slots") or leiden.get("supplied_letters"):
@@ -199,6 +203,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"parallels index of the train records in {Path(args.out) / 'parallels'}")
     print(f"wrote {args.out} (stats in {Path(args.out) / 'stats.json'}) in {seconds:.1f} s")
     return 0
+
+
+def _input_line(c: dict) -> str:
+    """One input's figures: ``480 files (0 refused, 0 without a record), 631 records, 75,052
+    letters, 2,301 supplements, 5,120 real-lacuna slots`` (refusals by reason)."""
+    refused = {k.split(":", 1)[1]: v for k, v in c.items() if k.startswith("refused:")}
+    why = f": {', '.join(f'{k} {v}' for k, v in refused.items())}" if refused else ""
+    return (
+        f"{c.get('files', 0):,} files ({c.get('refused', 0):,} refused{why}, "
+        f"{c.get('without_record', 0):,} without a kept record), {c.get('records', 0):,} records, "
+        f"{c.get('letters', 0):,} letters, {c.get('supplements', 0):,} supplements "
+        '(<supplied reason="lost">), '
+        f"{c.get('lacuna_slots', 0):,} real-lacuna slots"
+    )
 
 
 def _without(st: dict) -> str:

@@ -20,7 +20,17 @@ import numpy as np
 from stoicheia.text.alphabet import LETTERS, NUM_LETTERS
 
 #: what the readers tally as read (records, characters, ...), not as left out
-_READ_KINDS = {"records", "chars", "sentences", "gaps", "choice", "expansions", "symbol", "space"}
+_READ_KINDS = {
+    "records",
+    "chars",
+    "sentences",
+    "gaps",
+    "choice",
+    "expansions",
+    "symbol",
+    "space",
+    "supplements",
+}
 
 
 @dataclass
@@ -44,6 +54,9 @@ class TierStats:
     lacuna_slots: Counter = field(default_factory=Counter)  # split -> real-lacuna slots stored
     files_not_read: list[str] = field(default_factory=list)  # in the directories, not a source
     stripped: Counter = field(default_factory=Counter)  # kind -> characters dropped
+    # per input (each PATH of TIER=PATH): files read / refused (by reason) / without a record,
+    # records kept, letters, real-lacuna slots, editors' supplements (<supplied reason="lost">)
+    per_input: dict[str, Counter] = field(default_factory=dict)
     # letter counts of the train split, by letter id: int64, shape (NUM_LETTERS,)
     letter_counts: np.ndarray = field(default_factory=lambda: np.zeros(NUM_LETTERS, dtype=np.int64))
 
@@ -66,6 +79,7 @@ class TierStats:
             "reader_counts": dict(self.reader_counts.most_common()),
             "stripped_characters": dict(self.stripped.most_common()),
             "leiden": dict(self.leiden.most_common()),
+            "per_input": {k: dict(v) for k, v in self.per_input.items()},
         }
 
     def left_out(self, most: int = 6) -> str:
@@ -171,8 +185,10 @@ def why_no_record(dropped: Counter, reader: Counter) -> str:
     """Why a file that was read kept no record, from its own counts: ``dropped`` (records
     rejected by normalisation, by reason) and ``reader`` (what the reader left out, by kind).
     One of: ``records not Greek``, ``records empty`` (or another rejection reason), ``edition
-    not in Greek`` (the edition's language, e.g. ``xml:lang="la"``), ``no primary edition``,
-    ``edition empty``, ``no text``."""
+    not in Greek`` (the edition's language, e.g. ``xml:lang="la"``), ``edition empty`` (the
+    edition read holds no text: an IIP transcription left blank), ``no edition read`` (only
+    editions of subtypes the reader does not take, :mod:`stoicheia.sources.epidoc_units`),
+    ``no text``."""
     if dropped:
         reason = dropped.most_common(1)[0][0]
         return {"not_greek": "records not Greek", "empty": "records empty"}.get(
@@ -180,8 +196,8 @@ def why_no_record(dropped: Counter, reader: Counter) -> str:
         )
     if any(k.startswith("lang:") for k in reader):
         return "edition not in Greek"
-    if any(k.startswith("edition_skipped:") for k in reader) and not reader.get("records"):
-        return "no primary edition"
     if reader.get("empty_division"):
         return "edition empty"
+    if any(k.startswith("edition_skipped:") for k in reader) and not reader.get("records"):
+        return "no edition read"
     return "no text"

@@ -16,6 +16,10 @@ of it. This module builds, beside the shards of a converted corpus, the index th
     rec_work.npy    int32 (R,)  index into the works table
     ids.npy, ids_off.npy        the record ids, UTF-8 bytes and int64 (R+1,) offsets
     works.npy, works_off.npy    the work ids (EpiDoc file or ``Author/work.xml``), likewise
+    works_meta.npy, works_meta_off.npy  what the source says of each work, JSON (an
+                                inscription's corpus, citation, web page, place, date: the
+                                shards' ``meta`` column); ``""`` when nothing. An index built
+                                before these files existed has none (then no citation is shown)
     line_start.npy  int64 (L,)  the slot in text.npy where each numbered line of an edition
                                 begins (ascending; records without line numbers have none)
     line_label.npy, line_label_off.npy  the printed number of each line (``"5"``, ``"10a"``),
@@ -50,6 +54,7 @@ import numpy as np
 
 from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.line_numbers import decode_lines
+from stoicheia.data.record_meta import META_COLUMN
 from stoicheia.data.shard_index import index_samples
 from stoicheia.data.shards import decode_planes
 from stoicheia.data.word_hashes import corpus_words
@@ -139,6 +144,7 @@ def build_index(
     line_label: list[str] = []
     total = 0  # slots laid out so far (text.npy's length)
     works: dict[str, int] = {}
+    works_meta: list[str] = []  # per work: the shards' meta column (JSON, "" if none)
     per_tier: dict[str, dict[str, int]] = {}
     sep = np.zeros(1, dtype=np.uint8)
     with Progress(
@@ -185,6 +191,7 @@ def build_index(
                 else:
                     if work not in works:
                         works[work] = len(works)
+                        works_meta.append(str(s.get(META_COLUMN) or ""))
                     lengths.append(len(chars))
                     rec_tier.append(t)
                     rec_work.append(works[work])
@@ -258,6 +265,7 @@ def build_index(
         for name, strings in (
             ("ids", rec_ids),
             ("works", list(works)),
+            ("works_meta", works_meta),
             ("line_label", line_label),
         ):
             blob, off = _blob(strings)
@@ -292,6 +300,8 @@ ARRAYS = (
     "ids_off",
     "works",
     "works_off",
+    "works_meta",
+    "works_meta_off",
     "line_start",
     "line_label",
     "line_label_off",

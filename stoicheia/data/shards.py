@@ -14,8 +14,10 @@ Layout written by :func:`convert`::
 
 Each MDS sample is one record (or one word-aligned part of a long record) with the columns in
 :data:`COLUMNS`: the five letter planes as raw ``uint8`` bytes of equal length, plus ``id``,
-``part``, ``source``, ``tier``, ``work`` and ``lines`` (where the edition's numbered lines
-begin: :mod:`stoicheia.data.line_numbers`).
+``part``, ``source``, ``tier``, ``work``, ``lines`` (where the edition's numbered lines
+begin: :mod:`stoicheia.data.line_numbers`) and ``meta`` (what the source says of the work, as
+JSON: an inscription's corpus, citation, web page, place, date and object;
+:mod:`stoicheia.data.record_meta`).
 
 The split each record goes to is decided by :mod:`stoicheia.data.splits`, the counts of
 ``stats.json`` are kept by :mod:`stoicheia.data.corpus_stats`, and the source files are read in
@@ -37,12 +39,19 @@ import numpy as np
 from streaming import MDSWriter
 
 from stoicheia.data.conversion_pool import map_files
+from stoicheia.data.convert_inputs import (
+    ConvertError,
+    check_replaceable,
+    refusal_reason,
+    source_files,
+)
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
+from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
-from stoicheia.sources import EpiDocOptions, SourceError, iter_source_files, read_source
+from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
@@ -55,11 +64,8 @@ COLUMNS = {
     "work": "str",
     **{name: "bytes" for name in PLANES},
     LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
+    META_COLUMN: "str",  # what the source says of the work, JSON (SourceRecord.meta; "" if none)
 }
-
-
-class ConvertError(Exception):
-    """A source could not be converted; the message names the file and the fix."""
 
 
 def split_at_words(planes: Planes, max_letters: int) -> list[Planes]:
@@ -94,7 +100,9 @@ class _FileResult:
 
     path: str
     error: str | None = None
-    records: list[tuple[str, str, str, list[dict[str, bytes]], int]] = field(default_factory=list)
+    records: list[tuple[str, str, str, list[dict[str, bytes]], int, str]] = field(
+        default_factory=list
+    )
     dropped: Counter = field(default_factory=Counter)
     stripped: Counter = field(default_factory=Counter)
     reader: Counter = field(
@@ -123,8 +131,9 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
                 {**{name: getattr(p, name).tobytes() for name in PLANES}, LINES_COLUMN: ln}
                 for p, ln in zip(cut, map(encode_lines, lines), strict=True)
             ]
+            meta = meta_json(rec.meta)
             result.records.append(
-                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()))
+                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()), meta)
             )
     except SourceError as err:
         result.error = str(err)
@@ -197,10 +206,12 @@ def convert(
         # text under two numbers, across corpora and tiers) are found first, and each group of
         # twins goes to one split (stoicheia.data.twins).
         held: list[tuple[str, str, tuple]] = []
+        given_of: dict[str, str] = {}  # source file -> the PATH of TIER=PATH it was found under
 
         def store(tier: str, path: str, rec: tuple, dev_key: str | None = None) -> None:
-            rec_id, source, work, parts, n_words = rec
+            rec_id, source, work, parts, n_words, meta = rec
             st = stats[tier]
+            mine = st.per_input.setdefault(given_of[path], Counter())
             split = choose_split(
                 rec_id,
                 work,
@@ -217,6 +228,7 @@ def convert(
                         "tier": tier,
                         "work": work,
                         "epidoc": str(Path(path).resolve()),
+                        **citation_of(meta),
                         "records": 0,
                         "letters": 0,
                     },
@@ -227,6 +239,7 @@ def convert(
                     for p in parts
                 )
             st.records_kept[split] += 1
+            mine["records"] += 1
             st.words[split] += n_words
             for k, planes in enumerate(parts):
                 st.parts[split] += 1
@@ -236,6 +249,8 @@ def convert(
                 # real-lacuna slots are not letters: counted apart
                 st.letters[split] += len(chars) - n_real
                 st.lacuna_slots[split] += n_real
+                mine["letters"] += len(chars) - n_real
+                mine["lacuna_slots"] += n_real
                 if split == "train":
                     st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
                 writers[tier][split].write(
@@ -246,16 +261,19 @@ def convert(
                         "tier": tier,
                         "work": work,
                         **planes,
+                        META_COLUMN: meta,
                     }
                 )
 
         try:
             for tier, paths in inputs.items():
                 st = stats[tier] = TierStats()
+                files = source_files(tier, paths, st)
                 jobs = [
                     (str(f), str(root), max_record_letters, min_greek, epidoc)
-                    for f, root in _source_files(tier, paths, st)
+                    for f, root, _ in files
                 ]
+                given_of.update((str(f), str(given)) for f, _, given in files)
                 writers[tier] = {
                     split: MDSWriter(
                         out=str(tmp / tier / split),
@@ -267,6 +285,8 @@ def convert(
                 }
                 for res in map_files(_convert_file, jobs, workers, progress, tier):
                     st.files += 1
+                    mine = st.per_input.setdefault(given_of[res.path], Counter())
+                    mine["files"] += 1
                     if res.error is not None:
                         if not skip_bad:
                             raise ConvertError(
@@ -274,12 +294,16 @@ def convert(
                                 "and count this one as skipped)"
                             )
                         st.files_skipped[res.path] = res.error
+                        mine["refused"] += 1
+                        mine[f"refused:{refusal_reason(res.error)}"] += 1
                         continue
+                    mine["supplements"] += res.reader.get("supplements", 0)
                     st.records_dropped.update(res.dropped)
                     st.stripped.update(res.stripped)
                     st.reader_counts.update(res.reader)
                     st.leiden.update(res.leiden)
                     if not res.records:
+                        mine["without_record"] += 1
                         st.files_without_records.append(res.path)
                         st.files_without_records_why[why_no_record(res.dropped, res.reader)] += 1
                     for rec in res.records:
@@ -403,7 +427,7 @@ def _check_options(
             "another --out"
         )
     if out.exists() and any(out.iterdir()):
-        _check_replaceable(out, inputs)
+        check_replaceable(out, inputs)
     if not 0.0 <= val_fraction < 1.0:
         raise ConvertError(f"--val-fraction must be in [0, 1), got {val_fraction}")
     if max_record_letters < 16:
@@ -416,67 +440,6 @@ def _check_options(
     bad_digits = sorted(d for d in dev_digits if not (isinstance(d, int) and 0 <= d <= 9))
     if bad_digits:
         raise ConvertError(f"--inscription-dev-digit takes single digits 0-9, got {bad_digits}")
-
-
-def _source_files(tier: str, paths: Sequence[Path], st: TierStats) -> list[tuple[Path, Path]]:
-    """``(source file, its root)`` for every source file under ``paths`` (the root: the
-    directory given, record ids are relative to it); files that are not sources are listed in
-    ``st.files_not_read``. Raises :class:`ConvertError` for a missing path or no source."""
-    found: list[tuple[Path, Path]] = []
-    for given in paths:
-        given = Path(given)
-        if not given.exists():
-            raise ConvertError(
-                f"{given}: no such file or directory (tier {tier!r}); check the path"
-            )
-        root = given if given.is_dir() else given.parent
-        not_read: list[Path] = []
-        try:
-            found.extend((f, root) for f in iter_source_files([given], skipped=not_read))
-        except SourceError as err:
-            raise ConvertError(str(err)) from None
-        # stats.json is UTF-8: a name that is not is listed escaped
-        st.files_not_read.extend(
-            str(f).encode("utf-8", "backslashreplace").decode("utf-8") for f in not_read
-        )
-    if not found:
-        raise ConvertError(
-            f"tier {tier!r}: no .xml/.conllu/.txt/.jsonl files under {', '.join(map(str, paths))}"
-        )
-    return found
-
-
-def _check_replaceable(out: Path, inputs: Mapping[str, Sequence[Path]]) -> None:
-    """Refuse to replace ``out`` (``--overwrite``) when that would delete anything ``convert``
-    did not write there: an input inside it, or an entry other than ``stats.json`` and the
-    tier folders its ``stats.json`` names. Raises :class:`ConvertError` listing them."""
-    try:
-        tiers = set(json.loads((out / "stats.json").read_text(encoding="utf-8")).get("tiers", {}))
-    except (OSError, ValueError, AttributeError):
-        tiers = set()
-    foreign = sorted(
-        e.name
-        for e in out.iterdir()
-        if e.name not in ("stats.json", "parallels") and not (e.is_dir() and e.name in tiers)
-    )
-    if foreign:
-        shown = ", ".join(foreign[:8]) + (
-            f" and {len(foreign) - 8} more" if len(foreign) > 8 else ""
-        )
-        raise ConvertError(
-            f"--out {out} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} that "
-            f"convert did not write ({shown}); --overwrite replaces the whole folder and would "
-            "delete them: move them out or choose another --out"
-        )
-    root = out.resolve()
-    for tier, paths in inputs.items():
-        for given in paths:
-            q = Path(given).resolve()
-            if q == root or root in q.parents:
-                raise ConvertError(
-                    f"input {tier}={given} lies inside --out {out}, which --overwrite replaces: "
-                    "choose another --out"
-                )
 
 
 def decode_planes(sample: Mapping[str, bytes]) -> Planes:

@@ -1,13 +1,17 @@
 """Reader for EpiDoc / TEI P5 files (I.Sicily; the same elements as papyri.info's DDbDP and
 First1KGreek), see ``shared/corpus/README.md``: the file and record level.
 
-**Records.** The Greek of the edition division only: ``<div type="edition">`` whose
-``subtype`` is absent or ``primary`` (the ``simple-lemmatized`` and ``transliteration``
-editions repeat the text and are counted ``edition_skipped:<subtype>``); the header,
-apparatus, translation, commentary and bibliography divisions are never read. One record per
-``<div type="textpart">`` that holds Greek (id ``<file>#<n>``, nested parts joined with
-``.``), else one per edition (id ``<file>#1``). ``work`` is the file (one inscription); the
-language is the nearest ``xml:lang`` (``grc`` and ``grc-*`` in Greek script are Greek; others,
+**Records.** The Greek of the edition division only, each text read once: the editions
+without a ``subtype`` or marked ``primary``, else IIP's ``transcription`` (its
+``diplomatic`` and ``transcription_segmented`` copies repeat it), as
+:mod:`stoicheia.sources.epidoc_units` decides (the editions left out are counted
+``edition_skipped:<subtype>``); the header, apparatus, translation, commentary and
+bibliography divisions are never read. One record per ``<div type="textpart">`` that holds
+Greek (id ``<file>#<n>``, nested parts joined with ``.``), one for the text standing beside
+nested text parts (id of the container, ``<file>#edition`` for the edition's own; counted
+``text_beside_textparts``), else one per edition (id ``<file>#1``). ``work`` is the file (one
+inscription); the language is the nearest ``xml:lang`` (a BCP 47 tag: ``grc``, ``el`` and
+their subtags ``grc-GR``, ``el-polyton``, ``grc-x-doric`` in Greek script are Greek; others,
 such as ``la``, ``xly-Grek`` or ``grc-Latn``, are left out and counted ``lang:<value>``), and
 when no ancestor has one, ``<textLang mainLang>`` of the header.
 
@@ -15,7 +19,9 @@ The elements of each unit are written as Leiden by the element walk
 (:mod:`stoicheia.sources.epidoc_walk`, whose docstring lists every element and what it
 becomes); each record carries its lines (``<lb n="..."/>``: the printed line numbers and the
 text of each line, :attr:`SourceRecord.lines`); counts go to ``counts`` like the other
-readers (``records``, ``chars``, and the kinds the walk counts).
+readers (``records``, ``chars``, and the kinds the walk counts). Each record carries what the
+header says about the inscription (:attr:`SourceRecord.meta`: corpus, citation, web page,
+place, date, object; :mod:`stoicheia.sources.epidoc_meta`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from types import MappingProxyType
 
 from lxml import etree
 
+from .epidoc_meta import inscription_meta
 from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
+from .epidoc_units import edition_units, has_own_text, read_editions
 from .epidoc_walk import EpiDocOptions, unit_lines
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 from .xml_entities import XmlReadError, parse_tei
@@ -97,46 +105,39 @@ def read_epidoc(
             'wrap the text of <body> in <div type="edition" xml:lang="grc"> (EpiDoc), or give the '
             "text as .txt/.jsonl",
         )
+    meta = MappingProxyType(inscription_meta(doc, path))
     seen: Counter[str] = Counter()
-    for ed in editions:
-        sub = ed.get("subtype")
-        if sub not in (None, "primary"):
-            counts[f"edition_skipped:{sub}"] += 1
+    for unit in (u for ed in read_editions(doc, counts) for u in edition_units(ed)):
+        if not has_own_text(unit):
             continue
-        parts = [
-            d
-            for d in ed.iter(_T + "div")
-            if d.get("type") == "textpart" and d.find(f"{_T}div[@type='textpart']") is None
-        ]
-        units = parts or [ed]
-        for k, unit in enumerate(units, 1):
-            lang = unit_language(unit, default_lang)
-            if not is_greek_lang(lang):
-                counts[f"lang:{lang}"] += 1
-                continue
-            text, lines = unit_lines(unit, lang, opts, counts)
-            if not text:
-                counts["empty_division"] += 1
-                continue
-            if unit is ed:
-                cite = "1"
-            else:
-                ns = [
-                    d.get("n") or str(k)
-                    for d in [*reversed(list(unit.iterancestors(_T + "div"))), unit]
-                    if d.get("type") == "textpart"
-                ]
-                cite = ".".join(ns)
-            cite = unique_citation(cite, seen, counts)
-            counts["records"] += 1
-            counts["chars"] += len(text)
-            yield SourceRecord(
-                id=f"{rel}#{cite}",
-                text=text,
-                source="epidoc",
-                work=rel,
-                file=str(path),
-                line=unit.sourceline or 0,
-                known=MappingProxyType({}),
-                lines=lines,
-            )
+        lang = unit_language(unit.element, default_lang)
+        if not is_greek_lang(lang):
+            counts[f"lang:{lang}"] += 1
+            continue
+        text, lines = unit_lines(unit.element, lang, opts, counts, unit.skip)
+        if not text:
+            counts["empty_division"] += 1
+            continue
+        if unit.skip:
+            counts["text_beside_textparts"] += 1
+        if unit.diplomatic:
+            # the only copy is diplomatic: capitals as on the stone, not the editor's (as for
+            # an <orig> outside <choice>)
+            counts["edition_read:diplomatic"] += 1
+            if opts.orig_case == "lower":
+                text = text.lower()
+                lines = tuple((label, t.lower()) for label, t in lines)
+        cite = unique_citation(unit.cite, seen, counts)
+        counts["records"] += 1
+        counts["chars"] += len(text)
+        yield SourceRecord(
+            id=f"{rel}#{cite}",
+            text=text,
+            source="epidoc",
+            work=rel,
+            file=str(path),
+            line=unit.element.sourceline or 0,
+            known=MappingProxyType({}),
+            lines=lines,
+            meta=meta,
+        )

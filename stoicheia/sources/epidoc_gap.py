@@ -17,6 +17,8 @@ no readable width                   ``[---]``, an unknown width, counted by what
                                     ``extent``), ``gap_extent:<value>`` (a misspelt ``extent``)
 wider than ``MAX_GAP_LETTERS``      ``[---]``, counted ``gap_too_wide`` (a typo or a whole
 (10,000)                            column: too long to count; the Leiden parser's limit)
+``unit="charcter"``, ``"char"``     read as ``character`` (a misspelling seen in IIP and
+                                    IGCyr), counted ``gap_unit_read_as_character:<unit>``
 ``unit="line"``                     `` [---] `` between word breaks: a lost line has unknown
                                     width (counted ``gap_lines``)
 ==================================  ===========================================================
@@ -35,6 +37,8 @@ __all__ = ["MAX_GAP_LETTERS", "gap_leiden", "whole_number"]
 #: imported: sources sit upstream of text).
 MAX_GAP_LETTERS = 10_000
 _WHOLE = re.compile(r"[0-9]+")
+#: a misspelt unit="character" (seen in IIP and IGCyr): "char", "charcter", "characteρ", ...
+_MISSPELT_CHARACTER = re.compile(r"(?i)char[a-zρ]{0,7}|letters?")
 
 
 def whole_number(s: str | None) -> int | None:
@@ -52,6 +56,10 @@ def gap_leiden(el: etree._Element, counts: Counter[str]) -> str:
     if unit == "line":
         counts["gap_lines"] += 1
         return " [---] "
+    if unit != "character" and _MISSPELT_CHARACTER.fullmatch(unit):
+        # "charcter", "char", "characteρ" (a Greek rho): the letters are counted all the same
+        counts[f"gap_unit_read_as_character:{unit}"] += 1
+        unit = "character"
     if unit != "character":
         counts[f"gap_unit:{unit}"] += 1
         return "[---]"

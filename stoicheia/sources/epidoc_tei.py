@@ -40,12 +40,25 @@ def local_name(el: etree._Element) -> str:
 
 
 def is_greek_lang(lang: str | None) -> bool:
-    """Whether an ``xml:lang`` value is Greek in Greek script (``grc``, ``grc-Grek``, ``el``,
-    ``gr``, any case); ``None`` (no language) is not."""
+    """Whether an ``xml:lang`` value is Greek in Greek script, read as a BCP 47 tag (RFC 5646,
+    any case, surrounding spaces ignored): the language ``grc``, ``el`` or ``gr``, with no
+    script subtag or the script ``Grek``, and any region, variant, extension or private-use
+    subtags (``grc-GR``, ``el-polyton``, ``grc-x-doric``, ``grc-Grek-x-cretan``). ``grc-Latn``
+    (a transliteration), ``xly-Grek`` (another language in Greek letters) and ``None`` (no
+    language) are not."""
     if lang is None:
         return False
-    lang = lang.strip().lower()
-    return lang == "grc" or lang == "grc-grek" or lang == "el" or lang == "gr"
+    tags = lang.strip().lower().replace("_", "-").split("-")
+    if tags[0] not in ("grc", "el", "gr"):
+        return False
+    # the script subtag, when present, is the first 4-letter subtag before any singleton
+    # (a one-letter subtag such as "x" starts an extension or the private use)
+    for sub in tags[1:]:
+        if len(sub) == 1:
+            break
+        if len(sub) == 4 and sub.isalpha():
+            return sub == "grek"
+    return True
 
 
 def unit_language(unit: etree._Element, default: str | None) -> str | None:

@@ -10,7 +10,8 @@ plain text mean the same thing (``<gap>``: :mod:`stoicheia.sources.epidoc_gap`; 
 ``<gap>``                         a lacuna: ``[....]`` of known width, ``[-ca.N-]``,
                                   ``[.a-b.]``, ``[-min.a-]``, ``[-max.b-]`` or ``[---]``
                                   (:mod:`.epidoc_gap` says which and what is counted)
-``<supplied reason="lost">``      ``[letters]`` (option ``supplied_lost="text"``, default:
+``<supplied reason="lost">``      (counted ``supplements``) ``[letters]`` (option
+                                  ``supplied_lost="text"``, default:
                                   the editor's letters kept as letters where they stand) or
                                   one lost-letter slot per letter (``"lacuna"``)
 ``<supplied reason="omitted">``   ``⟨letters⟩`` kept (``subaudible`` too)
@@ -18,7 +19,10 @@ plain text mean the same thing (``<gap>``: :mod:`stoicheia.sources.epidoc_gap`; 
 evidence="previouseditor">``
 ``<supplied reason=               left out (an editor's gloss, not text), counted
 "explanation">``
-``<surplus>``                     ``{letters}``: left out without a word break
+``<surplus>``                     ``{letters}``: left out without a word break; a
+                                  ``<supplied>`` or ``<del>`` inside it is surplus too
+                                  (``supplied_in_surplus``), a ``<gap>`` inside it no
+                                  lacuna to restore (left out, ``gap_in_surplus``)
 ``<del>``                         ``⟦letters⟧`` kept for ``rend="erasure"``; inside
                                   ``<subst>`` (``rend="corrected"``) left out
 ``<unclear>``                     letters with a dot below: kept, counted uncertain
@@ -180,10 +184,18 @@ class EditionWalker:
     mark is written just before its lacuna, so a caller can tell the lacunae of ``<gap>`` from
     those the reader makes of other markup (:func:`unit_leiden`)."""
 
-    def __init__(self, opts: EpiDocOptions, counts: Counter, gap_mark: str | None = None) -> None:
+    def __init__(
+        self,
+        opts: EpiDocOptions,
+        counts: Counter,
+        gap_mark: str | None = None,
+        skip: frozenset = frozenset(),
+    ) -> None:
         self.opts = opts
         self.counts = counts
         self.gap_mark = gap_mark
+        #: nested text parts read as units of their own (:mod:`.epidoc_units`): a word break
+        self.skip = skip
         self.gaps: list[etree._Element] = []
         self._lines = 0  # the <lb/> elements met in the unit
         self._last_number: int | None = None  # the leading number of the last line label
@@ -216,7 +228,9 @@ class EditionWalker:
                 em.text(el.tail, kind, in_w)
             return
         el_lang = el.get(XML_LANG)
-        if el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
+        if el in self.skip:
+            em.text(" ", None, in_w)
+        elif el_lang is not None and not is_greek_lang(el_lang) and is_greek_lang(lang):
             self.counts[f"lang:{el_lang}"] += 1
             em.text(" ", None, in_w)
         elif name in _EXCLUDED:
@@ -233,6 +247,9 @@ class EditionWalker:
                 return
             em.text(" ", None, in_w)
             em.line(label)
+        elif name == "gap" and kind == "surplus":
+            # lost letters of what the editor deletes: nothing to restore, left out with it
+            self.counts["gap_in_surplus"] += 1
         elif name == "gap":
             if self.gap_mark is not None:
                 self.gaps.append(el)
@@ -266,7 +283,12 @@ class EditionWalker:
                     self.visit(child, em, kind, lang, in_w)
         elif name == "supplied":
             reason = el.get("reason", "")
-            if reason == "lost":
+            if kind == "surplus":
+                # letters an editor supplies inside letters he deletes: deleted with them
+                self.counts["supplied_in_surplus"] += 1
+                self.children(el, em, kind, lang, in_w)
+            elif reason == "lost":
+                self.counts["supplements"] += 1  # an editor's supplement of lost letters
                 if self.opts.supplied_lost == "lacuna":
                     n = greek_letters("".join(el.itertext()))
                     self.counts["supplied_as_lacuna"] += n
@@ -287,7 +309,7 @@ class EditionWalker:
             if el.get("rend") == "corrected":
                 self.counts["del_corrected"] += 1
             else:
-                self.children(el, em, "erased", lang, in_w)
+                self.children(el, em, "surplus" if kind == "surplus" else "erased", lang, in_w)
         elif name == "unclear":
             self._dotted(el, em, kind, lang, in_w)
         elif name == "ref" and not _GREEK_IN.search("".join(el.itertext())):
@@ -307,6 +329,10 @@ class EditionWalker:
             self.children(el, em, kind, lang, in_w or name == "w")
             if name in _BREAKS:
                 em.text(" ", None, in_w)
+        if name == "w" and not in_w and _glued_to_next_word(el):
+            # <w>a</w><w>b</w>: two words, though no space stands between them
+            self.counts["word_break_between_w"] += 1
+            em.text(" ", None, in_w)
         if tail:
             em.text(el.tail, kind, in_w)
 
@@ -389,6 +415,22 @@ class EditionWalker:
             em.text(_content(child.tail), kind, in_w)
 
 
+_PART_GOES_ON = frozenset({"I", "M"})
+
+
+def _glued_to_next_word(el: etree._Element) -> bool:
+    """A ``<w>`` followed at once (no text between) by another ``<w>`` that is not the rest of
+    the same word (``part="I"``/``"M"`` followed by ``"M"``/``"F"``)."""
+    if el.tail:
+        return False
+    nxt = el.getnext()
+    while nxt is not None and not isinstance(nxt.tag, str) and not nxt.tail:
+        nxt = nxt.getnext()  # a comment between the two
+    if nxt is None or not isinstance(nxt.tag, str) or local_name(nxt) != "w":
+        return False
+    return not (el.get("part") in _PART_GOES_ON and nxt.get("part") in ("M", "F"))
+
+
 def _is_apostrophe(el: etree._Element) -> bool:
     """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
     return (el.get("type") or "").strip().lower() == "apostrophe" or (
@@ -408,6 +450,7 @@ def unit_leiden(
     counts: Counter[str],
     *,
     gap_mark: str | None = None,
+    skip: frozenset = frozenset(),
 ) -> tuple[str, list[etree._Element]]:
     """The Leiden text (NFC) of one text part or edition, as :func:`read_epidoc` writes it.
 
@@ -415,21 +458,27 @@ def unit_leiden(
     are added there. With ``gap_mark`` (a character that cannot occur in the text, such as a
     private-use one), that mark is written just before the lacuna of each ``<gap>`` element and
     the elements are returned in order (:mod:`stoicheia.inference.epidoc` uses this to
-    tell them from lacunae made of other markup); without it the list is empty."""
-    walker = EditionWalker(opts, counts, gap_mark)
+    tell them from lacunae made of other markup); without it the list is empty. ``skip``: the
+    nested text parts left out of this unit (:class:`~.epidoc_units.EditionUnit`)."""
+    walker = EditionWalker(opts, counts, gap_mark, skip)
     em = LeidenPieces(counts)
     walker.children(unit, em, None, lang, False)
     return unicodedata.normalize("NFC", em.leiden()), walker.gaps
 
 
 def unit_lines(
-    unit: etree._Element, lang: str | None, opts: EpiDocOptions, counts: Counter[str]
+    unit: etree._Element,
+    lang: str | None,
+    opts: EpiDocOptions,
+    counts: Counter[str],
+    skip: frozenset = frozenset(),
 ) -> tuple[str, tuple[tuple[str | None, str], ...]]:
     """The Leiden text of one text part or edition (as :func:`unit_leiden`) and the same text
     line by line (:meth:`~stoicheia.sources.epidoc_leiden.LeidenPieces.lines`: the printed
     line number of each ``<lb/>`` (:meth:`EditionWalker.line_label`) and its Leiden text, NFC;
-    ``None`` labels the text before the first ``<lb/>``; empty when the unit has none)."""
-    walker = EditionWalker(opts, counts)
+    ``None`` labels the text before the first ``<lb/>``; empty when the unit has none);
+    ``skip`` as for :func:`unit_leiden`."""
+    walker = EditionWalker(opts, counts, skip=skip)
     em = LeidenPieces(counts)
     walker.children(unit, em, None, lang, False)
     lines = tuple((label, unicodedata.normalize("NFC", t)) for label, t in em.lines())

@@ -34,6 +34,11 @@ class SourceRecord:
             ``text`` the line's Leiden text (its brackets closed within the line), so that the
             lines read one after the other hold the letters of ``text``. Empty for a source
             without line numbers.
+        meta: what the source says about the work the record belongs to, for citing it
+            (EpiDoc: :func:`stoicheia.sources.epidoc_meta.inscription_meta`: ``corpus``,
+            ``citation`` such as ``"IOSPE I² 10"``, ``url``, ``place``, ``findspot``,
+            ``not_before``/``not_after`` in years (negative: BC), ``object_type``; each key
+            only when the file gives it). Empty for the other sources.
     """
 
     id: str
@@ -44,6 +49,7 @@ class SourceRecord:
     line: int
     known: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     lines: tuple[tuple[str | None, str], ...] = ()
+    meta: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class SourceError(Exception):

@@ -72,6 +72,9 @@ def _parser() -> etree.XMLParser:
         load_dtd=False,
         no_network=True,
         huge_tree=True,
+        # xml:id values are not looked up: a duplicate one (IIP's segmented copies repeat a
+        # word's id) is a slip of the file's validity, not of its text
+        collect_ids=False,
     )
 
 
@@ -115,6 +118,15 @@ def markup_entities(root: etree._Element) -> list[str]:
 
 
 def _explain(data: bytes, msg: str, line: int) -> XmlReadError:
+    conflict = re.search(rb"^(<{7}|={7}|>{7})(?: |$)", data, re.M)
+    if conflict is not None:
+        at = data.count(b"\n", 0, conflict.start()) + 1
+        return XmlReadError(
+            at,
+            "the file holds unresolved merge-conflict markers (<<<<<<<, =======, >>>>>>> from "
+            "git): two versions of the text are mixed in it",
+            "resolve the conflict (keep one version, delete the marker lines) and save again",
+        )
     if "amplification" in msg:
         return XmlReadError(
             line,

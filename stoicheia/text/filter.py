@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from stoicheia.text.encode import encode_text
 from stoicheia.text.planes import Planes
 
-__all__ = ["NON_GREEK_KINDS", "greek_fraction", "NormalisedRecord", "normalise_record"]
+__all__ = [
+    "ENCODE_PIECE_CHARS",
+    "NON_GREEK_KINDS",
+    "greek_fraction",
+    "NormalisedRecord",
+    "encode_in_pieces",
+    "normalise_record",
+]
+
+#: A text longer than this (characters) is encoded in pieces of at most about this many
+#: characters, cut at a space outside every Leiden bracket: the encoder's working memory is
+#: tens of bytes per character, so a 30 MB paragraph encoded whole peaked at 2.5 GB
+#: (benchmarks/convert_memory.py); the planes of the pieces, joined, are those of the whole.
+ENCODE_PIECE_CHARS = 1 << 16
+_OPENERS = "[⟨⟦{⸢⌈⸤⌊˹(〈〚<\u2329"
+_BRACKET = re.compile("[" + re.escape(_OPENERS + "]⟩⟧}⸣⌉⸥⌋˺)〉〛>\u232a") + "]")
 
 NON_GREEK_KINDS = ("latin", "digit", "archaic", "other")
 
@@ -62,7 +78,7 @@ def normalise_record(
     """
     if not 0.0 <= min_greek <= 1.0:
         raise ValueError(f"min_greek must be a fraction in [0, 1], got {min_greek}")
-    planes, dropped, leiden = encode_text(text, known)
+    planes, dropped, leiden = encode_in_pieces(text, known)
     n = planes.n_letters()
     if n == 0:  # rejected even with min_greek == 0 (a record of lacunae only has no text)
         non_greek = any(dropped.get(k, 0) for k in NON_GREEK_KINDS)
@@ -70,3 +86,61 @@ def normalise_record(
     if greek_fraction(dropped, n) < min_greek:
         return NormalisedRecord(None, dropped, "not_greek", leiden)
     return NormalisedRecord(planes, dropped, None, leiden)
+
+
+def _cuts(text: str, size: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of consecutive pieces of ``text`` of at most about ``size`` characters,
+    each cut at a space that stands outside every Leiden bracket and before a letter (or an
+    opening bracket), so that no mark or punctuation begins a piece (the space itself belongs
+    to no piece). A stretch with no such space within ``size`` (one bracket or one word longer
+    than that) is cut at the next such space after it, else not at all."""
+
+    def ok(p: int) -> bool:
+        nxt = text[p + 1 : p + 2]
+        if not (nxt.isalpha() or (nxt and nxt in _OPENERS)):
+            return False
+        signs = _BRACKET.findall(text, start, p)
+        return not signs or signs[-1] not in _OPENERS  # Leiden brackets do not nest
+
+    start, n = 0, len(text)
+    while n - start > size:
+        p = text.rfind(" ", start + 1, start + size)
+        while p > start and not ok(p):
+            p = text.rfind(" ", start + 1, p)
+        if p <= start:  # none in the window: the next one after it
+            p = text.find(" ", start + size)
+            while p >= 0 and not ok(p):
+                p = text.find(" ", p + 1)
+            if p < 0:
+                break
+        yield start, p
+        start = p + 1
+    yield start, n
+
+
+def encode_in_pieces(
+    text: str, known: Mapping[str, bool] | None = None, size: int = ENCODE_PIECE_CHARS
+) -> tuple[Planes, collections.Counter, collections.Counter]:
+    """:func:`~stoicheia.text.encode.encode_text` (lenient) of ``text`` in pieces of at most
+    about ``size`` characters (:data:`ENCODE_PIECE_CHARS`), cut at spaces outside every Leiden
+    bracket, so that memory is bounded by the piece, not the text: ``(planes, dropped,
+    leiden)`` with the pieces' planes joined (uint8, ``(n,)`` each) and their counts summed.
+    A text of at most ``size`` characters is encoded whole, as before."""
+    if len(text) <= size:
+        return tuple(encode_text(text, known))  # type: ignore[return-value]
+    parts: list[Planes] = []
+    dropped: collections.Counter = collections.Counter()
+    leiden: collections.Counter = collections.Counter()
+    cuts = list(_cuts(text, size))
+    for k, (a, b) in enumerate(cuts):
+        if k + 1 < len(cuts):
+            # a letter after the cut space, left out again: the piece's last letter ends a
+            # word (or a sentence) as it does in the whole text, not the record
+            enc = encode_text(text[a:b] + " α", known)
+            parts.append(enc.planes[: len(enc.planes) - 1])
+        else:
+            enc = encode_text(text[a:b], known)
+            parts.append(enc.planes)
+        dropped.update(enc.dropped)
+        leiden.update(enc.leiden)
+    return Planes.concat(parts), dropped, leiden

@@ -52,13 +52,16 @@ The notation read
 ``⟨καὶ⟩``              letters omitted by the scribe, added by the editor ->
                        ``"omitted"``; also ``〈 〉`` and ASCII ``< >``
 ``⟦καὶ⟧``              letters erased in antiquity (still read) -> ``"erased"``; also
-                       ``〚 〛`` and ``[[ ]]``
+                       ``〚 〛`` and ``[[ ]]``; a dot inside (``⟦...⟧``, ``⟦αβ..γ⟧``) is an
+                       erased letter that cannot be read: ``Lacuna`` of one letter per dot,
+                       as inside ``[ ]``
 ``{καὶ}``              letters the scribe wrote in error (surplus) -> ``"surplus"``
 ``\\π/``                letters the scribe added above the line (DDbDP) -> ``"added"``,
                        kept as text; a ``/`` with no ``\\`` before it is no bracket (a line
                        division, ``Διονύ/σιος``), nor a ``\\`` with no ``/`` after it
 ``⸢καὶ⸣``              half brackets (also ``⌈ ⌉`` ``⸤ ⸥`` ``⌊ ⌋`` ``˹ ˺``): letters read by an
-                       earlier editor or only partly preserved -> ``"partly_lost"``
+                       earlier editor or only partly preserved -> ``"partly_lost"``; dots
+                       inside (``⸢..ν⸣``) are lost letters, as in ``⟦ ⟧``
 ``α̣``                  dot below (U+0323): a damaged, uncertain letter; the dot is removed
                        and the letter's flag in ``uncertain`` is set (in any segment)
 ``[ .. ? .. ]``         other projects' lacunae: a ``?`` among dots or dashes, ``[.?]``,
@@ -74,7 +77,8 @@ The notation read
                        to read) -> ``Lacuna(2, 2)``, one lost letter per ``+``, when the run
                        is two or more long or touches a letter; a lone ``+`` standing apart
                        (``+ Ἐν ὀνόματι``) is a cross, a symbol, and stays text
-``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too) -> ``Comment``
+``vac.`` ``vacat``     an uninscribed space (``vac. 3`` too; also in square brackets,
+                       ``[vac.]``, ``[vacat]``, ``[vac. 3]``: no lost letter) -> ``Comment``
 =====================  =================================================================
 
 A combining mark (accent, breathing, diaeresis, iota subscript) written right after an opening
@@ -148,6 +152,9 @@ _PAIRS: dict[str, tuple[str, str]] = {
 _CLOSERS = {closer for closer, _ in _PAIRS.values()} - {"/"}
 _SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
 _VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
+#: the whole content of a [ ] that notes an uninscribed space ([vac.], [vacat], [vac. ca. 3])
+_VACAT_ALONE = re.compile(r"\s*vac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\s*", re.I)
+_DOTS = re.compile(r"\.+")
 _GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 _BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
 
@@ -244,6 +251,42 @@ def _dotted_text(text: str, start: int, end: int) -> list[Segment]:
     return segs
 
 
+def _with_illegible_dots(
+    text: str, opening: int, body: int, closing: int, end: int, reason: str
+) -> list[Segment]:
+    """The content of a ``⟦ ⟧`` or ``⸢ ⸣`` that holds dots: each ``.`` is a letter that cannot be
+    read (erased past reading, or lost), as inside ``[ ]``: a lacuna of that many letters; the
+    letters between the dots keep the bracket's reason. The first piece's span starts at the
+    opening bracket and the last one's ends after the closing bracket."""
+    segs: list[Segment] = []
+    pos = body
+    runs = list(_DOTS.finditer(text, body, closing))
+    for m in runs:
+        if pos < m.start():
+            segs.append(_editorial(text, pos, m.start(), reason, opening if pos == body else pos))
+        a = opening if m.start() == body else m.start()
+        b = end if m.end() == closing else m.end()
+        n = m.end() - m.start()
+        segs.append(Lacuna(n, n, False, a, b))
+        pos = m.end()
+    if pos < closing:
+        segs.append(_editorial(text, pos, closing, reason, pos, end))
+    return [s for s in segs if s is not None]
+
+
+def _editorial(
+    text: str, a: int, b: int, reason: str, start: int, end: int | None = None
+) -> Segment | None:
+    """Letters ``text[a:b]`` of one bracket as an :class:`Editorial` (``None`` if only spaces,
+    a :class:`Text` word break)."""
+    s, flags, orphans = strip_dots(marks_onto_next_letter(text, a, b))
+    if orphans:
+        raise LeidenError(text, a, "a dot below on no letter inside a bracket")
+    if not s.strip():
+        return Text(" ", (False,), start, end if end is not None else b) if s else None
+    return Editorial(s, reason, flags, start, end if end is not None else b)
+
+
 def _base_is_letter(text: str, i: int, lo: int) -> bool:
     """Is the nearest non-combining character before ``text[i]`` (not before ``lo``) a letter?"""
     j = i - 1
@@ -312,8 +355,13 @@ def parse_leiden(text: str) -> list[Segment]:
         if j >= n:
             raise LeidenError(text, i, f"{opener!r} is never closed; add {closer!r}")
         end = j + len(closer)
-        if reason == "lost":
+        if reason == "lost" and _VACAT_ALONE.fullmatch(text, body, j):
+            # [vac.], [vacat], [vac. 3]: an uninscribed space the editor notes, no lost letter
+            segs.append(Comment(text[i:end], i, end))
+        elif reason == "lost":
             segs.extend(read_square(text, body, j))
+        elif reason in ("erased", "partly_lost") and "." in text[body:j]:
+            segs.extend(_with_illegible_dots(text, i, body, j, end, reason))
         else:
             raw = text[body:j]
             s, flags, orphans = strip_dots(raw)

@@ -3,14 +3,23 @@
 Each file goes through :func:`stoicheia.inference.epidoc.restore.restore_epidoc` and is
 written to ``DIR`` (a file given by name as ``DIR/<name>``; the files of a folder, every
 ``*.xml`` below it, at their path relative to the folder). Resumable: a file whose output
-exists is skipped (outputs are written under a temporary name and renamed, so an output that
-exists is whole). A file that cannot be restored (malformed, not EpiDoc, not Greek) gets one
-line on stderr and the run goes on; it is not written. Nothing is ever written over an input.
-A file with no gap restored is written unchanged, so ``DIR`` holds the whole corpus.
+exists is skipped when that output was made from the same input (SHA-256 of its bytes) by the
+same model (:func:`~stoicheia.inference.model_identity.model_identity`: run, step, hash of the
+weights) with the same options, as the provenance file ``DIR/.stoicheia-restore.jsonl`` (one
+JSON line per output written) records; an output made from another input file, another
+checkpoint or other options, or one with no record, is restored again (one line each, counted
+``redone``). Outputs are written under a temporary name and renamed, so an output that exists
+is whole. One input file is restored once, by whatever paths it is reached (a link beside its
+target in a folder, a file named twice). A file that cannot be restored (malformed, not
+EpiDoc, not Greek) gets one line on stderr and the run goes on; it is not written. Nothing is
+ever written over an input. A file with no gap restored is written unchanged, so ``DIR``
+holds the whole corpus.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -23,7 +32,12 @@ from typing import Any
 
 from stoicheia.publish import atomic_write
 
-__all__ = ["CorpusSummary", "epidoc_inputs", "restore_corpus"]
+__all__ = ["PROVENANCE", "CorpusSummary", "epidoc_inputs", "restore_corpus"]
+
+#: the provenance of the outputs in ``DIR``: one JSON object per line, ``{"output": path
+#: relative to DIR, "input": the input as given, "input_sha256", "model", "options"}``; the last
+#: line of an output holds
+PROVENANCE = ".stoicheia-restore.jsonl"
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +45,16 @@ log = logging.getLogger(__name__)
 @dataclass
 class CorpusSummary:
     """Counts of one corpus run: files ``written``, ``skipped`` (output already there) and
-    ``refused`` (one line each), ``duplicates`` (the same input given again, by the same or
-    another path: restored once, one line each); gaps ``restored``, ``left`` (by reason in
+    ``refused`` (one line each), ``redone`` (an output there, made from another input,
+    checkpoint or options: restored again, and counted in ``written`` too), ``duplicates``
+    (the same input given again, by the same or another path: restored once, one line each);
+    gaps ``restored``, ``left`` (by reason in
     ``left_reasons``) and ``refused`` (the decoder refused them); ``seconds`` of wall time."""
 
     files: int = 0
     written: int = 0
     skipped: int = 0
+    redone: int = 0
     refused: int = 0
     duplicates: int = 0
     restored: int = 0
@@ -53,7 +70,8 @@ class CorpusSummary:
         )
         return (
             f"restore --epidoc: {self.files} files ({self.written} written, "
-            f"{self.skipped} already there, {self.refused} refused"
+            f"{self.skipped} already there, "
+            f"{f'{self.redone} redone, ' if self.redone else ''}{self.refused} refused"
             f"{f', {self.duplicates} given twice' if self.duplicates else ''}); "
             f"gaps {self.restored} restored / {self.left} left"
             f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s"
@@ -100,6 +118,61 @@ def epidoc_inputs(paths: list[str | Path], out: str | Path) -> list[tuple[Path, 
                 raise ValueError(f"--out {out} is the input file {p}; give a folder")
             pairs.append((p, out / p.name))
     return pairs
+
+
+def _sha256(path: Path) -> str:
+    """The SHA-256 of the file's bytes (hex); ``""`` when it cannot be read (the restore then
+    refuses it with its own line)."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return ""
+    return h.hexdigest()
+
+
+def _read_provenance(out: Path) -> dict[str, dict]:
+    """The last provenance entry of each output in ``out`` (:data:`PROVENANCE`); lines that are
+    not JSON objects (a run killed mid-line) are passed over: their outputs are redone."""
+    made: dict[str, dict] = {}
+    try:
+        text = (out / PROVENANCE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return made
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("output"), str):
+            made[entry["output"]] = entry
+    return made
+
+
+def _other_origin(entry: dict | None, want: dict) -> str | None:
+    """Why an existing output cannot be kept (``"from another input file"``...), or ``None``
+    when ``entry`` says it was made from the same input, by the same model, with the same
+    options."""
+    if entry is None:
+        return "by an earlier run that recorded no provenance (or by hand)"
+    if entry.get("input_sha256") != want["input_sha256"]:
+        return "from another input file (or the input changed since)"
+    if entry.get("model") != want["model"]:
+        return f"by another model ({entry.get('model')})"
+    if entry.get("options") != want["options"]:
+        return "with other options"
+    return None
+
+
+def _record_provenance(out: Path, entry: dict) -> None:
+    """Append one line to ``out/PROVENANCE`` (after the output is in place: a run killed between
+    the two redoes that file, never keeps a file of unknown origin)."""
+    with open(out / PROVENANCE, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 #: seconds between the lines that say how far a long file is, on no terminal
@@ -193,6 +266,7 @@ def restore_corpus(
     """
     from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
     from stoicheia.inference.epidoc.restore import restore_epidoc
+    from stoicheia.inference.model_identity import model_identity
     from stoicheia.inference.restore import RestoreError
 
     t0 = time.perf_counter()
@@ -201,6 +275,9 @@ def restore_corpus(
     summary = CorpusSummary(files=len(pairs))
     bar, task, line = _progress(len(pairs)) if progress else (None, None, None)
     say = say or line or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    made = _read_provenance(Path(out))
+    model_id = model_identity(model)
+    settings = {k: v for k, v in sorted(options.items()) if k != "when"}
     seen_out: dict[Path, Path] = {}
     seen_in: dict[
         Path, Path
@@ -208,7 +285,7 @@ def restore_corpus(
     try:
         for src, dst in pairs:
             try:
-                if _real(src) in seen_in and seen_out.get(_real(dst)) == seen_in[_real(src)]:
+                if _real(src) in seen_in:
                     summary.duplicates += 1
                     say(
                         f"stoicheia restore: {src}: given twice (as {seen_in[_real(src)]}); "
@@ -232,9 +309,21 @@ def restore_corpus(
                     )
                     continue
                 seen_out[target] = src
+                want = {
+                    "input_sha256": _sha256(src),
+                    "model": model_id,
+                    "options": settings,
+                }
+                rel = dst.relative_to(Path(out)).as_posix()
                 if dst.exists():
-                    summary.skipped += 1
-                    continue
+                    why = _other_origin(made.get(rel), want)
+                    if why is None:
+                        summary.skipped += 1
+                        continue
+                    summary.redone += 1
+                    say(
+                        f"stoicheia restore: {src}: its output {dst} was made {why}; restored again"
+                    )
                 within = _FileGaps(bar, say, src)
                 try:
                     result = restore_epidoc(model, src, progress=within, **options)
@@ -248,6 +337,7 @@ def restore_corpus(
                 finally:
                     within.close()
                 atomic_write(dst, result.xml)
+                _record_provenance(Path(out), {"output": rel, "input": str(src), **want})
                 summary.written += 1
                 for g in result.gaps:
                     if g.status == "restored":

@@ -23,6 +23,7 @@ from lxml import etree
 from stoicheia.inference.epidoc.byte_spans import ElementSpan, _locate
 from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
 from stoicheia.sources.epidoc_tei import is_greek_lang, is_tei_p5, unit_language
+from stoicheia.sources.epidoc_units import edition_units, has_own_text, read_editions
 from stoicheia.sources.epidoc_walk import EpiDocOptions, unit_leiden
 from stoicheia.sources.xml_entities import XmlReadError, markup_entities, parse_tei
 from stoicheia.text.leiden import parse_leiden
@@ -54,15 +55,11 @@ def _greek_units(doc: etree._Element, name: str) -> list[GreekUnit]:
         )
     main = doc.find(f".//{TEI}textLang")
     default_lang = main.get("mainLang") if main is not None else None
-    editions = [
-        d
-        for d in doc.iter(TEI + "div")
-        if d.get("type") == "edition" and d.get("subtype") in (None, "primary")
-    ]
+    editions = read_editions(doc)
     if not editions:
         raise EpiDocRestoreError(
-            f'{name}: no <div type="edition"> (primary): an EpiDoc file keeps its text there; '
-            "give an EpiDoc edition"
+            f'{name}: no <div type="edition"> (primary, or a transcription): an EpiDoc file '
+            "keeps its text there; give an EpiDoc edition"
         )
     # an <orig>'s capitals as written: a gap among them is filled in capitals, as restore does
     # for the same Leiden text (the training reader lower-cases them)
@@ -70,18 +67,16 @@ def _greek_units(doc: etree._Element, name: str) -> list[GreekUnit]:
     units: list[GreekUnit] = []
     langs: list[str] = []
     for ed in editions:
-        parts = [
-            d
-            for d in ed.iter(TEI + "div")
-            if d.get("type") == "textpart" and d.find(f"{TEI}div[@type='textpart']") is None
-        ]
-        for unit in parts or [ed]:
+        for part in edition_units(ed):
+            if not has_own_text(part):
+                continue
+            unit = part.element
             lang = unit_language(unit, default_lang)
             if not is_greek_lang(lang):
                 langs.append(str(lang))
                 continue
             # the mark tells the lacuna of each <gap> from one the reader makes of other markup
-            marked, gaps = unit_leiden(unit, lang, opts, counts, gap_mark=_MARK)
+            marked, gaps = unit_leiden(unit, lang, opts, counts, gap_mark=_MARK, skip=part.skip)
             text = _WS.sub(" ", marked.replace(_MARK, "")).strip()
             try:
                 lac_marked = [s for s in parse_leiden(marked) if isinstance(s, Lacuna)]

@@ -43,8 +43,11 @@ class Source:
     ``Author/work.xml``), ``record`` id, ``record_index`` (row of the index), ``offset`` (slot in
     the record), ``url`` (I.Sicily's page for an I.Sicily inscription, else ``""``), ``line``
     (the edition's printed line of the stretch: ``"5"``, or ``"5–6"`` when it runs over two or
-    more lines; ``None`` when the record carries no line numbers) and ``span`` (whether a
-    stretch was asked for, so that the label says the line, or that it is unknown)."""
+    more lines; ``None`` when the record carries no line numbers), ``span`` (whether a
+    stretch was asked for, so that the label says the line, or that it is unknown) and
+    ``citation`` (the corpus's own citation of an inscription, ``IOSPE I² 10``, ``I.Cret. I
+    xiv 1``, ``IIP akko0003``, from the index's ``works_meta``; ``""`` when unknown). ``url``
+    is the project's page of the inscription when the file gives one (I.Sicily, IGCyr, IOSPE)."""
 
     tier: str
     work: str
@@ -54,16 +57,18 @@ class Source:
     url: str = ""
     line: str | None = None
     span: bool = False
+    citation: str = ""
 
     def label(self) -> str:
-        """``ISic000154, l. 5`` (``ll. 5–6`` over two lines, ``line unknown`` for shards or an
+        """``ISic000154, l. 5``, ``IOSPE I² 10, l. 3`` (the corpus's citation when the index
+        holds it; ``ll. 5–6`` over two lines, ``line unknown`` for shards or an
         index without line numbers) for an inscription: its file's name, its text part when
         the file has several (``ISic000406, text b, l. 3``) and the line when a stretch was
         asked for; ``Homer, hom.il 1`` (author, Perseus work abbreviation, passage) for a
         Perseus work; else the record id."""
         part = self.record.split("#", 1)[-1] if "#" in self.record else ""
-        if inscription_number(self.work) is not None:
-            name = self.work.rsplit("/", 1)[-1].removesuffix(".xml")
+        if self.citation or inscription_number(self.work) is not None:
+            name = self.citation or self.work.rsplit("/", 1)[-1].removesuffix(".xml")
             out = name if part in ("", "1") else f"{name}, text {part}"
             if not self.span:
                 return out
@@ -124,6 +129,11 @@ class ParallelsIndex:
         self.rec_work = load("rec_work", mmap=False)
         self._ids, self._ids_off = load("ids"), load("ids_off")
         self._works, self._works_off = load("works"), load("works_off")
+        self._meta: dict[int, dict] = {}
+        if (folder / "works_meta.npy").exists():  # an index built before it has none
+            self._works_meta, self._works_meta_off = load("works_meta"), load("works_meta_off")
+        else:
+            self._works_meta = self._works_meta_off = None
         self.line_start = load("line_start", mmap=False)
         self._line_label, self._line_label_off = load("line_label"), load("line_label_off")
         self.tiers: list[str] = list(self.manifest.get("tiers", []))
@@ -236,6 +246,20 @@ class ParallelsIndex:
     def work_name(self, w: int) -> str:
         return bytes(self._works[self._works_off[w] : self._works_off[w + 1]]).decode("utf-8")
 
+    def work_meta(self, w: int) -> dict:
+        """What the source says of work ``w`` (``corpus``, ``citation``, ``url``, ``place``,
+        ...; :attr:`stoicheia.sources.SourceRecord.meta`), ``{}`` when the index has none."""
+        if self._works_meta is None or w + 1 >= len(self._works_meta_off):
+            return {}
+        if w not in self._meta:
+            a, b = int(self._works_meta_off[w]), int(self._works_meta_off[w + 1])
+            raw = bytes(self._works_meta[a:b]).decode("utf-8")
+            try:
+                self._meta[w] = json.loads(raw) if raw else {}
+            except ValueError:  # a hand edit: no citation rather than no parallels
+                self._meta[w] = {}
+        return self._meta[w]
+
     def line_index(self, pos: int, r: int) -> int | None:
         """The row in ``line_start`` of the line of record row ``r`` that slot ``pos`` stands
         on, or ``None`` (the record has no line numbers, or ``pos`` is before its first)."""
@@ -268,8 +292,10 @@ class ParallelsIndex:
         record, e.g. a match with its context), also the lines it stands on."""
         r = int(self.record_of(np.array([pos]))[0])
         work = self.work_name(int(self.rec_work[r]))
+        meta = self.work_meta(int(self.rec_work[r]))
         number = inscription_number(work)
         url = ISICILY_URL.format(number=number) if number is not None and "ISic" in work else ""
+        url = str(meta.get("url") or url)
         return Source(
             self.tiers[int(self.rec_tier[r])],
             work,
@@ -279,6 +305,7 @@ class ParallelsIndex:
             url,
             self.lines(*span) if span is not None else None,
             span is not None,
+            str(meta.get("citation") or ""),
         )
 
     def planes(self, a: int, b: int) -> Planes:
