@@ -401,3 +401,15 @@ def test_the_floor_and_the_default_decoder_are_chosen_by_hand():
     assert report_winner(result) == "parallels"  # 0.43 against 0.40
     result["protocols"]["supplements"]["views"]["report"]["decoders"]["parallels"]["top1"] = 0.3
     assert report_winner(result) == "fused"  # a tie at 0.40: the lower CER
+
+
+def test_corpus_words_of_a_text_without_word_ends_is_empty():
+    import numpy as np
+
+    from stoicheia.data.word_hashes import corpus_words
+    from stoicheia.text import alphabet as A
+
+    text = np.array([3, 4, 5, 0, 6], dtype=np.uint8)
+    none = np.full(5, A.BOUNDARY_INTERNAL)
+    assert corpus_words(text, none).size == 0, "scriptio continua gives no attested word"
+    assert corpus_words(np.zeros(3, dtype=np.uint8), none[:3]).size == 0

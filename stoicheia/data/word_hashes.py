@@ -51,6 +51,8 @@ def corpus_words(text: np.ndarray, boundary: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     letter = t > 0
     ends = letter & ((b == A.BOUNDARY_WORD) | (b == A.BOUNDARY_SENTENCE))
+    if not ends.any():  # no recorded word end (scriptio continua, or no letter): no word
+        return np.zeros(0, dtype=np.uint64)
     # a word starts after a separator or a recorded word end; it must run on over letters whose
     # boundary is internal and end at a recorded word end
     prev_end = np.concatenate([[True], ~letter[:-1] | ends[:-1]])
