@@ -307,3 +307,35 @@ def test_an_old_or_new_benchmark_folder_gets_its_intervals_again(tmp_path):
     assert "4-10" in hidden["band_differences"]
     table = (new / "benchmark.txt").read_text(encoding="utf-8")
     assert "fused: fusion weights on all gaps" in table and "ngram 0.5 " in table
+
+
+def test_each_corpus_gets_its_report_view_with_intervals():
+    result = _result()
+    corpora = ["I.Sicily", "IOSPE", "I.Sicily", "IIP", "IOSPE"]
+    of_text = {f"ISic0000{n}4.xml#1": corpora[n - 1] for n in range(1, 6)}
+    for p in result["protocols"].values():
+        for row in p["examples"]:
+            row["corpus"] = of_text[row["text"]]
+    res = add_differences(add_views(result), resamples=100)
+    p = res["protocols"]["hidden"]
+    report = rows_of(p["examples"], "report")
+    per_corpus = [v for v in p["views"] if v.startswith("report:")]
+    assert per_corpus == [
+        f"report:{c}" for c in sorted({r["corpus"] for r in report} | {c for c in corpora})
+    ]
+    # the per-corpus views split the report half: every report gap in exactly one
+    assert sum(p["views"][v]["gaps"] for v in per_corpus) == p["views"]["report"]["gaps"]
+    for v in per_corpus:
+        rows = rows_of(p["examples"], v)
+        assert all(r["half"] == "report" and r["corpus"] == v[7:] for r in rows)
+        if rows:
+            assert "fused-ngram" in p["views"][v]["differences"]
+    text = "\n".join(format_table(res))
+    shown = [v for v in per_corpus if p["views"][v]["gaps"]]
+    assert shown and all(f"report half, {v[7:]} only" in text for v in shown)
+    # one corpus only: no per-corpus view (it would repeat the report half)
+    single = _result()
+    for q in single["protocols"].values():
+        for row in q["examples"]:
+            row["corpus"] = "I.Sicily"
+    assert not [v for v in add_views(single)["protocols"]["hidden"]["views"] if ":" in v]

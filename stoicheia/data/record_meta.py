@@ -27,6 +27,7 @@ def record_meta(sample: Mapping) -> dict:
 
 
 def citation_of(meta: str) -> dict[str, str]:
-    """The ``citation`` and ``url`` of a record's JSON ``meta`` (for ``stats.json``)."""
+    """The ``corpus``, ``citation`` and ``url`` of a record's JSON ``meta`` (for
+    ``stats.json``: the benchmark reports per corpus)."""
     got = json.loads(meta) if meta else {}
-    return {k: got[k] for k in ("citation", "url") if k in got}
+    return {k: got[k] for k in ("corpus", "citation", "url") if k in got}

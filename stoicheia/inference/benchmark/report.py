@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stoicheia.inference.benchmark.views import view_name
+from stoicheia.inference.benchmark.views import CORPUS_VIEW, view_name
 from stoicheia.publish import atomic_path, atomic_write
 
 NAMES = {"model": "model", "ngram": "n-gram", "fused": "fused"}
@@ -255,7 +255,8 @@ def format_table(result: dict) -> list[str]:
         ]
         lines += _decoder_rows(rep["decoders"], res["decoders"])
         lines += difference_lines(rep) + band_difference_lines(rep)
-        for view in ("report_without_twins", "selection"):
+        per_corpus = [v for v in views if v.startswith(CORPUS_VIEW)]
+        for view in ("report_without_twins", "selection", *per_corpus):
             v = views[view]
             if view == "report_without_twins" and (
                 v["gaps"] == rep["gaps"] and not result.get("contamination")

@@ -382,17 +382,23 @@ def benchmark(
         fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)
         decs[fam.name] = fam.make(fusion[fam.name]["chosen"])
     results = run_tasks(decs, tasks, progress)
+    dev = read_stats(Path(shard_root)).get("inscription_dev", {})
+    # each text's corpus (I.Sicily, IOSPE, ...: the EpiDoc header's, kept by convert)
+    corpus_of_work = {w["work"]: w["corpus"] for w in dev.get("works", []) if w.get("corpus")}
+    corpus_of_text = {t.id: corpus_of_work.get(t.work) for t in texts}
     for res in results.values():
         for row in res["examples"]:
             row["half"] = half_of(row["text"])
             row["twin"] = row["text"] in twins
+            if corpus_of_text.get(row["text"]):
+                row["corpus"] = corpus_of_text[row["text"]]
     halves = split_halves(t.id for t in texts)
-    dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     corpus = {
         "shards": str(shard_root),
         "set": "inscription dev set",
         "digits": dev.get("digits", []),
         "inscriptions": len({t.work for t in texts}),
+        "per_corpus": dict(Counter(c or "unknown" for c in corpus_of_text.values())),
         "texts": len(texts),
         "letters": sum(
             int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts

@@ -12,7 +12,11 @@ recomputed from the per-gap entries exactly as the benchmark computes its own
 * ``report_without_twins``: the same, less the gaps of texts that have a training twin;
 * ``selection``: the gaps of the selection half, on which the weights were chosen (the
   fused row there is an upper estimate);
-* ``all_without_twins``: every gap of texts without a twin (both halves).
+* ``all_without_twins``: every gap of texts without a twin (both halves);
+* ``report:CORPUS`` (one per corpus, when the dev set holds texts of two corpora or more):
+  the report half's gaps of the texts of one corpus (``I.Sicily``, ``IOSPE``, ``IGCyr``,
+  ``I.Cret.``, ``IIP``: the ``corpus`` of each gap's entry, from the EpiDoc header via
+  ``stats.json``), so that each region's figures and intervals stand apart.
 
 Each view holds ``{"gaps", "inscriptions", "texts", "decoders": {name: figures, by length
 band included}}``; :func:`~.bootstrap.add_differences` adds its intervals.
@@ -44,18 +48,38 @@ VIEW_NAMES = {
 }
 
 
+#: the prefix of a per-corpus view: ``report:IOSPE``
+CORPUS_VIEW = "report:"
+
+
 def view_name(view: str, fused: bool) -> str:
     """How the table names ``view``; ``fused``: fusion weights were chosen on the selection
     half (the name then says which half chose them)."""
+    if view.startswith(CORPUS_VIEW):
+        return f"report half, {view[len(CORPUS_VIEW) :]} only"
     name, why = VIEW_NAMES[view]
     return name + (why if fused else "")
 
 
+def _keep(view: str) -> Callable[[dict], bool]:
+    if view.startswith(CORPUS_VIEW):
+        corpus = view[len(CORPUS_VIEW) :]
+        return lambda r: r.get("half") == "report" and r.get("corpus") == corpus
+    return VIEWS[view]
+
+
 def rows_of(examples: list[dict], view: str) -> list[dict]:
-    """The per-gap entries of ``examples`` in ``view`` (a key of :data:`VIEWS`). Raises
-    ``KeyError`` for an unknown view."""
-    keep = VIEWS[view]
+    """The per-gap entries of ``examples`` in ``view`` (a key of :data:`VIEWS`, or
+    ``report:CORPUS``). Raises ``KeyError`` for an unknown view."""
+    keep = _keep(view)
     return [r for r in examples if keep(r)]
+
+
+def corpus_views(examples: list[dict]) -> list[str]:
+    """The per-corpus views of ``examples``: ``report:CORPUS`` for each corpus of their
+    entries, sorted, when there are two or more (one corpus: the report view itself)."""
+    corpora = sorted({str(r["corpus"]) for r in examples if r.get("corpus")})
+    return [CORPUS_VIEW + c for c in corpora] if len(corpora) > 1 else []
 
 
 def add_views(result: dict) -> dict:
@@ -69,7 +93,7 @@ def add_views(result: dict) -> dict:
         decoders = list(res.get("decoders", {}))
         known = not any("length_right" in f for f in res["decoders"].values())
         views = {}
-        for view in VIEWS:
+        for view in [*VIEWS, *corpus_views(examples)]:
             rows = rows_of(examples, view)
             views[view] = {
                 "gaps": len(rows),
@@ -81,4 +105,12 @@ def add_views(result: dict) -> dict:
     return result
 
 
-__all__ = ["VIEWS", "VIEW_NAMES", "add_views", "rows_of", "view_name"]
+__all__ = [
+    "CORPUS_VIEW",
+    "VIEWS",
+    "VIEW_NAMES",
+    "add_views",
+    "corpus_views",
+    "rows_of",
+    "view_name",
+]
