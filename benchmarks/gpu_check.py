@@ -27,15 +27,18 @@ Stages (torch and numpy only, :mod:`gpu_stages.core`, :mod:`gpu_stages.trunk`):
 Composer stages (run only when composer, streaming and omegaconf import; else reported as
 ``skipped (composer missing)``; :mod:`gpu_stages.composer_stages`):
 
-4. ``train_path``: ``build_trainer`` on ``yamls/stoicheia.yaml`` (DDP through
+4. ``shards``: ``--shards``, else ``data/shards``, else a few works of the corpus
+   (``shared/corpus`` in the checkout or beside it), else synthetic Greek text, converted into
+   ``WORK/shards`` once for the stages after it.
+5. ``train_path``: ``build_trainer`` on ``yamls/stoicheia.yaml`` (DDP through
    ``python -m stoicheia.launch`` on several GPUs), ``--steps`` steps of ``Trainer.fit`` and
    one ``Trainer.eval``.
-5. ``train``: the recipe on ``yamls/stoicheia.yaml`` at reduced steps, on every GPU, stopped by
+6. ``train``: the recipe on ``yamls/stoicheia.yaml`` at reduced steps, on every GPU, stopped by
    SIGTERM (the preemption path) or at its last step, its checkpoint exported.
 
 Then, if time is left:
 
-6. ``trunk_32``: stage 3 with all 32 blocks (with activation checkpointing if the card runs
+7. ``trunk_32``: stage 3 with all 32 blocks (with activation checkpointing if the card runs
    out of memory without).
 
 ``--dry-run`` (and any run without CUDA) runs every stage with tiny shapes on the CPU
@@ -73,6 +76,7 @@ STAGES: tuple[tuple[str, float, float, bool], ...] = (
     ("env", 45, 120, False),
     ("flex_vs_sdpa", 75, 150, False),
     ("trunk_8", 150, 240, False),
+    ("shards", 120, 300, True),
     ("train_path", 200, 300, True),
     ("train", 200, 300, True),
     ("trunk_32", 300, 240, False),
@@ -118,6 +122,10 @@ def _dispatch(rec: Recorder, args: argparse.Namespace) -> bool:
         from gpu_stages.trunk import stage_trunk
 
         return stage_trunk(rec, args.dry_run, int(name.split("_")[1]), args.steps)
+    if name == "shards":
+        from gpu_stages.composer_stages import stage_shards
+
+        return stage_shards(rec, args)
     if name == "train_path":
         from gpu_stages.composer_stages import stage_train_path
 
@@ -140,8 +148,11 @@ def _child_command(name: str, args: argparse.Namespace, limit: float, gpus: int)
         child += ["--shards", str(args.shards)]
     if args.dry_run:
         child.append("--dry-run")
-    if name == "train_path" and gpus > 1:
-        return [sys.executable, "-m", "stoicheia.launch", "-n", str(gpus), *child]
+    if args.processes:
+        child += ["--processes", str(args.processes)]
+    n = args.processes or gpus
+    if name == "train_path" and n > 1:
+        return [sys.executable, "-m", "stoicheia.launch", "-n", str(n), *child]
     return [sys.executable, *child]
 
 
@@ -266,6 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="steps of the train stage (default 0: 30 on a GPU, until stopped on a CPU)",
     )
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="processes of the train_path and train stages (default 0: one per GPU; on a CPU "
+        "with --dry-run, 2 runs them as DDP over gloo)",
+    )
     p.add_argument("--stage", help=argparse.SUPPRESS)
     p.add_argument("--limit", type=float, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -318,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         limit = min(gpu_s if gpu_run else cpu_s, left)
         statuses.append(run_stage(name, args, limit, int(env_fig.get("gpus") or 0)))
+        if name == "shards" and statuses[-1] == "ok":  # the next stages use them as given
+            args.shards = Path(read_figures(args.out)["shards"]["path"])
         print(text_report({name: read_figures(args.out)[name]}), end="", flush=True)
         _write_summary(args.out)
     rec.put(

@@ -59,6 +59,7 @@ def test_core_stages_pass_where_composer_cannot_be_imported(tmp_path) -> None:
         "env": "ok",
         "flex_vs_sdpa": "ok",
         "trunk_8": "ok",
+        "shards": "skipped (composer missing)",
         "train_path": "skipped (composer missing)",
         "train": "skipped (composer missing)",
         "trunk_32": "ok",
@@ -104,7 +105,7 @@ def test_composer_stages_run_on_the_gpu_machines_packages_plus_the_carried_wheel
     out = tmp_path / "check"
     proc = _check(
         out,
-        "--stages", "env,train_path,train",
+        "--stages", "env,shards,train_path,train",
         "--shards", str(small_shards),
         "--steps", "3",
         "--train-seconds", "15",
@@ -115,6 +116,7 @@ def test_composer_stages_run_on_the_gpu_machines_packages_plus_the_carried_wheel
     statuses = {k: v.get("status") for k, v in figures.items()}
     assert proc.returncode == 0, (statuses, proc.stdout[-3000:], proc.stderr[-2000:])
     assert figures["env"]["composer_stack"].startswith("ok (composer 0.32.1")
+    assert figures["shards"]["path"] == str(small_shards) and figures["shards"]["from"] == "given"
     path = figures["train_path"]
     assert path["status"] == "ok" and path["steps"] == 3
     assert path["config"] == "yamls/stoicheia.yaml (tiny CPU shape)"
@@ -137,6 +139,7 @@ def test_a_stage_that_overruns_is_killed_and_reported(tmp_path) -> None:
         dry_run=True,
         train_seconds=0,
         train_steps=0,
+        processes=0,
         child_env=dict(os.environ),
     )
     assert gpu_check.run_stage("env", args, limit=0.2) == "overrun"  # importing torch is slower

@@ -1,5 +1,5 @@
-"""Stages ``train_path`` and ``train``: the training path as the recipe builds it, through
-Composer. Imported only when Composer, streaming and omegaconf import (the driver asks the
+"""Stages ``shards``, ``train_path`` and ``train``: the training path as the recipe builds it,
+through Composer. Imported only when Composer, streaming and omegaconf import (the driver asks the
 ``env`` stage first); everything else of the check runs without them.
 """
 
@@ -137,6 +137,15 @@ def find_shards(given: Path | None, work: Path) -> tuple[Path, str]:
         progress=False,
     )
     return target, "synthetic Greek text (no corpus on this machine)"
+
+
+def stage_shards(rec: Recorder, args: Any) -> bool:
+    """The shards the Composer stages train on (:func:`find_shards`), made once, in one
+    process, before a stage runs on several GPUs (whose processes would each convert)."""
+    shards, source = find_shards(args.shards, Path(args.work))
+    rec.put("path", str(shards))
+    rec.put("from", source)
+    return True
 
 
 def _shards(rec: Recorder | None, args: Any) -> Path:
@@ -279,7 +288,7 @@ def stage_train(rec: Recorder, args: Any, limit_s: float) -> bool:
     work = Path(args.work)
     run_dir, name = work / "runs", "gpu-check-train"
     shards = _shards(rec, args)
-    n = _gpus() if gpu else 1
+    n = getattr(args, "processes", 0) or (_gpus() if gpu else 1)
     extra = batch_overrides(n) if gpu else list(CPU_OVERRIDES)
     # on a GPU a short run that checkpoints (and evaluates) at its last step; on a CPU a long
     # one with checkpoints every 4 steps, which the SIGTERM ends

@@ -75,7 +75,9 @@ def stage_env(rec: Recorder, dry_run: bool) -> bool:
         )
         peak = peak_flops(name, "amp_bf16")
         rec.put("peak_bf16_tflops", peak / 1e12 if peak else "not in stoicheia.train.flops")
-    rec.put("composer_stack", composer_stack())
+    stack = rec.put("composer_stack", composer_stack())
+    if stack.startswith("ok"):  # where from: the environment, or the carried wheels (--wheels)
+        rec.put("composer_from", os.path.dirname(os.path.dirname(sys.modules["composer"].__file__)))
     return True
 
 

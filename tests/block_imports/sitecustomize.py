@@ -53,8 +53,9 @@ class _Refuse:
             if not allowed and self.allow_from:
                 allowed = any(
                     os.path.exists(os.path.join(folder, top))
-                    or os.path.exists(os.path.join(folder, top + ".py"))
+                    or any(f.startswith(top + ".") for f in os.listdir(folder))  # .py, .so
                     for folder in self.allow_from
+                    if os.path.isdir(folder)
                 )
             refused = not allowed
         self._seen[top] = refused
