@@ -96,7 +96,8 @@ def test_composer_stages_run_on_the_gpu_machines_packages_plus_the_carried_wheel
 ) -> None:
     """Every import outside the GPU machine's package list and benchmarks/gpu_wheels.txt is
     refused (in the check, its stages, the recipe, the launcher, the export): the Composer
-    stages run, the recipe is stopped by SIGTERM (143) and its checkpoint exported."""
+    stages run with two processes (DDP over gloo, as on two GPUs), the recipe is stopped by
+    SIGTERM (143) through the launcher and its checkpoint exported."""
     allowed = tmp_path / "allowed.txt"
     carried = [r.split("==")[0] for r in gpu_wheels.requirements()]
     allowed.write_text(
@@ -109,7 +110,8 @@ def test_composer_stages_run_on_the_gpu_machines_packages_plus_the_carried_wheel
         "--shards", str(small_shards),
         "--steps", "3",
         "--train-seconds", "15",
-        "--budget", "900",
+        "--processes", "2",
+        "--budget", "1000",
         env=_env(STOICHEIA_ONLY_DISTS=str(allowed)),
     )  # fmt: skip
     figures = json.loads((out / "figures.json").read_text())
@@ -118,12 +120,13 @@ def test_composer_stages_run_on_the_gpu_machines_packages_plus_the_carried_wheel
     assert figures["env"]["composer_stack"].startswith("ok (composer 0.32.1")
     assert figures["shards"]["path"] == str(small_shards) and figures["shards"]["from"] == "given"
     path = figures["train_path"]
-    assert path["status"] == "ok" and path["steps"] == 3
+    assert path["status"] == "ok" and path["steps"] == 3 and path["world_size"] == 2
     assert path["config"] == "yamls/stoicheia.yaml (tiny CPU shape)"
     assert path["train_dynamo"]["graph_breaks"] == 0
     assert path["compiled_flex_cache"] != "RAW flex_attention"
     train = figures["train"]
     assert train["status"] == "ok" and train["config"].startswith("yamls/stoicheia.yaml")
+    assert train["processes"] == 2
     assert train["stopped_by_sigterm"] and train["exit_status"] == 143
     assert 0 < train["export_bytes"] < 16 * 2**20
     assert (out / "work" / "export" / "model.safetensors").exists()
