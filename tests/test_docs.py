@@ -199,6 +199,13 @@ def check_command(words: list[str], where: str) -> None:
             f"{where}: {script} does not exist"
         )
         return
+    if prog == "python3":
+        # the system Python of a bare GPU machine (torch, numpy, no stoicheia environment):
+        # only benchmarks/gpu_check.py is run so (tests/test_gpu_check.py)
+        script = args[0] if args else ""
+        assert script == "benchmarks/gpu_check.py", f"{where}: {script} needs the environment"
+        check_options((PY, script), args[1:], where)
+        return
     if prog == ".venv/bin/tensorboard":
         return  # Composer's TensorboardLogger's viewer; its --logdir is the run folder
     pytest.fail(f"{where}: no check for the command {' '.join(words)}; teach tests/test_docs.py")

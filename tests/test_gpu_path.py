@@ -21,9 +21,9 @@ from torch.nn.attention.flex_attention import flex_attention
 
 from stoicheia.data.eval_batches import build_eval_batches
 from stoicheia.model import attention
-from stoicheia.model.composer_model import loss_terms
 from stoicheia.model.config import EncoderConfig
 from stoicheia.model.encoder import CharBertEncoder
+from stoicheia.model.loss import loss_terms
 from stoicheia.model.metrics import BitsPerChar
 from stoicheia.train.algorithms.gradient_guard import GradientGuard, TrainingDiverged
 from stoicheia.train.flops import (

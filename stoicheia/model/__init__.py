@@ -20,7 +20,7 @@ _LAZY = {
     "DiaAccuracy": "stoicheia.model.metrics",
     "PunctAccuracy": "stoicheia.model.metrics",
     "StoicheiaModel": "stoicheia.model.composer_model",
-    "loss_terms": "stoicheia.model.composer_model",
+    "loss_terms": "stoicheia.model.loss",
 }
 
 __all__ = ["EncoderConfig", "mlp_hidden_size", *_LAZY]
