@@ -339,3 +339,28 @@ def test_each_corpus_gets_its_report_view_with_intervals():
         for row in q["examples"]:
             row["corpus"] = "I.Sicily"
     assert not [v for v in add_views(single)["protocols"]["hidden"]["views"] if ":" in v]
+
+
+def test_a_sample_of_the_dev_set_is_even_stable_and_nested(tmp_path, corpus_root):
+    import json
+
+    from stoicheia.inference.benchmark.protocols import read_dev_texts
+
+    isic = corpus_root / "isicily" / "inscriptions"
+    names = sorted(p.name for p in isic.glob("ISic00*4.xml"))[:40]
+    (tmp_path / "stats.json").write_text(
+        json.dumps(
+            {
+                "inscription_dev": {
+                    "works": [{"tier": "bronze", "work": n, "epidoc": str(isic / n)} for n in names]
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    small = {t.work for t in read_dev_texts(tmp_path, sample=5)}
+    large = {t.work for t in read_dev_texts(tmp_path, sample=12)}
+    assert len(small) <= 5 and small <= large and len(large) <= 12
+    assert small == {t.work for t in read_dev_texts(tmp_path, sample=5)}, "the same every run"
+    first = {t.work for t in read_dev_texts(tmp_path, max_texts=12)}
+    assert large != first, "drawn from the whole set, not its first files"

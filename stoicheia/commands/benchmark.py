@@ -62,6 +62,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="only the first texts of the dev set (default all)",
     )
     p.add_argument(
+        "--sample",
+        type=int_in(1, meaning=" inscriptions"),
+        help="only this many inscriptions of the dev set, drawn evenly from all of it (every "
+        "corpus and both halves in proportion; the same on every machine): a quicker look, as "
+        "the demo takes (default all)",
+    )
+    p.add_argument(
         "--epidoc-root",
         help="read the dev inscriptions' EpiDoc files from this folder (the tier's, e.g. "
         "../shared/corpus/isicily) instead of the paths stats.json recorded at conversion",
@@ -253,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
                 spans_per_text=args.spans_per_text,
                 seed=args.seed,
                 max_texts=args.max_texts,
+                sample=args.sample,
                 ngram=ngram,
                 unknown_width=args.unknown_width,
                 epidoc_root=args.epidoc_root,

@@ -94,6 +94,7 @@ def _is_letter(ch: str) -> bool:
 def read_dev_texts(
     shard_root: str | Path,
     max_texts: int | None = None,
+    sample: int | None = None,
     counts: Counter | None = None,
     epidoc_root: str | Path | None = None,
 ) -> list[DevText]:
@@ -101,7 +102,11 @@ def read_dev_texts(
     from their EpiDoc files with the EpiDoc options of the conversion (``stats.json``), except
     that supplements are always kept as bracketed text (the ``supplements`` protocol needs
     them). Records that ``convert`` would reject (not Greek enough, empty) are left out and
-    counted in ``counts`` (``rejected:<reason>``); ``max_texts`` keeps the first records.
+    counted in ``counts`` (``rejected:<reason>``); ``max_texts`` keeps the first records;
+    ``sample`` keeps the records of ``sample`` inscriptions drawn evenly from the whole dev set
+    (those whose BLAKE2b hash of ``"stoicheia-dev-sample|" + work`` is lowest: every corpus and
+    both halves in proportion, the same inscriptions on every machine, a larger sample holding
+    a smaller one).
     ``epidoc_root``: read each file as ``epidoc_root / work`` (the work id is the path relative
     to the tier's folder) instead of the path recorded at conversion.
 
@@ -131,6 +136,9 @@ def read_dev_texts(
     min_greek = float(stats.get("min_greek", 0.95))
     counts = counts if counts is not None else Counter()
     out: list[DevText] = []
+    if sample is not None:
+        keep = set(sorted((w["work"] for w in works), key=_sample_rank)[:sample])
+        works = [w for w in works if w["work"] in keep]
     for w in works:
         path = Path(epidoc_root) / w["work"] if epidoc_root is not None else Path(w["epidoc"])
         if not path.exists():
@@ -153,6 +161,10 @@ def read_dev_texts(
             if max_texts is not None and len(out) >= max_texts:
                 return out
     return out
+
+
+def _sample_rank(work: str) -> bytes:
+    return hashlib.blake2b(f"stoicheia-dev-sample|{work}".encode(), digest_size=8).digest()
 
 
 def _lacuna_index(text: str, start: int) -> int:

@@ -300,6 +300,7 @@ def benchmark(
     spans_per_text: int = 3,
     seed: int = 1234,
     max_texts: int | None = None,
+    sample: int | None = None,
     ngram: LetterNgram | None = None,
     unknown_width: int = 20,
     epidoc_root: str | Path | None = None,
@@ -327,7 +328,8 @@ def benchmark(
     dev texts' near-duplicates among the training records (:mod:`.contamination`;
     None: not measured, no text counts as a twin). ``bootstrap``: resamples of the paired
     bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded with
-    ``seed``; 0: none).
+    ``seed``; 0: none). ``sample``: the inscriptions of an even sample of the dev set only
+    (:func:`~.protocols.read_dev_texts`).
 
     Returns ``{"corpus": {...}, "halves": {"rule", "selection": [inscriptions], "report":
     [...], "gaps": {protocol: {half: n}}}, "protocols": (see :func:`run_tasks`; each gap's
@@ -343,7 +345,9 @@ def benchmark(
     from stoicheia.text.encode import encode_text
 
     counts: Counter = Counter()
-    texts = read_dev_texts(shard_root, max_texts=max_texts, counts=counts, epidoc_root=epidoc_root)
+    texts = read_dev_texts(
+        shard_root, max_texts=max_texts, sample=sample, counts=counts, epidoc_root=epidoc_root
+    )
     tasks = build_tasks(texts, protocols, spans_per_text, seed, counts)
     if not any(tasks.values()):
         raise BenchmarkError(
@@ -420,6 +424,7 @@ def benchmark(
             "spans_per_text": spans_per_text,
             "seed": seed,
             "max_texts": max_texts,
+            "sample": sample,
             "unknown_width": unknown_width,
             "candidates": max(TOP_KS),
             "top_k": list(TOP_KS),
