@@ -25,7 +25,7 @@ def test_shipped_configs_load():
     assert full.train.nominal_steps == 120_000 and full.train.max_steps == 160_000
     assert full.data.tier_weights == {"gold": 0.987, "silver": 0.004, "bronze": 0.009}
     assert full.train.save_interval == 2000 and full.data.eval_records == 256
-    assert demo.data.tier_weights == {"gold": 0.88, "silver": 0.04, "bronze": 0.08}
+    assert demo.data.tier_weights == {"gold": 0.76, "silver": 0.04, "bronze": 0.2}
 
 
 def test_every_shipped_yaml_validates_and_the_cpu_runs_share_the_sweep_shape():

@@ -338,4 +338,4 @@ def test_inscription_dev_option_errors_and_summary(tmp_path, capsys, corpus_root
     assert (
         cli_main(args + [f"bronze={isic / n}" for n in ("ISic000634.xml", "ISic000635.xml")]) == 0
     )
-    assert "inscription dev set (numbers ending in 4): 1 inscriptions" in capsys.readouterr().out
+    assert "inscription dev set (dev digit 4): 1 inscriptions" in capsys.readouterr().out

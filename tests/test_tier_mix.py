@@ -205,8 +205,10 @@ def test_the_run_prints_its_mix_and_keeps_it_for_status(small_shards, tmp_path, 
     silver = next(r for r in facts["tiers"] if r["tier"] == "silver")
     rows = cfg.train.micro_batch_rows * (cfg.train.grad_accum or 1)
     slots = rows * cfg.data.seq_len
-    # silver's letter share: 0.04 / 0.92 in the stable mix (80 steps), 1/2 in phase 1 (10)
-    read = (0.04 / 0.92 * 80 + 0.5 * 10) * slots
+    # silver's letter share: its weight over the tiers with letters in the stable mix (80
+    # steps; the tiny run sets bronze to 0), 1/2 in phase 1 (10)
+    w = cfg.data.tier_weights
+    read = (w["silver"] / (w["gold"] + w["silver"]) * 80 + 0.5 * 10) * slots
     assert silver["letters_read"] == pytest.approx(read)
     assert silver["reads"] == pytest.approx(read / sizes["silver"].letters)
 

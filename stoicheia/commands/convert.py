@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     dev = summary.get("inscription_dev", {})
     if dev.get("works"):
         print(
-            f"inscription dev set (numbers ending in {', '.join(map(str, dev['digits']))}): "
+            f"inscription dev set (dev digit {', '.join(map(str, dev['digits']))}): "
             f"{len(dev['works']):,} inscriptions, "
             f"{sum(w['records'] for w in dev['works']):,} records, "
             f"{sum(w['letters'] for w in dev['works']):,} letters, "
