@@ -348,9 +348,12 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
     assert fusion.ngram is None and fusion.parallels_weight == 0.4
     assert fusion.parallels.records == ParallelsIndex(corpus / "parallels").records
     assert "chosen on dev half A" in fusion.parallels_source
-    # the folder as the user would type it, from where they are
+    # the folder relative to the one holding it and the checkpoint (never absolute, the same
+    # from any current folder: the page's notes must not tell the server's folders)
+    shown = f"{corpus.parent.name}/{corpus.name}/parallels, weight chosen on dev half A"
+    assert fusion.parallels_source.startswith(shown)
     monkeypatch.chdir(corpus)
-    assert find_fusion(model).parallels_source.startswith("parallels, weight chosen on dev half A")
+    assert find_fusion(model).parallels_source.startswith(shown)
     monkeypatch.chdir(tmp_path)
     # --ngram-weight 0 leaves the n-gram out, not the parallels: the note says which
     from stoicheia.commands.restore import without_ngram_note

@@ -112,7 +112,7 @@ def test_a_damaged_index_is_refused_in_one_line_naming_the_file_and_the_fix(
     _one_error(["parallels", "καὶ τῶι δήμωι", "--index", str(folder)], capsys, name)
 
 
-def test_a_damaged_index_named_in_fusion_json_is_one_restore_error(shards, tmp_path):
+def test_a_damaged_index_named_in_fusion_json_is_one_note_and_restoring_goes_on(shards, tmp_path):
     from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
     from stoicheia.inference.restore.reading import RestoreError
 
@@ -125,8 +125,14 @@ def test_a_damaged_index_named_in_fusion_json_is_one_restore_error(shards, tmp_p
         config: dict = {}
 
     FusionConfig(parallels_weight=0.5, parallels_index=str(folder)).save(tmp_path / FUSION_FILE)
+    notes: list[str] = []
+    assert find_fusion(Model(), notes=notes) is None  # no index, no n-gram: the model alone
+    said = [n for n in notes if "parallels" in n]
+    assert len(said) == 1 and "sa.npy" in said[0] and "stoicheia index" in said[0]
+    assert str(tmp_path) not in said[0], "a note never shows the server's absolute paths"
+    # given on the command line, the same index is refused in one line
     with pytest.raises(RestoreError, match="sa.npy"):
-        find_fusion(Model())
+        find_fusion(Model(), parallels=str(folder))
     # a weight out of range is the user's first fault to hear of: checked before any file opens
     with pytest.raises(RestoreError, match="--ngram-weight 1.5"):
         find_fusion(Model(), weight=1.5)
@@ -191,9 +197,13 @@ def test_the_source_page_answers_a_broken_fusion_json_in_one_line(shards, tmp_pa
     add_source_routes(app, Model())
     client = TestClient(app)
     assert client.get("/source/0").status_code == 200  # the run's shards' index
+    # an index named in fusion.json that has gone: no index (said in restore's notes), no 500
     (tmp_path / FUSION_FILE).write_text('{"parallels_index": "/moved/away"}', encoding="utf-8")
     got = client.get("/source/0")
-    assert got.status_code == 503 and "/moved/away" in got.json()["detail"]
+    assert got.status_code == 404 and "no record 0" in got.json()["detail"]
+    (tmp_path / FUSION_FILE).write_text('{"parallels_weight": 3}', encoding="utf-8")
+    got = client.get("/source/0")  # a hand-edited fusion.json: its one line
+    assert got.status_code == 503 and "parallels_weight" in got.json()["detail"]
 
 
 def test_a_build_cut_short_leaves_the_previous_index_whole(shards, tmp_path, monkeypatch):

@@ -102,7 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="INDEX",
         help="parallels index folder (stoicheia index): adds the rows 'parallels' (alone, "
         "backing off to the n-gram) and 'fused3' (network + n-gram + parallels; default: "
-        "SHARDS/parallels when it exists; '' for none)",
+        "SHARDS/parallels when it exists; '' for none); --save-fusion stores it in fusion.json "
+        "relative to the checkpoint's folder",
     )
     p.add_argument(
         "--fused3-weights",
@@ -184,7 +185,12 @@ def run(args: argparse.Namespace) -> int:
         )
     model = load(args, "benchmark")
     data = model.config.get("data", {})
-    shards = args.shards or data.get("shard_root")
+    shards = args.shards
+    if not shards:  # the run's, found from the checkpoint's folder (not the current one)
+        from stoicheia.inference.run_paths import run_shards
+
+        root, found = run_shards(model.config, str(model.source))
+        shards = str(found) if found is not None else root
     if not shards or not Path(shards).is_dir():
         return fail(
             "benchmark",
@@ -316,7 +322,9 @@ def run(args: argparse.Namespace) -> int:
             f"wrote {target}: the n-gram, at weight {weight:g} for the network and the n-gram "
             "alone (chosen on the selection half; restore uses it when no parallels are fused in)"
         )
-        config = fusion_config(result, index.folder if index is not None else None)
+        config = fusion_config(
+            result, index.folder if index is not None else None, beside=target.parent
+        )
         config.save(target.with_name(FUSION_FILE))
         print(
             f"wrote {target.with_name(FUSION_FILE)}: "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from stoicheia.cli_args import int_in
 from stoicheia.commands.common import fail, stdin_text
@@ -19,7 +20,7 @@ LEFT_OUT = {
     "control": "control character(s)",
 }
 
-#: where ``stoicheia convert --out data/shards`` puts the index
+#: where ``stoicheia convert --out data/shards`` puts the index, in the checkout of the package
 DEFAULT_INDEX = "data/shards/parallels"
 
 
@@ -31,8 +32,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("text", metavar="TEXT", help="Greek text (Leiden allowed); '-' reads stdin")
     p.add_argument(
         "--index",
-        default=DEFAULT_INDEX,
-        help=f"parallels index folder, or the shards folder holding it (default {DEFAULT_INDEX})",
+        "--parallels",
+        dest="index",
+        metavar="DIR",
+        help="parallels index folder, the shards folder holding it, or a checkpoint or run "
+        "folder (its fusion.json's index, else its run's shards' index; default: "
+        f"{DEFAULT_INDEX} of the checkout stoicheia runs from, wherever the command is run)",
     )
     p.add_argument(
         "--top", type=int_in(1, meaning=" passages"), default=10, help="passages listed (10)"
@@ -47,6 +52,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def index_folder(given: str | None) -> Path:
+    """The index folder ``stoicheia parallels`` reads: ``given`` (``--index``: an index or
+    shards folder as typed; a checkpoint or run folder: its own index,
+    :func:`~stoicheia.inference.run_paths.run_index`), else :data:`DEFAULT_INDEX` in the
+    checkout the package runs from (:func:`~stoicheia.inference.run_paths.checkout_root`),
+    never relative to the current folder; an installed package without a checkout: the
+    current folder's."""
+    from stoicheia.inference.run_paths import checkout_root, run_index
+
+    if given:
+        p = Path(given)
+        if (p / "manifest.json").is_file() or (p / "parallels").is_dir():
+            return p
+        run = run_index(p) if p.suffix == ".pt" or p.is_dir() else None
+        return run if run is not None else p
+    root = checkout_root()
+    return (root if root is not None else Path()) / DEFAULT_INDEX
+
+
 def run(args: argparse.Namespace) -> int:
     """List the passages; 0, or 2 after one line on stderr (no index, no Greek letter)."""
     from stoicheia.inference.parallels.index import IndexError_, open_index
@@ -56,10 +80,11 @@ def run(args: argparse.Namespace) -> int:
     text = stdin_text("parallels") if args.text == "-" else args.text
     if text is None:  # not UTF-8: said in one line
         return 2
+    folder = index_folder(args.index)
     try:
-        index = open_index(args.index)
+        index = open_index(str(folder))
     except IndexError_ as err:
-        return fail("parallels", str(err))
+        return fail("parallels", str(err) + ("" if args.index else "; or give --index DIR"))
     encoded = encode_text(text)
     planes = encoded.planes
     if planes.n_letters() == 0:

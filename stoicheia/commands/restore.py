@@ -67,7 +67,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--parallels",
         metavar="INDEX",
         help="parallels index folder (default: fusion.json's, else the run's shards' parallels "
-        "folder, if any; '' for none): each gap's corpus parallels are listed",
+        "folder, found from the checkpoint's folder; '' for none): each gap's corpus parallels "
+        "are listed",
     )
     p.add_argument(
         "--parallels-weight",
@@ -240,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from stoicheia.inference.restore.fusion_file import find_fusion
 
+        found: list[str] = []  # the parts restoration goes on without, one note each
         fusion = find_fusion(
             model,
             args.ngram,
@@ -247,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
             parallels=args.parallels,
             parallels_weight=args.parallels_weight,
             decoder=args.decoder,
+            notes=found,
         )
         result = restore(
             model,
@@ -271,8 +274,10 @@ def run(args: argparse.Namespace) -> int:
         if stop is not None:
             stop()
     decoder = args.decoder or (fusion.decoder if fusion is not None else "fused")
-    if (fusion is None or fusion.ngram is None) and result.gaps and decoder == "fused":
-        result.notes.append(without_ngram_note(fusion, args.ngram_weight))
+    if result.gaps:
+        if (fusion is None or fusion.ngram is None) and decoder == "fused":
+            found.append(without_ngram_note(fusion, args.ngram_weight))
+        result.notes += [n for n in dict.fromkeys(found) if n not in result.notes]
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -281,22 +286,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def without_ngram_note(fusion: Any, ngram_weight: float | None) -> str:
-    """The note of a restoration decoded without the letter n-gram: asked for (``ngram_weight``
-    0) or none beside the checkpoint. ``fusion``: the search's
-    :class:`~stoicheia.inference.restore.gap_search.Fusion` or ``None``; "the model alone" only
-    when no parallels are fused in either."""
-    from stoicheia.inference.restore.fusion_file import NGRAM_FILE
+    """:func:`stoicheia.inference.restore.fusion_file.without_ngram_note` (imported when called:
+    this module is read by ``stoicheia --help``, which loads no torch)."""
+    from stoicheia.inference.restore.fusion_file import without_ngram_note as note
 
-    par = fusion is not None and fusion.parallels is not None and fusion.parallels_weight > 0
-    what = "the network and the parallels" if par else "the model alone"
-    if ngram_weight == 0:
-        return f"{what}, without the letter n-gram: --ngram-weight 0" + (
-            "; with --parallels-weight 0 too, the model alone" if par else ""
-        )
-    return (
-        f"{what}: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark CHECKPOINT "
-        "--save-ngram` writes one, which restore then fuses in"
-    )
+    return note(fusion, ngram_weight)
 
 
 def _restore_progress():

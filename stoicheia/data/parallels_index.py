@@ -54,18 +54,18 @@ import numpy as np
 
 from stoicheia.data.corpus_stats import read_stats
 from stoicheia.data.line_numbers import decode_lines
+from stoicheia.data.parallels_layout import (
+    INDEX_DIR,
+    INDEX_FILES,
+    SEPARATOR,
+    VERSION,
+    shards_provenance,
+)
 from stoicheia.data.record_meta import META_COLUMN
+from stoicheia.data.sample_planes import decode_planes
 from stoicheia.data.shard_index import index_samples
-from stoicheia.data.shards import decode_planes
 from stoicheia.data.word_hashes import corpus_words
 from stoicheia.publish import write_failure
-
-#: the folder beside the tiers
-INDEX_DIR = "parallels"
-#: 2: the line numbers (``line_start.npy``, ``line_label*.npy``) were added
-VERSION = 2
-#: what text.npy holds at a separator (between records) and at a real-lacuna slot
-SEPARATOR = 0
 
 
 class IndexBuildError(Exception):
@@ -240,6 +240,8 @@ def build_index(
             np.unique(np.searchsorted(starts, np.asarray(line_start, np.int64), "right")).size
         ),
         "indexed_split": "train",
+        # which shards: compared with the checkpoint's own (stoicheia.data.parallels_layout)
+        "shards": shards_provenance(root),
         "fraction": fraction,
         "kept_out": {
             "val_works": len(held_works),
@@ -286,31 +288,6 @@ def build_index(
     return manifest
 
 
-#: the files an index folder holds (a folder of only these may be replaced)
-#: the arrays of the module docstring, each written as NAME.npy
-ARRAYS = (
-    "text",
-    "sa",
-    "look",
-    "flow",
-    "rec_start",
-    "rec_tier",
-    "rec_work",
-    "ids",
-    "ids_off",
-    "works",
-    "works_off",
-    "works_meta",
-    "works_meta_off",
-    "line_start",
-    "line_label",
-    "line_label_off",
-    "words",
-)
-#: every file a built index holds (a folder holding anything else is not replaced)
-INDEX_FILES = frozenset(["manifest.json", *(f"{n}.npy" for n in ARRAYS)])
-
-
 def _refuse_foreign_folder(out: Path) -> None:
     """Raise :class:`IndexBuildError` when ``out`` exists and holds anything but index files: the
     build replaces the folder whole, and ``--out SHARDS_DIR`` (or ``--out ~``) would delete it."""
@@ -351,4 +328,4 @@ def _align(
     return np.concatenate(out_look), np.concatenate(out_flow)
 
 
-__all__ = ["INDEX_DIR", "SEPARATOR", "IndexBuildError", "build_index"]
+__all__ = ["INDEX_DIR", "SEPARATOR", "VERSION", "IndexBuildError", "build_index"]

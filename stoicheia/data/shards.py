@@ -48,6 +48,7 @@ from stoicheia.data.convert_inputs import (
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
+from stoicheia.data.sample_planes import decode_planes  # noqa: F401  (its readers' old name)
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
@@ -440,20 +441,3 @@ def _check_options(
     bad_digits = sorted(d for d in dev_digits if not (isinstance(d, int) and 0 <= d <= 9))
     if bad_digits:
         raise ConvertError(f"--inscription-dev-digit takes single digits 0-9, got {bad_digits}")
-
-
-def decode_planes(sample: Mapping[str, bytes]) -> Planes:
-    """Turn the plane columns of one MDS sample back into :class:`Planes` (uint8, shape (n,))."""
-    # shards written before the lacuna plane existed have no "lacuna" column: no real lacuna
-    arrays = {
-        name: np.frombuffer(sample[name], dtype=np.uint8)
-        for name in PLANES
-        if name != "lacuna" or name in sample
-    }
-    lengths = {len(a) for a in arrays.values()}
-    if len(lengths) != 1:
-        raise ValueError(
-            f"sample {sample.get('id')!r}: planes of unequal lengths {sorted(lengths)}; the shard "
-            "is corrupt, re-run convert"
-        )
-    return Planes(**arrays)

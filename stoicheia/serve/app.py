@@ -79,12 +79,18 @@ STATIC = Path(str(resources.files("stoicheia.serve") / "static"))
 
 
 def create_app(
-    model: Any, *, max_json_bytes: int = MAX_JSON_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES
+    model: Any,
+    *,
+    max_json_bytes: int = MAX_JSON_BYTES,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
+    parallels: str | None = None,
 ) -> FastAPI:
     """The server's FastAPI application for ``model`` (a loaded
     :class:`~stoicheia.inference.loading.LoadedModel`: the caller loads it once; it is never
     reloaded). ``max_json_bytes``/``max_upload_bytes``: body limits of ``POST /restore`` and of
-    ``POST /restore-epidoc`` (bytes; larger bodies get 413)."""
+    ``POST /restore-epidoc`` (bytes; larger bodies get 413). ``parallels``: the parallels index
+    folder (``serve --parallels``; ``None``: the checkpoint's own, found from its folder by
+    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`; ``""``: none)."""
     from stoicheia.inference.restore import GapTooWideError, RestoreError, read_input, restore
 
     app = FastAPI(
@@ -100,6 +106,7 @@ def create_app(
     )
     app.router.route_class = JsonRoute  # a JSON body giving a key twice: 422
     app.state.model = model
+    app.state.parallels = parallels
     lock = threading.Lock()
     app.state.lock = lock
     fonts, font_licence = greek_fonts()
@@ -216,7 +223,11 @@ def create_app(
             return JSONResponse({"error": api_wording(str(err))}, status_code=422)
 
         def work(check: Any) -> Any:
-            return restore(
+            from stoicheia.inference.restore.fusion_file import find_fusion
+
+            notes: list[str] = []  # a part restoration goes on without (the index, the n-gram)
+            fusion = find_fusion(model, parallels=parallels, notes=notes, decoder=req.decoder)
+            result = restore(
                 model,
                 reading,
                 top_k=req.top_k,
@@ -227,7 +238,11 @@ def create_app(
                 about_margin=req.about_margin,
                 progress=check,
                 decoder=req.decoder,
+                fusion=fusion,
             )
+            if result.gaps:
+                result.notes += [n for n in notes if n not in result.notes]
+            return result
 
         try:
             result = await run_cancellable(request, lock, work)
@@ -251,7 +266,7 @@ def create_app(
 
     from stoicheia.serve.source_page import add_source_routes
 
-    add_source_routes(app, model)  # GET /source/{row}: a parallel's record
+    add_source_routes(app, model, parallels)  # GET /source/{row}: a parallel's record
     upload_paths = {"/restore-epidoc"}
     app.add_middleware(
         BodyLimit, limit=lambda path: max_upload_bytes if path in upload_paths else max_json_bytes

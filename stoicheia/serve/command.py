@@ -35,6 +35,12 @@ def add_serve_parser(sub: argparse._SubParsersAction, model_args: object) -> Non
         default=8000,
         help="TCP port (default 8000)",
     )
+    p.add_argument(
+        "--parallels",
+        metavar="INDEX",
+        help="parallels index folder (default: fusion.json's beside the checkpoint, else the "
+        "run's shards' parallels folder, found from the checkpoint's folder; '' for none)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -69,10 +75,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
+    from stoicheia.inference.restore.fusion_file import find_fusion
+    from stoicheia.inference.restore.gaps import RestoreError
     from stoicheia.serve.app import create_app
     from stoicheia.serve.half_close import HalfCloseH11Protocol
 
-    app = create_app(model)
+    if args.parallels:  # a given index that does not open is refused now, not at each request
+        try:
+            find_fusion(model, parallels=args.parallels)
+        except RestoreError as err:
+            print(f"stoicheia serve: error: --parallels {err}", file=sys.stderr)
+            return 2
+    app = create_app(model, parallels=args.parallels)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"serving {model.source} (step {model.step}) at http://{host}:{args.port}/ "

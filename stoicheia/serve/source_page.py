@@ -18,10 +18,10 @@ from fastapi.responses import HTMLResponse
 MAX_SHOWN = 4000
 
 
-def add_source_routes(app: FastAPI, model: Any) -> None:
+def add_source_routes(app: FastAPI, model: Any, parallels: str | None = None) -> None:
     """Register ``GET /source/{row}`` on ``app``: the index is the one restore uses for ``model``
-    (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`); 404 without an index or for
-    a row it does not have."""
+    (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`; ``parallels``: ``serve
+    --parallels``); 404 without an index or for a row it does not have."""
 
     @app.get("/source/{row}", response_class=HTMLResponse, include_in_schema=False)
     def source(row: int, start: int = Query(0, ge=0), end: int = Query(0, ge=0)) -> HTMLResponse:
@@ -29,7 +29,7 @@ def add_source_routes(app: FastAPI, model: Any) -> None:
         from stoicheia.inference.restore.reading import RestoreError
 
         try:  # a hand-edited fusion.json, a moved or damaged index: its one line, not a 500
-            fusion = find_fusion(model)
+            fusion = find_fusion(model, parallels=parallels)
         except RestoreError as err:
             raise HTTPException(503, str(err)) from None
         index = fusion.parallels if fusion is not None else None

@@ -161,11 +161,16 @@ def best_fused(fusion: dict[str, dict]) -> str | None:
     return max(names, key=key)[1] if names else None
 
 
-def fusion_config(result: dict, index_folder: str | Path | None) -> Any:
+def fusion_config(
+    result: dict, index_folder: str | Path | None, beside: str | Path | None = None
+) -> Any:
     """The :class:`~stoicheia.inference.restore.fusion_file.FusionConfig` of a benchmark result:
     the weights of :func:`best_fused` (no fused decoder: the model alone, n-gram weight 0), the
-    index folder (absolute; ``None`` without an index) and what they were chosen on."""
+    index folder (relative to ``beside``, the folder ``fusion.json`` is written to, so that the
+    run folder can move with it; absolute when ``beside`` is ``None``; ``None`` without an
+    index) and what they were chosen on."""
     from stoicheia.inference.restore.fusion_file import FusionConfig
+    from stoicheia.inference.run_paths import stored
 
     fusion = result.get("fusion") or {}
     name = best_fused(fusion)
@@ -185,7 +190,13 @@ def fusion_config(result: dict, index_folder: str | Path | None) -> Any:
     return FusionConfig(
         ngram_weight=float(chosen.get("ngram", 0.0)),
         parallels_weight=float(chosen.get("parallels", 0.0)),
-        parallels_index=str(Path(index_folder).resolve()) if index_folder else None,
+        parallels_index=(
+            None
+            if not index_folder
+            else stored(index_folder, beside)
+            if beside is not None
+            else str(Path(index_folder).resolve())
+        ),
         chosen_on=on,
         readings=readings,
         decoder=report_winner(result),

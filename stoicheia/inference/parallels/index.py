@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stoicheia.data.parallels_index import INDEX_DIR, VERSION
+from stoicheia.data.parallels_layout import INDEX_DIR, VERSION
 from stoicheia.data.splits import inscription_number
 from stoicheia.text import alphabet as A
 from stoicheia.text.planes import Planes

@@ -174,10 +174,10 @@ def restore(
     (:mod:`.beliefs`). ``progress``: called as ``progress(done, total)`` after each forward
     pass. ``fusion``: the letter n-gram fused into the search (:mod:`.gap_search`): a
     :class:`Fusion`, ``None`` (the model alone) or ``"auto"`` (the ``ngram.npz`` beside the
-    checkpoint, at the weight stored in it, when there is one:
-    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`). ``decoder``: ``fused``,
-    ``parallels``, ``ngram`` or ``model`` (:mod:`.decoders`; None: the fusion's, from
-    ``fusion.json``, else ``fused``).
+    checkpoint, at the weight stored in it, when there is one, and the run's parallels index:
+    :func:`~stoicheia.inference.restore.fusion_file.find_fusion`, whose notes on a part missing
+    go to the result's). ``decoder``: ``fused``, ``parallels``, ``ngram`` or ``model``
+    (:mod:`.decoders`; None: the fusion's, from ``fusion.json``, else ``fused``).
 
     Raises :class:`RestoreError` (a ``ValueError``) for unreadable notation (unbalanced or
     nested brackets, a width of 0 or above ``MAX_LACUNA_WIDTH``), an option out of range
@@ -226,9 +226,9 @@ def restore(
         from stoicheia.inference.restore.fusion_file import find_fusion
 
         fusion = (
-            find_fusion(loaded, decoder=decoder)
+            find_fusion(loaded, decoder=decoder, notes=result.notes)
             if fusion == "auto"
-            else find_fusion(loaded, fusion, decoder=decoder)
+            else find_fusion(loaded, fusion, decoder=decoder, notes=result.notes)
         )
     if decoder is None:
         decoder = fusion.decoder if fusion is not None else "fused"

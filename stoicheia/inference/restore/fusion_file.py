@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from stoicheia.inference.ngram import load_ngram
 from stoicheia.inference.restore.gap_search import Fusion
 from stoicheia.inference.restore.gaps import RestoreError
+from stoicheia.inference.run_paths import find_under_anchors, run_shards, shown
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,7 @@ def find_fusion(
     parallels_weight: float | None = None,
     config: FusionConfig | None = None,
     decoder: str | None = None,
+    notes: list[str] | None = None,
 ) -> Fusion | None:
     """The :class:`Fusion` for ``loaded`` (a :class:`~stoicheia.inference.loading.LoadedModel`):
     the n-gram file ``path`` (default :func:`beside` its source; a missing default file means no
@@ -140,14 +143,21 @@ def find_fusion(
     fused in, else the weight stored in the n-gram file, chosen for the n-gram alone); and the
     parallels index ``parallels`` (default ``fusion.json``'s, else the run's shards'
     ``parallels`` folder, when it exists; ``""``: none) at ``parallels_weight`` (default
-    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. ``decoder``
-    (:mod:`.decoders`; None: ``fusion.json``'s, else ``fused``) is set on the result as
-    ``.decoder``: ``fused`` with an index ranks whole readings (``.readings``: fusion.json's
+    ``fusion.json``'s, else 0). ``config`` replaces ``fusion.json``. Paths of the run are found
+    relative to the checkpoint, never to the current folder (:mod:`stoicheia.inference.run_paths`).
+    ``decoder`` (:mod:`.decoders`; None: ``fusion.json``'s, else ``fused``) is set on the result
+    as ``.decoder``: ``fused`` with an index ranks whole readings (``.readings``: fusion.json's
     weights, else the defaults; none with ``parallels_weight`` 0: the parallels shown, not
     fused); ``ngram`` and ``parallels`` load the n-gram whatever its weight (they use it
-    alone); ``model`` leaves it out. Returns ``None`` for the model alone (no n-gram and no
-    index). Raises :class:`RestoreError` naming the file when ``path`` or ``parallels`` is given
-    and missing or unreadable, a weight is outside [0, 1], or the decoder is unknown."""
+    alone); ``model`` leaves it out.
+
+    ``notes``: where a part the restoration goes on without is said, one line each (no
+    ``ngram.npz`` beside the checkpoint for a decoder that uses it; the index ``fusion.json``
+    names is not there or does not open; an index built from other shards than the run's,
+    which is then not used unless given as ``parallels``). Returns ``None`` for the model alone
+    (no n-gram and no index). Raises :class:`RestoreError` naming the file when ``path`` or
+    ``parallels`` is given and missing or unreadable, a weight is outside [0, 1], or the
+    decoder is unknown."""
     from stoicheia.inference.restore.decoders import check_decoder
     from stoicheia.inference.restore.whole_readings import ReadingWeights
 
@@ -161,10 +171,12 @@ def find_fusion(
         raise RestoreError(
             f"--ngram-weight {weight}: give a weight in [0, 1] (0: without the n-gram)"
         )
+    said: list[str] = []
+    fjson = None
     if config is None:
         fjson = fusion_beside(str(loaded.source))
         config = FusionConfig.load(fjson) if fjson is not None else FusionConfig()
-    index = _open_parallels(loaded, parallels, config)
+    index = _open_parallels(loaded, parallels, config, fjson, said)
     pw = config.parallels_weight if parallels_weight is None else parallels_weight
     # fusion.json's n-gram weight was chosen together with its parallels weight: without the
     # parallels fused in, the n-gram's own weight (chosen for the n-gram alone) is the right one
@@ -186,17 +198,34 @@ def find_fusion(
         if decoder == "model"
         else _ngram_fusion(loaded, path, weight, how if from_config else None)
     )
+    missing = beside(str(loaded.source))
+    no_ngram = (
+        decoder != "model"
+        and path is None
+        and weight != 0.0
+        and missing is not None
+        and not missing.exists()
+    )
+
+    def said_with(found: Fusion | None) -> Fusion | None:
+        """``found``, its notes handed to ``notes`` (the n-gram's says what is fused)."""
+        if no_ngram:
+            said.append(without_ngram_note(found, weight))
+        if notes is not None:
+            notes.extend(n for n in dict.fromkeys(said) if n not in notes)
+        return found
+
     if index is None:
         if fusion is not None:
             fusion.decoder = decoder
-        return fusion
+        return said_with(fusion)
     out = fusion or Fusion(None, 0.0)
     out.decoder = decoder
     out.parallels = index
     out.parallels_weight = float(pw) if decoder == "fused" else 0.0
     chosen = config.chosen_on and parallels_weight is None
-    out.parallels_source = (
-        f"{_shown(index.folder)}, weight {'chosen on ' + config.chosen_on if chosen else 'given'}"
+    out.parallels_source = f"{shown(index.folder, str(loaded.source))}, weight " + (
+        "chosen on " + config.chosen_on if chosen else "given"
     )
     if decoder == "fused" and parallels_weight != 0.0:
         out.readings = ReadingWeights.from_json(config.readings) or ReadingWeights()
@@ -206,40 +235,140 @@ def find_fusion(
             f"; whole readings at λ_max {r.lam_max:g}, half-evidence {r.half:g}, "
             f"unattested words −{r.unattested:g} ({how})"
         )
-    return out
+    return said_with(out)
 
 
-def _shown(folder: str | Path) -> str:
-    """``folder`` as the user would type it: relative to the current folder when inside it."""
-    try:
-        return str(Path(folder).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(folder)
+def without_ngram_note(fusion: Any, ngram_weight: float | None) -> str:
+    """The note of a restoration decoded without the letter n-gram: asked for (``ngram_weight``
+    0) or none beside the checkpoint. ``fusion``: the search's
+    :class:`~stoicheia.inference.restore.gap_search.Fusion` or ``None``; "the model alone" only
+    when no parallels are fused in either."""
+    par = fusion is not None and fusion.parallels is not None and fusion.parallels_weight > 0
+    what = "the network and the parallels" if par else "the model alone"
+    if ngram_weight == 0:
+        return f"{what}, without the letter n-gram: --ngram-weight 0" + (
+            "; with --parallels-weight 0 too, the model alone" if par else ""
+        )
+    return (
+        f"{what}: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark CHECKPOINT "
+        "--save-ngram` writes one, which restore then fuses in"
+    )
 
 
-def _open_parallels(loaded: Any, given: str | Path | None, config: FusionConfig) -> Any:
-    """The :class:`~stoicheia.inference.parallels.ParallelsIndex` to use, or ``None``."""
+def _open_parallels(
+    loaded: Any,
+    given: str | Path | None,
+    config: FusionConfig,
+    fjson: Path | None,
+    notes: list[str],
+) -> Any:
+    """The :class:`~stoicheia.inference.parallels.ParallelsIndex` to use, or ``None`` (what the
+    restoration goes on without is said in ``notes``): ``given`` (``--parallels``: refused with
+    :class:`RestoreError` when it does not open), else the index ``fusion.json`` names (relative
+    to its folder; an older absolute path found again under the checkpoint's folders), else the
+    run's ``data.shard_root``/parallels. An index whose provenance differs from the run's shards
+    is said, and not used unless ``given``."""
+    from stoicheia.data.parallels_layout import INDEX_DIR
     from stoicheia.inference.parallels.index import IndexError_, open_index
 
+    source = str(loaded.source)
+    config_data = getattr(loaded, "config", None) or {}
     if given is not None and str(given) == "":
         return None
-    if given is not None or config.parallels_index:
-        folder = str(given if given is not None else config.parallels_index)
+    if given is not None:
         try:
-            return open_index(folder)
+            index = open_index(str(given))
         except (IndexError_, OSError, ValueError) as err:
             raise RestoreError(str(err)) from None
-    roots = []
-    shard_root = ((getattr(loaded, "config", None) or {}).get("data") or {}).get("shard_root")
-    if shard_root:
-        roots.append(Path(shard_root) / "parallels")
-    for folder in roots:
-        if (folder / "manifest.json").exists():
-            try:
-                return open_index(str(folder))
-            except (IndexError_, OSError, ValueError) as err:
-                log.warning("parallels index %s not opened: %s", folder, err)
-    return None
+        _provenance(index, config_data, source, notes, given=True)
+        return index
+    if config.parallels_index:
+        named = config.parallels_index
+        where = Path(named)
+        if not where.is_absolute() and fjson is not None:  # relative to fusion.json's folder
+            where = Path(os.path.normpath(fjson.parent.absolute() / named))
+        found = find_under_anchors(where, source, lambda p: (p / "manifest.json").is_file())
+        if found is None:
+            notes.append(
+                f"no parallels: the index {FUSION_FILE} names ({_shown_named(named)}) is not "
+                "there (the run folder moved, or the index was deleted); give --parallels DIR, "
+                f"or build it with `stoicheia index SHARDS_DIR`"
+            )
+            return None
+        try:
+            index = open_index(str(found))
+        except (IndexError_, OSError, ValueError) as err:
+            notes.append(
+                f"no parallels: the index {FUSION_FILE} names ({shown(found, source)}) does not "
+                f"open ({_without_folder(str(err), found)}); rebuild it with "
+                "`stoicheia index SHARDS_DIR`"
+            )
+            return None
+        return index if _provenance(index, config_data, source, notes) else None
+    root, shards = run_shards(config_data, source)
+    if root is None:
+        return None
+    if shards is None or not (shards / INDEX_DIR / "manifest.json").exists():
+        notes.append(
+            f"no parallels: no index of the run's shards ({root}/{INDEX_DIR}) found from the "
+            "checkpoint's folder; give --parallels DIR, or build it with `stoicheia index "
+            "SHARDS_DIR`"
+        )
+        return None
+    folder = shards / INDEX_DIR
+    try:
+        index = open_index(str(folder))
+    except (IndexError_, OSError, ValueError) as err:
+        notes.append(
+            f"no parallels: the run's index ({shown(folder, source)}) does not open "
+            f"({_without_folder(str(err), folder)}); rebuild it with `stoicheia index {root}`"
+        )
+        return None
+    return index if _provenance(index, config_data, source, notes) else None
+
+
+def _provenance(
+    index: Any, config: dict, source: str, notes: list[str], given: bool = False
+) -> bool:
+    """Whether ``index`` may be used for the checkpoint ``source`` (its run's ``config``): an
+    index built from other shards than the run's (:func:`~stoicheia.data.parallels_layout.
+    same_shards`) is said in ``notes`` and refused, unless ``given`` (used, and said)."""
+    from stoicheia.data.parallels_layout import same_shards, short
+
+    root, shards = run_shards(config, source)
+    if shards is None:
+        return True  # the run's shards are not here: nothing to compare with
+    same = same_shards(index.manifest, shards)
+    if same is None or same:
+        return True
+    from stoicheia.data.parallels_layout import shards_provenance
+
+    built = (index.manifest.get("shards") or {}).get("fingerprint")
+    run = shards_provenance(shards)["fingerprint"]
+    what = (
+        f"the parallels index {shown(index.folder, source)} was built from other shards "
+        f"({short(built)}) than the checkpoint's run was trained on ({root}: {short(run)})"
+    )
+    if given:
+        notes.append(f"{what}: used as given (--parallels)")
+        return True
+    notes.append(
+        f"no parallels: {what}, so it is not used; rebuild it with `stoicheia index {root}`, or "
+        "give it with --parallels DIR to use it anyway"
+    )
+    return False
+
+
+def _shown_named(named: str) -> str:
+    """A path ``fusion.json`` names, for a note: relative as stored, else its last parts only
+    (never the whole absolute path of a server)."""
+    p = Path(named)
+    return named if not p.is_absolute() else str(Path(*p.parts[-3:]))
+
+
+def _without_folder(message: str, folder: Path) -> str:
+    """An index error's message without the absolute folder it names (notes go to the page)."""
+    return message.replace(str(folder), folder.name)
 
 
 def _ngram_fusion(
@@ -274,4 +403,12 @@ def _ngram_fusion(
     return fusion
 
 
-__all__ = ["FUSION_FILE", "NGRAM_FILE", "FusionConfig", "beside", "find_fusion", "fusion_beside"]
+__all__ = [
+    "FUSION_FILE",
+    "NGRAM_FILE",
+    "FusionConfig",
+    "beside",
+    "find_fusion",
+    "fusion_beside",
+    "without_ngram_note",
+]
