@@ -284,3 +284,28 @@ def test_fusion_json_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
         FusionConfig(ngram_weight=0.1, parallels_weight=0.2).save(path)
     monkeypatch.undo()
     assert FusionConfig.load(path).parallels_weight == 0.9  # the previous file, whole
+
+
+def test_a_parallels_query_imports_no_training_stack(shards):
+    """``stoicheia parallels`` needs numpy and the index: importing streaming, transformers or
+    torch cost it 5-8 s and 760 MB a query (issue 33). Run in a fresh interpreter, as a user
+    runs it; the index build reads no module that imports it back (the import circle with
+    shards.py)."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "streaming", "transformers", "composer")
+    probe = (
+        "import sys\n"
+        "from stoicheia.cli import main\n"
+        f"code = main(['parallels', 'καὶ τῶι δήμωι', '--index', {str(shards)!r}, '--json'])\n"
+        "import stoicheia.inference.parallels, stoicheia.inference.parallels.passages\n"
+        "import stoicheia.data.parallels_index\n"
+        f"print(code, sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))\n"
+        "print('stoicheia.data.shards' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.splitlines()
+    assert out[-2] == "0 []", out[-2]
+    assert out[-1] == "False", "the index build imports shards.py, which imports it back"
