@@ -1,6 +1,7 @@
 """``stoicheia restore CHECKPOINT TEXT``: fill the lacunae of a Greek text in Leiden notation
 (:mod:`stoicheia.inference.restore`); ``--epidoc`` goes to
-:mod:`stoicheia.commands.restore_epidoc`."""
+:mod:`stoicheia.commands.restore_epidoc`, ``--batch`` (many texts, one model load) to
+:mod:`stoicheia.commands.restore_batch`."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="EpiDoc files or folders (every *.xml below): fill their <gap> elements "
         "(docs/restoring-epidoc.md)",
+    )
+    p.add_argument(
+        "--batch",
+        metavar="FILE",
+        help="many texts with one model load: FILE (or '-', stdin) holds one text per line, or "
+        'JSON Lines ({"text": ...} per line; --jsonl or a .jsonl name), answered one entry '
+        "per text on stdout (JSON Lines with --json or JSONL input); a text that fails gets "
+        "its error entry and is counted (docs/restoring.md)",
+    )
+    p.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="with --batch: the input is JSON Lines (default for a file name ending .jsonl)",
     )
     p.add_argument(
         "--out",
@@ -170,10 +184,22 @@ def run(args: argparse.Namespace) -> int:
         restore,
     )
 
+    if args.batch is not None:
+        if args.epidoc or args.out is not None:
+            return fail(
+                "restore",
+                "--batch answers on stdout; --epidoc PATH... --out DIR restores EpiDoc files: "
+                "give one of them",
+            )
+        from stoicheia.commands.restore_batch import run_batch
+
+        return run_batch(args)
     if args.epidoc:
         from stoicheia.commands import restore_epidoc
 
         return restore_epidoc.run(args)
+    if args.jsonl:
+        return fail("restore", "--jsonl describes the --batch FILE; give --batch FILE with it")
     if args.out is not None:
         return fail(
             "restore",
