@@ -546,3 +546,40 @@ def test_accents_keep_the_typed_word_division(server, browser):
         for box in ("accents", "respace"):
             if browser.find_element("id", box).is_selected():
                 browser.find_element("id", box).click()
+
+
+def test_a_long_restoration_shows_its_progress(browser, tmp_path_factory):
+    """The page shows how far a long restoration is (passes done of planned, on a bar), not
+    only "restoring…", and hides it when the answer is drawn."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    base_model = serve_model(tmp_path_factory.mktemp("serve-progress"))
+
+    class Slow(LoadedModel):  # 4 forward passes a second: the page polls several times
+        def __call__(self, batch):
+            time.sleep(0.25)
+            return super().__call__(batch)
+
+    app = create_app(
+        Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0)
+    )
+    for base in _serving(app):
+        _open(browser, base)
+        box = browser.find_element("id", "text")
+        box.clear()
+        box.send_keys(" ".join([THREE_GAPS] * 3))
+        browser.find_element("id", "restore").click()
+        said = WebDriverWait(browser, 60).until(
+            lambda d: re.fullmatch(
+                r"restoring… pass (\d+) of (\d+) \(\d+ %\)", d.find_element("id", "busy-text").text
+            )
+        )
+        done, total = int(said[1]), int(said[2])
+        assert total == 9 + 2 and 0 <= done <= total
+        bar = browser.find_element("id", "busy-bar")
+        assert bar.get_attribute("max") == str(total)
+        WebDriverWait(browser, 120).until(lambda d: d.find_element("id", "result").is_displayed())
+        assert not browser.find_element("id", "busy").is_displayed()

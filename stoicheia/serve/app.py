@@ -12,6 +12,8 @@
   ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so;
   :mod:`stoicheia.serve.epidoc_upload`);
 * ``GET /source/{row}`` a record of the parallels index (:mod:`stoicheia.serve.source_page`);
+* ``GET /progress/{id}`` how far the running ``POST /restore`` sent with the header
+  ``X-Stoicheia-Progress: id`` is (the page's progress bar; :mod:`stoicheia.serve.progress`);
 * ``GET /model`` what is loaded (the model, and whether a letter n-gram and a parallels index
   are found beside it); ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is off: it
   loads Swagger UI from a CDN).
@@ -73,6 +75,7 @@ from stoicheia.serve.epidoc_upload import add_epidoc_routes, epidoc_upload_avail
 from stoicheia.serve.fonts import greek_fonts
 from stoicheia.serve.fragment import epidoc_ab, in_input_style
 from stoicheia.serve.jobs import Cancelled, run_cancellable
+from stoicheia.serve.progress import ProgressBoard, add_progress_routes
 from stoicheia.serve.schemas import ErrorResponse, ModelInfo, RestoreRequest, RestoreResponse
 
 STATIC = Path(str(resources.files("stoicheia.serve") / "static"))
@@ -106,6 +109,9 @@ def create_app(
     )
     app.router.route_class = JsonRoute  # a JSON body giving a key twice: 422
     app.state.model = model
+    board = ProgressBoard()  # GET /progress/{id}: how far a running restoration is
+    app.state.progress = board
+    add_progress_routes(app, board)
     app.state.parallels = parallels
     lock = threading.Lock()
     app.state.lock = lock
@@ -225,6 +231,7 @@ def create_app(
         def work(check: Any) -> Any:
             from stoicheia.inference.restore.fusion_file import find_fusion
 
+            ticks = wrap(check)  # the page's progress bar (serve.progress), then the cancel check
             notes: list[str] = []  # a part restoration goes on without (the index, the n-gram)
             fusion = find_fusion(model, parallels=parallels, notes=notes, decoder=req.decoder)
             result = restore(
@@ -236,7 +243,7 @@ def create_app(
                 supplements=supplements,
                 unknown_width=req.unknown_width,
                 about_margin=req.about_margin,
-                progress=check,
+                progress=ticks,
                 decoder=req.decoder,
                 fusion=fusion,
             )
@@ -244,12 +251,13 @@ def create_app(
                 result.notes += [n for n in notes if n not in result.notes]
             return result
 
-        try:
-            result = await run_cancellable(request, lock, work)
-        except RestoreError as err:
-            return JSONResponse({"error": api_wording(str(err))}, status_code=422)
-        except Cancelled:
-            return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
+        with board.follow(request) as wrap:
+            try:
+                result = await run_cancellable(request, lock, work)
+            except RestoreError as err:
+                return JSONResponse({"error": api_wording(str(err))}, status_code=422)
+            except Cancelled:
+                return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
         data = result.to_json()
         # the fragments print the fills as the input prints its letters (with respace they
         # are the model's lowercase: ΕΤΗ <supplied>ν ἀ</supplied> ΧΑΙΡΕ mixed two cases)

@@ -265,8 +265,11 @@ async function restoreText() {
   $("run-status").textContent = "";
   inflight = new AbortController();
   $("cancel").hidden = false;
+  const ticket = progressId();
+  const poller = followProgress(ticket);
   try {
-    const resp = await fetch("/restore", { method: "POST", headers: { "Content-Type": "application/json" },
+    const resp = await fetch("/restore", { method: "POST",
+      headers: { "Content-Type": "application/json", "X-Stoicheia-Progress": ticket },
       body: JSON.stringify(payload), signal: inflight.signal });
     if (!resp.ok) { showError(pageWording(await errorOf(resp))); return; }
     current = await resp.json();
@@ -281,11 +284,49 @@ async function restoreText() {
     if (err.name === "AbortError") $("run-status").textContent = "cancelled";
     else showError(`no answer from the server (${err.message}); is stoicheia serve still running?`);
   } finally {
+    poller.stop();
     inflight = null;
     $("cancel").hidden = true;
     $("restore").disabled = false;
     $("busy").hidden = true;
   }
+}
+
+// a random token naming this request's progress on the server (GET /progress/ID); crypto's
+// randomUUID exists only on a secure page (localhost, https), so a page opened over the network
+// makes its token from getRandomValues
+function progressId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// while a restoration runs: ask the server how far it is every 400 ms and show it beside the
+// Cancel button ("waiting for another restoration", then "pass 3 of 9" on a bar); a missed or
+// failed answer leaves the last one shown
+function followProgress(ticket) {
+  const bar = $("busy-bar");
+  const text = $("busy-text");
+  bar.removeAttribute("value");   // an indeterminate bar until the server has counted
+  text.textContent = "restoring…";
+  let stopped = false;
+  let timer = null;
+  const ask = async () => {
+    try {
+      const resp = await fetch(`/progress/${ticket}`);
+      if (stopped || !resp.ok) return;
+      const p = await resp.json();
+      if (p.state === "waiting") {
+        text.textContent = "waiting for another restoration to finish…";
+      } else if (p.total > 0) {
+        bar.max = p.total;
+        bar.value = p.done;
+        text.textContent = `restoring… pass ${p.done} of ${p.total} (${Math.round((100 * p.done) / p.total)} %)`;
+      }
+    } catch (_) { /* the answer to the restoration itself says what went wrong */ }
+    finally { if (!stopped) timer = setTimeout(ask, 400); }
+  };
+  timer = setTimeout(ask, 200);
+  return { stop() { stopped = true; clearTimeout(timer); } };
 }
 
 async function copyText(text, what) {
