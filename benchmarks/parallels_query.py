@@ -6,7 +6,7 @@ whether torch, streaming or transformers was imported (none should be: the searc
 and the index). Target (issue 33): under 1 s and under 200 MB on the demo's
 index.
 
-    .venv/bin/python benchmarks/parallels_query.py [--index data/shards/parallels] [--repeat 5]
+    .venv/bin/python benchmarks/parallels_query.py --repeat 5   # --index DIR: another index
 
 Without ``--index`` it uses the checkout's ``data/shards/parallels`` (the demo's); when that is
 missing it converts a small real corpus (``--corpus``: Homer and Hesiod of Perseus as gold, the
