@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from stoicheia.data.packing import collate_rows, pack_rows
-from stoicheia.data.shards import split_at_words
+from stoicheia.data.sample_planes import split_at_words
 from stoicheia.noise import Noised, mask_spans, reference_noise
 from stoicheia.text.alphabet import IGNORE_INDEX
 

@@ -48,14 +48,13 @@ from stoicheia.data.convert_inputs import (
 from stoicheia.data.corpus_stats import TierStats, why_no_record
 from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
 from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
-from stoicheia.data.sample_planes import decode_planes  # noqa: F401  (its readers' old name)
+from stoicheia.data.sample_planes import decode_planes, split_at_words  # noqa: F401  (old names)
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
-from stoicheia.text.planes import Planes
 
 COLUMNS = {
     "id": "str",
@@ -67,32 +66,6 @@ COLUMNS = {
     LINES_COLUMN: "str",  # the edition's line numbers (stoicheia.data.line_numbers)
     META_COLUMN: "str",  # what the source says of the work, JSON (SourceRecord.meta; "" if none)
 }
-
-
-def split_at_words(planes: Planes, max_letters: int) -> list[Planes]:
-    """Cut ``planes`` into consecutive parts of at most ``max_letters`` letters at word starts.
-
-    No word is cut unless a single word is longer than ``max_letters`` (then it is cut hard,
-    which real Greek never needs at the sizes used here). Every letter lands in exactly one
-    part, in order. Raises ``ValueError`` if ``max_letters < 1``.
-    """
-    if max_letters < 1:
-        raise ValueError(f"max_letters must be >= 1, got {max_letters}")
-    n = len(planes)
-    if n <= max_letters:
-        return [planes]
-    starts = planes.word_starts()
-    parts = []
-    begin = 0
-    while n - begin > max_letters:
-        limit = begin + max_letters
-        # the last word start in (begin, limit]: cutting there keeps every word whole
-        k = np.searchsorted(starts, limit, side="right") - 1
-        cut = int(starts[k]) if k >= 0 and starts[k] > begin else limit
-        parts.append(planes[begin:cut])
-        begin = cut
-    parts.append(planes[begin:])
-    return parts
 
 
 @dataclass

@@ -26,8 +26,8 @@ import numpy as np
 from streaming import Stream, StreamingDataset
 from torch.utils.data import get_worker_info
 
+from stoicheia.data.sample_planes import decode_planes, split_at_words
 from stoicheia.data.shard_index import check_local_split
-from stoicheia.data.shards import decode_planes, split_at_words
 from stoicheia.data.shm import retry_prefix_race, stop_prefix_probe_leak
 from stoicheia.data.tier_mix import TierSize, letter_shares, read_tier_sizes, record_proportions
 from stoicheia.noise import NoiseConfig, Noised, noise_record
