@@ -59,7 +59,8 @@ USAGE = {
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
     "restore": (
         "usage: stoicheia restore [-h] [--config CONFIG] [--device DEVICE] "
-        "[--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] [--out OUT] [--top-k TOP_K] "
+        "[--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] [--batch FILE] [--jsonl] "
+        "[--out OUT] [--top-k TOP_K] "
         "[--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--parallels INDEX] "
         "[--parallels-weight PARALLELS_WEIGHT] [--respace] [--accents] [--repredict-supplements] "
         "[--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] [--window WINDOW] "
@@ -67,7 +68,8 @@ USAGE = {
     ),
     "serve": (
         "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] "
-        "[--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] CHECKPOINT"
+        "[--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] [--parallels INDEX] "
+        "CHECKPOINT"
     ),
 }
 

@@ -34,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--index",
         "--parallels",
         dest="index",
-        metavar="DIR",
+        metavar="INDEX",
         help="parallels index folder, the shards folder holding it, or a checkpoint or run "
         "folder (its fusion.json's index, else its run's shards' index; default: "
         f"{DEFAULT_INDEX} of the checkout stoicheia runs from, wherever the command is run)",
