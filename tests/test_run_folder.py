@@ -240,6 +240,7 @@ def test_serve_takes_parallels_and_its_notes_show_no_absolute_path(lab, tmp_path
     assert any("no parallels" in n and "is not there" in n for n in notes), notes
     assert all(str(tmp_path) not in n for n in notes), notes
     assert "parallels" not in got.json()["gaps"][0]
+    assert TestClient(create_app(model)).get("/model").json()["parallels"] is False
     # serve --parallels DIR: that index
     app = create_app(model, parallels=str(lab / "data" / "shards" / "parallels"))
     client = TestClient(app)
@@ -247,6 +248,7 @@ def test_serve_takes_parallels_and_its_notes_show_no_absolute_path(lab, tmp_path
     assert got.status_code == 200 and got.json()["gaps"][0].get("parallels")
     assert all(str(tmp_path) not in n for n in got.json()["notes"])
     assert client.get("/source/0").status_code == 200
+    assert client.get("/model").json()["parallels"] is True  # GET /model says the same
 
 
 def test_parallels_outside_the_checkout_finds_the_index(lab, tmp_path, capsys, monkeypatch):

@@ -109,6 +109,11 @@ def run_batch(args: argparse.Namespace) -> int:
         return fail("restore", f"--batch {args.batch}: no text in it ({blank} blank lines)")
     if args.beam is not None and args.beam < args.top_k:
         return fail("restore", f"--beam {args.beam} is smaller than --top-k {args.top_k}")
+    if args.respace and args.accents:
+        return fail(
+            "restore",
+            "--respace predicts the word division and --accents keeps the input's: use one of them",
+        )
     model = load(args, "restore")
     supplements = "repredict" if args.repredict_supplements else "keep"
     found: list[str] = []
@@ -156,6 +161,7 @@ def run_batch(args: argparse.Namespace) -> int:
                         top_k=args.top_k,
                         beam=args.beam,
                         respace=args.respace,
+                        accents=args.accents,
                         supplements=supplements,
                         unknown_width=args.unknown_width,
                         about_margin=args.about_margin,

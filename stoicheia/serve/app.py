@@ -172,8 +172,9 @@ def create_app(
         from stoicheia.inference.restore.fusion_file import find_fusion
 
         try:
-            fusion = find_fusion(model, decoder="ngram")  # loads the n-gram whatever its weight
-            default = find_fusion(model)
+            # loads the n-gram whatever its weight
+            fusion = find_fusion(model, decoder="ngram", parallels=parallels)
+            default = find_fusion(model, parallels=parallels)
         except RestoreError:  # a damaged fusion.json or index: said by /restore
             fusion = default = None
         parts = {
@@ -194,7 +195,7 @@ def create_app(
             run_name=model.config.get("run_name"),
             seq_len=seq_len,
             epidoc_upload=epidoc_upload_available(),
-            **experts(model),
+            **experts(model, parallels),
             decoders=offered,
             decoder=default.decoder if default is not None else "fused",
         )
@@ -307,8 +308,9 @@ def _answer_head(app: FastAPI) -> None:
 _ABSOLUTE = re.compile(r"(?<![\w.])/(?:[^\s:;,'\"`/]+/)*([^\s:;,'\"`/]+)")
 
 
-def experts(model: Any) -> dict[str, Any]:
-    """What ``GET /model`` says of the experts restore fuses with ``model`` now
+def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
+    """What ``GET /model`` says of the experts restore fuses with ``model`` now (``parallels``:
+    ``serve --parallels``)
     (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`, as ``POST /restore`` finds
     them): ``ngram`` (bool) and ``ngram_weight`` (0 to 1), ``parallels`` (bool: each gap's
     parallels are listed) and ``parallels_weight`` (0 to 1: 0 listed, not fused), and
@@ -319,7 +321,7 @@ def experts(model: Any) -> dict[str, Any]:
     from stoicheia.inference.restore.gaps import RestoreError
 
     try:
-        fusion = find_fusion(model)
+        fusion = find_fusion(model, parallels=parallels)
     except RestoreError as err:
         return {
             "ngram": False,
