@@ -314,14 +314,16 @@ def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
     (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`, as ``POST /restore`` finds
     them): ``ngram`` (bool) and ``ngram_weight`` (0 to 1), ``parallels`` (bool: each gap's
     parallels are listed) and ``parallels_weight`` (0 to 1: 0 listed, not fused), and
-    ``experts_error``: the line of a fusion file or index that cannot be read (every restore
-    says it too, with a folder's name but not where it is), else ``None``. No path is given:
+    ``experts_error``: the line of a fusion file that cannot be read, or the note of an index
+    it names that is missing, broken or built from other shards (every restore says it too,
+    with a folder's name but not where it is), else ``None``. No path is given:
     the server's folders are its own."""
     from stoicheia.inference.restore.fusion_file import find_fusion
     from stoicheia.inference.restore.gaps import RestoreError
 
+    notes: list[str] = []
     try:
-        fusion = find_fusion(model, parallels=parallels)
+        fusion = find_fusion(model, parallels=parallels, notes=notes)
     except RestoreError as err:
         return {
             "ngram": False,
@@ -333,12 +335,19 @@ def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
         }
     ngram = fusion is not None and fusion.ngram is not None
     index = fusion is not None and fusion.parallels is not None
+    # an index named but missing, broken or of other shards: restore goes on without it and
+    # says so in a note; /model says it too (a run without any index is no error)
+    said = [
+        n
+        for n in notes
+        if n.startswith("no parallels:") and "no index of the run's shards" not in n
+    ]
     return {
         "ngram": ngram,
         "ngram_weight": fusion.weight if ngram else 0.0,  # type: ignore[union-attr]
         "parallels": index,
         "parallels_weight": fusion.parallels_weight if index else 0.0,  # type: ignore[union-attr]
-        "experts_error": None,
+        "experts_error": _ABSOLUTE.sub(r"\1", said[0]) if said else None,
     }
 
 
