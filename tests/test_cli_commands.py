@@ -62,7 +62,8 @@ USAGE = {
         "[--precision {auto,fp32,bf16}] [--epidoc PATH [PATH ...]] [--batch FILE] [--jsonl] "
         "[--out OUT] [--top-k TOP_K] "
         "[--beam BEAM] [--ngram PATH] [--ngram-weight NGRAM_WEIGHT] [--parallels INDEX] "
-        "[--parallels-weight PARALLELS_WEIGHT] [--respace] [--accents] [--repredict-supplements] "
+        "[--parallels-weight PARALLELS_WEIGHT] [--decoder {fused,parallels,ngram,model}] "
+        "[--min-probability MIN_PROBABILITY] [--respace] [--accents] [--repredict-supplements] "
         "[--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] [--window WINDOW] "
         "[--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]"
     ),

@@ -95,6 +95,12 @@ def run_batch(args: argparse.Namespace) -> int:
 
     if args.text is not None:
         return fail("restore", "--batch reads its texts from FILE: give TEXT or --batch, not both")
+    if getattr(args, "min_probability", None) is not None:
+        return fail(
+            "restore",
+            "--min-probability is the floor of what --epidoc writes into an edition; --batch "
+            "prints every reading with its probability",
+        )
     jsonl = args.jsonl or str(args.batch).endswith(".jsonl")
     if args.batch == "-":
         buffer = getattr(sys.stdin, "buffer", None)  # None: a str stream (tests, embedding)
@@ -124,6 +130,7 @@ def run_batch(args: argparse.Namespace) -> int:
             args.ngram_weight,
             parallels=args.parallels,
             parallels_weight=args.parallels_weight,
+            decoder=args.decoder,
             notes=found,
         )
     except RestoreError as err:
@@ -169,12 +176,14 @@ def run_batch(args: argparse.Namespace) -> int:
                         alternatives=args.alternatives,
                         score_supplements=args.score_supplements,
                         fusion=fusion,
+                        decoder=args.decoder,
                     )
                 except RestoreError as err:
                     error = str(err)
             if result is not None and result.gaps:
                 said = list(found)
-                if fusion is None or fusion.ngram is None:
+                used = args.decoder or (fusion.decoder if fusion is not None else "fused")
+                if (fusion is None or fusion.ngram is None) and used == "fused":
                     said.append(without_ngram_note(fusion, args.ngram_weight))
                 result.notes += [n for n in dict.fromkeys(said) if n not in result.notes]
             if error is not None:
