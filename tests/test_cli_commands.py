@@ -46,7 +46,7 @@ USAGE = {
         "[--precision {auto,fp32,bf16}] [--shards SHARDS] --out OUT "
         "[--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
         "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] "
-        "[--epidoc-root EPIDOC_ROOT] [--unknown-width UNKNOWN_WIDTH] "
+        "[--sample SAMPLE] [--epidoc-root EPIDOC_ROOT] [--unknown-width UNKNOWN_WIDTH] "
         "[--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
         "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] "
         "[--parallels INDEX] [--fused3-weights NGRAM/PARALLELS] [--save-fusion] "
