@@ -15,13 +15,13 @@ from stoicheia.inference.benchmark.protocols import (
     BenchmarkError,
     DevText,
     base_letters,
-    build_tasks,
     hidden_spans,
     span_tasks,
     supplement_tasks,
 )
 from stoicheia.inference.benchmark.run import ModelDecoder, NgramDecoder, run_tasks
 from stoicheia.inference.benchmark.scoring import GapScore, calibration, edit_distance, summarise
+from stoicheia.inference.benchmark.tasks import build_tasks
 from stoicheia.inference.loading import LoadedModel
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.text import alphabet as A
@@ -405,7 +405,7 @@ def test_benchmark_command_on_real_inscriptions(tmp_path, corpus_root, capsys):
 
 
 def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, capsys, monkeypatch):
-    """The whole command (n-gram trained on the train split, the three protocols, the outputs),
+    """The whole command (n-gram trained on the train split, the four protocols, the outputs),
     the checkpoint replaced by the stand-in model (loading is tested in test_inference)."""
     import stoicheia.cli as cli
     from stoicheia.commands import benchmark as benchmark_command
@@ -456,6 +456,9 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
         in printed
         and "hidden spans, unknown width [---]: 4 gaps" in printed
     )
+    # the stone's edge: ISic000874's last word, μόρσιμον (its first, Θ(εοῖς), and both of
+    # ISic000864's are not intact in the edition)
+    assert "the stone's edge, first or last word as [---]: 1 gaps" in printed
     assert "halves: 1 inscriptions choose the fusion weights (selection), 1 report" in printed
     res = json.loads((out / "benchmark.json").read_text())
     assert res["corpus"]["inscriptions"] == 2 and res["ngram"]["order"] == 3
@@ -466,14 +469,15 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     # top-1 chosen, and fused at that weight restores every gap
     fu = res["fusion"]["fused"]
     assert fu["axes"] == {"ngram": [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0]}
-    # 2 hidden spans, [Μην], the 2 spans as [---]
-    assert fu["chosen_on"].startswith("5 gaps of the selection half")
+    # 2 hidden spans, [Μην], the 2 spans as [---], μόρσιμον as [---]
+    assert fu["chosen_on"].startswith("6 gaps of the selection half")
     assert all(
-        [e["figures"][p]["gaps"] for p in ("hidden", "supplements", "unknown")] == [2, 1, 2]
+        [e["figures"][p]["gaps"] for p in ("hidden", "supplements", "unknown", "edge")]
+        == [2, 1, 2, 1]
         for e in fu["sweep"]
     )
     mean_top1 = {
-        e["weights"]["ngram"]: sum(p["top1"] for p in e["figures"].values()) / 3
+        e["weights"]["ngram"]: sum(p["top1"] for p in e["figures"].values()) / 4
         for e in fu["sweep"]
     }
     assert mean_top1[fu["chosen"]["ngram"]] == max(mean_top1.values())

@@ -44,7 +44,7 @@ USAGE = {
     "benchmark": (
         "usage: stoicheia benchmark [-h] [--config CONFIG] [--device DEVICE] "
         "[--precision {auto,fp32,bf16}] [--shards SHARDS] --out OUT "
-        "[--protocols {hidden,supplements,unknown} [{hidden,supplements,unknown} ...]] "
+        "[--protocols {hidden,supplements,unknown,edge} [{hidden,supplements,unknown,edge} ...]] "
         "[--spans-per-text SPANS_PER_TEXT] [--seed SEED] [--max-texts MAX_TEXTS] "
         "[--sample SAMPLE] [--epidoc-root EPIDOC_ROOT] [--unknown-width UNKNOWN_WIDTH] "
         "[--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "

@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "benchmark",
         help="restoration benchmark on the inscription dev set (hidden spans, editors' "
-        "supplements, unknown width), the n-gram beside the model",
+        "supplements, unknown width, the stone's edge), the n-gram beside the model",
     )
     model_args(p)
     p.add_argument(
@@ -39,10 +39,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--protocols",
         nargs="+",
-        choices=("hidden", "supplements", "unknown"),
-        default=["hidden", "supplements", "unknown"],
+        choices=("hidden", "supplements", "unknown", "edge"),
+        default=["hidden", "supplements", "unknown", "edge"],
         help="hidden: spans of intact text as [....]; supplements: each editor's supplement as "
-        "[....]; unknown: the hidden spans as [---]",
+        "[....]; unknown: the hidden spans as [---]; edge: the stone's edge, the first and the "
+        "last word of each text (1-10 letters, intact) as [---] with text on one side only "
+        "(default: all four)",
     )
     p.add_argument(
         "--spans-per-text",

@@ -2,8 +2,9 @@
 carries them.
 
 An EpiDoc record knows its lines (:attr:`stoicheia.sources.record.SourceRecord.lines`: the
-printed number of each ``<lb n="..."/>`` and the Leiden text of the line). The shards hold
-letter slots, not text, so each line's text is encoded the way the whole record is
+printed number of each ``<lb n="..."/>`` and the Leiden text of the line); a Perseus record its
+citation lines (the canonical reference of each verse line or section, ``AJ 14.195``). The
+shards hold letter slots, not text, so each line's text is encoded the way the whole record is
 (:func:`stoicheia.text.encode.encode_text`) and its slots are laid against the record's: where
 the letters of the lines read one after the other equal the record's (the rule), the line
 starts are their running sums; where they differ (encoding in context can differ by a slot:

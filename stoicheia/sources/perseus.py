@@ -44,6 +44,15 @@ the units in :data:`BOUNDARY_MILESTONES`; not ``add``/``del``/``supplied``/``ter
 words apart and whole. A Beta Code hyphen at the end of a source line followed by a letter on
 the next line is a hyphenated word and is joined (``gramma-\\ntistou=`` -> ``γραμματιστοῦ``).
 
+**Citation lines.** Each record carries ``lines`` (:attr:`SourceRecord.lines`): its text cut
+where the TEI's own numbering starts a citation unit (a verse line ``<l>``, numbered or counted
+on; a ``<milestone unit="section">`` or ``"verse"``), each labelled with its canonical reference
+(:func:`reference`: ``AJ 14.195``, ``Iliad 1.5``, ``Euthyph. 2a``, ``Ant. 100``), under the work's
+short title from the header (:func:`work_title`); the walk's rules are
+:mod:`stoicheia.sources.perseus_walk`'s (``CITE_MILESTONES``, ``CITED_DIVISIONS``). Text
+before the first citation point has no label. The lines are converted piece by piece; read
+one after the other they hold the record's letters (the shards lay them on its slots).
+
 **Entities.** The files use SGML entities of a DTD that is not shipped: they are read as
 :mod:`stoicheia.sources.perseus_entities` says (an unknown entity raises
 :class:`SourceError` naming the file and line; malformed XML raises :class:`SourceError` with
@@ -57,9 +66,9 @@ elements dropped), ``latin_span``, ``latin_chars``, ``latin_unterminated``,
 (untagged Latin dropped), ``lost_letter_mark`` (``[!!!]``: each ``!`` inside square
 brackets is a lost letter, written ``[...]`` for the Leiden reading), ``latin_looking_token``
 (capitalised ASCII words left in the Beta Code: a leak measure), ``markup_debris``,
-``hyphen_joined``, ``numeral_sign_from_acute`` (a Beta Code acute left on a consonant,
-``lb/`` = λβʹ, written as the numeral sign U+02B9), ``empty_division`` (divisions with no
-Greek text, e.g. only a ``head``) and ``duplicate_id``.
+``hyphen_joined``, ``citation_lines`` (labelled lines kept), ``numeral_sign_from_acute`` (a
+Beta Code acute left on a consonant, ``lb/`` = λβʹ, written as the numeral sign U+02B9),
+``empty_division`` (divisions with no Greek text, e.g. only a ``head``) and ``duplicate_id``.
 """
 
 from __future__ import annotations
@@ -72,7 +81,7 @@ from types import MappingProxyType
 
 from .betacode import beta_to_unicode
 from .perseus_entities import parse_perseus_xml
-from .perseus_walk import Context, Walker, division_segments
+from .perseus_walk import CITE, Context, Walker, division_segments
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["read_perseus"]
@@ -131,21 +140,25 @@ def read_perseus(
     _check_beta_code([beta for *_, beta in segments], segments[0][2] if segments else 1, file)
     seen: Counter[str] = Counter()
     work = _work_id(rel)
+    title = None if len(content_texts) > 1 else work_title(root_el)
     for ctx, cite, line, beta in segments:
-        beta = _HYPHEN.sub(lambda m: _count(counts, "hyphen_joined"), beta)
-        text = beta_to_unicode(beta, table.expand, counts)
-        if "/" in text:
-            # an acute that Beta Code could not put on a consonant ("<add>lb/</add>" in
-            # Dionysius) is the numeral sign of a numeral letter (λβʹ), never a letter
-            # division inside a word
-            text, k = _STRAY_ACUTE.subn("\u02b9", text)  # U+0374 in NFC
-            counts["numeral_sign_from_acute"] += k
-        if "!" in text and "[" in text:
-            text = _LOST_MARKS.sub(lambda m: _lost_marks(m, counts), text)
+        parts = CITE.split(beta)  # [text, n, text, n, text...]: the citation points
+        text = _unicode("".join(parts[0::2]), table, counts)
         if not text:
             if ctx is not top:
                 counts["empty_division"] += 1
             continue
+        lines: tuple[tuple[str | None, str], ...] = ()
+        if len(parts) > 1:
+            scratch: Counter[str] = Counter()  # the record's text counted what is dropped
+            lines = tuple(
+                (
+                    None if i == 0 else reference(title, parts[i - 1]),
+                    _unicode(parts[i], table, scratch),
+                )
+                for i in range(0, len(parts), 2)
+            )
+            counts["citation_lines"] += len(lines) - 1
         cite = unique_citation(cite, seen, counts)
         counts["records"] += 1
         counts["chars"] += len(text)
@@ -157,7 +170,58 @@ def read_perseus(
             file=file,
             line=line,
             known=MappingProxyType({}),
+            lines=lines,
         )
+
+
+def _unicode(beta: str, table, counts: Counter[str]) -> str:
+    """The Unicode text of a division's Beta Code (module docstring: hyphenated words joined,
+    numeral signs, lost letters)."""
+    beta = _HYPHEN.sub(lambda m: _count(counts, "hyphen_joined"), beta)
+    text = beta_to_unicode(beta, table.expand, counts)
+    if "/" in text:
+        # an acute that Beta Code could not put on a consonant ("<add>lb/</add>" in
+        # Dionysius) is the numeral sign of a numeral letter (λβʹ), never a letter
+        # division inside a word
+        text, k = _STRAY_ACUTE.subn("\u02b9", text)  # U+0374 in NFC
+        counts["numeral_sign_from_acute"] += k
+    if "!" in text and "[" in text:
+        text = _LOST_MARKS.sub(lambda m: _lost_marks(m, counts), text)
+    return text
+
+
+_MACHINE_READABLE = re.compile(r"\s*(\(Greek\))?\.?\s*Machine readable text\.?\s*$", re.I)
+
+
+def work_title(root_el) -> str | None:
+    """The work's short title from the TEI header, as a classicist cites it: the ``n`` of
+    ``<title type="work" n="AJ">`` (Josephus' *Antiquitates Judaicae*: ``AJ``; Sophocles'
+    *Antigone*: ``Ant.``), else the first ``<title>`` of the ``titleStmt`` less Perseus'
+    ``(Greek). Machine readable text`` (``Iliad``, ``Theogony``); ``None`` without one."""
+    stmt = root_el.find("teiHeader/fileDesc/titleStmt")
+    if stmt is None:
+        return None
+    for t in stmt.iter("title"):
+        if (t.get("type") or "") == "work" and (t.get("n") or "").strip():
+            return (t.get("n") or "").strip()
+    first = stmt.find("title")
+    if first is None:
+        return None
+    name = _MACHINE_READABLE.sub("", " ".join("".join(first.itertext()).split()))
+    return name or None
+
+
+def reference(title: str | None, n: str) -> str:
+    """A citation line's canonical reference from the work's short title (:func:`work_title`)
+    and ``n``, the numbers of the cited divisions and of the line or section joined by ``|``
+    as the walk marks them: ``AJ 14.195`` (``14|195``: book 14, section 195), ``Iliad 1.5``,
+    ``Ant. 100`` (a play's lines: its episodes are not cited). A division named rather than
+    numbered names the work itself and takes the title's place: ``Th. 1`` (Hesiod's
+    Theogony), ``Euthyph. 2a`` (Plato's first tetralogy, then the Stephanus section)."""
+    parts = [p for p in n.split("|") if p]
+    named = parts and not parts[0][:1].isdigit() and len(parts) > 1
+    head = f"{parts[0]} " if named else (f"{title} " if title else "")
+    return head + ".".join(parts[1:] if named else parts)
 
 
 #: A Beta Code word: ASCII letters with the Beta Code signs; one "accented" carries an acute,

@@ -23,6 +23,9 @@ from .perseus_entities import EntityTable
 __all__ = [
     "BLOCK",
     "BOUNDARY_MILESTONES",
+    "CITE",
+    "CITE_MILESTONES",
+    "CITED_DIVISIONS",
     "EXCLUDED",
     "SPLIT_MILESTONE",
     "Context",
@@ -117,6 +120,20 @@ BOUNDARY_MILESTONES = frozenset({"para", "line", "page", "mss", "chapter"})
 #: Text outside every division (Plutarch's Lives have no ``div``) is split into one record
 #: per ``<milestone unit="chapter" n=...>``; the text before the first one keeps ``body``.
 SPLIT_MILESTONE = "chapter"
+#: ``milestone`` units that are the finest citation of prose (Josephus' and Herodotus'
+#: sections, Plato's Stephanus sections ``2a``, the verses of the New Testament): each starts
+#: a citation line of its record (``SourceRecord.lines``). Not ``Whiston section`` (another
+#: numbering of Josephus) nor pages, paragraphs or cards.
+CITE_MILESTONES = frozenset({"section", "verse"})
+#: Division types that are part of a citation (``Iliad 1.5``: book 1); others, a play's
+#: episodes, choral odes and strophes, are structure: its lines are cited by their number alone
+#: and run on through them. A division without a type counts.
+CITED_DIVISIONS = frozenset(
+    {"book", "chapter", "section", "letter", "speech", "oration", "poem", "hymn", "life", "essay"}
+)
+#: The marker of a citation point in a division's Beta Code: ``\x03<n>\x04`` (the verse
+#: line's or section's number as the TEI gives it, or as counted for an unnumbered ``<l>``)
+CITE = re.compile("\x03([^\x04]*)\x04")
 _SPLIT = re.compile("\x01([^\x02]*)\x02(\\d+)\x01")
 _GREEK_LANGS = frozenset({"greek", "grc", "gr", "el"})
 #: Elements that hold alternative readings, of which one is read (see :func:`_reading`).
@@ -152,13 +169,45 @@ class Context:
     """The record being assembled for one division: its citation parts ``cite``, the source
     ``line`` where it starts, its document ``order`` and its Beta Code ``pieces``."""
 
-    __slots__ = ("cite", "line", "order", "pieces")
+    __slots__ = ("chapter", "cite", "line", "order", "pieces", "refs", "verse")
 
-    def __init__(self, cite: list[str], line: int, order: int) -> None:
+    def __init__(
+        self,
+        cite: list[str],
+        line: int,
+        order: int,
+        refs: list[str] | None = None,
+        verse: list[int] | None = None,
+    ) -> None:
         self.cite = cite
         self.line = line
         self.order = order
         self.pieces: list[str] = []
+        #: the divisions a classicist cites (books, a file's works; not a play's episodes)
+        self.refs = refs if refs is not None else []
+        #: the number of the last <l> (an unnumbered one: +1), shared with the divisions that
+        #: are not cited (a play's lines run on through its episodes and choral odes)
+        self.verse = verse if verse is not None else [0]
+        self.chapter = ""  # the last chapter milestone in the division (Herodotus 1.1.0)
+
+    def cite_point(self, n: str) -> None:
+        """Mark a citation point (module :data:`CITE`) at the end of the pieces so far."""
+        n = re.sub(r"[\s\x01-\x04]+", "", n)
+        if n:
+            self.pieces.append(f"\x03{'|'.join([*self.refs, n])}\x04")
+
+    def verse_line(self, n: str | None) -> None:
+        """Mark the start of a verse line ``<l n=...>``: its ``n`` as printed (``"5"``,
+        ``"10a"``), or, where the TEI numbers only every fifth line, the line after the last
+        one counted."""
+        n = (n or "").strip()
+        digits = re.match(r"\d+", n)
+        if digits:
+            self.verse[0] = int(digits.group())
+        else:
+            self.verse[0] += 1
+            n = str(self.verse[0])
+        self.cite_point(n)
 
 
 class Walker:
@@ -218,7 +267,14 @@ class Walker:
         return len(_CAPWORD.findall(text)) >= 2 and not _ACCENT.search(text)
 
     def new_context(self, el: etree._Element, parent: Context, key: str) -> Context:
-        ctx = Context(parent.cite + [key], el.sourceline or parent.line, len(self.contexts))
+        cited = el.tag == "text" or (el.get("type") or "book").strip().lower() in CITED_DIVISIONS
+        ctx = Context(
+            parent.cite + [key],
+            el.sourceline or parent.line,
+            len(self.contexts),
+            parent.refs + [key] if cited else parent.refs,
+            None if cited else parent.verse,
+        )
         self.contexts.append(ctx)
         return ctx
 
@@ -234,6 +290,11 @@ class Walker:
                 unit = (el.get("unit") or "").strip().lower()
                 if unit in BOUNDARY_MILESTONES:
                     ctx.pieces.append(" ")
+                if unit in CITE_MILESTONES and el.get("n"):
+                    n = (el.get("n") or "").strip()
+                    ctx.cite_point(f"{ctx.chapter}.{n}" if ctx.chapter else n)
+                elif unit == SPLIT_MILESTONE:  # Herodotus 1.1.0, Plutarch's Antony 67.1
+                    ctx.chapter = (el.get("n") or "").strip()
                 if unit == SPLIT_MILESTONE and ctx is self.top:
                     n = re.sub(r"\s+", "_", (el.get("n") or "").strip())
                     ctx.pieces.append(f"\x01{n}\x02{el.sourceline or ctx.line}\x01 ")
@@ -270,6 +331,8 @@ class Walker:
         block = tag in BLOCK or inner is not ctx
         if block:
             inner.pieces.append(" ")
+        if tag == "l":
+            inner.verse_line(el.get("n"))
         self.chunk(el.text, inner)
         position = 0
         for child in el:

@@ -32,8 +32,10 @@ class SourceRecord:
             ``<lb n="5"/>``): ``(label, text)`` per line in order, ``label`` the printed
             number (``"5"``, ``"10a"``; ``None`` for text before the first line break) and
             ``text`` the line's Leiden text (its brackets closed within the line), so that the
-            lines read one after the other hold the letters of ``text``. Empty for a source
-            without line numbers.
+            lines read one after the other hold the letters of ``text``. A Perseus record
+            gives its citation lines the same way, each labelled with its canonical reference
+            (``"AJ 14.195"``, ``"Iliad 1.5"``: :mod:`stoicheia.sources.perseus`). Empty for a
+            source without line numbers.
         meta: what the source says about the work the record belongs to, for citing it
             (EpiDoc: :func:`stoicheia.sources.epidoc_meta.inscription_meta`: ``corpus``,
             ``citation`` such as ``"IOSPE I² 10"``, ``url``, ``place``, ``findspot``,

@@ -1,4 +1,4 @@
-"""The gaps of the restoration benchmark: texts of the inscription dev set, and the three protocols.
+"""The gaps of the restoration benchmark: texts of the inscription dev set, and the protocols.
 
 The texts are the editions of the inscription dev set (``stoicheia convert
 --inscription-dev-digit 4``; ``stats.json`` lists each inscription with its EpiDoc file),
@@ -7,7 +7,8 @@ edition as the editor printed it, supplements ``[καὶ]`` as supplied text, re
 lacunae ``[....]`` / ``[---]``, uncertain letters with their dot below.
 
 A :class:`Task` is one text with one *target* gap written as a lacuna; the rest of the text
-stays as printed. The three protocols (``docs/measuring-restoration.md``):
+stays as printed. The four protocols (``docs/measuring-restoration.md``; all of them built by
+:func:`~.tasks.build_tasks`):
 
 * ``hidden`` (Ithaca's, Assael et al., Nature 2022): spans of 1-10 letters of intact text
   (letters read with certainty, outside every editorial bracket) are hidden one at a time
@@ -15,7 +16,9 @@ stays as printed. The three protocols (``docs/measuring-restoration.md``):
   seed from the text's id, so the same spans come back on every run and machine;
 * ``supplements``: each ``<supplied reason="lost">`` of 1-10 letters that fills a bracket of
   its own becomes a known-width lacuna in turn; the editor's letters are the truth;
-* ``unknown``: the spans of ``hidden`` given as ``[---]``: the width must come back too.
+* ``unknown``: the spans of ``hidden`` given as ``[---]``: the width must come back too;
+* ``edge``: the stone's edge, the first or last word of the text as ``[---]`` with text on one
+  side only (:mod:`.edge`).
 
 Truth and fills are compared on *base letters* (:func:`base_letters`: no accents,
 breathings or capitals, final sigma folded into sigma), as Ithaca scores.
@@ -27,7 +30,6 @@ import functools
 import hashlib
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +40,7 @@ from stoicheia.text.encode import text_to_planes
 from stoicheia.text.leiden import parse_leiden
 from stoicheia.text.leiden_segments import DOT_BELOW, Editorial, Lacuna, LeidenError, Text
 
-PROTOCOLS = ("hidden", "supplements", "unknown")
+PROTOCOLS = ("hidden", "supplements", "unknown", "edge")
 MIN_LETTERS, MAX_LETTERS = 1, 10  # the gap lengths scored (Ithaca: 1-10 characters)
 
 
@@ -62,7 +64,8 @@ class Task:
     notation in ``input``, brackets included; ``target``: the index of the target among the
     lacunae of ``input`` (:class:`~stoicheia.text.leiden_segments.Lacuna` segments of
     :func:`~stoicheia.text.leiden.parse_leiden`, in reading order); ``truth``: its base
-    letters (1-10); ``known_width``: whether the decoders are told the width.
+    letters (1-10); ``known_width``: whether the decoders are told the width. ``protocol``:
+    one of :data:`PROTOCOLS`.
     """
 
     protocol: str
@@ -176,7 +179,7 @@ def _lacuna_index(text: str, start: int) -> int:
     raise AssertionError(f"no lacuna opens at {start} in {text!r}")
 
 
-def _gap_task(
+def gap_task(
     protocol: str,
     text_id: str,
     text: str,
@@ -225,13 +228,13 @@ def supplement_tasks(dev: DevText, counts: Counter | None = None) -> list[Task]:
             counts["supplement_shares_bracket"] += 1
             continue
         notation = "[" + "." * len(truth) + "]"
-        task = _gap_task("supplements", dev.id, text, a, b, notation, truth, True, counts)
+        task = gap_task("supplements", dev.id, text, a, b, notation, truth, True, counts)
         if task is not None:
             tasks.append(task)
     return tasks
 
 
-def _intact_runs(text: str) -> list[list[tuple[int, int]]]:
+def intact_runs(text: str) -> list[list[tuple[int, int]]]:
     """Runs of intact letters: ``[(start, end) of each letter with its marks, ...]``; a run
     holds letters of :class:`~stoicheia.text.leiden_segments.Text` segments read with certainty,
     separated by nothing or by spaces only (punctuation, a digit, a bracket end a run)."""
@@ -271,10 +274,10 @@ def text_seed(seed: int, text_id: str) -> int:
 def hidden_spans(dev: DevText, n: int, seed: int) -> list[tuple[int, int, str]]:
     """Up to ``n`` distinct spans of 1-10 intact letters of ``dev.text`` (protocol ``hidden``):
     ``[(start, end, truth letters), ...]``, character offsets. For each span a length is drawn
-    uniformly among the lengths that fit in some run of intact letters (:func:`_intact_runs`),
+    uniformly among the lengths that fit in some run of intact letters (:func:`intact_runs`),
     then a place uniformly among those of that length; a span drawn twice is drawn again (at
     most ``20 n`` draws). Seeded by :func:`text_seed`: reproducible."""
-    runs = _intact_runs(dev.text)
+    runs = intact_runs(dev.text)
     longest = max((len(r) for r in runs), default=0)
     lengths = list(range(MIN_LETTERS, min(MAX_LETTERS, longest) + 1))
     if not lengths or n <= 0:
@@ -309,42 +312,12 @@ def span_tasks(
         counts["text_without_intact_letters"] += 1
     for a, b, truth in spans:
         notation = "[" + "." * len(truth) + "]" if protocol == "hidden" else "[---]"
-        task = _gap_task(
+        task = gap_task(
             protocol, dev.id, dev.text, a, b, notation, truth, protocol == "hidden", counts
         )
         if task is not None:
             tasks.append(task)
     return tasks
-
-
-def build_tasks(
-    texts: Iterable[DevText],
-    protocols: Iterable[str],
-    spans_per_text: int,
-    seed: int,
-    counts: Counter | None = None,
-) -> dict[str, list[Task]]:
-    """The tasks of each protocol over ``texts`` (in text order). Raises :class:`BenchmarkError`
-    for an unknown protocol."""
-    protocols = list(protocols)
-    bad = [p for p in protocols if p not in PROTOCOLS]
-    if bad:
-        raise BenchmarkError(f"unknown protocol(s) {bad}; the protocols are {', '.join(PROTOCOLS)}")
-    out: dict[str, list[Task]] = {p: [] for p in protocols}
-    for dev in texts:
-        for p in protocols:
-            if p == "supplements":
-                out[p] += supplement_tasks(dev, counts)
-            else:
-                # the counts of the spans are the same for both span protocols: counted once
-                out[p] += span_tasks(
-                    dev,
-                    spans_per_text,
-                    seed,
-                    p,
-                    counts if p == "hidden" or "hidden" not in protocols else None,
-                )
-    return out
 
 
 def inscription_of(text_id: str) -> str:
@@ -359,8 +332,9 @@ __all__ = [
     "DevText",
     "Task",
     "base_letters",
-    "build_tasks",
+    "gap_task",
     "hidden_spans",
+    "intact_runs",
     "inscription_of",
     "read_dev_texts",
     "span_tasks",

@@ -27,6 +27,7 @@ PROTOCOL_NAMES = {
     "hidden": "hidden spans, width given [....]",
     "supplements": "editors' supplements, width given",
     "unknown": "hidden spans, unknown width [---]",
+    "edge": "the stone's edge, first or last word as [---]",
 }
 
 
@@ -320,6 +321,7 @@ def summary_lines(result: dict) -> list[str]:
             "hidden": "hidden spans [....]",
             "supplements": "editors' supplements [....]",
             "unknown": "hidden spans, width unknown [---]",
+            "edge": "the stone's edge, first or last word [---]",
         }.get(protocol, protocol)
         view = (res.get("views") or {}).get("report") or res
         smallest.append(view["gaps"])
@@ -331,7 +333,7 @@ def summary_lines(result: dict) -> list[str]:
             )
             lines.append(
                 row
-                + (f"  right length {_pct(f.get('length_right'))}" if protocol == "unknown" else "")
+                + (f"  right length {_pct(f.get('length_right'))}" if "length_right" in f else "")
             )
         lines += difference_lines(view)
         clean = (res.get("views") or {}).get("report_without_twins")

@@ -41,8 +41,9 @@ from stoicheia.inference.benchmark.bootstrap import RESAMPLES, add_differences
 from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD
 from stoicheia.inference.benchmark.fusion import Decoder, FusedFamily, sweep_family
 from stoicheia.inference.benchmark.halves import RULE, half_of, selection_tasks, split_halves
-from stoicheia.inference.benchmark.protocols import Task, base_letters, build_tasks, read_dev_texts
+from stoicheia.inference.benchmark.protocols import Task, base_letters, read_dev_texts
 from stoicheia.inference.benchmark.scoring import TOP_KS, GapScore, summarise
+from stoicheia.inference.benchmark.tasks import build_tasks
 from stoicheia.inference.ngram import LetterNgram
 from stoicheia.inference.restore.gap_search import Fusion, GapShape
 from stoicheia.inference.restore.gaps import Gap, Item

@@ -64,8 +64,11 @@ class Source:
         holds it; ``ll. 5–6`` over two lines, ``line unknown`` for shards or an
         index without line numbers) for an inscription: its file's name, its text part when
         the file has several (``ISic000406, text b, l. 3``) and the line when a stretch was
-        asked for; ``Homer, hom.il 1`` (author, Perseus work abbreviation, passage) for a
-        Perseus work; else the record id."""
+        asked for; for a Perseus work, its author and the canonical reference of the stretch
+        from the TEI's own numbering (``Josephus, AJ 14.195``, ``Homer, Iliad 1.5–7``: the
+        lines the reader took from the file, :func:`cited_range`), or, for shards converted
+        before the Perseus reader kept them or without a stretch, the work's abbreviation
+        and the record's division (``Homer, hom.il 1``); else the record id."""
         part = self.record.split("#", 1)[-1] if "#" in self.record else ""
         if self.citation or inscription_number(self.work) is not None:
             name = self.citation or self.work.rsplit("/", 1)[-1].removesuffix(".xml")
@@ -76,9 +79,27 @@ class Source:
                 return f"{out}, line unknown"
             return f"{out}, {'ll.' if '–' in self.line else 'l.'} {self.line}"
         m = _PERSEUS_WORK.fullmatch(self.work)
+        if m is not None and self.span and self.line:
+            return f"{m['author']}, {cited_range(self.line)}"
         if m is not None and part:
             return f"{m['author']}, {m['work']} {part}"
         return self.record
+
+
+def cited_range(lines: str) -> str:
+    """A range of canonical references written as a classicist writes it, the part the two
+    ends share given once: ``"AJ 14.195–AJ 14.196"`` -> ``"AJ 14.195–196"``, ``"Iliad
+    1.5–Iliad 1.7"`` -> ``"Iliad 1.5–7"``; one reference (no en dash) is returned as it is."""
+    first, dash, last = lines.partition("–")
+    if not dash:
+        return lines
+    cut = 0
+    for i, (a, b) in enumerate(zip(first, last, strict=False)):
+        if a != b:
+            break
+        if a in ". ":
+            cut = i + 1
+    return f"{first}–{last[cut:]}"
 
 
 class ParallelsIndex:
