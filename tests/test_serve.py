@@ -532,10 +532,11 @@ def test_restore_epidoc_wiring(client, monkeypatch):
             self.gaps = [Outcome("restored"), Outcome("left"), Outcome("restored")]
 
     def fake(
-        model, xml, *, top_k, unknown_width, on_step
+        model, xml, *, top_k, unknown_width, on_step, progress
     ):  # the endpoint passes the bytes and options on
         seen.update(xml=xml, top_k=top_k, unknown_width=unknown_width)
-        on_step()  # the cancel check: the client is still there
+        progress(0, 3)  # the file's gaps to fill (GET /progress, tests/test_serve_progress.py)
+        on_step(1, 3, 1, 1)  # a forward pass; the cancel check: the client is still there
         return Result(xml.replace(b"gap", b"supplied"))
 
     monkeypatch.setattr(stoicheia, "restore_epidoc", fake, raising=False)

@@ -4,6 +4,7 @@ its forward passes done of planned), and the entry goes when the request ends.""
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -88,4 +89,98 @@ def test_a_running_restoration_says_how_far_it_is(tmp_path):
         schema = httpx.get(f"{base}/openapi.json").json()
         assert "/progress/{key}" in schema["paths"]
     finally:
+        serving.close()
+
+
+#: an EpiDoc file in two pieces (a lost line cuts it): one gap to fill, then two
+TWO_PIECES = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
+    "<teiHeader><fileDesc><titleStmt><title>t</title></titleStmt></fileDesc></teiHeader>"
+    '<text><body><div type="edition" xml:lang="grc"><ab>καὶ τοῦ δή'
+    '<gap reason="lost" quantity="4" unit="character"/> τοῦ ἑαυτοῦ <lb/>'
+    '<gap reason="lost" quantity="1" unit="line"/><lb/> ὁ δῆμος '
+    '<gap reason="lost" quantity="3" unit="character"/> καὶ '
+    '<gap reason="lost" quantity="2" unit="character"/> χαῖρε</ab></div></body></text></TEI>\n'
+).encode()
+
+
+def test_an_uploaded_file_says_how_far_it_is(tmp_path):
+    """``POST /restore-epidoc`` with the header is followed too: waiting for the model, then
+    the file's gaps decided of those to fill, the piece being decoded of the pieces, and that
+    piece's passes; the entry goes with the request, whose answer is the restored file."""
+    import httpx
+
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    base_model = serve_model(tmp_path)
+    gate = threading.Event()
+    ticket = "upload-ticket-01"
+    holder: dict = {}
+
+    class Gated(LoadedModel):  # a forward pass of the second piece waits for the test
+        def __call__(self, batch):
+            entry = holder["app"].state.progress.get(ticket)
+            if entry is not None and entry.piece == 2:
+                gate.wait(60)
+            return super().__call__(batch)
+
+    app = create_app(
+        Gated(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0)
+    )
+    holder["app"] = app
+    serving = _serving(app)
+    base = next(serving)
+    try:
+        progress = f"{base}/progress/{ticket}"
+        answers: list = []
+
+        def post():
+            answers.append(
+                httpx.post(
+                    f"{base}/restore-epidoc",
+                    files={"file": ("two.xml", TWO_PIECES)},
+                    data={"top_k": "1"},
+                    headers={"X-Stoicheia-Progress": ticket},
+                    timeout=120,
+                )
+            )
+
+        app.state.lock.acquire()  # another restoration holds the model
+        worker = threading.Thread(target=post)
+        worker.start()
+        try:
+            got = _until(lambda: (r := httpx.get(progress)).status_code == 200 and r.json())
+            assert got == {"state": "waiting", "done": 0, "total": 0}  # no file counts yet
+        finally:
+            app.state.lock.release()
+        got = _until(lambda: (r := httpx.get(progress).json()).get("piece") == 2 and r)
+        # the first piece's one gap decided; the second's two gaps: 2 + 2 passes planned
+        assert {k: got[k] for k in ("state", "gaps_done", "gaps_total", "pieces", "total")} == {
+            "state": "restoring",
+            "gaps_done": 1,
+            "gaps_total": 3,
+            "pieces": 2,
+            "total": 2 + 2,
+        }
+        assert 1 <= got["done"] <= got["total"]
+        gate.set()
+        worker.join(120)
+        answer = answers[0]
+        assert answer.status_code == 200, answer.text
+        assert re.fullmatch(
+            r"restored=\d+ left=\d+ refused=\d+", answer.headers["x-stoicheia-gaps"]
+        )
+        counted = re.findall(r"\d+", answer.headers["x-stoicheia-gaps"])
+        assert sum(map(int, counted)) == 3 + 1  # and the lost line, left
+        assert httpx.get(progress).status_code == 404, "the entry goes with its request"
+        # a refused file ends its entry too
+        bad = httpx.post(
+            f"{base}/restore-epidoc",
+            files={"file": ("bad.xml", b"<notxml")},
+            headers={"X-Stoicheia-Progress": ticket},
+        )
+        assert bad.status_code == 422 and httpx.get(progress).status_code == 404
+    finally:
+        gate.set()
         serving.close()

@@ -12,8 +12,9 @@
   ``stoicheia`` has ``restore_epidoc``; else 501 with a line saying so;
   :mod:`stoicheia.serve.epidoc_upload`);
 * ``GET /source/{row}`` a record of the parallels index (:mod:`stoicheia.serve.source_page`);
-* ``GET /progress/{id}`` how far the running ``POST /restore`` sent with the header
-  ``X-Stoicheia-Progress: id`` is (the page's progress bar; :mod:`stoicheia.serve.progress`);
+* ``GET /progress/{id}`` how far the running ``POST /restore`` or ``POST /restore-epidoc`` sent
+  with the header ``X-Stoicheia-Progress: id`` is (the page's progress bars:
+  :mod:`stoicheia.serve.progress`);
 * ``GET /model`` what is loaded (the model, and whether a letter n-gram and a parallels index
   are found beside it); ``/openapi.json`` the schema (FastAPI's; its ``/docs`` page is off: it
   loads Swagger UI from a CDN).
@@ -232,7 +233,8 @@ def create_app(
         def work(check: Any) -> Any:
             from stoicheia.inference.restore.fusion_file import find_fusion
 
-            ticks = wrap(check)  # the page's progress bar (serve.progress), then the cancel check
+            # the page's progress bar (serve.progress), then the cancel check
+            ticks = follower.wrap(check)
             notes: list[str] = []  # a part restoration goes on without (the index, the n-gram)
             fusion = find_fusion(model, parallels=parallels, notes=notes, decoder=req.decoder)
             result = restore(
@@ -252,7 +254,7 @@ def create_app(
                 result.notes += [n for n in notes if n not in result.notes]
             return result
 
-        with board.follow(request) as wrap:
+        with board.follow(request) as follower:
             try:
                 result = await run_cancellable(request, lock, work)
             except RestoreError as err:
@@ -271,7 +273,7 @@ def create_app(
         data["respaced"] = [r.text for r in result.restorations] if rebuilt else None
         return data
 
-    add_epidoc_routes(app, model, lock)  # POST /restore-epidoc: an EpiDoc file in and out
+    add_epidoc_routes(app, model, lock, board)  # POST /restore-epidoc: an EpiDoc file in and out
 
     from stoicheia.serve.source_page import add_source_routes
 

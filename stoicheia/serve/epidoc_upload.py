@@ -1,6 +1,9 @@
 """``POST /restore-epidoc``: an uploaded EpiDoc file in, the restored file out
 (``stoicheia.restore_epidoc``, when the installed ``stoicheia`` has it; else 501 with a line
 saying so), downloaded as ``NAME.restored.xml`` with ``X-Stoicheia-Gaps`` counting its gaps.
+Sent with ``X-Stoicheia-Progress: ID``, its progress is followed at ``GET /progress/ID`` (the
+file's gaps decided of those to fill, the piece being decoded, its passes:
+:mod:`stoicheia.serve.progress`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
 from stoicheia.serve.jobs import Cancelled, run_cancellable
+from stoicheia.serve.progress import ProgressBoard
 from stoicheia.serve.schemas import MAX_TOP_K, ErrorResponse
 from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
 
@@ -82,10 +86,15 @@ def epidoc_upload_available() -> bool:
     return _restore_epidoc_function() is not None
 
 
-def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
+def add_epidoc_routes(
+    app: FastAPI, model: Any, lock: threading.Lock, board: ProgressBoard | None = None
+) -> None:
     """Register ``POST /restore-epidoc`` on ``app``: restores with ``model`` (a loaded
     :class:`~stoicheia.inference.loading.LoadedModel`) one decoding at a time under ``lock``,
-    cancelled when the client goes away (:func:`~stoicheia.serve.jobs.run_cancellable`)."""
+    cancelled when the client goes away (:func:`~stoicheia.serve.jobs.run_cancellable`), its
+    progress recorded on ``board`` for ``GET /progress/{id}`` (``None``: a board of its own,
+    which no route reads)."""
+    board = board if board is not None else ProgressBoard()
 
     @app.post(
         "/restore-epidoc",
@@ -149,18 +158,29 @@ def add_epidoc_routes(app: FastAPI, model: Any, lock: threading.Lock) -> None:
 
         def work(check: Any) -> Any:
             floor = {} if min_probability is None else {"min_probability": min_probability}
-            return fn(model, xml, top_k=top_k, unknown_width=unknown_width, on_step=check, **floor)
+            # each forward pass: the page's progress bar (piece, its passes), then the cancel
+            # check; after each piece: the file's gaps decided
+            return fn(
+                model,
+                xml,
+                top_k=top_k,
+                unknown_width=unknown_width,
+                on_step=follower.wrap(check),
+                progress=follower.gaps,
+                **floor,
+            )
 
-        try:
-            out = await run_cancellable(request, lock, work)
-        except Cancelled:
-            return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
-        except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: their one line
-            line = str(err).splitlines()[0]
-            if line.startswith("<xml>"):
-                # restore_epidoc got bytes, not a path: name the file the user chose
-                line = shown + line[len("<xml>") :]
-            return JSONResponse({"error": line}, status_code=422)
+        with board.follow(request) as follower:
+            try:
+                out = await run_cancellable(request, lock, work)
+            except Cancelled:
+                return JSONResponse({"error": "cancelled: the client went away"}, status_code=499)
+            except (ValueError, OSError) as err:  # EpiDocRestoreError, RestoreError: one line
+                line = str(err).splitlines()[0]
+                if line.startswith("<xml>"):
+                    # restore_epidoc got bytes, not a path: name the file the user chose
+                    line = shown + line[len("<xml>") :]
+                return JSONResponse({"error": line}, status_code=422)
         body = out if isinstance(out, (bytes, str)) else getattr(out, "xml", None)
         if body is None:
             return JSONResponse(

@@ -107,7 +107,7 @@ def restore_epidoc(
     config: Any = None,
     device: str = "auto",
     progress: Callable[[int, int], None] | None = None,
-    on_step: Callable[[], None] | None = None,
+    on_step: Callable[[int, int, int, int], None] | None = None,
     min_probability: float | None = None,
     decoder: str | None = None,
 ) -> EpiDocResult:
@@ -121,13 +121,16 @@ def restore_epidoc(
     :func:`~stoicheia.inference.restore.restore`. ``when``: the date of the ``<change>``
     (default today, UTC, ``YYYY-MM-DD``). ``progress``: called as ``progress(done, total)``
     with the gaps to fill (``total``) and those decided so far, once before decoding and
-    after each piece (a large file reports as it goes). ``on_step``: called after every
-    forward pass of the decoder (the server's cancel check: an exception raised there stops
-    the restoration and is raised to the caller). ``min_probability``: the confidence floor in
-    [0, 1] (None: ``fusion.json``'s ``min_probability``, chosen by the benchmark so that what is
-    written is right at least half the time on the selection half, else 0): a gap whose best
-    reading is less probable keeps its ``<gap>``, its readings written after it as proposals
-    (``<certainty>`` entries), and counts as left. ``decoder``: ``restore``'s ``--decoder``
+    after each piece (a large file reports as it goes). ``on_step``: called as
+    ``on_step(done, total, piece, pieces)`` after every forward pass of the decoder, with the
+    passes done and planned of the piece being decoded (``restore``'s ``progress`` count), that
+    piece (from 1) and the pieces of the file (the server's progress bar and cancel check: an
+    exception raised there stops the restoration and is raised to the caller).
+    ``min_probability``: the confidence floor in [0, 1] (None: ``fusion.json``'s
+    ``min_probability``, chosen by the benchmark so that what is written is right at least half
+    the time on the selection half, else 0): a gap whose best reading is less probable keeps its
+    ``<gap>``, its readings written after it as proposals (``<certainty>`` entries), and counts
+    as left. ``decoder``: ``restore``'s ``--decoder``
     (None: its default).
 
     Returns an :class:`EpiDocResult`: the restored bytes (the input bytes unchanged when no
@@ -163,7 +166,8 @@ def restore_epidoc(
     done = 0
     if progress is not None and plan.to_fill:
         progress(0, plan.to_fill)
-    for piece in plan.pieces:
+    for number, piece in enumerate(plan.pieces, start=1):
+        ticks = _piece_ticks(on_step, number, len(plan.pieces))
         _restore_piece(
             loaded,
             piece,
@@ -179,7 +183,7 @@ def restore_epidoc(
             unknown_width=unknown_width,
             about_margin=about_margin,
             window=window,
-            progress=(lambda done, total: on_step()) if on_step is not None else None,
+            progress=ticks,
             decoder=decoder,
         )
         done += len(piece.fill)
@@ -198,6 +202,16 @@ def restore_epidoc(
         floor=min_probability,
     )
     return EpiDocResult(plan.source, xml, outcomes)
+
+
+def _piece_ticks(
+    on_step: Callable[[int, int, int, int], None] | None, piece: int, pieces: int
+) -> Callable[[int, int], None] | None:
+    """``restore``'s ``progress(done, total)`` for piece ``piece`` of ``pieces``: calls
+    ``on_step(done, total, piece, pieces)`` (``None`` without an ``on_step``)."""
+    if on_step is None:
+        return None
+    return lambda done, total: on_step(done, total, piece, pieces)
 
 
 def default_floor(loaded: Any) -> float:
