@@ -17,6 +17,17 @@ from tiny import tiny_run
 #: an inscription with the three kinds of gap: a known width, an estimated width, an unknown width
 THREE_GAPS = "καὶ τοῦ δή[....] τοῦ [-ca.6-] ἑαυτοῦ [---] χαῖρε"
 
+#: an EpiDoc file in two pieces (a lost line cuts it): one gap to fill, then two
+TWO_PIECES = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
+    "<teiHeader><fileDesc><titleStmt><title>t</title></titleStmt></fileDesc></teiHeader>"
+    '<text><body><div type="edition" xml:lang="grc"><ab>καὶ τοῦ δή'
+    '<gap reason="lost" quantity="4" unit="character"/> τοῦ ἑαυτοῦ <lb/>'
+    '<gap reason="lost" quantity="1" unit="line"/><lb/> ὁ δῆμος '
+    '<gap reason="lost" quantity="3" unit="character"/> καὶ '
+    '<gap reason="lost" quantity="2" unit="character"/> χαῖρε</ab></div></body></text></TEI>\n'
+).encode()
+
 
 def serve_model(folder: Path) -> Any:
     """A :class:`~stoicheia.inference.loading.LoadedModel` on the CPU (see the module docstring)."""

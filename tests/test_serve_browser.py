@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_model import THREE_GAPS, serve_model  # noqa: E402
+from serve_model import THREE_GAPS, TWO_PIECES, serve_model  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -583,3 +583,55 @@ def test_a_long_restoration_shows_its_progress(browser, tmp_path_factory):
         assert bar.get_attribute("max") == str(total)
         WebDriverWait(browser, 120).until(lambda d: d.find_element("id", "result").is_displayed())
         assert not browser.find_element("id", "busy").is_displayed()
+
+
+def test_a_long_file_restoration_shows_its_progress(browser, tmp_path_factory):
+    """An uploaded EpiDoc file shows how far it is (its gaps done of those to fill, the piece of
+    the pieces, that piece's passes, on a bar), not only "restoring…", and hides it when the
+    restored file is downloaded."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import stoicheia
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables it)")
+    folder = tmp_path_factory.mktemp("serve-file-progress")
+    base_model = serve_model(folder)
+
+    class Slow(LoadedModel):  # 3 forward passes a second: the page polls several times
+        def __call__(self, batch):
+            time.sleep(0.35)
+            return super().__call__(batch)
+
+    app = create_app(
+        Slow(base_model.encoder, base_model.config, base_model.source, base_model.kind, step=0)
+    )
+    src = folder / "two-pieces.xml"
+    src.write_bytes(TWO_PIECES)
+    downloads = folder / "downloads"
+    downloads.mkdir()
+    got = downloads / "two-pieces.restored.xml"  # written by the browser after the click
+    for base in _serving(app):
+        _open(browser, base)
+        browser.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+        )
+        browser.find_element("id", "epidoc-file").send_keys(str(src))
+        browser.find_element("id", "epidoc-restore").click()
+        said = WebDriverWait(browser, 60).until(
+            lambda d: re.fullmatch(
+                r"restoring… (\d) of 3 gaps done · piece 2 of 2, pass (\d) of (\d) \((\d+) %\)",
+                d.find_element("id", "epidoc-busy-text").text,
+            )
+        )
+        assert said[1] == "1" and said[3] == "4" and 50 <= int(said[4]) <= 100
+        bar = browser.find_element("id", "epidoc-bar")
+        assert bar.get_attribute("max") == "1" and 0.5 <= float(bar.get_attribute("value")) <= 1
+        WebDriverWait(browser, 120).until(
+            lambda d: d.find_element("id", "epidoc-status").text.startswith("downloaded")
+        )
+        assert not browser.find_element("id", "epidoc-busy").is_displayed()
+        WebDriverWait(browser, 30).until(lambda d: got.is_file() and got.stat().st_size > 0)
+        assert b'resp="#stoicheia"' in got.read_bytes()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_model import THREE_GAPS, serve_model  # noqa: E402
+from serve_model import THREE_GAPS, TWO_PIECES, serve_model  # noqa: E402
 from test_serve_browser import _serving  # noqa: E402
 
 
@@ -90,18 +90,6 @@ def test_a_running_restoration_says_how_far_it_is(tmp_path):
         assert "/progress/{key}" in schema["paths"]
     finally:
         serving.close()
-
-
-#: an EpiDoc file in two pieces (a lost line cuts it): one gap to fill, then two
-TWO_PIECES = (
-    '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
-    "<teiHeader><fileDesc><titleStmt><title>t</title></titleStmt></fileDesc></teiHeader>"
-    '<text><body><div type="edition" xml:lang="grc"><ab>καὶ τοῦ δή'
-    '<gap reason="lost" quantity="4" unit="character"/> τοῦ ἑαυτοῦ <lb/>'
-    '<gap reason="lost" quantity="1" unit="line"/><lb/> ὁ δῆμος '
-    '<gap reason="lost" quantity="3" unit="character"/> καὶ '
-    '<gap reason="lost" quantity="2" unit="character"/> χαῖρε</ab></div></body></text></TEI>\n'
-).encode()
 
 
 def test_an_uploaded_file_says_how_far_it_is(tmp_path):

@@ -300,12 +300,12 @@ function progressId() {
   return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// while a restoration runs: ask the server how far it is every 400 ms and show it beside the
-// Cancel button ("waiting for another restoration", then "pass 3 of 9" on a bar); a missed or
-// failed answer leaves the last one shown
-function followProgress(ticket) {
-  const bar = $("busy-bar");
-  const text = $("busy-text");
+// while a restoration runs: ask the server how far it is every 400 ms and show it on the bar
+// `barId` and in `textId` beside the Cancel button (progressWords); a missed or failed answer
+// leaves the last one shown
+function followProgress(ticket, barId = "busy-bar", textId = "busy-text") {
+  const bar = $(barId);
+  const text = $(textId);
   bar.removeAttribute("value");   // an indeterminate bar until the server has counted
   text.textContent = "restoring…";
   let stopped = false;
@@ -314,19 +314,38 @@ function followProgress(ticket) {
     try {
       const resp = await fetch(`/progress/${ticket}`);
       if (stopped || !resp.ok) return;
-      const p = await resp.json();
-      if (p.state === "waiting") {
-        text.textContent = "waiting for another restoration to finish…";
-      } else if (p.total > 0) {
-        bar.max = p.total;
-        bar.value = p.done;
-        text.textContent = `restoring… pass ${p.done} of ${p.total} (${Math.round((100 * p.done) / p.total)} %)`;
+      const said = progressWords(await resp.json());
+      if (said) {
+        text.textContent = said.text;
+        if (said.max) { bar.max = said.max; bar.value = said.value; }
       }
     } catch (_) { /* the answer to the restoration itself says what went wrong */ }
     finally { if (!stopped) timer = setTimeout(ask, 400); }
   };
   timer = setTimeout(ask, 200);
   return { stop() { stopped = true; clearTimeout(timer); } };
+}
+
+// what GET /progress/ID says, in words and on a bar ({text, value, max}; max 0: the bar stays
+// as it is), or null when there is nothing new to say. A text: "pass 3 of 9". An EpiDoc file
+// (gaps_total given once it is read): its gaps decided of those to fill, the piece being decoded
+// when there are several, and that piece's passes; the bar moves by pieces and passes
+function progressWords(p) {
+  if (p.state === "waiting") return { text: "waiting for another restoration to finish…", max: 0 };
+  const pct = (f) => `${Math.round(100 * f)} %`;
+  if (!("gaps_total" in p)) {   // a text
+    if (!(p.total > 0)) return null;
+    return { text: `restoring… pass ${p.done} of ${p.total} (${pct(p.done / p.total)})`, value: p.done, max: p.total };
+  }
+  if (p.gaps_total == null) return { text: "reading the file…", max: 0 };
+  if (p.gaps_done >= p.gaps_total) return { text: `writing the restored file… ${p.gaps_total} of ${p.gaps_total} gaps done`, value: 1, max: 1 };
+  const pieces = p.pieces || 1;
+  const within = p.total > 0 ? p.done / p.total : 0;
+  const share = p.piece ? (p.piece - 1 + within) / pieces : p.gaps_done / p.gaps_total;
+  let text = `restoring… ${p.gaps_done} of ${p.gaps_total} gaps done`;
+  if (pieces > 1 && p.piece) text += ` · piece ${p.piece} of ${pieces}`;
+  if (p.total > 0) text += `${pieces > 1 && p.piece ? "," : " ·"} pass ${p.done} of ${p.total}`;
+  return { text: `${text} (${pct(share)})`, value: share, max: 1 };
 }
 
 async function copyText(text, what) {
@@ -354,12 +373,16 @@ async function restoreFile() {
   form.append("file", file);
   form.append("top_k", $("top-k").value);
   form.append("unknown_width", $("unknown-width").value);
-  status.textContent = "restoring…";
+  status.textContent = "";
   fileInflight = new AbortController();
   $("epidoc-cancel").hidden = false;
   $("epidoc-restore").disabled = true;
+  $("epidoc-busy").hidden = false;
+  const ticket = progressId();
+  const poller = followProgress(ticket, "epidoc-bar", "epidoc-busy-text");
   try {
-    const resp = await fetch("/restore-epidoc", { method: "POST", body: form, signal: fileInflight.signal });
+    const resp = await fetch("/restore-epidoc", { method: "POST", body: form,
+      headers: { "X-Stoicheia-Progress": ticket }, signal: fileInflight.signal });
     if (!resp.ok) { err.textContent = await errorOf(resp); err.hidden = false; status.textContent = ""; return; }
     const blob = await resp.blob();
     const a = el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.xml$/i, "") + ".restored.xml" });
@@ -374,6 +397,8 @@ async function restoreFile() {
     err.hidden = false;
     status.textContent = "";
   } finally {
+    poller.stop();
+    $("epidoc-busy").hidden = true;
     fileInflight = null;
     $("epidoc-cancel").hidden = true;
     $("epidoc-restore").disabled = false;
