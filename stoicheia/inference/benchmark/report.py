@@ -277,6 +277,19 @@ def format_table(result: dict) -> list[str]:
     return lines
 
 
+def _per_corpus(corpus: dict) -> str:
+    """`` (I.Sicily 34, IIP 21, ...)``: the texts of each corpus, most first; nothing for a
+    result without them (written before the corpora were told apart)."""
+    per = corpus.get("per_corpus") or {}
+    if not per:
+        return ""
+    return (
+        " ("
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+        + ")"
+    )
+
+
 def published_figures(p: dict) -> str:
     """A published system's figures as the reports print them: ``CER 30.1%, top-1 50.0%,
     top-20 80.3%`` (those ``p`` has: ``cer``, ``top1``, ``top20``, fractions 0 to 1)."""
@@ -302,8 +315,9 @@ def summary_lines(result: dict) -> list[str]:
     }
     halves = result.get("halves")
     lines = [
-        f"inscription dev set: {c['inscriptions']:,} I.Sicily inscriptions never trained on, "
-        f"{c['letters']:,} letters"
+        f"inscription dev set: {c['inscriptions']:,} inscriptions never trained on"
+        + _per_corpus(c)
+        + f", {c['letters']:,} letters"
         + (
             f"; figures on the report half ({len(halves['report']):,} inscriptions)"
             + (

@@ -403,7 +403,10 @@ def benchmark(
         "set": "inscription dev set",
         "digits": dev.get("digits", []),
         "inscriptions": len({t.work for t in texts}),
-        "per_corpus": dict(Counter(c or "unknown" for c in corpus_of_text.values())),
+        # inscriptions per corpus
+        "per_corpus": dict(
+            Counter(corpus_of_work.get(w) or "unknown" for w in {t.work for t in texts})
+        ),
         "texts": len(texts),
         "letters": sum(
             int((encode_text(t.text).planes.lacuna == 0).sum()) for t in texts
