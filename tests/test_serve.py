@@ -1032,7 +1032,7 @@ def test_model_says_which_experts_are_loaded(model, tmp_path):
         False,
         0.0,
     )
-    assert info["experts_error"] is None
+    assert info["experts_error"] is None and info["readings"] is False
     # a checkpoint with its n-gram beside it
     run = tmp_path / "run"
     run.mkdir()
@@ -1079,7 +1079,7 @@ def test_the_docs_list_every_field_of_the_answer():
     ):
         missing = [f for f in model.model_fields if f'"{f}"' not in outline + '"respaced"']
         assert not missing, f"the outline of the answer lacks {model.__name__}'s {missing}"
-    told = ("ngram", "ngram_weight", "parallels", "parallels_weight", "experts_error")
+    told = ("ngram", "ngram_weight", "parallels", "parallels_weight", "readings", "experts_error")
     assert set(told) <= set(schemas.ModelInfo.model_fields)
     assert all(f"`{f}`" in page for f in told)
 
@@ -1100,3 +1100,30 @@ def test_accents_keep_the_senders_word_division(client):
     assert any("--accents" in n for n in data["notes"])
     r = client.post("/restore", json={"text": text, "respace": True, "accents": True})
     assert r.status_code == 422 and "use one of them" in r.json()["error"]
+
+
+def test_model_says_when_the_parallels_are_weighed_as_whole_readings(model, monkeypatch):
+    """With an index and whole-reading weights (the fused decoder's way), ``GET /model`` says
+    ``readings``: the page then says the parallels' fills are weighed as whole readings, not
+    'listed, not fused' (their letter-by-letter weight is 0 then)."""
+    from types import SimpleNamespace
+
+    from stoicheia.inference.restore import fusion_file
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+    from stoicheia.serve.app import experts
+
+    fusion = SimpleNamespace(
+        ngram=object(),
+        weight=0.6,
+        parallels=object(),
+        parallels_weight=0.0,
+        readings=ReadingWeights(0.7, 1.0, 0.0),
+    )
+    monkeypatch.setattr(fusion_file, "find_fusion", lambda *a, **k: fusion)
+    info = experts(model)
+    assert info["parallels"] is True and info["readings"] is True
+    assert info["parallels_weight"] == 0.0
+    fusion.readings = None
+    assert experts(model)["readings"] is False
+    js = (REPO / "stoicheia" / "serve" / "static" / "app.js").read_text(encoding="utf-8")
+    assert "m.readings ?" in js and "weighed as whole readings" in js

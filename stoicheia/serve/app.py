@@ -315,7 +315,8 @@ def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
     ``serve --parallels``)
     (:func:`~stoicheia.inference.restore.fusion_file.find_fusion`, as ``POST /restore`` finds
     them): ``ngram`` (bool) and ``ngram_weight`` (0 to 1), ``parallels`` (bool: each gap's
-    parallels are listed) and ``parallels_weight`` (0 to 1: 0 listed, not fused), and
+    parallels are listed), ``parallels_weight`` (0 to 1: their weight letter by letter),
+    ``readings`` (their fills weighed with the search's as whole readings), and
     ``experts_error``: the line of a fusion file that cannot be read, or the note of an index
     it names that is missing, broken or built from other shards (every restore says it too,
     with a folder's name but not where it is), else ``None``. No path is given:
@@ -332,6 +333,7 @@ def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
             "ngram_weight": 0.0,
             "parallels": False,
             "parallels_weight": 0.0,
+            "readings": False,
             # the folder's name, not where it is on the server
             "experts_error": _ABSOLUTE.sub(r"\1", api_wording(str(err))),
         }
@@ -349,6 +351,7 @@ def experts(model: Any, parallels: str | None = None) -> dict[str, Any]:
         "ngram_weight": fusion.weight if ngram else 0.0,  # type: ignore[union-attr]
         "parallels": index,
         "parallels_weight": fusion.parallels_weight if index else 0.0,  # type: ignore[union-attr]
+        "readings": bool(index and getattr(fusion, "readings", None) is not None),
         "experts_error": _ABSOLUTE.sub(r"\1", said[0]) if said else None,
     }
 

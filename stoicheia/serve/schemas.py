@@ -197,7 +197,12 @@ class ModelInfo(BaseModel):
         description="whether a parallels index is open: each gap lists its parallels"
     )
     parallels_weight: float = Field(
-        description="their weight in the search, 0 to 1 (0: listed, not fused)"
+        description="their weight in the letter-by-letter search, 0 to 1 (0: not fused so)"
+    )
+    readings: bool = Field(
+        False,
+        description="whether the parallels' fills compete with the search's as whole readings "
+        "(the fused decoder's default with an index)",
     )
     experts_error: str | None = Field(
         None, description="why the n-gram or the parallels could not be read, else null"
