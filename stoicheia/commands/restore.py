@@ -280,19 +280,10 @@ def run(args: argparse.Namespace) -> int:
         result = restore(
             model,
             reading,
-            top_k=args.top_k,
-            beam=args.beam,
-            respace=args.respace,
-            accents=args.accents,
+            **restore_options(args),
             supplements=supplements,
-            unknown_width=args.unknown_width,
-            about_margin=args.about_margin,
-            window=args.window,
-            alternatives=args.alternatives,
-            score_supplements=args.score_supplements,
             progress=progress,
             fusion=fusion,
-            decoder=args.decoder,
         )
     except RestoreError as err:
         return fail("restore", str(err))
@@ -369,3 +360,21 @@ class _IntermixedParser(OneLineParser):
                 f'stoicheia restore {getattr(ns, "checkpoint", "CHECKPOINT")} "{typed}"'
             )
         return ns, extra
+
+
+def restore_options(args: argparse.Namespace) -> dict:
+    """The options of :func:`stoicheia.inference.restore.restore` that ``restore`` and
+    ``restore --batch`` take from the command line alike (not the supplements, the fusion or
+    a progress callback, which each finds itself)."""
+    return {
+        "top_k": args.top_k,
+        "beam": args.beam,
+        "respace": args.respace,
+        "accents": args.accents,
+        "unknown_width": args.unknown_width,
+        "about_margin": args.about_margin,
+        "window": args.window,
+        "alternatives": args.alternatives,
+        "score_supplements": args.score_supplements,
+        "decoder": args.decoder,
+    }

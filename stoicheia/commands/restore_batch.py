@@ -84,6 +84,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from stoicheia.commands.restore import restore_options
     from stoicheia.inference.restore import (
         GapTooWideError,
         RestoreError,
@@ -165,18 +166,9 @@ def run_batch(args: argparse.Namespace) -> int:
                     result = restore(
                         model,
                         reading,
-                        top_k=args.top_k,
-                        beam=args.beam,
-                        respace=args.respace,
-                        accents=args.accents,
+                        **restore_options(args),
                         supplements=supplements,
-                        unknown_width=args.unknown_width,
-                        about_margin=args.about_margin,
-                        window=args.window,
-                        alternatives=args.alternatives,
-                        score_supplements=args.score_supplements,
                         fusion=fusion,
-                        decoder=args.decoder,
                     )
                 except RestoreError as err:
                     error = str(err)
