@@ -403,10 +403,15 @@ def test_a_capital_stretch_of_a_mixed_text_is_filled_in_capitals():
     assert near_capitals("ἐπὶ δυῶν ἀνδρῶν Λ [---]", 18, 23) is None  # a lone Λ: the text decides
 
 
-def test_dots_in_an_erasure_are_not_a_lacuna_and_the_error_says_so():
-    for text in ("καὶ τὸν [[...]] πατέρα", "καὶ τὸν ⟦ - - - ⟧ πατέρα"):
-        with pytest.raises(ValueError, match=r"nothing to restore.*is an erasure, kept as printed"):
-            restore(STUB, text)
+def test_dots_in_an_erasure_are_letters_to_restore_dashes_are_not():
+    """Dots inside an erasure (``⟦...⟧``, ``[[...]]``) are erased letters that cannot be read,
+    one a dot: a lacuna of that width, restored (issue 33: they were dropped); dashes
+    (``⟦ - - - ⟧``) give no width and stay as printed, and the error says so."""
+    for text in ("καὶ τὸν [[...]] πατέρα", "καὶ τὸν ⟦...⟧ πατέρα"):
+        (gap,) = restore(STUB, text).gaps
+        assert len(gap.fill) == 3, (text, gap.fill)
+    with pytest.raises(ValueError, match=r"nothing to restore.*is an erasure, kept as printed"):
+        restore(STUB, "καὶ τὸν ⟦ - - - ⟧ πατέρα")
     with pytest.raises(ValueError, match="nothing to restore") as err:
         restore(STUB, "καὶ τὸν ⟦πατέρα⟧")
     assert "erasure" not in str(err.value)
