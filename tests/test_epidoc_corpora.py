@@ -329,7 +329,11 @@ def test_citation_and_link_reach_the_shards_and_the_parallels(tmp_path):
     )
     from streaming import StreamingDataset
 
-    ds = StreamingDataset(local=str(out / "bronze" / "train"), batch_size=1, shuffle=False)
+    from stoicheia.data.shm import retry_prefix_race
+
+    ds = retry_prefix_race(
+        lambda: StreamingDataset(local=str(out / "bronze" / "train"), batch_size=1, shuffle=False)
+    )
     cites = {record_meta(ds.get_item(i)).get("citation") for i in range(ds.num_samples)}
     assert {"I.Cret. I xiv 1", "IOSPE I² 10", "IIP akko0003"} <= cites
     index = ParallelsIndex(out / "parallels")

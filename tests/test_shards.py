@@ -10,6 +10,7 @@ from streaming import StreamingDataset
 
 from stoicheia.cli import main as cli_main
 from stoicheia.data.shards import ConvertError, convert, decode_planes, split_at_words
+from stoicheia.data.shm import retry_prefix_race
 from stoicheia.data.splits import (
     choose_split,
     held_out_hash,
@@ -83,7 +84,7 @@ def test_convert_writes_tiers_splits_and_stats(tmp_path, corpus_root):
     for tier in ("gold", "bronze"):
         for split in ("train", "val"):
             assert (out / tier / split / "index.json").exists()
-    ds = StreamingDataset(local=str(out / "gold" / "val"), batch_size=1)
+    ds = retry_prefix_race(lambda: StreamingDataset(local=str(out / "gold" / "val"), batch_size=1))
     samples = [ds[i] for i in range(ds.num_samples)]
     works = {s["work"] for s in samples}
     assert "hes.sh_gk.xml" in works, "--val-work sends the whole Shield to val"
@@ -272,7 +273,9 @@ def test_convert_holds_the_inscription_dev_set_out_of_train_and_val(tmp_path, co
     assert bronze["inscription_dev"] == sum(w["records"] for w in dev["works"])
 
     def works(tier, split):
-        ds = StreamingDataset(local=str(out / tier / split), batch_size=1)
+        ds = retry_prefix_race(
+            lambda: StreamingDataset(local=str(out / tier / split), batch_size=1)
+        )
         return {ds[i]["work"] for i in range(ds.num_samples)}
 
     assert works("bronze", "inscription_dev") == set(_ISIC_DEV)

@@ -8,6 +8,7 @@ import pytest
 from streaming import StreamingDataset
 
 from stoicheia.data.shards import convert
+from stoicheia.data.shm import retry_prefix_race
 from stoicheia.data.splits import choose_split, dev_digit
 from stoicheia.data.twins import TWIN_THRESHOLD, twin_groups
 from stoicheia.inference.benchmark.defaults import TWIN_THRESHOLD as BENCHMARK_THRESHOLD
@@ -115,7 +116,9 @@ def test_convert_sends_twins_of_dev_inscriptions_to_the_dev_set(tmp_path, corpus
     assert not any("bronze/ISic001312.xml" in m for m in members), "a formula is no twin"
 
     def works(split):
-        ds = StreamingDataset(local=str(out / "bronze" / split), batch_size=1)
+        ds = retry_prefix_race(
+            lambda: StreamingDataset(local=str(out / "bronze" / split), batch_size=1)
+        )
         return {ds[i]["work"] for i in range(ds.num_samples)}
 
     dev = works("inscription_dev")
