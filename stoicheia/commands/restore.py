@@ -265,18 +265,8 @@ def run(args: argparse.Namespace) -> int:
     model = load(args, "restore")
     progress, stop = _restore_progress()
     try:
-        from stoicheia.inference.restore.fusion_file import find_fusion
-
         found: list[str] = []  # the parts restoration goes on without, one note each
-        fusion = find_fusion(
-            model,
-            args.ngram,
-            args.ngram_weight,
-            parallels=args.parallels,
-            parallels_weight=args.parallels_weight,
-            decoder=args.decoder,
-            notes=found,
-        )
+        fusion = fusion_for(model, args, found)
         result = restore(
             model,
             reading,
@@ -378,3 +368,22 @@ def restore_options(args: argparse.Namespace) -> dict:
         "score_supplements": args.score_supplements,
         "decoder": args.decoder,
     }
+
+
+def fusion_for(model, args: argparse.Namespace, notes: list[str]):
+    """The n-gram and parallels that ``restore`` and ``restore --batch`` fuse with ``model``,
+    from the command line's ``--ngram``, ``--ngram-weight``, ``--parallels``,
+    ``--parallels-weight`` and ``--decoder`` (:func:`~stoicheia.inference.restore.fusion_file.
+    find_fusion`); ``notes`` receives one line per part restoration goes on without. Raises
+    ``RestoreError`` for a fusion file or index that cannot be read."""
+    from stoicheia.inference.restore.fusion_file import find_fusion
+
+    return find_fusion(
+        model,
+        args.ngram,
+        args.ngram_weight,
+        parallels=args.parallels,
+        parallels_weight=args.parallels_weight,
+        decoder=args.decoder,
+        notes=notes,
+    )

@@ -84,7 +84,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from stoicheia.commands.restore import restore_options
+    from stoicheia.commands.restore import fusion_for, restore_options
     from stoicheia.inference.restore import (
         GapTooWideError,
         RestoreError,
@@ -92,7 +92,7 @@ def run_batch(args: argparse.Namespace) -> int:
         read_input,
         restore,
     )
-    from stoicheia.inference.restore.fusion_file import find_fusion, without_ngram_note
+    from stoicheia.inference.restore.fusion_file import without_ngram_note
 
     if args.text is not None:
         return fail("restore", "--batch reads its texts from FILE: give TEXT or --batch, not both")
@@ -125,15 +125,7 @@ def run_batch(args: argparse.Namespace) -> int:
     supplements = "repredict" if args.repredict_supplements else "keep"
     found: list[str] = []
     try:
-        fusion = find_fusion(
-            model,
-            args.ngram,
-            args.ngram_weight,
-            parallels=args.parallels,
-            parallels_weight=args.parallels_weight,
-            decoder=args.decoder,
-            notes=found,
-        )
+        fusion = fusion_for(model, args, found)
     except RestoreError as err:
         return fail("restore", str(err))
     as_json = args.json or jsonl
