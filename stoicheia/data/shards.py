@@ -26,12 +26,13 @@ worker processes by :mod:`stoicheia.data.conversion_pool`; this module writes th
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,8 @@ from stoicheia.data.convert_inputs import (
     source_files,
 )
 from stoicheia.data.corpus_stats import TierStats, why_no_record
-from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts, lines_of_parts
+from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts
+from stoicheia.data.part_spool import PartSpool, SpooledParts
 from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
 from stoicheia.data.sample_planes import decode_planes, split_at_words  # noqa: F401  (old names)
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
@@ -55,6 +57,7 @@ from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
 from stoicheia.text.filter import normalise_record
+from stoicheia.text.planes import Planes
 
 COLUMNS = {
     "id": "str",
@@ -70,11 +73,14 @@ COLUMNS = {
 
 @dataclass
 class _FileResult:
-    """What one worker made of one source file (picklable)."""
+    """What one worker made of one source file (picklable). Each record is ``(id, source,
+    work, parts, words, meta)``; its parts (one dict of sample columns each) are a list, or
+    :class:`~stoicheia.data.part_spool.SpooledParts` read back from disk one chunk at a time
+    once the file has more than :data:`~stoicheia.data.part_spool.CHUNK_PARTS` parts."""
 
     path: str
     error: str | None = None
-    records: list[tuple[str, str, str, list[dict[str, bytes]], int, str]] = field(
+    records: list[tuple[str, str, str, list[dict] | SpooledParts, int, str]] = field(
         default_factory=list
     )
     dropped: Counter = field(default_factory=Counter)
@@ -83,11 +89,35 @@ class _FileResult:
         default_factory=Counter
     )  # what the reader kept out of the text, by kind
     leiden: Counter = field(default_factory=Counter)  # what the Leiden notation held, by kind
+    parts_held: int = 0  # the most parts of the file the worker held in memory at once
 
 
-def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]) -> _FileResult:
-    path, root, max_letters, min_greek, epidoc = args
+def _parts(planes: Planes, starts: list[tuple[int, str]], max_letters: int) -> Iterator[dict]:
+    """The sample columns of each word-aligned part of a record, made one at a time (the bytes
+    of a part exist only until it is spooled or written): its planes and its line starts
+    (offsets from the part's start, as
+    :func:`stoicheia.data.line_numbers.lines_of_parts` gives them)."""
+    slots = [s for s, _ in starts]
+    begin = 0
+    for p in split_at_words(planes, max_letters):
+        end = begin + len(p)
+        lines = starts[bisect.bisect_left(slots, begin) : bisect.bisect_left(slots, end)]
+        yield {
+            **{name: getattr(p, name).tobytes() for name in PLANES},
+            LINES_COLUMN: encode_lines([(s - begin, label) for s, label in lines]),
+        }
+        begin = end
+
+
+def _convert_file(
+    args: tuple[str, str | None, int, float, EpiDocOptions | None, str | None],
+) -> _FileResult:
+    """Read and normalise one source file (in a worker process): ``args`` are the file, its
+    root, ``max_record_letters``, ``min_greek``, the EpiDoc options and the spool folder
+    (``None``: every part kept in memory, no spool)."""
+    path, root, max_letters, min_greek, epidoc, spool_dir = args
     result = _FileResult(path=path)
+    spool = PartSpool(Path(spool_dir) if spool_dir else None)
     try:
         for rec in read_source(
             Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc
@@ -98,13 +128,8 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
             if norm.planes is None:
                 result.dropped[norm.reject_reason or "rejected"] += 1
                 continue
-            cut = split_at_words(norm.planes, max_letters)
             starts = line_starts(norm.planes.chars, rec.lines, rec.known, result.reader)
-            lines = lines_of_parts(starts, [len(p) for p in cut])
-            parts = [
-                {**{name: getattr(p, name).tobytes() for name in PLANES}, LINES_COLUMN: ln}
-                for p, ln in zip(cut, map(encode_lines, lines), strict=True)
-            ]
+            parts = spool.take(_parts(norm.planes, starts, max_letters))
             meta = meta_json(rec.meta)
             result.records.append(
                 (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()), meta)
@@ -112,6 +137,9 @@ def _convert_file(args: tuple[str, str | None, int, float, EpiDocOptions | None]
     except SourceError as err:
         result.error = str(err)
         result.records.clear()
+    finally:
+        spool.close()
+        result.parts_held = spool.peak
     return result
 
 
@@ -171,6 +199,8 @@ def convert(
     dev_works: dict[tuple[str, str], dict] = {}  # (tier, work) -> its entry in stats.json
     stats: dict[str, TierStats] = {}
     tmp = partial_folder(out)
+    # parts of long files on their way from the readers to the writers (part_spool)
+    spool_dir = tmp / "spool"
     try:
         seen_works: set[str] = set()
         warnings: list[str] = []
@@ -195,6 +225,7 @@ def convert(
                 dev_digits=dev_digits,
                 dev_key=dev_key,
             )
+            entry = None
             if split == INSCRIPTION_DEV:
                 entry = dev_works.setdefault(
                     (tier, work),
@@ -208,10 +239,6 @@ def convert(
                     },
                 )
                 entry["records"] += 1
-                entry["letters"] += sum(
-                    len(p["chars"]) - int(np.count_nonzero(np.frombuffer(p["lacuna"], np.uint8)))
-                    for p in parts
-                )
             st.records_kept[split] += 1
             mine["records"] += 1
             st.words[split] += n_words
@@ -225,6 +252,8 @@ def convert(
                 st.lacuna_slots[split] += n_real
                 mine["letters"] += len(chars) - n_real
                 mine["lacuna_slots"] += n_real
+                if entry is not None:
+                    entry["letters"] += len(chars) - n_real
                 if split == "train":
                     st.letter_counts += np.bincount(chars[~real], minlength=NUM_LETTERS)
                 writers[tier][split].write(
@@ -244,7 +273,7 @@ def convert(
                 st = stats[tier] = TierStats()
                 files = source_files(tier, paths, st)
                 jobs = [
-                    (str(f), str(root), max_record_letters, min_greek, epidoc)
+                    (str(f), str(root), max_record_letters, min_greek, epidoc, str(spool_dir))
                     for f, root, _ in files
                 ]
                 given_of.update((str(f), str(given)) for f, _, given in files)
@@ -280,12 +309,18 @@ def convert(
                         mine["without_record"] += 1
                         st.files_without_records.append(res.path)
                         st.files_without_records_why[why_no_record(res.dropped, res.reader)] += 1
+                    kept = False
                     for rec in res.records:
                         seen_works.add(rec[2])
                         if dev_digits and rec[1] == "epidoc":
                             held.append((tier, res.path, rec))
+                            kept = True
                         else:
                             store(tier, res.path, rec)
+                    spooled = {r[3].path for r in res.records if isinstance(r[3], SpooledParts)}
+                    if not kept:  # written: its spool is not needed any more
+                        for spool_file in spooled:
+                            Path(spool_file).unlink()
             twins = held_twin_groups(held)
             first_of = {m: g.members[0] for g in twins for m in g.members}
             for tier, path, rec in held:
@@ -299,6 +334,7 @@ def convert(
             for tier_writers in writers.values():
                 for w in tier_writers.values():
                     w.finish()
+            shutil.rmtree(spool_dir, ignore_errors=True)
         for tier, paths in inputs.items():
             st = stats[tier]
             if dev_digits and st.records_kept[INSCRIPTION_DEV] == 0:
