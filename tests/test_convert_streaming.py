@@ -4,14 +4,18 @@ that held every part in memory."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 
 import pytest
 
 from stoicheia.data import part_spool
+from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, lines_of_parts
 from stoicheia.data.part_spool import SpooledParts
-from stoicheia.data.shards import _convert_file, convert
+from stoicheia.data.sample_planes import split_at_words
+from stoicheia.data.shards import _convert_file, _parts, convert
+from stoicheia.text.encode import text_to_planes
 
 _WORDS = "τῆς πρὸς πάντας ἀνθρώπους εὐνοίας πειραθέντες καὶ τῆς ἀνυπερβλήτου χρηστότητος "
 
@@ -89,3 +93,12 @@ def test_shards_are_byte_identical_to_the_old_path_on_real_files(
     assert sum(old["tiers"]["gold"]["samples_written"].values()) > 100
     assert _files(tmp_path / "new") == _files(tmp_path / "old")
     assert not (tmp_path / "new" / "spool").exists()
+
+
+def test_each_part_gets_the_line_starts_that_lines_of_parts_gives():
+    planes, _ = text_to_planes(_WORDS * 6)
+    starts = [(0, "1"), (9, "2"), (40, "3"), (41, "4"), (150, "5"), (len(planes) - 1, "6")]
+    cut = split_at_words(planes, 16)
+    want = [encode_lines(x) for x in lines_of_parts(starts, [len(p) for p in cut])]
+    got = [p[LINES_COLUMN] for p in _parts(planes, starts, 16)]
+    assert got == want and sum(len(json.loads(g)) for g in got) == len(starts)
