@@ -1,21 +1,21 @@
 """A long record's parts go from the reader to the shard writer a chunk at a time (spooled on
-disk past stoicheia.data.part_spool.CHUNK_PARTS), and the shards are those of the old path
-that held every part in memory."""
+disk past stoicheia.data.part_spool.CHUNK_PARTS), each record encoded and cut piece by piece
+(stoicheia.data.record_parts), and the shards are those of the old path that encoded each
+record whole and held every part in memory."""
 
 from __future__ import annotations
 
-import json
+import functools
 import pickle
 import shutil
 
 import pytest
 
-from stoicheia.data import part_spool
-from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, lines_of_parts
+from stoicheia.data import part_spool, shards
 from stoicheia.data.part_spool import SpooledParts
-from stoicheia.data.sample_planes import split_at_words
-from stoicheia.data.shards import _convert_file, _parts, convert
-from stoicheia.text.encode import text_to_planes
+from stoicheia.data.record_parts import record_parts
+from stoicheia.data.shards import _convert_file, convert
+from stoicheia.text import filter as text_filter
 
 _WORDS = "τῆς πρὸς πάντας ἀνθρώπους εὐνοίας πειραθέντες καὶ τῆς ἀνυπερβλήτου χρηστότητος "
 
@@ -81,9 +81,14 @@ def test_shards_are_byte_identical_to_the_old_path_on_real_files(
         progress=False,
         parallels_index=False,
     )
-    # CHUNK_PARTS past any file's parts: nothing spooled, every part in memory (the old path)
+    if workers == 1:  # pieces of 300 characters: most records are encoded and cut streamed
+        monkeypatch.setattr(text_filter, "ENCODE_PIECE_CHARS", 300)
+    # CHUNK_PARTS past any file's parts: nothing spooled, every part in memory, and each
+    # record encoded whole before it is cut (the old path)
     monkeypatch.setattr(part_spool, "CHUNK_PARTS", 10**9)
+    monkeypatch.setattr(shards, "record_parts", functools.partial(record_parts, whole=True))
     old = convert(inputs, tmp_path / "old", workers=1, **kw)
+    monkeypatch.setattr(shards, "record_parts", record_parts)
     monkeypatch.setattr(part_spool, "CHUNK_PARTS", 3)
     if workers > 1:  # spawned workers import the module afresh: the default chunk there
         monkeypatch.setattr(part_spool, "CHUNK_PARTS", part_spool.CHUNK_PARTS)
@@ -93,12 +98,3 @@ def test_shards_are_byte_identical_to_the_old_path_on_real_files(
     assert sum(old["tiers"]["gold"]["samples_written"].values()) > 100
     assert _files(tmp_path / "new") == _files(tmp_path / "old")
     assert not (tmp_path / "new" / "spool").exists()
-
-
-def test_each_part_gets_the_line_starts_that_lines_of_parts_gives():
-    planes, _ = text_to_planes(_WORDS * 6)
-    starts = [(0, "1"), (9, "2"), (40, "3"), (41, "4"), (150, "5"), (len(planes) - 1, "6")]
-    cut = split_at_words(planes, 16)
-    want = [encode_lines(x) for x in lines_of_parts(starts, [len(p) for p in cut])]
-    got = [p[LINES_COLUMN] for p in _parts(planes, starts, 16)]
-    assert got == want and sum(len(json.loads(g)) for g in got) == len(starts)

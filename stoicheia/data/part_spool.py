@@ -94,6 +94,13 @@ class PartSpool:
         spooled.path = self.path or ""
         return spooled
 
+    def drop(self, parts: list[dict] | SpooledParts) -> None:
+        """Forget the parts of a record that is not kept after all (its filter is decided once
+        all its parts are made): a list no longer counts as held; spooled chunks stay unread
+        in the spool file, which goes with the conversion's partial folder."""
+        if isinstance(parts, list):
+            self.inline -= len(parts)
+
     def close(self) -> None:
         """Flush the spool file (the writer reads it after the reader returns)."""
         if self._file is not None:

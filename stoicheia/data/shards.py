@@ -26,7 +26,6 @@ worker processes by :mod:`stoicheia.data.conversion_pool`; this module writes th
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import re
@@ -47,16 +46,16 @@ from stoicheia.data.convert_inputs import (
     source_files,
 )
 from stoicheia.data.corpus_stats import TierStats, why_no_record
-from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines, line_starts
+from stoicheia.data.line_numbers import LINES_COLUMN, encode_lines
 from stoicheia.data.part_spool import PartSpool, SpooledParts
 from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
+from stoicheia.data.record_parts import LinesMisaligned, record_parts
 from stoicheia.data.sample_planes import decode_planes, split_at_words  # noqa: F401  (old names)
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
 from stoicheia.data.twins import held_twin_groups, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
-from stoicheia.text.filter import normalise_record
 from stoicheia.text.planes import Planes
 
 COLUMNS = {
@@ -92,21 +91,15 @@ class _FileResult:
     parts_held: int = 0  # the most parts of the file the worker held in memory at once
 
 
-def _parts(planes: Planes, starts: list[tuple[int, str]], max_letters: int) -> Iterator[dict]:
-    """The sample columns of each word-aligned part of a record, made one at a time (the bytes
-    of a part exist only until it is spooled or written): its planes and its line starts
-    (offsets from the part's start, as
-    :func:`stoicheia.data.line_numbers.lines_of_parts` gives them)."""
-    slots = [s for s, _ in starts]
-    begin = 0
-    for p in split_at_words(planes, max_letters):
-        end = begin + len(p)
-        lines = starts[bisect.bisect_left(slots, begin) : bisect.bisect_left(slots, end)]
+def _samples(parts: Iterable[tuple[Planes, list[tuple[int, str]]]]) -> Iterator[dict]:
+    """The sample columns of each part of a record (:mod:`stoicheia.data.record_parts`), made
+    one at a time (the bytes of a part exist only until it is spooled or written): its planes
+    and its line starts (offsets from the part's start)."""
+    for p, starts in parts:
         yield {
             **{name: getattr(p, name).tobytes() for name in PLANES},
-            LINES_COLUMN: encode_lines([(s - begin, label) for s, label in lines]),
+            LINES_COLUMN: encode_lines(starts),
         }
-        begin = end
 
 
 def _convert_file(
@@ -114,7 +107,9 @@ def _convert_file(
 ) -> _FileResult:
     """Read and normalise one source file (in a worker process): ``args`` are the file, its
     root, ``max_record_letters``, ``min_greek``, the EpiDoc options and the spool folder
-    (``None``: every part kept in memory, no spool)."""
+    (``None``: every part kept in memory, no spool). Each record is cut into parts as it is
+    encoded (:func:`stoicheia.data.record_parts.record_parts`), so that a long paragraph is
+    never held whole as planes."""
     path, root, max_letters, min_greek, epidoc, spool_dir = args
     result = _FileResult(path=path)
     spool = PartSpool(Path(spool_dir) if spool_dir else None)
@@ -122,18 +117,22 @@ def _convert_file(
         for rec in read_source(
             Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc
         ):
-            norm = normalise_record(rec.text, known=rec.known, min_greek=min_greek)
-            result.stripped.update(norm.dropped)
-            result.leiden.update(norm.leiden)
-            if norm.planes is None:
-                result.dropped[norm.reject_reason or "rejected"] += 1
+            how = dict(min_greek=min_greek, max_letters=max_letters)
+            made = record_parts(rec.text, rec.known, rec.lines, **how)
+            try:
+                parts = spool.take(_samples(made))
+            except LinesMisaligned:  # a long record whose lines need realigning: whole
+                made = record_parts(rec.text, rec.known, rec.lines, whole=True, **how)
+                parts = spool.take(_samples(made))
+            result.stripped.update(made.dropped)
+            result.leiden.update(made.leiden)
+            if made.reject_reason is not None:
+                spool.drop(parts)
+                result.dropped[made.reject_reason] += 1
                 continue
-            starts = line_starts(norm.planes.chars, rec.lines, rec.known, result.reader)
-            parts = spool.take(_parts(norm.planes, starts, max_letters))
+            result.reader.update(made.line_counts)
             meta = meta_json(rec.meta)
-            result.records.append(
-                (rec.id, rec.source, rec.work, parts, len(norm.planes.word_starts()), meta)
-            )
+            result.records.append((rec.id, rec.source, rec.work, parts, made.n_words, meta))
     except SourceError as err:
         result.error = str(err)
         result.records.clear()

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from stoicheia.text.encode import encode_text
+from stoicheia.text.encode import Encoded, encode_text
 from stoicheia.text.planes import Planes
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "greek_fraction",
     "NormalisedRecord",
     "encode_in_pieces",
+    "encode_pieces",
     "normalise_record",
 ]
 
@@ -118,29 +119,51 @@ def _cuts(text: str, size: int) -> Iterator[tuple[int, int]]:
     yield start, n
 
 
+def encode_pieces(
+    text: str, known: Mapping[str, bool] | None = None, size: int | None = None
+) -> Iterator[Encoded]:
+    """:func:`~stoicheia.text.encode.encode_text` (lenient) of ``text`` piece by piece, in
+    order: one :class:`~stoicheia.text.encode.Encoded` per piece of at most about ``size``
+    characters (:data:`ENCODE_PIECE_CHARS`), cut at spaces outside every Leiden bracket
+    (``_cuts``), so that only one piece's working memory exists at a time. The pieces' planes
+    (uint8, ``(n,)`` each) read one after the other are those :func:`encode_in_pieces` joins;
+    their counts summed are its counts. A text of at most ``size`` characters is one piece,
+    encoded whole. ``size=None``: :data:`ENCODE_PIECE_CHARS` (read at the call)."""
+    size = ENCODE_PIECE_CHARS if size is None else size
+    if len(text) <= size:
+        yield encode_text(text, known)
+        return
+    cuts = _cuts(text, size)
+    here = next(cuts)
+    for after in cuts:
+        a, b = here
+        # a letter after the cut space, left out again: the piece's last letter ends a word
+        # (or a sentence) as it does in the whole text, not the record
+        enc = encode_text(text[a:b] + " α", known)
+        yield Encoded(enc.planes[: len(enc.planes) - 1], enc.dropped, enc.leiden)
+        here = after
+    a, b = here
+    yield encode_text(text[a:b], known)
+
+
 def encode_in_pieces(
-    text: str, known: Mapping[str, bool] | None = None, size: int = ENCODE_PIECE_CHARS
+    text: str, known: Mapping[str, bool] | None = None, size: int | None = None
 ) -> tuple[Planes, collections.Counter, collections.Counter]:
     """:func:`~stoicheia.text.encode.encode_text` (lenient) of ``text`` in pieces of at most
-    about ``size`` characters (:data:`ENCODE_PIECE_CHARS`), cut at spaces outside every Leiden
-    bracket, so that memory is bounded by the piece, not the text: ``(planes, dropped,
+    about ``size`` characters (:data:`ENCODE_PIECE_CHARS`, :func:`encode_pieces`), so that the
+    encoder's working memory is bounded by the piece, not the text: ``(planes, dropped,
     leiden)`` with the pieces' planes joined (uint8, ``(n,)`` each) and their counts summed.
-    A text of at most ``size`` characters is encoded whole, as before."""
+    A text of at most ``size`` characters is encoded whole, as before. (``stoicheia convert``
+    does not join them: :mod:`stoicheia.data.record_parts` cuts the record's parts as the
+    pieces come.) ``size=None``: :data:`ENCODE_PIECE_CHARS` (read at the call)."""
+    size = ENCODE_PIECE_CHARS if size is None else size
     if len(text) <= size:
         return tuple(encode_text(text, known))  # type: ignore[return-value]
     parts: list[Planes] = []
     dropped: collections.Counter = collections.Counter()
     leiden: collections.Counter = collections.Counter()
-    cuts = list(_cuts(text, size))
-    for k, (a, b) in enumerate(cuts):
-        if k + 1 < len(cuts):
-            # a letter after the cut space, left out again: the piece's last letter ends a
-            # word (or a sentence) as it does in the whole text, not the record
-            enc = encode_text(text[a:b] + " α", known)
-            parts.append(enc.planes[: len(enc.planes) - 1])
-        else:
-            enc = encode_text(text[a:b], known)
-            parts.append(enc.planes)
+    for enc in encode_pieces(text, known, size):
+        parts.append(enc.planes)
         dropped.update(enc.dropped)
         leiden.update(enc.leiden)
     return Planes.concat(parts), dropped, leiden
