@@ -15,6 +15,7 @@ from stoicheia.data import part_spool, shards
 from stoicheia.data.part_spool import SpooledParts
 from stoicheia.data.record_parts import record_parts
 from stoicheia.data.shards import _convert_file, convert
+from stoicheia.sources import plain
 from stoicheia.text import filter as text_filter
 
 _WORDS = "τῆς πρὸς πάντας ἀνθρώπους εὐνοίας πειραθέντες καὶ τῆς ἀνυπερβλήτου χρηστότητος "
@@ -73,7 +74,12 @@ def test_shards_are_byte_identical_to_the_old_path_on_real_files(
     isicily.mkdir()
     for name in ("ISic000046.xml", "ISic000406.xml", "ISic000612.xml", "ISic000634.xml"):
         shutil.copy(corpus_root / "isicily" / "inscriptions" / name, isicily / name)
-    inputs = {"gold": [perseus], "bronze": [isicily]}
+    txt = tmp_path / "plain.txt"  # a long paragraph, read in chunks below, and short ones
+    txt.write_text(
+        ("Διονύ-\nσιος " + _WORDS + "ἀλλ\u0313 ἐπεὶ\r\n") * 30 + "\n \nκαὶ τῆς\n\n" + _WORDS * 3,
+        encoding="utf-8",
+    )
+    inputs = {"gold": [perseus], "bronze": [isicily], "silver": [txt]}
     kw = dict(
         max_record_letters=16,
         val_fraction=0.1,
@@ -89,6 +95,9 @@ def test_shards_are_byte_identical_to_the_old_path_on_real_files(
     monkeypatch.setattr(shards, "record_parts", functools.partial(record_parts, whole=True))
     old = convert(inputs, tmp_path / "old", workers=1, **kw)
     monkeypatch.setattr(shards, "record_parts", record_parts)
+    if workers == 1:  # paragraphs of more than 500 characters read in chunks of about 100
+        monkeypatch.setattr(plain, "STREAM_PARAGRAPH_CHARS", 500)
+        monkeypatch.setattr(plain, "_NORMALISE_CHARS", 100)
     monkeypatch.setattr(part_spool, "CHUNK_PARTS", 3)
     if workers > 1:  # spawned workers import the module afresh: the default chunk there
         monkeypatch.setattr(part_spool, "CHUNK_PARTS", part_spool.CHUNK_PARTS)

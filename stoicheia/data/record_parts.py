@@ -29,7 +29,7 @@ read: the parts are made first (the caller spools them, :mod:`stoicheia.data.par
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,7 +81,7 @@ class RecordParts:
 
 
 def record_parts(
-    text: str,
+    text: str | Iterable[str],
     known: Mapping[str, bool] | None,
     lines: Sequence[tuple[str | None, str]],
     *,
@@ -93,15 +93,25 @@ def record_parts(
     filtered (``min_greek`` a fraction in ``[0, 1]``), cut into parts of at most
     ``max_letters`` letters at word starts, each with the starts of the ``lines`` (the
     record's ``(label, Leiden text)``, :attr:`stoicheia.sources.record.SourceRecord.lines`)
-    that begin in it. ``whole=True`` (or a text of at most
+    that begin in it. ``text`` is a ``str``, or its chunks read one after the other as they
+    come (:meth:`stoicheia.sources.record.SourceRecord.chunks`; a record without lines: the
+    chunks can be read once only). ``whole=True`` (or a text of at most
     :data:`~stoicheia.text.filter.ENCODE_PIECE_CHARS` characters): the whole-record path;
     else piece by piece, the same parts. Raises ``ValueError`` for ``min_greek`` outside
-    ``[0, 1]`` or ``max_letters < 1``."""
+    ``[0, 1]``, ``max_letters < 1`` or chunks with lines."""
     if not 0.0 <= min_greek <= 1.0:
         raise ValueError(f"min_greek must be a fraction in [0, 1], got {min_greek}")
     if max_letters < 1:
         raise ValueError(f"max_letters must be >= 1, got {max_letters}")
     out = RecordParts(parts=iter(()))
+    if not isinstance(text, str):  # read in chunks (a long paragraph of a .txt file)
+        if lines:
+            raise ValueError("a record read in chunks has no lines (they need its whole text)")
+        if whole:
+            text = "".join(text)
+        else:
+            out.parts = _streamed(out, text, known, lines, min_greek, max_letters)
+            return out
     if whole or len(text) <= text_filter.ENCODE_PIECE_CHARS:
         out.parts = _whole(out, text, known, lines, min_greek, max_letters)
     else:
@@ -129,7 +139,7 @@ def _whole(
 
 def _streamed(
     out: RecordParts,
-    text: str,
+    text: str | Iterable[str],
     known: Mapping[str, bool] | None,
     lines: Sequence[tuple[str | None, str]],
     min_greek: float,

@@ -115,10 +115,15 @@ def _convert_file(
     spool = PartSpool(Path(spool_dir) if spool_dir else None)
     try:
         for rec in read_source(
-            Path(path), Path(root) if root else None, counts=result.reader, epidoc=epidoc
+            Path(path),
+            Path(root) if root else None,
+            counts=result.reader,
+            epidoc=epidoc,
+            chunks=True,
         ):
             how = dict(min_greek=min_greek, max_letters=max_letters)
-            made = record_parts(rec.text, rec.known, rec.lines, **how)
+            text = rec.chunks() if rec.chunked is not None else rec.text
+            made = record_parts(text, rec.known, rec.lines, **how)
             try:
                 parts = spool.take(_samples(made))
             except LinesMisaligned:  # a long record whose lines need realigning: whole

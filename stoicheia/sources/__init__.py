@@ -67,9 +67,12 @@ def read_source(
     *,
     counts: Counter[str] | None = None,
     epidoc: EpiDocOptions | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Read one file with the reader for its suffix (see :data:`READERS`); ``epidoc``: the
-    options of the EpiDoc reader (default :class:`EpiDocOptions`).
+    options of the EpiDoc reader (default :class:`EpiDocOptions`); ``chunks``: a ``.txt``
+    paragraph too long to hold whole comes in chunks (:meth:`SourceRecord.chunks`,
+    :func:`read_plaintext`).
 
     Raises :class:`SourceError` for an unknown suffix (before reading anything) and
     whatever the reader raises.
@@ -85,6 +88,8 @@ def read_source(
         )
     if reader is read_tei:
         return read_tei(path, root, counts=counts, epidoc=epidoc)
+    if reader is read_plaintext:
+        return read_plaintext(path, root, counts=counts, chunks=chunks)
     return reader(path, root, counts=counts)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -41,6 +41,11 @@ class SourceRecord:
             ``citation`` such as ``"IOSPE I² 10"``, ``url``, ``place``, ``findspot``,
             ``not_before``/``not_after`` in years (negative: BC), ``object_type``; each key
             only when the file gives it). Empty for the other sources.
+        chunked: ``None``, or (only for a caller that asks for chunks: ``read_source(...,
+            chunks=True)``, as ``stoicheia convert`` does) the text of a paragraph too long to
+            hold whole (:data:`stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`), read from its
+            file in chunks: ``text`` is then ``""``; read it with :meth:`chunks`, once, before
+            the reader goes on to the next record.
     """
 
     id: str
@@ -52,6 +57,14 @@ class SourceRecord:
     known: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     lines: tuple[tuple[str | None, str], ...] = ()
     meta: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
+    chunked: Callable[[], Iterator[str]] | None = field(default=None, compare=False, repr=False)
+
+    def chunks(self) -> Iterator[str]:
+        """The text as chunks of ``str`` that read one after the other make the record's text:
+        ``text`` itself, or for a record read in chunks (``chunked``) the chunks as they are
+        read from the file (once only; the reader's counts of the record, ``records`` and
+        ``chars`` included, are made when the last chunk has been read)."""
+        return self.chunked() if self.chunked is not None else iter((self.text,))
 
 
 class SourceError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 from stoicheia.text.encode import Encoded, encode_text
@@ -119,8 +119,60 @@ def _cuts(text: str, size: int) -> Iterator[tuple[int, int]]:
     yield start, n
 
 
+def _cuts_streamed(chunks: Iterable[str], size: int) -> Iterator[tuple[str, bool]]:
+    """The pieces ``_cuts`` gives of the text that ``chunks`` hold one after the other, as
+    ``(piece, is_last)``, reading the chunks only as far as the next cut needs: about ``size``
+    characters past the piece's start (more only where the window holds no allowed space, up
+    to the next one: one bracket or word longer than ``size``)."""
+
+    def ok(p: int) -> bool:
+        nxt = buf[p + 1 : p + 2]
+        if not (nxt.isalpha() or (nxt and nxt in _OPENERS)):
+            return False
+        signs = _BRACKET.findall(buf, 0, p)
+        return not signs or signs[-1] not in _OPENERS
+
+    it = iter(chunks)
+    buf, more = "", True
+
+    def read() -> bool:
+        nonlocal buf
+        for chunk in it:
+            if chunk:
+                buf += chunk
+                return True
+        return False
+
+    while True:
+        while more and len(buf) <= size + 1:  # the window and the letter after it
+            more = read()
+        if len(buf) <= size:
+            yield buf, True
+            return
+        p = buf.rfind(" ", 1, size)
+        while p > 0 and not ok(p):
+            p = buf.rfind(" ", 1, p)
+        if p <= 0:  # none in the window: the next one after it, read as far as needed
+            p = buf.find(" ", size)
+            while True:
+                while p >= 0 and p + 1 < len(buf) and not ok(p):
+                    p = buf.find(" ", p + 1)
+                if p >= 0 and p + 1 < len(buf):
+                    break
+                if not more or not (more := read()):
+                    p = p if p >= 0 and ok(p) else -1
+                    break
+                if p < 0:
+                    p = buf.find(" ", size)
+            if p < 0:
+                yield buf, True
+                return
+        piece, buf = buf[:p], buf[p + 1 :]
+        yield piece, False
+
+
 def encode_pieces(
-    text: str, known: Mapping[str, bool] | None = None, size: int | None = None
+    text: str | Iterable[str], known: Mapping[str, bool] | None = None, size: int | None = None
 ) -> Iterator[Encoded]:
     """:func:`~stoicheia.text.encode.encode_text` (lenient) of ``text`` piece by piece, in
     order: one :class:`~stoicheia.text.encode.Encoded` per piece of at most about ``size``
@@ -128,22 +180,29 @@ def encode_pieces(
     (``_cuts``), so that only one piece's working memory exists at a time. The pieces' planes
     (uint8, ``(n,)`` each) read one after the other are those :func:`encode_in_pieces` joins;
     their counts summed are its counts. A text of at most ``size`` characters is one piece,
-    encoded whole. ``size=None``: :data:`ENCODE_PIECE_CHARS` (read at the call)."""
+    encoded whole. ``text`` may also be given as chunks (an iterable of ``str`` read one
+    after the other, e.g. a long paragraph read from its file a piece at a time): the same
+    pieces, the chunks read only as far as the next piece needs. ``size=None``:
+    :data:`ENCODE_PIECE_CHARS` (read at the call)."""
     size = ENCODE_PIECE_CHARS if size is None else size
-    if len(text) <= size:
-        yield encode_text(text, known)
-        return
-    cuts = _cuts(text, size)
-    here = next(cuts)
-    for after in cuts:
-        a, b = here
-        # a letter after the cut space, left out again: the piece's last letter ends a word
-        # (or a sentence) as it does in the whole text, not the record
-        enc = encode_text(text[a:b] + " α", known)
-        yield Encoded(enc.planes[: len(enc.planes) - 1], enc.dropped, enc.leiden)
-        here = after
-    a, b = here
-    yield encode_text(text[a:b], known)
+    if isinstance(text, str):
+        if len(text) <= size:
+            yield encode_text(text, known)
+            return
+        cuts = list(_cuts(text, size))
+        pieces: Iterable[tuple[str, bool]] = (
+            (text[a:b], k + 1 == len(cuts)) for k, (a, b) in enumerate(cuts)
+        )
+    else:
+        pieces = _cuts_streamed(text, size)
+    for piece, last in pieces:
+        if last:
+            yield encode_text(piece, known)
+        else:
+            # a letter after the cut space, left out again: the piece's last letter ends a
+            # word (or a sentence) as it does in the whole text, not the record
+            enc = encode_text(piece + " α", known)
+            yield Encoded(enc.planes[: len(enc.planes) - 1], enc.dropped, enc.leiden)
 
 
 def encode_in_pieces(
