@@ -1,7 +1,8 @@
 """Peak memory of ``stoicheia convert`` on one very long paragraph: is it bounded by the record
 limit (``--max-record-letters``) rather than by the paragraph?
 
-    .venv/bin/python benchmarks/convert_memory.py [--sizes 7.5 15 30] [--kind txt epidoc]
+    nice -n 5 .venv/bin/python benchmarks/convert_memory.py [--sizes 0.01 10 30 60] \
+        [--kind txt epidoc]
 
 For each size (MB of UTF-8 text) and kind it writes, in a temporary folder (never in the
 repository), one source holding a single paragraph of that size: ``txt`` a ``.txt`` file with
@@ -123,7 +124,7 @@ def run(kind: str, mb: float, max_letters: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=float, nargs="+", default=[0.01, 7.5, 15, 30])
+    ap.add_argument("--sizes", type=float, nargs="+", default=[0.01, 10, 30, 60])
     ap.add_argument("--kind", nargs="+", choices=("txt", "epidoc"), default=["txt", "epidoc"])
     ap.add_argument("--max-record-letters", type=int, default=2048)
     args = ap.parse_args()
