@@ -1,5 +1,6 @@
 """A .txt file read in chunks (read_plaintext(chunks=True), what convert asks for) gives the
-records, texts and counts of the file read whole, and never holds a long paragraph whole."""
+records, texts and counts of the file read whole, and never holds a long paragraph whole; an
+EpiDoc edition's whitespace is collapsed in pieces, as whole."""
 
 from __future__ import annotations
 
@@ -81,3 +82,19 @@ def test_a_long_paragraph_is_given_in_chunks_of_bounded_size(tmp_path):
     assert list(records) == []
     assert max(sizes) <= 2 * plain._NORMALISE_CHARS
     assert sum(sizes) == len(_WORDS) * 30_000 - 1  # the last space stripped
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 64])
+def test_an_epidoc_text_has_its_spaces_collapsed_in_pieces_as_whole(monkeypatch, piece):
+    from stoicheia.sources import epidoc_leiden
+
+    texts = [
+        "  " + _WORDS * 3 + " \n\t ",
+        "\u2028[ab]\n\n cd   ef\u00a0 g",
+        " " * 40,
+        "ἀλλ’" * 30,
+        "",
+    ]
+    want = [epidoc_leiden._WS.sub(" ", t).strip() for t in texts]
+    monkeypatch.setattr(epidoc_leiden, "_SPACES_PIECE", piece)
+    assert [epidoc_leiden._single_spaces(t) for t in texts] == want

@@ -197,18 +197,18 @@ class LeidenPieces:
         text = "".join(out)
         if APOSTROPHE in text:
             text = self._apostrophes(text)
-        return _WS.sub(" ", text).strip()
+        return _single_spaces(text)
 
     def _apostrophes(self, text: str) -> str:
         """Resolve the ``<g type="apostrophe"/>`` stand-ins: inside a word (a letter on both
         sides, Leiden brackets between allowed) the scribe's apostrophe between two letters
         (``Ἀπολ’λωνίου``) is no word break and no letter: removed (counted
         ``apostrophe_in_word``); elsewhere it is the apostrophe U+2019 (elision after a letter)."""
-        out = []
-        for k, c in enumerate(text):
-            if c != APOSTROPHE:
-                out.append(c)
-                continue
+        # slices between the stand-ins, not a list of characters (one object per letter)
+        out: list[str] = []
+        last, k = 0, text.find(APOSTROPHE)
+        while k >= 0:
+            out.append(text[last:k])
             a = k - 1
             while a >= 0 and (text[a] in _SKIP or text[a] == APOSTROPHE):
                 a -= 1
@@ -222,7 +222,30 @@ class LeidenPieces:
             else:
                 self.counts["apostrophe"] += 1
                 out.append("\u2019")
+            last, k = k + 1, text.find(APOSTROPHE, k + 1)
+        out.append(text[last:])
         return "".join(out)
+
+
+#: characters of a long text whose whitespace :func:`_single_spaces` collapses at a time
+_SPACES_PIECE = 1 << 16
+
+
+def _single_spaces(text: str) -> str:
+    """``_WS.sub(" ", text).strip()``, a long text a piece of about :data:`_SPACES_PIECE`
+    characters at a time, cut between two characters that are not whitespace (so that no run
+    of whitespace is cut): ``re.sub`` over a whole edition of one long ``<ab>`` held a string
+    object per word, about 18 bytes per character (benchmarks/convert_memory.py)."""
+    if len(text) <= _SPACES_PIECE:
+        return _WS.sub(" ", text).strip()
+    out, start, n = [], 0, len(text)
+    while start < n:
+        p = min(start + _SPACES_PIECE, n)
+        while p < n and (text[p].isspace() or text[p - 1].isspace()):
+            p += 1
+        out.append(_WS.sub(" ", text[start:p]))
+        start = p
+    return "".join(out).strip()
 
 
 def greek_letters(s: str) -> int:
