@@ -137,11 +137,12 @@ def twin_key(tier: str, work: str) -> str:
     return f"{tier}\t{work}"
 
 
-def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
-    """The groups of twins among EpiDoc records held back by ``convert``: ``held`` is
+def held_texts(held: Sequence[tuple[str, str, tuple]]) -> dict[str, np.ndarray]:
+    """The texts of EpiDoc records held back by ``convert``: ``held`` is
     ``[(tier, source path, (record id, source, work, parts, words))]``, each part a dict of
     plane bytes (``chars``, ``lacuna``, ...). One text per ``(tier, work)`` (its records'
-    letters joined, lacuna slots and non-letters left out), keyed by :func:`twin_key`."""
+    letters joined, lacuna slots and non-letters left out: uint8 ``(n,)``), keyed by
+    :func:`twin_key`."""
     from stoicheia.text.alphabet import NUM_LETTERS
 
     letters: dict[str, list[np.ndarray]] = {}
@@ -152,7 +153,12 @@ def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
             letters.setdefault(twin_key(tier, rec[2]), []).append(
                 chars[~real & (chars < NUM_LETTERS)]
             )
-    return twin_groups({k: np.concatenate(v) for k, v in letters.items()})
+    return {k: np.concatenate(v) for k, v in letters.items()}
+
+
+def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
+    """The groups of twins among the texts of :func:`held_texts`."""
+    return twin_groups(held_texts(held))
 
 
 __all__ = [
@@ -161,6 +167,7 @@ __all__ = [
     "SHINGLE",
     "TWIN_THRESHOLD",
     "TwinGroup",
+    "held_texts",
     "held_twin_groups",
     "twin_key",
     "jaccard",
