@@ -8,8 +8,10 @@ the inscriptions resampled, both runs scored on the same resampled gaps).
 For each protocol both runs hold and each decoder both scored: top-1, top-20 and CER before and
 after, and after − before with its 95 % interval (points), on the half of the dev set given
 (``--half report``, the headline half; ``all`` for both) and, with ``--corpus``, that corpus's
-inscriptions only. The gaps must be the same in both (same shards' dev set, same ``--seed`` and
-``--spans-per-text``); the script refuses two runs whose gaps differ.
+inscriptions only; ``--without-twins`` leaves out the texts with a near-duplicate among the
+training records of either run (the benchmark's contamination report). The gaps must be the
+same in both (same shards' dev set, same ``--seed`` and ``--spans-per-text``); the script
+refuses two runs whose gaps differ.
 """
 
 from __future__ import annotations
@@ -37,7 +39,14 @@ def _key(row: dict) -> tuple:
     return (row.get("text"), row.get("start"), row.get("end"), row.get("truth"))
 
 
-def compare(before: dict, after: dict, corpus: str | None, half: str, resamples: int) -> list[str]:
+def compare(
+    before: dict,
+    after: dict,
+    corpus: str | None,
+    half: str,
+    resamples: int,
+    without_twins: bool = False,
+) -> list[str]:
     """The lines of the comparison (module docstring). Raises ``SystemExit`` with the reason
     when the two runs' gaps differ."""
     lines = []
@@ -53,6 +62,7 @@ def compare(before: dict, after: dict, corpus: str | None, half: str, resamples:
             i
             for i, r in enumerate(a_rows)
             if (half == "all" or r.get("half") == half)
+            and not (without_twins and (r.get("twin") or b_rows[i].get("twin")))
             and (corpus is None or r.get("corpus") == corpus)
         ]
         if not keep:
@@ -76,7 +86,9 @@ def compare(before: dict, after: dict, corpus: str | None, half: str, resamples:
         n_ins = len({r["text"].split("#", 1)[0] for r in rows})
         lines.append(
             f"{protocol}: {len(rows):,} gaps of {n_ins} inscriptions ({half} half"
-            f"{', ' + corpus if corpus else ''}); after − before, 95 % paired-bootstrap interval"
+            f"{', ' + corpus if corpus else ''}"
+            f"{', without the texts that have a training twin' if without_twins else ''}); "
+            "after − before, 95 % paired-bootstrap interval"
         )
         for d in decoders:
             per = diffs[f"{d}@after-{d}@before"]
@@ -108,10 +120,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", help="one corpus's inscriptions only (IIP, I.Sicily, IOSPE, ...)")
     p.add_argument("--half", choices=("report", "selection", "all"), default="report")
     p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument(
+        "--without-twins",
+        action="store_true",
+        help="leave out the texts that have a training twin in either run (contamination.tsv)",
+    )
     args = p.parse_args(argv)
     print(
         "\n".join(
-            compare(_load(args.before), _load(args.after), args.corpus, args.half, args.resamples)
+            compare(
+                _load(args.before),
+                _load(args.after),
+                args.corpus,
+                args.half,
+                args.resamples,
+                args.without_twins,
+            )
         )
     )
     return 0
