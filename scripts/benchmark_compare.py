@@ -3,7 +3,7 @@ between them (a corpus added with ``stoicheia add-corpus``, another index, anoth
 the paired cluster bootstrap of the benchmark (:mod:`stoicheia.inference.benchmark.bootstrap`:
 the inscriptions resampled, both runs scored on the same resampled gaps).
 
-    .venv/bin/python scripts/benchmark_compare.py benchmark/before benchmark/after --corpus IIP
+    .venv/bin/python scripts/benchmark_compare.py benchmark/before benchmark/after --corpus=IIP
 
 For each protocol both runs hold and each decoder both scored: top-1, top-20 and CER before and
 after, and after − before with its 95 % interval (points), on the half of the dev set given

@@ -141,7 +141,9 @@ def test_dev_texts_stay_out_of_the_index_and_the_ngram(added, output):
     fitted = LetterNgram(4).fit(old + mine)
     assert model.letters == fitted.letters
     for m in range(2, 5):
-        for a, b in zip(model._grams[m] + model._hist[m], fitted._grams[m] + fitted._hist[m]):
+        for a, b in zip(
+            model._grams[m] + model._hist[m], fitted._grams[m] + fitted._hist[m], strict=True
+        ):
             np.testing.assert_array_equal(a, b)
     assert meta["added_tiers"] == {"mine": model.letters - LetterNgram(4).fit(old).letters}
     assert meta["weight"] == 0.5
