@@ -64,8 +64,15 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             say=print,
         )
-    except (AddTierError, IndexBuildError) as err:
+    except AddTierError as err:
         return fail("add-corpus", str(err))
+    except IndexBuildError as err:  # raised after the tier is in place: its index is not
+        return fail(
+            "add-corpus",
+            f"{err}; the tier {args.name} is added to {shards}, but the parallels index is not "
+            f"rebuilt nor the n-gram extended: run `stoicheia index {shards}`, then "
+            f"`stoicheia benchmark RUN --save-fusion` to write the n-gram with it",
+        )
     st = done["tier"]
     kept, letters = st["records_kept"], st["letters"]
     dev = done["dev_works"]
