@@ -1,8 +1,9 @@
-"""Command line: ``stoicheia convert``, ``index``, ``status``, ``evaluate``, ``benchmark``,
-``restore``, ``parallels``, ``report``, ``export``, ``serve``.
+"""Command line: ``stoicheia convert``, ``add-corpus``, ``index``, ``status``, ``evaluate``,
+``benchmark``, ``restore``, ``parallels``, ``report``, ``export``, ``serve``.
 
 ``convert`` turns source files into MDS shards (and the parallels index; ``index`` builds it for
-shards converted before); ``parallels`` lists the training passages sharing the longest stretches
+shards converted before); ``add-corpus`` adds a user's EpiDoc corpus to a run's shards, index and
+n-gram; ``parallels`` lists the training passages sharing the longest stretches
 with a text; ``status`` tells where a training run stands,
 from the files in its run folder; ``evaluate`` scores a trained model on held-out text;
 ``benchmark`` measures restoration on the inscription dev set beside an n-gram; ``export``
@@ -36,6 +37,7 @@ import sys
 
 from stoicheia.cli_args import OneLineParser
 from stoicheia.commands import (
+    add_corpus,
     benchmark,
     convert,
     evaluate,
@@ -58,6 +60,7 @@ def build_parser() -> OneLineParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (
         convert,
+        add_corpus,
         index,
         status,
         evaluate,

@@ -17,7 +17,12 @@ REPO = Path(__file__).resolve().parents[1]
 USAGE = {
     "": (
         "usage: stoicheia [-h] "
-        "{convert,index,status,evaluate,benchmark,restore,parallels,report,export,serve} ..."
+        "{convert,add-corpus,index,status,evaluate,benchmark,restore,parallels,report,export,"
+        "serve} ..."
+    ),
+    "add-corpus": (
+        "usage: stoicheia add-corpus [-h] --name NAME [--run RUN] [--shards SHARDS] "
+        "[--workers WORKERS] DIR"
     ),
     "convert": (
         "usage: stoicheia convert [-h] --out OUT [--val-fraction VAL_FRACTION] "

@@ -6,6 +6,8 @@ at its top only what its arguments need; the library (and torch) is imported ins
 ``stoicheia --help`` and a usage error answer at once (``benchmarks/startup.py`` measures it).
 
 * :mod:`~stoicheia.commands.convert`: source files to MDS shards
+* :mod:`~stoicheia.commands.add_corpus`: a user's EpiDoc corpus added to a run's shards, index
+  and n-gram
 * :mod:`~stoicheia.commands.index`: the parallels index of converted shards
 * :mod:`~stoicheia.commands.parallels`: training passages sharing stretches with a text
 * :mod:`~stoicheia.commands.status`: where a training run stands

@@ -57,7 +57,10 @@ def shards_provenance(shard_root: str | Path) -> dict:
     the shards of ``TIER/train/index.json`` (basename, raw and compressed bytes, samples) and the
     tier's train counts of ``stats.json`` (records kept, letters, letter counts): the same for
     the same conversion wherever its folder lies, another for shards converted from other
-    sources or with other settings. Raises ``FileNotFoundError`` without ``stats.json`` and
+    sources or with other settings. Shards to which ``stoicheia add-corpus`` added tiers
+    (``stats.json``'s ``added_tiers``) also give ``"added_tiers"`` (their names) and
+    ``"base_fingerprint"``, the fingerprint of the other tiers: that of the corpus as it was
+    converted. Raises ``FileNotFoundError`` without ``stats.json`` and
     ``ValueError`` for an unreadable one.
     """
     root = Path(shard_root)
@@ -69,6 +72,7 @@ def shards_provenance(shard_root: str | Path) -> dict:
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: unreadable ({err})") from None
     tiers = stats.get("tiers") or {}
+    added = [t for t in (stats.get("added_tiers") or {}) if t in tiers]
     what: dict[str, dict] = {}
     letters: dict[str, int] = {}
     for tier in sorted(tiers):
@@ -90,25 +94,38 @@ def shards_provenance(shard_root: str | Path) -> dict:
         }
         what[tier] = {"shards": shards, "counts": counts}
         letters[tier] = int(counts["letters"] or 0)
+    out = {"fingerprint": _fingerprint(what), "train_letters": letters}
+    if added:
+        # the corpus as converted, before `stoicheia add-corpus` added tiers: what a run
+        # trained before the addition names (same_shards)
+        out["added_tiers"] = added
+        out["base_fingerprint"] = _fingerprint({t: v for t, v in what.items() if t not in added})
+    return out
+
+
+def _fingerprint(what: dict) -> str:
     blob = json.dumps(what, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return {
-        "fingerprint": "sha256:" + hashlib.sha256(blob.encode("ascii")).hexdigest(),
-        "train_letters": letters,
-    }
+    return "sha256:" + hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 def same_shards(index_manifest: dict, shard_root: str | Path) -> bool | None:
-    """Whether the index of ``index_manifest`` was built from the corpus at ``shard_root``:
-    ``True``/``False``, or ``None`` when it cannot be told (an index built before its manifest
-    recorded ``"shards"``, or no readable ``stats.json`` at ``shard_root``)."""
-    built = (index_manifest.get("shards") or {}).get("fingerprint")
-    if not built:
+    """Whether the index of ``index_manifest`` was built from the corpus at ``shard_root``, or from
+    it with tiers added by ``stoicheia add-corpus`` (the index's ``base_fingerprint`` is that
+    corpus's fingerprint, or both have the same base): ``True``/``False``, or ``None`` when it
+    cannot be told (an index built before its manifest recorded ``"shards"``, or no readable
+    ``stats.json`` at ``shard_root``)."""
+    built = index_manifest.get("shards") or {}
+    if not built.get("fingerprint"):
         return None
     try:
-        here = shards_provenance(shard_root)["fingerprint"]
+        here = shards_provenance(shard_root)
     except (FileNotFoundError, ValueError):
         return None
-    return built == here
+    # an index of the run's shards with tiers added by `stoicheia add-corpus` is theirs too
+    return built["fingerprint"] == here["fingerprint"] or (
+        built.get("base_fingerprint") is not None
+        and built["base_fingerprint"] in (here["fingerprint"], here.get("base_fingerprint"))
+    )
 
 
 def short(fingerprint: str | None) -> str:

@@ -52,7 +52,7 @@ from stoicheia.data.record_meta import META_COLUMN, citation_of, meta_json
 from stoicheia.data.record_parts import LinesMisaligned, record_parts
 from stoicheia.data.sample_planes import decode_planes, split_at_words  # noqa: F401  (old names)
 from stoicheia.data.splits import INSCRIPTION_DEV, SPLITS, choose_split
-from stoicheia.data.twins import held_twin_groups, twin_key
+from stoicheia.data.twins import held_and_known_twins, twin_key
 from stoicheia.publish import partial_folder, publish_folder, write_failure
 from stoicheia.sources import EpiDocOptions, SourceError, read_source
 from stoicheia.text.alphabet import NUM_LETTERS, PLANES
@@ -162,6 +162,7 @@ def convert(
     epidoc: EpiDocOptions | None = None,
     inscription_dev_digits: Iterable[int] = (),
     parallels_index: bool = True,
+    known_texts: Mapping[str, np.ndarray] | None = None,
 ) -> dict:
     """Read every source file of every tier and write MDS shards plus ``stats.json``.
 
@@ -187,6 +188,12 @@ def convert(
             ``stats.json`` (``inscription_dev.works``) lists each with its EpiDoc file.
         parallels_index: also build the parallels index of the train records into
             ``OUT/parallels`` (:func:`stoicheia.data.parallels_index.build_index`).
+        known_texts: texts already converted elsewhere (key ``"TIER\\tWORK"`` -> uint8 letter
+            ids ``(n,)``, lacunae left out; ``stoicheia add-corpus`` passes those of the shards it
+            adds to): an EpiDoc text of the inputs that is a twin of one of them
+            (:mod:`stoicheia.data.twins`) is not written, and ``stats.json``'s
+            ``inscription_dev.twins_of_known`` lists it with its twin; its records are counted
+            dropped (``twin of a text already in the shards``).
 
     Returns:
         The statistics written to ``OUT/stats.json``.
@@ -316,7 +323,7 @@ def convert(
                     kept = False
                     for rec in res.records:
                         seen_works.add(rec[2])
-                        if dev_digits and rec[1] == "epidoc":
+                        if (dev_digits or known_texts) and rec[1] == "epidoc":
                             held.append((tier, res.path, rec))
                             kept = True
                         else:
@@ -325,11 +332,19 @@ def convert(
                     if not kept:  # written: its spool is not needed any more
                         for spool_file in spooled:
                             Path(spool_file).unlink()
-            twins = held_twin_groups(held)
+            twins, known_twins = held_and_known_twins(held, known_texts or {})
             first_of = {m: g.members[0] for g in twins for m in g.members}
             for tier, path, rec in held:
-                key = first_of.get(twin_key(tier, rec[2]))
-                store(tier, path, rec, dev_key=key.split("\t", 1)[1] if key else None)
+                key = twin_key(tier, rec[2])
+                if key in known_twins:
+                    # one text under two numbers: already in the shards, not added twice
+                    stats[tier].records_dropped[TWIN_OF_KNOWN] += 1
+                    stats[tier].per_input.setdefault(given_of[path], Counter())[
+                        "twins_of_known"
+                    ] += 1
+                    continue
+                first = first_of.get(key)
+                store(tier, path, rec, dev_key=first.split("\t", 1)[1] if first else None)
             twins_json = [
                 {"members": [m.replace("\t", "/", 1) for m in g.members], "pairs": len(g.pairs)}
                 for g in twins
@@ -349,6 +364,7 @@ def convert(
                     f"tier {tier!r}: no Greek record in {', '.join(map(str, paths))} "
                     f"(records dropped: {dict(st.records_dropped) or 'none'}; "
                     f"files without records: {', '.join(st.files_without_records) or 'none'}; "
+                    f"files refused: {_refused(st.files_skipped)}; "
                     "left out by the readers: "
                     f"{st.left_out() or 'nothing'}). Check that these are Greek "
                     "sources (Perseus TEI, EpiDoc, CoNLL-U, .txt, .jsonl) or lower --min-greek"
@@ -390,6 +406,14 @@ def convert(
                 f"TIER/{INSCRIPTION_DEV}, never in train or val",
                 "works": [dev_works[k] for k in sorted(dev_works)],
                 "twin_groups": twins_json,
+                "twins_of_known": [
+                    {
+                        "work": k.replace("\t", "/", 1),
+                        "twin_of": [m.replace("\t", "/", 1) for m in v[0]],
+                        "jaccard": v[1],
+                    }
+                    for k, v in sorted(known_twins.items())
+                ],
             },
             "max_record_letters": max_record_letters,
             "warnings": warnings,
@@ -415,6 +439,18 @@ def convert(
     # With --overwrite the old output is replaced only now, after the new one is complete.
     publish_folder(tmp, out)
     return summary
+
+
+def _refused(skipped: Mapping[str, str]) -> str:
+    """The first three refused files with the reader's first line each, for a message."""
+    if not skipped:
+        return "none"
+    shown = "; ".join(f"{why.splitlines()[0]}" for why in list(skipped.values())[:3])
+    return shown + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+
+
+#: why the records of a text already in the shards (``known_texts``) were not written
+TWIN_OF_KNOWN = "twin of a text already in the shards"
 
 
 def _check_options(

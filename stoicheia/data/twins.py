@@ -137,11 +137,12 @@ def twin_key(tier: str, work: str) -> str:
     return f"{tier}\t{work}"
 
 
-def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
-    """The groups of twins among EpiDoc records held back by ``convert``: ``held`` is
+def held_texts(held: Sequence[tuple[str, str, tuple]]) -> dict[str, np.ndarray]:
+    """The texts of EpiDoc records held back by ``convert``: ``held`` is
     ``[(tier, source path, (record id, source, work, parts, words))]``, each part a dict of
     plane bytes (``chars``, ``lacuna``, ...). One text per ``(tier, work)`` (its records'
-    letters joined, lacuna slots and non-letters left out), keyed by :func:`twin_key`."""
+    letters joined, lacuna slots and non-letters left out: uint8 ``(n,)``), keyed by
+    :func:`twin_key`."""
     from stoicheia.text.alphabet import NUM_LETTERS
 
     letters: dict[str, list[np.ndarray]] = {}
@@ -152,7 +153,12 @@ def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
             letters.setdefault(twin_key(tier, rec[2]), []).append(
                 chars[~real & (chars < NUM_LETTERS)]
             )
-    return twin_groups({k: np.concatenate(v) for k, v in letters.items()})
+    return {k: np.concatenate(v) for k, v in letters.items()}
+
+
+def held_twin_groups(held: Sequence[tuple[str, str, tuple]]) -> list[TwinGroup]:
+    """The groups of twins among the texts of :func:`held_texts`."""
+    return twin_groups(held_texts(held))
 
 
 __all__ = [
@@ -161,6 +167,7 @@ __all__ = [
     "SHINGLE",
     "TWIN_THRESHOLD",
     "TwinGroup",
+    "held_texts",
     "held_twin_groups",
     "twin_key",
     "jaccard",
@@ -168,3 +175,30 @@ __all__ = [
     "shingles",
     "twin_groups",
 ]
+
+
+_KNOWN = "\x00known\t"  # prefix of a known text's key among the held ones (no tier has it)
+
+
+def held_and_known_twins(
+    held: list[tuple[str, str, tuple]], known: Mapping[str, np.ndarray]
+) -> tuple[list, dict[str, tuple[list[str], float]]]:
+    """The groups of twins among the ``held`` EpiDoc records (:func:`twin_groups`) that hold
+    no ``known`` text, and the held texts that are twins of a known one: ``{held key: (the
+    known keys of its group, the highest Jaccard of a pair in the group)}``. A group joined to
+    a known text through a chain of twins is one text: all of its held members are twins."""
+    texts = held_texts(held)
+    if not known:
+        return twin_groups(texts), {}
+    texts.update({_KNOWN + k: np.asarray(v, np.uint8) for k, v in known.items()})
+    groups, of_known = [], {}
+    for g in twin_groups(texts):
+        knowns = [m[len(_KNOWN) :] for m in g.members if m.startswith(_KNOWN)]
+        if not knowns:
+            groups.append(g)
+            continue
+        best = max(j for _, _, j in g.pairs)
+        for m in g.members:
+            if not m.startswith(_KNOWN):
+                of_known[m] = (knowns, best)
+    return groups, of_known

@@ -81,6 +81,9 @@ def train_ngram(
     """A :class:`LetterNgram` of ``order`` fitted on the ``train`` split of the shards, at most
     ``max_letters`` letters, shared among the tiers with a positive weight in proportion to
     their weight (all tiers alike when ``tier_weights`` is None); records in shard order.
+    A tier added after training (``stoicheia add-corpus``: ``stats.json``'s ``added_tiers``)
+    that ``tier_weights`` does not name is counted whole, beyond ``max_letters``, as
+    ``add-corpus`` extends a run's ``ngram.npz`` with it.
     Returns the model and what it was trained on (shards, letters per tier)."""
     root = Path(shard_root)
     present = sorted(p.name for p in root.iterdir() if (p / "train" / "index.json").exists())
@@ -105,8 +108,34 @@ def train_ngram(
             seqs.append(rec.planes.chars)
             n += len(rec.planes)
         used[tier] = n
+    for tier in added_tiers(root):
+        if tier in present and tier not in weights:
+            n = 0
+            for rec in _iter_split(root, tier):
+                seqs.append(rec.planes.chars)
+                n += len(rec.planes)
+            used[tier] = n
     model = LetterNgram(order).fit(seqs)
     return model, {"shards": str(root), "order": order, "letters": used}
+
+
+def added_tiers(root: str | Path) -> list[str]:
+    """The tiers ``stoicheia add-corpus`` added to the shards at ``root`` after conversion
+    (``stats.json``'s ``added_tiers``), in the order added; ``[]`` without ``stats.json``."""
+    import json
+
+    try:
+        stats = json.loads((Path(root) / "stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return list(stats.get("added_tiers") or {})
+
+
+def iter_train_chars(root: str | Path, tier: str):
+    """The ``chars`` plane (uint8 ``(n,)``) of every train sample of ``tier`` under ``root``,
+    in shard order (what :func:`train_ngram` counts)."""
+    for rec in _iter_split(Path(root), tier):
+        yield rec.planes.chars
 
 
 def _iter_split(root: Path, tier: str):

@@ -86,6 +86,25 @@ class LetterNgram:
             self._hist[m] = (h, ch, n1.astype(np.int64))
         return self
 
+    def extend(self, sequences: Iterable[np.ndarray]) -> LetterNgram:
+        """Add the counts of ``sequences`` (as :meth:`fit` takes them) to this model's: the
+        n-gram counts are sums over records, so the result is the model :meth:`fit` would give
+        on the old records and the new ones together (tested), without the old records.
+        Returns ``self``. Raises ``ValueError`` when ``sequences`` hold no letter."""
+        new = LetterNgram(self.order).fit(sequences)
+        self.letters += new.letters
+        self.unigram = self.unigram + new.unigram
+        for m in range(2, self.order + 1):
+            grams = np.concatenate([self._grams[m][0], new._grams[m][0]])
+            counts = np.concatenate([self._grams[m][1], new._grams[m][1]])
+            merged, where = np.unique(grams, return_inverse=True)
+            summed = np.bincount(where, weights=counts, minlength=merged.size).astype(np.int64)
+            self._grams[m] = (merged, summed)
+            h, first, n1 = np.unique(merged // _BASE, return_index=True, return_counts=True)
+            ch = np.add.reduceat(summed, first).astype(np.int64) if summed.size else summed
+            self._hist[m] = (h, ch, n1.astype(np.int64))
+        return self
+
     def log_probs(self, histories: np.ndarray) -> np.ndarray:
         """Natural-log probabilities of the 24 letters after each history.
 

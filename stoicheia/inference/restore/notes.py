@@ -134,7 +134,9 @@ def decoding_notes(
     if fusion is not None and fusion.parallels is not None:
         readings = getattr(fusion, "readings", None)
         notes.append(
-            f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text, "
+            f"parallels from {fusion.parallels.manifest['letters']:,} letters of training text"
+            + _added(fusion.parallels.manifest)
+            + ", "
             + (
                 f"their fills weighed with the search's as whole readings: "
                 f"{fusion.parallels_source}"
@@ -162,3 +164,14 @@ def decoding_notes(
 
 
 __all__ = ["EDITORIAL_SIGNS", "decoding_notes", "reading_notes", "respace_note"]
+
+
+def _added(manifest: dict) -> str:
+    """`` (iip's 91,945 of them added by `stoicheia add-corpus`, not trained on)`` for an index
+    holding tiers added after conversion, else ``""``."""
+    added = (manifest.get("shards") or {}).get("added_tiers") or []
+    per_tier = manifest.get("per_tier") or {}
+    if not added:
+        return ""
+    told = ", ".join(f"{t}'s {(per_tier.get(t) or {}).get('letters', 0):,}" for t in added)
+    return f" ({told} of them added by `stoicheia add-corpus`, not trained on)"
