@@ -139,3 +139,17 @@ def test_fusion_json_stores_the_judge_weight_chosen():
     config = fusion_config(result, None)
     assert config.readings["judge"] == 0.5 and config.ngram_weight == 0.6
     assert "judge 0.5" in config.chosen_on
+
+
+def test_the_benchmark_takes_the_whole_readings_grid_with_the_judge():
+    import argparse
+
+    from stoicheia.commands.benchmark import _readings_grid
+    from stoicheia.inference.benchmark.defaults import READINGS_GRID
+
+    assert READINGS_GRID["judge"][0] == 0.0  # the grid holds today's decoder
+    grid = _readings_grid("judge=0.5; lam_max=0.7,0.9")
+    assert grid == {**READINGS_GRID, "judge": (0.5,), "lam_max": (0.7, 0.9)}
+    for bad in ("beta=1", "judge=", "judge=x", "judge=-1", "lam_max=1.5", "half=0", "judge"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _readings_grid(bad)
