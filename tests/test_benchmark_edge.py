@@ -222,3 +222,50 @@ def test_the_edge_protocol_through_the_benchmark_with_the_parallels(shards):
     summary = summary_lines(res)
     assert "the stone's edge, first or last word [---], 5 gaps" in summary
     assert any(line.startswith("  parallels") and "right length  80.0%" in line for line in summary)
+
+
+def test_a_judge_weight_chosen_gets_the_row_without_it_and_their_difference(shards):
+    """With the network's judgement in the whole readings' grid, the chosen point is compared
+    on the report half with the same point without it (issue 32 §3)."""
+    from stoicheia.inference.benchmark.parallels import ParallelsCache, readings_family
+    from stoicheia.inference.benchmark.report import format_table
+    from stoicheia.inference.benchmark.run import benchmark
+    from stoicheia.inference.ngram import LetterNgram
+    from stoicheia.inference.parallels import ParallelsIndex
+
+    index = ParallelsIndex(shards / "parallels")
+    t = np.asarray(index.text).astype(np.int64)
+    ngram = LetterNgram(3).fit([np.where(t == 0, A.MASK, t - 1)])
+    caches: dict = {}
+
+    def cache_of(md):
+        return caches.setdefault(id(md), ParallelsCache(md, index))
+
+    def run(judge: tuple[float, ...]) -> dict:
+        grid = {"lam_max": (0.7,), "half": (1.0,), "unattested": (0.0,), "judge": judge}
+        return benchmark(
+            _Rho(),
+            shards,
+            protocols=["edge"],
+            ngram=ngram,
+            unknown_width=12,
+            fusion_weights=[0.4],
+            bootstrap=200,
+            twin_threshold=None,
+            families=[lambda md: readings_family(md, ngram, cache_of(md), (0.4,), grid)],
+        )
+
+    res = run((2.0,))
+    edge = res["protocols"]["edge"]
+    assert res["fusion"]["fused"]["chosen"]["judge"] == 2.0
+    assert set(edge["decoders"]) == {"model", "ngram", "fused", "fused without judge"}
+    diff = edge["views"]["report"]["differences"]
+    assert "fused-fused without judge" in diff and "fused without judge-ngram" not in diff
+    # the network (ρρρρρ) judging with weight 2 puts its own reading first: never the truth
+    for row in edge["examples"]:
+        assert row["fused"]["top1"] == "ρρρρρ"[: len(row["fused"]["top1"])], row
+    table = format_table(res)
+    assert any(line.lstrip().startswith("fused - fused without judge") for line in table)
+    # a judge weight of 0 chosen: no second row, the figures of the grid without the judge
+    plain = run((0.0,))
+    assert set(plain["protocols"]["edge"]["decoders"]) == {"model", "ngram", "fused"}

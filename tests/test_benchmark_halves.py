@@ -143,6 +143,13 @@ def test_every_decoder_is_compared_with_the_ngram_and_with_fused():
     ]
     assert pairs_for(["model", "ngram"]) == [("model", "ngram")]
     assert pairs_for(["model"]) == []
+    # an ablation is compared with its decoder only, as what the part adds
+    assert pairs_for(["model", "ngram", "fused", "fused without judge"]) == [
+        ("fused", "ngram"),
+        ("model", "ngram"),
+        ("model", "fused"),
+        ("fused", "fused without judge"),
+    ]
 
 
 def _result() -> dict:

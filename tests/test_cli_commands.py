@@ -54,7 +54,8 @@ USAGE = {
         "[--sample SAMPLE] [--epidoc-root EPIDOC_ROOT] [--unknown-width UNKNOWN_WIDTH] "
         "[--ngram-order NGRAM_ORDER] [--ngram-letters NGRAM_LETTERS] "
         "[--fusion-weights FUSION_WEIGHTS] [--twin-threshold TWIN_THRESHOLD] "
-        "[--parallels INDEX] [--fused3-weights NGRAM/PARALLELS] [--save-fusion] "
+        "[--parallels INDEX] [--fused3-weights NGRAM/PARALLELS] "
+        "[--readings-grid AXIS=W,W;...] [--save-fusion] "
         "[--bootstrap BOOTSTRAP] CHECKPOINT"
     ),
     "export": (

@@ -12,6 +12,7 @@ from stoicheia.commands.common import fail, load, model_args, ngram_args
 from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
+    READINGS_GRID,
     TWIN_THRESHOLD,
 )
 from stoicheia.text.leiden_segments import MAX_LACUNA_WIDTH
@@ -117,6 +118,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"{','.join(map(str, FUSED3_PARALLELS_WEIGHTS))})",
     )
     p.add_argument(
+        "--readings-grid",
+        type=_readings_grid,
+        default=None,
+        metavar="AXIS=W,W;...",
+        help="the whole readings' grid (fused with a parallels index), chosen on the selection "
+        "half: axes lam_max, half, unattested, judge, each given replacing its default "
+        "(default "
+        + ";".join(f"{k}={','.join(f'{w:g}' for w in v)}" for k, v in READINGS_GRID.items())
+        + "), e.g. 'judge=0.5' to measure the network's judgement at one weight",
+    )
+    p.add_argument(
         "--save-fusion",
         "--save-ngram",
         dest="save_fusion",
@@ -148,6 +160,31 @@ def _fused3_weights(value: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     if not ngram or not par:
         raise argparse.ArgumentTypeError(f"{value!r}: each axis needs at least one weight")
     return ngram, par
+
+
+def _readings_grid(value: str) -> dict[str, tuple[float, ...]]:
+    """``"judge=0.5;lam_max=0.7"`` -> the whole readings' grid, the axes not given at their
+    defaults (:data:`~stoicheia.inference.benchmark.defaults.READINGS_GRID`); raises
+    ``ArgumentTypeError`` for an unknown axis, a weight that is not a number >= 0 or an axis
+    without a weight."""
+    grid = dict(READINGS_GRID)
+    for part in filter(None, (x.strip() for x in value.split(";"))):
+        axis, eq, weights = part.partition("=")
+        axis = axis.strip()
+        if not eq or axis not in READINGS_GRID:
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: give AXIS=W,W with AXIS one of {', '.join(READINGS_GRID)}"
+            )
+        try:
+            ws = tuple(float(w) for w in weights.split(",") if w.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: weights are numbers") from None
+        if not ws or any(not w >= 0 for w in ws):
+            raise argparse.ArgumentTypeError(f"{part!r}: give at least one weight, each >= 0")
+        if (axis == "lam_max" and max(ws) > 1) or (axis == "half" and min(ws) <= 0):
+            raise argparse.ArgumentTypeError(f"{part!r}: lam_max is in [0, 1], half is > 0")
+        grid[axis] = ws
+    return grid
 
 
 def _parallels_index(args: argparse.Namespace, shards: str):
@@ -242,7 +279,9 @@ def run(args: argparse.Namespace) -> int:
         if ngram is not None and args.fusion_weights:
             # fused = restore's default decoder: the whole readings, their weights fitted here
             families.append(
-                lambda md: readings_family(md, ngram, cache_of(md), tuple(args.fusion_weights))
+                lambda md: readings_family(
+                    md, ngram, cache_of(md), tuple(args.fusion_weights), args.readings_grid
+                )
             )
         if ngram is not None:
             families.append(lambda md: fused3_family(md, ngram, cache_of(md), *args.fused3_weights))
@@ -333,7 +372,8 @@ def run(args: argparse.Namespace) -> int:
             + (
                 f"restore weighs the n-gram {config.ngram_weight:g} and the parallels' fills as "
                 f"whole readings (λ_max {config.readings['lam_max']:g}, half-evidence "
-                f"{config.readings['half']:g}, unattested words −{config.readings['unattested']:g})"
+                f"{config.readings['half']:g}, unattested words −{config.readings['unattested']:g}"
+                f", the network judging whole fills at {config.readings.get('judge', 0.0):g})"
                 if config.readings
                 else f"with the parallels fused in, restore weighs the n-gram "
                 f"{config.ngram_weight:g} and the parallels {config.parallels_weight:g}"

@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 #: The reference decoders every other decoder is compared with, in this order: the letter
 #: n-gram, then today's fused decoder (network + n-gram).
 REFERENCES = ("ngram", "fused")
+#: what names a decoder as an ablation of another: ``"fused without judge"`` is ``fused`` with
+#: the network's judge weight at 0, compared with ``fused`` only (:func:`pairs_for`)
+ABLATION = " without "
 #: The length bands of the intervals: the table's three, and the long gaps together.
 BANDS = ((1, 3), (4, 6), (7, 10), (4, 10))
 #: The figures compared (top-20 only where the benchmark kept 20 candidates; ``length_right``
@@ -77,15 +80,19 @@ def pairs_for(decoders: Iterable[str]) -> list[tuple[str, str]]:
     against each of :data:`REFERENCES` that is present, fused decoders (names starting with
     ``fused``) first, then the others in the order given; a reference is not compared again
     with an earlier one (``fused − n-gram``, never ``n-gram − fused``). ``["model", "ngram",
-    "fused"]`` gives fused − n-gram, model − n-gram, model − fused."""
+    "fused"]`` gives fused − n-gram, model − n-gram, model − fused. An ablation, a decoder
+    named ``"<a> without <part>"`` (:data:`ABLATION`; the benchmark's ``fused without judge``),
+    is compared with ``a`` only, as ``a − ablation`` (what the part adds), after the others."""
     names = list(dict.fromkeys(decoders))
+    ablations = [n for n in names if ABLATION in n and n.split(ABLATION, 1)[0] in names]
+    names = [n for n in names if n not in ablations]
     order = sorted(names, key=lambda n: (not n.startswith("fused"), names.index(n)))
     out = []
     for i, ref in enumerate(REFERENCES):
         if ref not in names:
             continue
         out += [(d, ref) for d in order if d != ref and d not in REFERENCES[:i]]
-    return out
+    return out + [(n.split(ABLATION, 1)[0], n) for n in ablations]
 
 
 def gap_arrays(
@@ -312,5 +319,6 @@ __all__ = [
     "add_differences",
     "gap_arrays",
     "paired_differences",
+    "ABLATION",
     "pairs_for",
 ]

@@ -14,9 +14,11 @@ TWIN_THRESHOLD = 0.75  # stoicheia.data.twins.TWIN_THRESHOLD, which convert uses
 FUSED3_NGRAM_WEIGHTS = (0.6, 0.8, 0.9)
 FUSED3_PARALLELS_WEIGHTS = (0.3, 0.6, 0.9)
 #: the whole readings' grid (``fused`` with a parallels index), chosen on the selection half:
-#: Λ's ceiling, the evidence at which Λ is half of it, the unattested-word penalty (nats)
+#: Λ's ceiling, the evidence at which Λ is half of it, the unattested-word penalty (nats), the
+#: network's weight as a judge of whole fills (β; 0: not used)
 READINGS_GRID = {
     "lam_max": (0.5, 0.7, 0.9),
     "half": (0.25, 1.0, 4.0),
     "unattested": (0.0, 1.0, 2.0),
+    "judge": (0.0, 0.5, 1.0),
 }

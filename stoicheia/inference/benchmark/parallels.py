@@ -122,9 +122,10 @@ def readings_family(
 ) -> FusedFamily:
     """``fused`` with a parallels index: ``restore --decoder fused``, the whole readings
     (:mod:`stoicheia.inference.restore.whole_readings`), over the axes ``ngram`` (the n-gram's
-    weight in the search) and the mixture's ``lam_max``, ``half`` and ``unattested``
-    (``grid``, default :data:`~.defaults.READINGS_GRID`). This is the fit of the whole
-    readings' weights: the point is chosen on the selection half only
+    weight in the search) and the mixture's ``lam_max``, ``half``, ``unattested`` and
+    ``judge`` (the network's weight as a judge of whole fills; ``grid``, default
+    :data:`~.defaults.READINGS_GRID`; a grid without ``judge`` leaves it at 0). This is the
+    fit of the whole readings' weights: the point is chosen on the selection half only
     (:func:`~.fusion.sweep_family`); each gap's search and its candidates are made once per
     n-gram weight and re-ranked at every other point (:meth:`ModelDecoder.__call__`), so the
     grid costs little beyond the n-gram axis."""
@@ -136,7 +137,12 @@ def readings_family(
 
     def make(weights: dict[str, float]):
         fusion = Fusion(ngram, weights["ngram"], parallels.index, 0.0)
-        fusion.readings = ReadingWeights(weights["lam_max"], weights["half"], weights["unattested"])
+        fusion.readings = ReadingWeights(
+            weights["lam_max"],
+            weights["half"],
+            weights["unattested"],
+            judge=weights.get("judge", 0.0),
+        )
         return model_decoder.with_fusion(fusion, parallels)
 
     return FusedFamily("fused", {"ngram": tuple(ngram_weights), **grid}, make)
@@ -185,6 +191,7 @@ def fusion_config(
             "lam_max": float(chosen["lam_max"]),
             "half": float(chosen["half"]),
             "unattested": float(chosen["unattested"]),
+            "judge": float(chosen.get("judge", 0.0)),
             "chosen_on": fusion[name]["chosen_on"],
         }
     return FusionConfig(

@@ -325,7 +325,10 @@ def benchmark(
     made from the model's decoder (e.g. ``{"parallels": lambda md: ParallelsDecoder(...)}``);
     ``families``: more fused decoders whose weights are chosen the same way, each a function
     of the model's decoder returning a :class:`~.fusion.FusedFamily` (e.g.
-    ``"fused3"`` over the axes ``ngram`` and ``parallels``). ``twin_threshold``: measure the
+    ``"fused3"`` over the axes ``ngram`` and ``parallels``); a family whose chosen point gives
+    the network's judgement of whole fills a weight (an axis ``judge``, > 0) gets the row
+    ``"<name> without judge"`` too, the same point with ``judge`` 0, compared with it
+    (:func:`~.bootstrap.pairs_for`). ``twin_threshold``: measure the
     dev texts' near-duplicates among the training records (:mod:`.contamination`;
     None: not measured, no text counts as a twin). ``bootstrap``: resamples of the paired
     bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded with
@@ -385,7 +388,10 @@ def benchmark(
         )
     for fam in fams:
         fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)
-        decs[fam.name] = fam.make(fusion[fam.name]["chosen"])
+        chosen = fusion[fam.name]["chosen"]
+        decs[fam.name] = fam.make(chosen)
+        if chosen.get("judge"):  # what the network's judgement adds, measured on the report half
+            decs[f"{fam.name} without judge"] = fam.make({**chosen, "judge": 0.0})
     results = run_tasks(decs, tasks, progress)
     dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     # each text's corpus (I.Sicily, IOSPE, ...: the EpiDoc header's, kept by convert)

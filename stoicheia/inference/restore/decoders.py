@@ -4,7 +4,8 @@ benchmark alike: the benchmark's rows of the same names call :func:`gap_candidat
 
 * ``fused`` (the default): the network and the n-gram in one beam search
   (:func:`~.gap_search.search_gap`), and the parallels' fills competing with its candidates as
-  whole readings (:mod:`.whole_readings`) when a parallels index is open;
+  whole readings (:mod:`.whole_readings`) when a parallels index is open, the network judging
+  each whole fill at the weight ``fusion.readings.judge``;
 * ``parallels``: the parallels' fills as the search of the index ranks them (context matched,
   word breaks that agree, independent sources), then, where they run out, the n-gram's
   candidates (the back-off; without an n-gram, the network's);
@@ -161,7 +162,7 @@ def gap_candidates(
     if fusion.readings is None:  # the parallels letter by letter (fused3), or none
         prior = found.prior if found is not None else None
         return _kept(gap, search_gap(logp, shape, k, fusion, left, right, prior=prior))
-    from stoicheia.inference.restore.whole_readings import reading_case
+    from stoicheia.inference.restore.whole_readings import judge_scores, reading_case
 
     base = _kept(gap, search_gap(logp, shape, max(k, POOL), fusion, left, right))
     case = reading_case(
@@ -170,6 +171,8 @@ def gap_candidates(
         score=lambda a: score_fill(logp, shape, a, fusion, left, right),
         allowed=lambda a: allowed(gap, a),
         index=fusion.parallels,
+        # the network judges every candidate from the pass the search read (no pass added)
+        judge=lambda fills: judge_scores(logp, shape, fills),
     )
     if cache is not None:
         cache["case"] = case

@@ -233,7 +233,9 @@ def find_fusion(
         how = f"chosen on {r.chosen_on}" if r.chosen_on else "the defaults"
         out.parallels_source += (
             f"; whole readings at λ_max {r.lam_max:g}, half-evidence {r.half:g}, "
-            f"unattested words −{r.unattested:g} ({how})"
+            f"unattested words −{r.unattested:g}"
+            + (f", the network judging whole fills at {r.judge:g}" if r.judge else "")
+            + f" ({how})"
         )
     return said_with(out)
 

@@ -24,10 +24,28 @@ right part`` (the parts of the words the gap cuts, from the text's word breaks) 
 letter of the fill and start and end where a word may (the text's breaks, or inside the fill);
 at least two letters.
 
-The weights ``λ_max``, ``E_half`` and ``unattested`` (:class:`ReadingWeights`) are fitted on
-the selection half of the inscription dev set by ``stoicheia benchmark``
-(:mod:`stoicheia.inference.benchmark.readings`) and stored in ``fusion.json``; the defaults
-here are used without it.
+The network as a judge. The network, which reads the gap's whole two-sided context, scores
+each candidate as a whole: ``J(fill)``, the natural log of the probability the network alone
+gives the fill with all its letters hidden together (:func:`judge_scores`: the gap's slots all
+MASK, the fill's letters then the end of the gap, BLANK, where its width is not given; the
+same forward pass the search reads, so no pass is added, and a proper distribution over fills
+of every width the gap takes, so fills of different lengths compare). The mixture's
+probabilities are then tilted by it::
+
+    P'(fill) ∝ P(fill) exp(β J(fill)),      rescaled to the candidates' mass before
+
+``β`` (``judge``, >= 0) fitted with the others; ``β = 0`` is the mixture above to the bit
+(tested), a large ``β`` ranks by the network alone. ``P_base`` already holds the network's
+letters, at weight ``1 − w`` beside the n-gram's ``w`` letter by letter; ``β`` weighs the
+network's view of the whole fill again, for the parallels' fills too. The letters hidden one
+at a time (the pseudo-log-likelihood) would cost a forward pass per letter of every candidate
+(about 300 rows of 512 slots per gap, where the search takes one): docs/parallels.md gives
+the figures.
+
+The weights ``λ_max``, ``E_half``, ``unattested`` and ``judge`` (:class:`ReadingWeights`) are
+fitted on the selection half of the inscription dev set by ``stoicheia benchmark``
+(:func:`stoicheia.inference.benchmark.parallels.readings_family`) and stored in
+``fusion.json``; the defaults here are used without it.
 """
 
 from __future__ import annotations
@@ -51,13 +69,16 @@ class ReadingWeights:
     """The weights of the whole-reading mixture (module docstring): ``lam_max`` in [0, 1],
     ``half`` (> 0, units of evidence: independent sources times letters of context / 16) where
     Λ reaches half of ``lam_max``, ``unattested`` (>= 0, natural log) the penalty of a fill
-    whose words the corpus never attests; ``chosen_on`` what they were fitted on. Raises
-    ``ValueError`` for a weight out of range."""
+    whose words the corpus never attests; ``judge`` (>= 0) the network's weight as a judge of
+    whole fills (``β``, module docstring; 0: not used, what ``fusion.json`` written before it
+    means); ``chosen_on`` what they were fitted on. Raises ``ValueError`` for a weight out of
+    range."""
 
     lam_max: float = 0.8
     half: float = 0.5
     unattested: float = 1.0
     chosen_on: str = ""
+    judge: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam_max <= 1.0:
@@ -66,6 +87,8 @@ class ReadingWeights:
             raise ValueError(f"readings half {self.half!r} must be > 0 (evidence units)")
         if not self.unattested >= 0:
             raise ValueError(f"readings unattested {self.unattested!r} must be >= 0")
+        if not (self.judge >= 0 and math.isfinite(self.judge)):
+            raise ValueError(f"readings judge {self.judge!r} must be a number >= 0")
 
     def lam(self, evidence: float) -> float:
         """Λ for a gap of ``evidence`` (module docstring)."""
@@ -81,7 +104,7 @@ class ReadingWeights:
         if data is None:
             return None
         if not isinstance(data, dict):
-            raise ValueError(f"readings {data!r}: give {{lam_max, half, unattested}}")
+            raise ValueError(f"readings {data!r}: give {{lam_max, half, unattested, judge}}")
         return cls(**data)
 
 
@@ -91,7 +114,9 @@ class ReadingCase:
     ranked for any weights (:meth:`ranked`; the benchmark's fit ranks it at every point of its
     grid). Per candidate, arrays ``(n,)``: ``p_base``, ``p_par``, ``unattested`` (bool);
     ``letters`` int64 arrays; ``sources`` the parallels' fill (or None); ``evidence`` the
-    gap's; ``steps`` the search's steps of its own candidates (None for the others)."""
+    gap's; ``steps`` the search's steps of its own candidates (None for the others);
+    ``judge`` float ``(n,)`` the network's natural-log score of each fill (:func:`judge_scores`;
+    None: no judge, the weight ``judge`` then has no effect)."""
 
     letters: list[np.ndarray]
     p_base: np.ndarray
@@ -100,6 +125,7 @@ class ReadingCase:
     evidence: float
     sources: list[Any] = field(default_factory=list)
     steps: list[Any] = field(default_factory=list)
+    judge: np.ndarray | None = None
 
     def mixture(self, weights: ReadingWeights) -> np.ndarray:
         """Float ``(n,)``: each candidate's probability under ``weights`` (module docstring)."""
@@ -109,6 +135,14 @@ class ReadingCase:
             pen = m * np.exp(-weights.unattested * self.unattested)
             total = pen.sum()
             m = pen * (m.sum() / total) if total > 0 else m
+        if weights.judge > 0 and self.judge is not None and len(m):
+            # exp(β (J − max J)): the same order as exp(β J), without overflow; a fill the
+            # network cannot give (J = −inf) keeps nothing
+            j = np.asarray(self.judge, dtype=np.float64)
+            top = np.max(j[np.isfinite(j)]) if np.isfinite(j).any() else 0.0
+            tilted = m * np.exp(weights.judge * (j - top))
+            total = tilted.sum()
+            m = tilted * (m.sum() / total) if total > 0 else m
         return m
 
     def order(self, weights: ReadingWeights) -> np.ndarray:
@@ -198,6 +232,58 @@ def unattested_flags(index: Any, found: Any, fills: list[np.ndarray]) -> np.ndar
     return out
 
 
+def judge_scores(logp: np.ndarray, shape: Any, fills: list[np.ndarray]) -> np.ndarray:
+    """The network's score of whole fills, all of a gap's candidates at once (module
+    docstring): float64 ``(n,)``, per fill of ``fills`` (int64 letter ids, any lengths the gap
+    takes) the natural log of the probability the network alone gives it from ``logp`` (float
+    ``(slots, >= 26)``, the gap's forward pass with all its slots MASK,
+    :func:`~.decoding.gap_logp`): per letter its log-probability renormalised over the 24
+    letters, and where the width is not given (``shape``, a :class:`~.gap_search.GapShape`,
+    not ``fixed``) the width chain of :func:`~.decoding.width_chain`: ``log(1 − b_j)`` at each
+    slot ``min_letters <= j < max_letters`` the fill goes on through and ``log b_n`` at its
+    end ``n < max_letters``, ``b_j`` the BLANK share of slot ``j``. Equal to
+    :func:`~.gap_search.score_fill` without n-gram and parallels, fill by fill (tested);
+    ``-inf`` for a letter ``logp`` forbids. Raises ``ValueError`` for a fill of a width the
+    gap cannot take."""
+    n = len(fills)
+    if n == 0:
+        return np.zeros(0, dtype=np.float64)
+    lens = np.array([len(f) for f in fills], dtype=np.int64)
+    bad = (lens < shape.min_letters) | (lens > shape.max_letters)
+    if bad.any():
+        raise ValueError(
+            f"judge_scores: a fill of {int(lens[bad][0])} letters in a gap of "
+            f"{shape.min_letters}-{shape.max_letters}"
+        )
+    L = A.NUM_LETTERS
+    rows = np.asarray(logp, dtype=np.float64)
+    width = max(int(lens.max()), 1)
+    # letters: log-softmax over the 24 letters of each slot, read at each fill's letters
+    lm = rows[:width, :L] - np.logaddexp.reduce(rows[:width, :L], axis=1, keepdims=True)
+    table = np.zeros((n, width), dtype=np.int64)
+    for i, f in enumerate(fills):
+        table[i, : len(f)] = f
+    cols = np.arange(width)
+    inside = cols[None, :] < lens[:, None]
+    steps = np.where(inside, lm[cols[None, :], table], 0.0)
+    stop = np.zeros(n)
+    if not shape.fixed:
+        # the width chain: log(1 − b_j) where the fill goes on, log b_n where it ends
+        ends = np.full(len(rows) + 1, -np.inf)
+        goes = np.zeros(len(rows) + 1)
+        for j in range(shape.min_letters, min(shape.max_letters, len(rows))):
+            allowed = np.concatenate([rows[j, :L], rows[j, A.BLANK : A.BLANK + 1]])
+            ends[j] = rows[j, A.BLANK] - np.logaddexp.reduce(allowed)
+            goes[j] = np.log1p(-min(np.exp(ends[j]), 1.0 - 1e-12))
+        steps = steps + np.where(inside, goes[:width][None, :], 0.0)
+        stop = np.where(lens < shape.max_letters, ends[np.minimum(lens, len(rows))], 0.0)
+    # running sums, read at each fill's end: the same additions in the same order whatever
+    # the other fills' lengths, so a batch gives each fill the score it gets alone (tested)
+    run = np.concatenate([np.zeros((n, 1)), np.cumsum(steps, axis=1)], axis=1)
+    out = run[np.arange(n), lens] + stop
+    return out
+
+
 def reading_case(
     base: list[Candidate],
     found: Any,
@@ -206,13 +292,16 @@ def reading_case(
     allowed: Callable[[np.ndarray], bool],
     index: Any = None,
     most: int = PARALLEL_CANDIDATES,
+    judge: Callable[[list[np.ndarray]], np.ndarray] | None = None,
 ) -> ReadingCase:
     """The :class:`ReadingCase` of a gap: ``base`` the search's candidates (best first, with
     their ``prob`` and ``score``); ``found`` its :class:`~stoicheia.inference.parallels.
     GapParallels` (None: none); ``score(letters)`` the search's score of any fill (natural
     log, ``-inf`` where the letter rules forbid it); ``allowed(letters)`` whether the gap
     takes the fill (its width, a one-letter word); ``index`` the parallels index (its word
-    list). The parallels' ``most`` heaviest fills join the candidates."""
+    list); ``judge(fills)`` the network's scores of all the candidates at once, float ``(n,)``
+    (:func:`judge_scores`; None: no judge). The parallels' ``most`` heaviest fills join the
+    candidates."""
     shift = 0.0
     if base and 0 < base[0].prob < 1:
         shift = math.log(base[0].prob) - base[0].score
@@ -263,6 +352,7 @@ def reading_case(
         evidence,
         sources,
         steps,
+        None if judge is None else np.asarray(judge(letters), dtype=np.float64),
     )
 
 
@@ -270,6 +360,7 @@ __all__ = [
     "PARALLEL_CANDIDATES",
     "ReadingCase",
     "ReadingWeights",
+    "judge_scores",
     "reading_case",
     "unattested_flags",
 ]
