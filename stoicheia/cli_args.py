@@ -5,6 +5,15 @@ bad value the same way and before any file is read: one line on stderr,
 ``stoicheia COMMAND: error: argument --NAME: WHAT IS WRONG; THE FIX``, and exit status 2
 (:class:`OneLineParser`; argparse's own errors, such as a missing argument, get the same one
 line). Output folders are checked before any work starts (:func:`out_dir_problem`).
+
+Which model ``restore`` and ``serve`` run with when their CHECKPOINT may be left out
+(:func:`choose_model`): the one given, else the shipped base model
+(:mod:`stoicheia.inference.shipped`), said in one note on stderr. ``restore`` reads
+``CHECKPOINT [TEXT]``, so ``stoicheia restore "ἔδοξε τῇ βουλῇ [....]"`` gives one positional:
+it is the TEXT, with the shipped model, unless it names an existing file or folder (a
+checkpoint, run folder or export folder) or an object-store URI. A word that is neither an
+existing path nor Greek text (``checkpoints/typo/best.pt``) is refused with one line naming it,
+never taken for a text to restore.
 """
 
 from __future__ import annotations
@@ -12,6 +21,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,7 +115,16 @@ def out_dir_problem(path: str | Path) -> str | None:
     return None
 
 
-__all__ = ["OneLineParser", "device_name", "float_in", "int_in", "out_dir_problem"]
+__all__ = [
+    "OneLineParser",
+    "choose_model",
+    "device_name",
+    "float_in",
+    "int_in",
+    "looks_like_text",
+    "names_a_model",
+    "out_dir_problem",
+]
 
 
 def fusion_weights(value: str) -> list[float]:
@@ -127,3 +147,78 @@ def fusion_weights(value: str) -> list[float]:
             )
         out.append(w)
     return list(dict.fromkeys(out))
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"stoicheia {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _exists(path: str) -> bool:
+    if "\n" in path or len(path.encode("utf-8")) > 4096:
+        return False
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # a name too long, a NUL character
+        return False
+
+
+def looks_like_text(word: str) -> bool:
+    """Whether ``word`` reads as a Greek text rather than a path: it holds a Greek letter, or
+    is ``-`` (stdin)."""
+    if word == "-":
+        return True
+    return any(unicodedata.name(c, "").startswith("GREEK") for c in word)
+
+
+def names_a_model(word: str) -> bool:
+    """Whether ``word`` is meant as a CHECKPOINT: an existing file or folder, or an
+    object-store URI (``s3://``, ``gs://``, ``oci://``)."""
+    return "://" in word or _exists(word)
+
+
+def choose_model(args: argparse.Namespace, command: str, takes_text: bool = False) -> int | None:
+    """Settle ``args.checkpoint`` (and, when ``takes_text``, ``args.text``): a lone positional
+    that names no model is the text; no checkpoint means the shipped model, said in one note on
+    stderr. Returns ``None`` to go on, or the exit status 2 after one line on stderr (a
+    checkpoint that does not exist, a word that is neither a path nor Greek, no shipped
+    model)."""
+    from stoicheia.inference.shipped import shipped_dir, shipped_note
+
+    given = args.checkpoint
+    text = getattr(args, "text", None) if takes_text else None
+    if takes_text and given is not None and text is None and not names_a_model(given):
+        if not looks_like_text(given):
+            return _fail(
+                command,
+                f"{given!r} is no checkpoint file or folder (not found) and no Greek text; give "
+                f"an existing checkpoint, run folder or export folder, or a text: stoicheia "
+                f'{command} "ἔδοξε τῇ βουλῇ [....]" (the shipped model)',
+            )
+        args.text, given = given, None
+    if given is None:
+        folder = shipped_dir()
+        if folder is None:
+            return _fail(
+                command,
+                "no CHECKPOINT given and no shipped model in stoicheia/base_model (a checkout "
+                "without it: `stoicheia export RUN_FOLDER --ship` writes it); give a checkpoint, "
+                "run folder or export folder",
+            )
+        args.checkpoint = str(folder)
+        print(shipped_note(command), file=sys.stderr)
+        return None
+    if not names_a_model(given):
+        if takes_text and looks_like_text(given):
+            typed = " ".join(w for w in (given, text) if w)
+            return _fail(
+                command,
+                f'a text of several words goes in quotes: stoicheia {command} "{typed}" (the '
+                'shipped model), or stoicheia restore CHECKPOINT "TEXT"',
+            )
+        return _fail(
+            command,
+            f"CHECKPOINT {given}: no such file or folder; give a checkpoint (.pt), run folder or "
+            "export folder, or leave it out to use the shipped model",
+        )
+    return None

@@ -11,8 +11,10 @@ folder. A path is looked for under these *anchors*, nearest first (:func:`anchor
    (``checkpoints/stoicheia-demo/best.pt`` -> ``checkpoints/stoicheia-demo``,
    ``checkpoints``, the checkout, ...);
 2. the checkout the ``stoicheia`` package is imported from (the folder holding its
-   ``pyproject.toml``), where ``stoicheia convert`` and ``scripts/demo.sh`` put
-   ``data/shards``.
+   ``pyproject.toml``), where ``stoicheia convert``, ``scripts/demo.sh`` and ``stoicheia
+   parallels --build`` put ``data/shards``; for an installed package without a checkout, the
+   user cache where ``stoicheia parallels --build`` puts it
+   (:func:`stoicheia.inference.shipped.cache_root`).
 
 An absolute path is used where it exists, unless the same tail (``data/shards/parallels``)
 lies under an anchor: a run folder copied or moved with its checkout finds its own index, not
@@ -64,8 +66,10 @@ def anchors(source: str | None) -> list[Path]:
     here = checkpoint_folder(source) if source else None
     if here is not None:
         out += [here, *(p for p in here.parents if p.parent != p)]
-    root = checkout_root()
-    if root is not None and root not in out:
+    from stoicheia.inference.shipped import cache_root
+
+    root = cache_root()  # the checkout, else the user cache
+    if root not in out:
         out.append(root)
     return out
 
