@@ -61,16 +61,22 @@ def _absolute(path: str | Path) -> Path:
 def anchors(source: str | None) -> list[Path]:
     """The folders a relative path of the run is looked for under, nearest first (module
     docstring): the checkpoint's folder and every folder above it but the file system's root,
-    then the checkout of the package."""
+    then the checkout of the package, then the folder ``stoicheia parallels --build`` builds
+    under (:func:`~stoicheia.inference.shipped.cache_root`: ``$STOICHEIA_HOME``, the checkout,
+    or for an installed package the user cache). For the shipped model that last folder comes
+    first."""
+    from stoicheia.inference.shipped import cache_root, is_shipped
+
     out: list[Path] = []
     here = checkpoint_folder(source) if source else None
     if here is not None:
         out += [here, *(p for p in here.parents if p.parent != p)]
-    from stoicheia.inference.shipped import cache_root
-
-    root = cache_root()  # the checkout, else the user cache
-    if root not in out:
-        out.append(root)
+    for root in (checkout_root(), cache_root()):
+        if root is not None and root not in out:
+            out.append(root)
+    if source and is_shipped(source):  # the shipped model: where `parallels --build` builds
+        built = cache_root()
+        return [built, *(a for a in out if a != built)]
     return out
 
 

@@ -85,12 +85,15 @@ def shipped_note(command: str) -> str:
 
 
 def cache_root() -> Path:
-    """The folder the parallels index of the shipped model is built under: the checkout the
-    package runs from (its ``data/`` is git-ignored; the demo converts into the same
-    ``data/shards``), else, for an installed package, the user cache
-    (``$XDG_CACHE_HOME/stoicheia``, default ``~/.cache/stoicheia``)."""
+    """The folder the parallels index of the shipped model is built under:
+    ``$STOICHEIA_HOME`` when set, else the checkout the package runs from (its ``data/`` is
+    git-ignored; the demo converts into the same ``data/shards``), else, for an installed
+    package, the user cache (``$XDG_CACHE_HOME/stoicheia``, default ``~/.cache/stoicheia``)."""
     from stoicheia.inference.run_paths import checkout_root
 
+    given = os.environ.get("STOICHEIA_HOME")
+    if given:  # another place chosen (tests, a shared install)
+        return Path(given)
     root = checkout_root()
     if root is not None:
         return root
