@@ -51,10 +51,11 @@ def is_shipped(source: str | Path | None) -> bool:
         return False
 
 
-def read_provenance(folder: str | Path = SHIPPED_DIR) -> dict[str, Any]:
-    """The ``provenance.json`` of a shipped-model folder as a dict. Raises ``FileNotFoundError``
+def read_provenance(folder: str | Path | None = None) -> dict[str, Any]:
+    """The ``provenance.json`` of a shipped-model folder (default: :data:`SHIPPED_DIR`) as a
+    dict. Raises ``FileNotFoundError``
     when there is none and ``ValueError`` (naming the file) when it is not a JSON object."""
-    path = Path(folder) / PROVENANCE
+    path = Path(folder if folder is not None else SHIPPED_DIR) / PROVENANCE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
