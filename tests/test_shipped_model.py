@@ -184,3 +184,24 @@ def test_export_ship_writes_the_bundle_of_a_run(small_shards, tmp_path, capsys):
     assert str(tmp_path) not in (out / "config.json").read_text(encoding="utf-8")
     assert main(["restore", str(out), EXAMPLE, "--top-k", "1"]) == 0  # RUN "TEXT" still works
     assert NOTE not in capsys.readouterr().err
+
+
+def test_serve_with_no_checkpoint_starts_the_page_with_the_shipped_model(
+    bundle, monkeypatch, capsys
+):
+    """`stoicheia serve` alone loads the shipped model (one note) and hands its page to
+    uvicorn (stubbed here: the test starts no server)."""
+    import socket
+
+    import uvicorn
+
+    started = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: started.update(app=app, **kw))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["serve", "--port", str(port), "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    assert err.count(NOTE) == 1
+    assert f"serving {bundle} (step {shipped.read_provenance()['step']})" in out
+    assert started["port"] == port

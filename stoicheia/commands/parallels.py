@@ -196,8 +196,20 @@ def build(args: argparse.Namespace) -> int:
     if code != 0:
         return code
     trained = (prov.get("shards") or {}).get("fingerprint")
-    here = shards_provenance(shards)["fingerprint"]
-    if trained and here != trained:
+    built = shards_provenance(shards)
+    here = built["fingerprint"]
+    if (
+        trained
+        and here != trained
+        and built["train_letters"] == prov["shards"].get("train_letters")
+    ):
+        print(
+            f"note: the shards in {shards} hold as many training letters per tier as the shipped "
+            f"model's ({sum(built['train_letters'].values()):,}) in another order (fingerprint "
+            f"{short(here)}, not {short(trained)}: the conversion's reader processes finish in "
+            "their own order)"
+        )
+    elif trained and here != trained:
         print(
             f"note: the shards in {shards} ({short(here)}) are not those the shipped model was "
             f"trained on ({short(trained)}): another corpus or other settings; the parallels "
