@@ -12,8 +12,8 @@ Which model ``restore`` and ``serve`` run with when their CHECKPOINT may be left
 ``CHECKPOINT [TEXT]``, so ``stoicheia restore "ἔδοξε τῇ βουλῇ [....]"`` gives one positional:
 it is the TEXT, with the shipped model, unless it names an existing file or folder (a
 checkpoint, run folder or export folder) or an object-store URI. A word that is neither an
-existing path nor Greek text (``checkpoints/typo/best.pt``) is refused with one line naming it,
-never taken for a text to restore.
+existing path nor Greek text (``checkpoints/typo/best.pt``) stays the CHECKPOINT, which the
+loader then names as missing: never taken for a text to restore.
 """
 
 from __future__ import annotations
@@ -179,21 +179,21 @@ def names_a_model(word: str) -> bool:
 
 def choose_model(args: argparse.Namespace, command: str, takes_text: bool = False) -> int | None:
     """Settle ``args.checkpoint`` (and, when ``takes_text``, ``args.text``): a lone positional
-    that names no model is the text; no checkpoint means the shipped model, said in one note on
-    stderr. Returns ``None`` to go on, or the exit status 2 after one line on stderr (a
-    checkpoint that does not exist, a word that is neither a path nor Greek, no shipped
-    model)."""
+    that names no existing file or folder but reads as Greek is the text; no checkpoint means
+    the shipped model, said in one note on stderr. A checkpoint that does not exist is left to
+    the loader, which names it (after the text and the options are checked, as before). Returns
+    ``None`` to go on, or the exit status 2 after one line on stderr (Greek words typed without
+    quotes, no shipped model)."""
     from stoicheia.inference.shipped import shipped_dir, shipped_note
 
     given = args.checkpoint
     text = getattr(args, "text", None) if takes_text else None
-    if takes_text and given is not None and text is None and not names_a_model(given):
-        if not looks_like_text(given):
+    if takes_text and given is not None and not names_a_model(given) and looks_like_text(given):
+        if text is not None:  # two Greek words: the shell split an unquoted text
             return _fail(
                 command,
-                f"{given!r} is no checkpoint file or folder (not found) and no Greek text; give "
-                f"an existing checkpoint, run folder or export folder, or a text: stoicheia "
-                f'{command} "ἔδοξε τῇ βουλῇ [....]" (the shipped model)',
+                f'a text of several words goes in quotes: stoicheia {command} "{given} {text}" '
+                f'(the shipped model), or stoicheia {command} CHECKPOINT "TEXT"',
             )
         args.text, given = given, None
     if given is None:
@@ -207,18 +207,4 @@ def choose_model(args: argparse.Namespace, command: str, takes_text: bool = Fals
             )
         args.checkpoint = str(folder)
         print(shipped_note(command), file=sys.stderr)
-        return None
-    if not names_a_model(given):
-        if takes_text and looks_like_text(given):
-            typed = " ".join(w for w in (given, text) if w)
-            return _fail(
-                command,
-                f'a text of several words goes in quotes: stoicheia {command} "{typed}" (the '
-                'shipped model), or stoicheia restore CHECKPOINT "TEXT"',
-            )
-        return _fail(
-            command,
-            f"CHECKPOINT {given}: no such file or folder; give a checkpoint (.pt), run folder or "
-            "export folder, or leave it out to use the shipped model",
-        )
     return None

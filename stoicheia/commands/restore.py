@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(
             "restore",
             f"{text} is a file, not a Greek text: to restore what it holds, give '-' and the file "
-            f"on stdin: stoicheia restore - < {text}",
+            f"on stdin: stoicheia restore CHECKPOINT - < {text}",
         )
     if args.beam is not None and args.beam < args.top_k:
         return fail(
@@ -348,11 +348,11 @@ class _IntermixedParser(OneLineParser):
         words = [e for e in extra if not e.startswith("-")]
         if words and words == extra and getattr(ns, "text", None):
             # the shell split an unquoted text into words: TEXT took the first
-            from stoicheia.cli_args import names_a_model
+            from stoicheia.cli_args import looks_like_text, names_a_model
 
             typed = " ".join([ns.text, *words])
             model = getattr(ns, "checkpoint", None)
-            if model and not names_a_model(model):  # the text's first word, no checkpoint
+            if model and not names_a_model(model) and looks_like_text(model):  # no checkpoint
                 typed, model = f"{model} {typed}", None
             self.error(
                 f"unrecognized arguments: {' '.join(words)}; "
