@@ -67,9 +67,9 @@ def run_ship(args: argparse.Namespace) -> int:
         update_card,
         write_bundle,
     )
-    from stoicheia.inference.export.training_data import describe_training_data, find_shard_root
+    from stoicheia.inference.export.training_data import describe_training_data
     from stoicheia.inference.loading import load_model
-    from stoicheia.inference.run_paths import checkout_root, find_under_anchors
+    from stoicheia.inference.run_paths import checkout_root, find_under_anchors, run_shards
     from stoicheia.inference.shipped import CARD, SHIPPED_DIR
     from stoicheia.publish import publishing
 
@@ -95,6 +95,8 @@ def run_ship(args: argparse.Namespace) -> int:
     model = load(args, "export")
     if model.kind == "export":
         return fail("export", f"--ship: {args.checkpoint} is an export; give the run folder")
+    if not (folder / "complete.json").is_file():
+        print(f"note: {folder} has no complete.json: the run may not be finished")
     held = held_out(model, args.checkpoint)
     if not held.get("sets"):
         return fail(
@@ -107,7 +109,8 @@ def run_ship(args: argparse.Namespace) -> int:
             "note: the run has no dev evaluation (the inscription dev set): the card quotes its "
             f"{', '.join(sorted(held['sets']))} bits per character only"
         )
-    root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
+    # the run's shards found from its folder, never from the current one (run_paths)
+    root = Path(args.shards) if args.shards else run_shards(model.config, args.checkpoint)[1]
     if root is None or not (root / "stats.json").is_file():
         return fail("export", "--ship: the run's shards were not found; give --shards DIR")
     stats = json.loads((root / "stats.json").read_text(encoding="utf-8"))
@@ -161,6 +164,7 @@ def run_ship(args: argparse.Namespace) -> int:
         shipped=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
     )
     prov["wall_seconds"] = wall
+    prov["parameters"] = sum(p.numel() for p in model.encoder.parameters())
     data = describe_training_data(model.config, root)
     with tempfile.TemporaryDirectory() as tmp:
         export = Path(tmp) / "export"

@@ -271,6 +271,7 @@ def card_block(prov: dict[str, Any]) -> str:
         lines.append(
             f"- training: {wall / 60:.1f} minutes of wall clock from the first to the last step"
         )
+    lines += _recipe_lines(prov)
     bench = prov.get("benchmark") or {}
     if bench.get("protocols"):
         corpus = bench.get("corpus") or {}
@@ -309,6 +310,45 @@ def card_block(prov: dict[str, Any]) -> str:
         lines += ["", "No benchmark was found for this run: no restoration figures."]
     lines += ["", CARD_END]
     return "\n".join(lines)
+
+
+def _recipe_lines(prov: dict[str, Any]) -> list[str]:
+    """The card's lines on the model's shape, its training settings and the tier mix in letters
+    (``provenance.json``'s ``config`` and ``mix``)."""
+    cfg = prov.get("config") or {}
+    model, train, data = cfg.get("model") or {}, cfg.get("train") or {}, cfg.get("data") or {}
+    lines = []
+    if model:
+        params = prov.get("parameters")
+        lines.append(
+            (f"- {params / 1e6:.2f} M parameters: " if isinstance(params, int) else "- ")
+            + f"d_model {model.get('d_model')}, {model.get('n_layers')} layers, "
+            f"{model.get('n_heads')} heads, local window {model.get('char_window')} letters, "
+            f"every {model.get('global_every')}th layer global"
+        )
+    if train:
+        rows = train.get("global_batch_rows") or train.get("micro_batch_rows")
+        lines.append(
+            f"- trained {train.get('max_steps')} steps at most ({train.get('nominal_steps')} "
+            f"planned), {rows} rows of {data.get('seq_len')} letter slots a batch, peak learning "
+            f"rate {train.get('lr')}, WSD schedule, best checkpoint on "
+            f"{train.get('decide_on')}"
+        )
+    mix = prov.get("mix") or {}
+    if mix.get("tiers"):
+        lines += [
+            "",
+            f"The mix in letters over the {mix.get('steps'):,} planned steps "
+            f"({mix.get('slots', 0) / 1e6:.2f} M letter slots; the run's `mix.json`):",
+            "",
+            "| tier | training letters | share of letters read | times read |",
+            "|---|---|---|---|",
+        ]
+        for t in mix["tiers"]:
+            lines.append(
+                f"| {t['tier']} | {t['letters']:,} | {100 * t['share']:.1f} % | {t['reads']:.2f} |"
+            )
+    return lines
 
 
 def update_card(card: Path, prov: dict[str, Any]) -> bool:
