@@ -5,6 +5,15 @@ bad value the same way and before any file is read: one line on stderr,
 ``stoicheia COMMAND: error: argument --NAME: WHAT IS WRONG; THE FIX``, and exit status 2
 (:class:`OneLineParser`; argparse's own errors, such as a missing argument, get the same one
 line). Output folders are checked before any work starts (:func:`out_dir_problem`).
+
+Which model ``restore`` and ``serve`` run with when their CHECKPOINT may be left out
+(:func:`choose_model`): the one given, else the shipped base model
+(:mod:`stoicheia.inference.shipped`), said in one note on stderr. ``restore`` reads
+``CHECKPOINT [TEXT]``, so ``stoicheia restore "ἔδοξε τῇ βουλῇ [....]"`` gives one positional:
+it is the TEXT, with the shipped model, unless it names an existing file or folder (a
+checkpoint, run folder or export folder) or an object-store URI. A word that is neither an
+existing path nor Greek text (``checkpoints/typo/best.pt``) stays the CHECKPOINT, which the
+loader then names as missing: never taken for a text to restore.
 """
 
 from __future__ import annotations
@@ -12,6 +21,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,7 +115,16 @@ def out_dir_problem(path: str | Path) -> str | None:
     return None
 
 
-__all__ = ["OneLineParser", "device_name", "float_in", "int_in", "out_dir_problem"]
+__all__ = [
+    "OneLineParser",
+    "choose_model",
+    "device_name",
+    "float_in",
+    "int_in",
+    "looks_like_text",
+    "names_a_model",
+    "out_dir_problem",
+]
 
 
 def fusion_weights(value: str) -> list[float]:
@@ -127,3 +147,64 @@ def fusion_weights(value: str) -> list[float]:
             )
         out.append(w)
     return list(dict.fromkeys(out))
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"stoicheia {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _exists(path: str) -> bool:
+    if "\n" in path or len(path.encode("utf-8")) > 4096:
+        return False
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # a name too long, a NUL character
+        return False
+
+
+def looks_like_text(word: str) -> bool:
+    """Whether ``word`` reads as a Greek text rather than a path: it holds a Greek letter, or
+    is ``-`` (stdin)."""
+    if word == "-":
+        return True
+    return any(unicodedata.name(c, "").startswith("GREEK") for c in word)
+
+
+def names_a_model(word: str) -> bool:
+    """Whether ``word`` is meant as a CHECKPOINT: an existing file or folder, or an
+    object-store URI (``s3://``, ``gs://``, ``oci://``)."""
+    return "://" in word or _exists(word)
+
+
+def choose_model(args: argparse.Namespace, command: str, takes_text: bool = False) -> int | None:
+    """Settle ``args.checkpoint`` (and, when ``takes_text``, ``args.text``): a lone positional
+    that names no existing file or folder but reads as Greek is the text; no checkpoint means
+    the shipped model, said in one note on stderr. A checkpoint that does not exist is left to
+    the loader, which names it (after the text and the options are checked, as before). Returns
+    ``None`` to go on, or the exit status 2 after one line on stderr (Greek words typed without
+    quotes, no shipped model)."""
+    from stoicheia.inference.shipped import shipped_dir, shipped_note
+
+    given = args.checkpoint
+    text = getattr(args, "text", None) if takes_text else None
+    if takes_text and given is not None and not names_a_model(given) and looks_like_text(given):
+        if text is not None:  # two Greek words: the shell split an unquoted text
+            return _fail(
+                command,
+                f'a text of several words goes in quotes: stoicheia {command} "{given} {text}" '
+                f'(the shipped model), or stoicheia {command} CHECKPOINT "TEXT"',
+            )
+        args.text, given = given, None
+    if given is None:
+        folder = shipped_dir()
+        if folder is None:
+            return _fail(
+                command,
+                "no CHECKPOINT given and no shipped model in stoicheia/base_model (a checkout "
+                "without it: `stoicheia export RUN_FOLDER --ship` writes it); give a checkpoint, "
+                "run folder or export folder",
+            )
+        args.checkpoint = str(folder)
+        print(shipped_note(command), file=sys.stderr)
+    return None

@@ -1,7 +1,8 @@
 """The ``stoicheia`` command's layout: each subcommand is a module of ``stoicheia.commands`` that
 registers its own arguments, ``stoicheia.cli`` only dispatches, and the library never imports
 either. The usage lines below are those of the single-module ``cli.py`` the commands were split
-from (2026-12-02); a change to a command's arguments updates its line here."""
+from (2026-12-02), with CHECKPOINT optional for restore and serve (the shipped model,
+2026-12-05); a change to a command's arguments updates its line here."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ USAGE = {
     ),
     "index": "usage: stoicheia index [-h] [--out OUT] SHARDS_DIR",
     "parallels": (
-        "usage: stoicheia parallels [-h] [--index INDEX] [--top TOP] "
-        "[--min-letters MIN_LETTERS] [--json] TEXT"
+        "usage: stoicheia parallels [-h] [--build] [--corpus DIR] [--workers WORKERS] "
+        "[--index INDEX] [--top TOP] [--min-letters MIN_LETTERS] [--json] [TEXT]"
     ),
     "status": "usage: stoicheia status [-h] RUN_FOLDER",
     "evaluate": (
@@ -60,7 +61,8 @@ USAGE = {
     ),
     "export": (
         "usage: stoicheia export [-h] [--config CONFIG] [--device DEVICE] [--overwrite] "
-        "[--shards SHARDS] CHECKPOINT OUT_DIR"
+        "[--shards SHARDS] [--ship] [--weights-dtype {float32,float16,bfloat16}] "
+        "[--benchmark DIR] CHECKPOINT [OUT_DIR]"
     ),
     "report": "usage: stoicheia report [-h] [--out OUT] RUN_FOLDER",
     "restore": (
@@ -71,12 +73,12 @@ USAGE = {
         "[--parallels-weight PARALLELS_WEIGHT] [--decoder {fused,parallels,ngram,model}] "
         "[--min-probability MIN_PROBABILITY] [--respace] [--accents] [--repredict-supplements] "
         "[--unknown-width UNKNOWN_WIDTH] [--about-margin ABOUT_MARGIN] [--window WINDOW] "
-        "[--alternatives ALTERNATIVES] [--score-supplements] [--json] CHECKPOINT [TEXT]"
+        "[--alternatives ALTERNATIVES] [--score-supplements] [--json] [CHECKPOINT] [TEXT]"
     ),
     "serve": (
         "usage: stoicheia serve [-h] [--config CONFIG] [--device DEVICE] "
         "[--precision {auto,fp32,bf16}] [--host HOST] [--port PORT] [--parallels INDEX] "
-        "CHECKPOINT"
+        "[CHECKPOINT]"
     ),
 }
 

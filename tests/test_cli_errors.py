@@ -526,7 +526,7 @@ def test_interrupted_export_leaves_the_old_folder(tmp_path, monkeypatch):
     (out / "config.json").write_text("old config")
     (out / "model.safetensors").write_bytes(b"old weights")
 
-    def boom(model, folder, held_out, training_data):
+    def boom(model, folder, held_out, training_data, weights_dtype):
         (folder / "model.safetensors").write_bytes(b"new weights")
         raise KeyboardInterrupt
 

@@ -55,14 +55,23 @@ def load(args: argparse.Namespace, command: str):
         raise SystemExit(2) from None
 
 
-def model_args(p: argparse.ArgumentParser, precision: bool = True) -> None:
+def model_args(p: argparse.ArgumentParser, precision: bool = True, optional: bool = False) -> None:
     """The ``CHECKPOINT``, ``--config``, ``--device`` and (unless ``precision`` is false: a
-    command that runs no forward pass) ``--precision`` arguments every model command takes."""
-    p.add_argument(
-        "checkpoint",
-        metavar="CHECKPOINT",
-        help="training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder",
+    command that runs no forward pass) ``--precision`` arguments every model command takes;
+    ``optional``: CHECKPOINT may be left out for the shipped model
+    (:func:`stoicheia.cli_args.choose_model`)."""
+    help_text = (
+        "training checkpoint (.pt, local or s3:// gs:// oci://), run folder, or export folder"
     )
+    if optional:
+        p.add_argument(
+            "checkpoint",
+            metavar="CHECKPOINT",
+            nargs="?",
+            help=help_text + " (left out: the shipped base model, docs/model-card.md)",
+        )
+    else:
+        p.add_argument("checkpoint", metavar="CHECKPOINT", help=help_text)
     p.add_argument(
         "--config",
         help="YAML the model was trained with (only for checkpoints that do not record it)",

@@ -1,5 +1,6 @@
 """``stoicheia export CHECKPOINT OUT_DIR``: a Hugging Face model folder (safetensors, config,
-code, model card; :mod:`stoicheia.inference.export`)."""
+code, model card; :mod:`stoicheia.inference.export`); ``stoicheia export RUN_FOLDER --ship``: the
+shipped base model (``stoicheia/base_model``, :mod:`stoicheia.commands.ship`)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,36 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "export", help="write a Hugging Face model folder (safetensors, config, code, model card)"
     )
     model_args(p, precision=False)  # the weights are exported in fp32 as trained
-    p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (must be empty or new)")
+    p.add_argument(
+        "out_dir",
+        metavar="OUT_DIR",
+        nargs="?",
+        help="folder to write (must be empty or new; with --ship: default stoicheia/base_model)",
+    )
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty folder")
     p.add_argument(
         "--shards",
         help="the shards the model was trained on (default: the run's data.shard_root), for the "
         "model card",
+    )
+    p.add_argument(
+        "--ship",
+        action="store_true",
+        help="write the model restore and serve use when no CHECKPOINT is given "
+        "(stoicheia/base_model: weights, n-gram, fusion weights, provenance.json) from a "
+        "finished, benchmarked run folder, and its figures into docs/model-card.md",
+    )
+    p.add_argument(
+        "--weights-dtype",
+        choices=("float32", "float16", "bfloat16"),
+        help="dtype of the exported weights (default float32; with --ship float16, half the "
+        "bytes, the restorations checked against the run's)",
+    )
+    p.add_argument(
+        "--benchmark",
+        metavar="DIR",
+        help="with --ship: the run's `stoicheia benchmark` folder (default benchmark/RUN_NAME "
+        "found from the run folder), quoted in the model card",
     )
     p.set_defaults(func=run, device="cpu")
 
@@ -33,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
     from stoicheia.inference.export.folder import export_file_names, export_model
     from stoicheia.inference.export.training_data import describe_training_data, find_shard_root
 
+    if args.ship:
+        from stoicheia.commands.ship import run_ship
+
+        return run_ship(args)
+    if args.benchmark is not None:
+        return fail("export", "--benchmark is read with --ship; give --ship, or leave it out")
+    if args.out_dir is None:
+        return fail("export", "give OUT_DIR, the folder to write (or --ship for the shipped model)")
     out_dir = Path(args.out_dir)  # checked before the checkpoint is read
     problem = out_dir_problem(out_dir)
     if problem:
@@ -68,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    held = _held_out(model, args.checkpoint)
+    held = held_out(model, args.checkpoint)
     root = Path(args.shards) if args.shards else find_shard_root(model.config, args.checkpoint)
     if root is None:
         print(
@@ -78,7 +111,12 @@ def run(args: argparse.Namespace) -> int:
     data = describe_training_data(model.config, root)
     try:
         out = export_model(
-            model, out_dir, held_out=held, training_data=data, overwrite=args.overwrite
+            model,
+            out_dir,
+            held_out=held,
+            training_data=data,
+            overwrite=args.overwrite,
+            weights_dtype=args.weights_dtype or "float32",
         )
     except FileExistsError as err:
         return fail("export", str(err))
@@ -113,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _held_out(model, checkpoint: str) -> dict:
+def held_out(model, checkpoint: str) -> dict:
     """The run's evaluations at the checkpoint's step, from its run folder (if it has one)."""
     from stoicheia.data.corpus_stats import run_unigram_bits
     from stoicheia.train.run_files import read_history

@@ -1,5 +1,6 @@
-"""``stoicheia restore CHECKPOINT TEXT``: fill the lacunae of a Greek text in Leiden notation
-(:mod:`stoicheia.inference.restore`); ``--epidoc`` goes to
+"""``stoicheia restore [CHECKPOINT] TEXT``: fill the lacunae of a Greek text in Leiden notation
+(:mod:`stoicheia.inference.restore`; no CHECKPOINT: the shipped model,
+:func:`stoicheia.cli_args.choose_model`); ``--epidoc`` goes to
 :mod:`stoicheia.commands.restore_epidoc`, ``--batch`` (many texts, one model load) to
 :mod:`stoicheia.commands.restore_batch`."""
 
@@ -19,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``restore`` on the ``stoicheia`` sub-command parsers."""
     p = subparsers.add_parser("restore", help="fill the lacunae of a Greek text in Leiden notation")
     p.__class__ = _IntermixedParser  # add_parser makes the parent's class
-    model_args(p)
+    model_args(p, optional=True)
     p.add_argument(
         "text",
         metavar="TEXT",
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     exit status (0, or 2 after one line on stderr)."""
     import json
 
+    from stoicheia.cli_args import choose_model
     from stoicheia.inference.restore import (
         GapTooWideError,
         RestoreError,
@@ -184,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
         restore,
     )
 
+    code = choose_model(args, "restore", takes_text=True)
+    if code is not None:
+        return code
     if args.batch is not None:
         if args.epidoc or args.out is not None:
             return fail(
@@ -343,11 +348,16 @@ class _IntermixedParser(OneLineParser):
         words = [e for e in extra if not e.startswith("-")]
         if words and words == extra and getattr(ns, "text", None):
             # the shell split an unquoted text into words: TEXT took the first
+            from stoicheia.cli_args import looks_like_text, names_a_model
+
             typed = " ".join([ns.text, *words])
+            model = getattr(ns, "checkpoint", None)
+            if model and not names_a_model(model) and looks_like_text(model):  # no checkpoint
+                typed, model = f"{model} {typed}", None
             self.error(
                 f"unrecognized arguments: {' '.join(words)}; "
                 "a text of several words goes in quotes: "
-                f'stoicheia restore {getattr(ns, "checkpoint", "CHECKPOINT")} "{typed}"'
+                f'stoicheia restore {model + " " if model else ""}"{typed}"'
             )
         return ns, extra
 

@@ -11,8 +11,10 @@ folder. A path is looked for under these *anchors*, nearest first (:func:`anchor
    (``checkpoints/stoicheia-demo/best.pt`` -> ``checkpoints/stoicheia-demo``,
    ``checkpoints``, the checkout, ...);
 2. the checkout the ``stoicheia`` package is imported from (the folder holding its
-   ``pyproject.toml``), where ``stoicheia convert`` and ``scripts/demo.sh`` put
-   ``data/shards``.
+   ``pyproject.toml``), where ``stoicheia convert``, ``scripts/demo.sh`` and ``stoicheia
+   parallels --build`` put ``data/shards``; for an installed package without a checkout, the
+   user cache where ``stoicheia parallels --build`` puts it
+   (:func:`stoicheia.inference.shipped.cache_root`).
 
 An absolute path is used where it exists, unless the same tail (``data/shards/parallels``)
 lies under an anchor: a run folder copied or moved with its checkout finds its own index, not
@@ -59,14 +61,22 @@ def _absolute(path: str | Path) -> Path:
 def anchors(source: str | None) -> list[Path]:
     """The folders a relative path of the run is looked for under, nearest first (module
     docstring): the checkpoint's folder and every folder above it but the file system's root,
-    then the checkout of the package."""
+    then the checkout of the package, then the folder ``stoicheia parallels --build`` builds
+    under (:func:`~stoicheia.inference.shipped.cache_root`: ``$STOICHEIA_HOME``, the checkout,
+    or for an installed package the user cache). For the shipped model that last folder comes
+    first."""
+    from stoicheia.inference.shipped import cache_root, is_shipped
+
     out: list[Path] = []
     here = checkpoint_folder(source) if source else None
     if here is not None:
         out += [here, *(p for p in here.parents if p.parent != p)]
-    root = checkout_root()
-    if root is not None and root not in out:
-        out.append(root)
+    for root in (checkout_root(), cache_root()):
+        if root is not None and root not in out:
+            out.append(root)
+    if source and is_shipped(source):  # the shipped model: where `parallels --build` builds
+        built = cache_root()
+        return [built, *(a for a in out if a != built)]
     return out
 
 

@@ -1,4 +1,5 @@
-"""``stoicheia serve CHECKPOINT``: the restoration page on a local address.
+"""``stoicheia serve [CHECKPOINT]``: the restoration page on a local address (no CHECKPOINT: the
+shipped model, :func:`stoicheia.cli_args.choose_model`).
 
 Loads the model once, then runs the FastAPI application of :mod:`stoicheia.serve.app` with
 uvicorn (one process; requests are served from its thread pool), on the h11 protocol of
@@ -22,7 +23,7 @@ def add_serve_parser(sub: argparse._SubParsersAction, model_args: object) -> Non
     p = sub.add_parser(
         "serve", help="a local web page (and JSON API) that restores texts with the model"
     )
-    model_args(p)  # type: ignore[operator]
+    model_args(p, optional=True)  # type: ignore[operator]
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -66,6 +67,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from stoicheia.cli_args import choose_model
+
+    code = choose_model(args, "serve")
+    if code is not None:
+        return code
     try:
         model = load_model(
             args.checkpoint, config=args.config, device=args.device, precision=args.precision

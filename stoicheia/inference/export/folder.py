@@ -49,6 +49,7 @@ def export_model(
     held_out: dict[str, Any] | None = None,
     training_data: dict[str, Any] | None = None,
     overwrite: bool = False,
+    weights_dtype: str = "float32",
 ) -> Path:
     """Write the export folder for ``model`` (:mod:`stoicheia.inference.export`); returns its path.
 
@@ -61,6 +62,8 @@ def export_model(
     full or a file size limit is reached, and
     ``FileExistsError`` for a non-empty ``out_dir`` unless ``overwrite``, and, even with it,
     for a folder holding files an export does not write (a run folder, say).
+    ``weights_dtype``: ``float32`` (as trained), ``float16`` or ``bfloat16`` (half the bytes;
+    the shipped model, :mod:`.shipping`); the loaders cast the weights back to float32.
     """
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
@@ -80,7 +83,7 @@ def export_model(
     # Written whole into OUT.partial, then renamed: a Ctrl-C or a full disk never leaves a
     # folder whose weights and config.json come from two different exports.
     with publishing(out) as tmp:  # a failed write: WriteError naming OUT, no OUT.partial left
-        _write_export(model, tmp, held_out, training_data)
+        _write_export(model, tmp, held_out, training_data, weights_dtype)
     return out
 
 
@@ -107,11 +110,17 @@ def _write_export(
     out: Path,
     held_out: dict[str, Any] | None,
     training_data: dict[str, Any] | None,
+    weights_dtype: str = "float32",
 ) -> None:
+    import torch
     from safetensors.torch import save_file
 
+    dtype = getattr(torch, weights_dtype)
     weights = {
-        f"encoder.{k}": v.detach().cpu().contiguous() for k, v in model.encoder.state_dict().items()
+        f"encoder.{k}": (
+            v.detach().cpu().to(dtype) if v.is_floating_point() else v.detach().cpu()
+        ).contiguous()
+        for k, v in model.encoder.state_dict().items()
     }
     save_file(weights, str(out / EXPORT_WEIGHTS), metadata={"format": "pt"})
     # safetensors writes through a private temporary file (mode 0600): give the weights the
@@ -136,7 +145,7 @@ def _write_export(
             "AutoTokenizer": ["tokenization_stoicheia.StoicheiaTokenizer", None],
         },
         "encoder": dataclasses.asdict(model.encoder.cfg),
-        "torch_dtype": "float32",
+        "torch_dtype": weights_dtype,
         "stoicheia": info,
     }
     (out / EXPORT_CONFIG).write_text(
