@@ -194,15 +194,8 @@ def _streamed(
 def _cut(planes: Planes, max_letters: int) -> tuple[list[Planes], Planes]:
     """The parts :func:`split_at_words` cuts from the front of ``planes`` while more than
     ``max_letters`` letters remain, and the rest (at most ``max_letters``, copied)."""
-    starts = planes.word_starts()
-    n, begin, parts = len(planes), 0, []
-    while n - begin > max_letters:
-        limit = begin + max_letters
-        k = np.searchsorted(starts, limit, side="right") - 1
-        cut = int(starts[k]) if k >= 0 and starts[k] > begin else limit
-        parts.append(planes[begin:cut])
-        begin = cut
-    rest = planes[begin:]
+    parts = split_at_words(planes, max_letters)
+    rest = parts.pop()  # the last part is what remains (``planes`` itself when short)
     return parts, Planes(*(getattr(rest, k).copy() for k in A.PLANES))
 
 

@@ -133,15 +133,7 @@ def read_plaintext(
             number += 1
             counts["records"] += 1
             counts["chars"] += len(text)
-            yield SourceRecord(
-                id=f"{rel}#{number}",
-                text=text,
-                source="plain",
-                work=rel,
-                file=str(path),
-                line=start,
-                known=MappingProxyType({}),
-            )
+            yield _paragraph_record(rel, number, text, path, start)
 
     for i, line in enumerate(read_utf8_lines(path), 1):
         if line.strip():
@@ -153,6 +145,19 @@ def read_plaintext(
             para = []
     if para:
         yield from flush()
+
+
+def _paragraph_record(rel: str, number: int, text: str, path: Path, start: int) -> SourceRecord:
+    """The record of a plain text's paragraph ``number`` (1-based) starting at line ``start``."""
+    return SourceRecord(
+        id=f"{rel}#{number}",
+        text=text,
+        source="plain",
+        work=rel,
+        file=str(path),
+        line=start,
+        known=MappingProxyType({}),
+    )
 
 
 def _line_pieces(path: Path) -> Iterator[tuple[str, bool]]:
@@ -286,15 +291,7 @@ def _read_plaintext_chunked(path: Path, rel: str, counts: Counter[str]) -> Itera
                 number += 1
                 counts["records"] += 1
                 counts["chars"] += len(text)
-                yield SourceRecord(
-                    id=f"{rel}#{number}",
-                    text=text,
-                    source="plain",
-                    work=rel,
-                    file=str(path),
-                    line=start,
-                    known=MappingProxyType({}),
-                )
+                yield _paragraph_record(rel, number, text, path, start)
             continue
         # a long paragraph: its chunks are read from the file as the caller reads them
         number += 1
