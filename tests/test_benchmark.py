@@ -16,6 +16,7 @@ from stoicheia.inference.benchmark.protocols import (
     DevText,
     base_letters,
     hidden_spans,
+    read_dev_texts,
     span_tasks,
     supplement_tasks,
 )
@@ -619,3 +620,32 @@ def test_benchmark_help_imports_no_numpy():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "--twin-threshold" in res.stdout and "0.75" in res.stdout
+
+
+def test_dev_text_with_two_accents_on_a_letter_keeps_the_first_as_the_shards_do(
+    tmp_path, corpus_root
+):
+    """IOSPE 5.272 has `Χρο͂͂` (two perispomeni on one letter): restore's notation refuses it, so
+    before, every decoder failed on every gap of that text (30 warnings in the demo). The dev
+    text keeps the first mark, as convert does, and the removal is counted."""
+    from stoicheia.text.encode import drop_stacked_marks, encode_text
+    from stoicheia.text.leiden_segments import LeidenError
+
+    assert drop_stacked_marks("Χρο\u0342\u0342 καὶ ἔ\u0301δωκε") == ("Χρο\u0342 καὶ ἔδωκε", 2)
+    assert drop_stacked_marks("[καὶ] ᾅδου") == ("[καὶ] ᾅδου", 0)
+    path = corpus_root / "iospe" / "5.272.xml"
+    if not path.exists():
+        pytest.skip("IOSPE not in the shared corpus")
+    stats = {"inscription_dev": {"works": [{"work": "5.272.xml", "epidoc": str(path)}]}}
+    (tmp_path / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    counts: Counter = Counter()
+    texts = read_dev_texts(tmp_path, counts=counts)
+    assert texts and counts["second_mark_on_a_letter"] >= 1
+    for t in texts:
+        encode_text(t.text, strict=True)  # reads: no LeidenError any more
+    from stoicheia.sources import read_source
+
+    raw = [r.text for r in read_source(path, None)]
+    with pytest.raises(LeidenError):
+        for r in raw:
+            encode_text(r, strict=True)

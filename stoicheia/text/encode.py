@@ -125,6 +125,7 @@ from stoicheia.text.prepass import prepass
 __all__ = [
     "text_to_planes",
     "encode_text",
+    "drop_stacked_marks",
     "Encoded",
     "KNOWN_PLANES",
     "PUNCT_STRENGTH",
@@ -392,6 +393,23 @@ def encode_text(
 
 
 _MARK_KINDS = ("accents", "breathings", "iota subscripts", "diaereses")
+
+
+def drop_stacked_marks(text: str) -> tuple[str, int]:
+    """``text`` with the second (third...) mark of one kind on a letter removed, as the
+    converter does (it keeps the first and counts ``extra_mark``): ``Χρο͂͂`` (two perispomeni)
+    becomes ``Χρο͂``. Returns ``(text, marks removed)``. Only free-standing combining
+    characters are removed (a precomposed character starts a letter, so it never holds the
+    second mark of one); the rest of ``text``, Leiden signs included, is unchanged, so the
+    result reads with ``encode_text(strict=True)`` where only stacked marks stopped it."""
+    removed = 0
+    while (hit := _stacked_mark(text)) is not None:
+        i = hit[0]
+        if not unicodedata.combining(text[i]):  # cannot happen (docstring); never loop forever
+            break
+        text = text[:i] + text[i + 1 :]
+        removed += 1
+    return text, removed
 
 
 def _stacked_mark(text: str) -> tuple[int, str] | None:

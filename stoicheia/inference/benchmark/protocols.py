@@ -118,6 +118,7 @@ def read_dev_texts(
     """
     from stoicheia.data.corpus_stats import read_stats
     from stoicheia.sources import EpiDocOptions, read_source
+    from stoicheia.text.encode import drop_stacked_marks
     from stoicheia.text.filter import normalise_record
 
     try:
@@ -160,7 +161,13 @@ def read_dev_texts(
             if norm.planes is None:
                 counts[f"rejected:{norm.reject_reason or 'rejected'}"] += 1
                 continue
-            out.append(DevText(rec.id, w["work"], str(path), rec.text))
+            # a letter with two marks of one kind (IOSPE 5.272: two perispomeni) keeps its
+            # first, as in the shards: restore's notation refuses it, so the text's gaps would
+            # fail for every decoder
+            text, removed = drop_stacked_marks(rec.text)
+            if removed:
+                counts["second_mark_on_a_letter"] += removed
+            out.append(DevText(rec.id, w["work"], str(path), text))
             if max_texts is not None and len(out) >= max_texts:
                 return out
     return out
