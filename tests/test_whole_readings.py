@@ -294,6 +294,29 @@ def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index):
             assert got.gaps[0].alternatives[0].prob == pytest.approx(prob, rel=1e-5)
 
 
+@pytest.mark.parametrize("decoder", ["ngram", "parallels"])
+def test_letter_probabilities_of_the_ngram_and_parallels_decoders(index, decoder):
+    """Each letter's probability is the summed probability of the fills listed with that letter
+    there, as for the fused and model decoders: at least the fill's own, and below 1 where
+    other fills disagree (these decoders once printed every letter at 100 %)."""
+    from stoicheia.inference.restore import restore
+
+    text = "ἐπὶ τὸν μῆ[...] ς ἡμέρας"  # the parallels carry two fills: νασ and ντη
+    got = restore(
+        _model(), text, top_k=3, fusion=_fusion(index, _ngram(index), 0.5), decoder=decoder
+    )
+    gap = got.gaps[0]
+    best = gap.alternatives[0]
+    assert len(gap.letter_probs) == len(best.letters)
+    assert all(best.prob - 1e-6 <= p <= 1.0 for p in gap.letter_probs)
+    assert best.prob < 0.999 and min(gap.letter_probs) < 0.999
+    # the same shading whatever top-k asks for
+    more = restore(
+        _model(), text, top_k=5, fusion=_fusion(index, _ngram(index), 0.5), decoder=decoder
+    )
+    assert more.gaps[0].letter_probs == pytest.approx(gap.letter_probs)
+
+
 def test_decoder_option_refused_when_unknown_and_ngram_needs_its_file(index):
     from stoicheia.inference.restore import RestoreError, restore
 

@@ -107,7 +107,29 @@ def ngram_candidates(
         return []
     scores = np.array([lp for _, lp in rows])
     probs = np.exp(scores - np.logaddexp.reduce(scores))
-    return [Candidate(a, float(s), float(p)) for (a, s), p in zip(rows[:k], probs, strict=False)]
+    found_all = [Candidate(a, float(s), float(p)) for (a, s), p in zip(rows, probs, strict=True)]
+    return with_letter_probs(found_all)[:k]
+
+
+def with_letter_probs(cands: list[Candidate]) -> list[Candidate]:
+    """``cands`` (best first) with ``letter_probs`` set where it is missing: per letter of a
+    candidate, the summed ``prob`` of the candidates in ``cands`` that have the same letter at
+    the same place (at least its own ``prob``; at most 1), as the beam search and the whole
+    readings give theirs (``docs/restoring.md``, "Letter probabilities"). Without it a
+    decoder's fill is shown as sure letter by letter (probability 1) whatever its probability.
+    The same list, changed in place."""
+    if not cands:
+        return cands
+    width = max(len(c.letters) for c in cands)
+    table = np.full((len(cands), width), -1, dtype=np.int64)
+    for i, c in enumerate(cands):
+        table[i, : len(c.letters)] = c.letters
+    probs = np.array([c.prob for c in cands], dtype=np.float64)
+    for c in cands:
+        if c.letter_probs is None:
+            marginal = [probs[table[:, j] == c.letters[j]].sum() for j in range(len(c.letters))]
+            c.letter_probs = np.minimum(np.array(marginal, dtype=np.float64), 1.0)
+    return cands
 
 
 def gap_candidates(
@@ -197,8 +219,11 @@ def _parallels_first(
 ) -> list[Candidate]:
     """The ``parallels`` decoder (module docstring): the fills of ``found`` in the index's
     order, each with its share of the parallels' weights, then the back-off's candidates with
-    their probability times the mass the fills listed leave."""
+    their probability times the mass the fills listed leave. The letters' probabilities are
+    summed over the first ``max(k, POOL)`` of them (as the search keeps at least ``POOL``), so
+    that they do not change with ``k``; the first ``k`` are returned."""
     gap = gaps[g]
+    shown, k = k, max(k, POOL)
     out: list[Candidate] = []
     seen: set[bytes] = set()
     for f in found.fills if found is not None else []:
@@ -210,7 +235,7 @@ def _parallels_first(
         c.source = f
         out.append(c)
         if len(out) == k:
-            return out
+            return with_letter_probs(out)[:shown]
     if fusion.ngram is not None:
         more = ngram_candidates(fusion.ngram, items, gaps, fill, g, k)
     elif logp is not None:
@@ -226,7 +251,7 @@ def _parallels_first(
         out.append(Candidate(c.letters, math.log(max(p, 1e-300)), p, c.steps))
         if len(out) == k:
             break
-    return out
+    return with_letter_probs(out)[:shown]
 
 
 __all__ = [
@@ -237,4 +262,5 @@ __all__ = [
     "gap_shape",
     "ngram_candidates",
     "ruled",
+    "with_letter_probs",
 ]
