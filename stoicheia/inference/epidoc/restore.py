@@ -80,9 +80,11 @@ def _restore_piece(
         o.alternatives = readings[1:]
         if o.prob < min_probability:  # too weak to write: the <gap> stays, the readings proposed
             o.status = "left"
+            # one reason for every gap so left (the summary counts gaps by reason); the gap's
+            # own probability is in o.prob
             o.reason = (
-                f"below the confidence floor: {o.prob:.2f} < --min-probability "
-                f"{min_probability:g} (its readings kept as proposals)"
+                f"below the confidence floor --min-probability {min_probability:g}, "
+                "readings proposed"
             )
             if proposals is not None:
                 proposals[o.index] = (readings[0][0], readings[0][1], readings[1:])
