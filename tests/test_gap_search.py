@@ -101,3 +101,25 @@ def test_a_one_letter_fill_of_a_whole_word_gap_is_a_vowel():
     kept = search_gap(logp, GapShape(1, 4, False, vowels), 3)
     assert all(len(c.letters) > 1 or vowels[c.letters[0]] for c in kept)
     assert kept[0].text() == "α"
+
+
+@pytest.mark.parametrize("w", [0.4, 1.0])
+def test_letters_the_rules_forbid_stay_forbidden_at_every_ngram_weight(w):
+    """A letter the text's rules forbid is -inf in the forward pass (decoders.ruled): at n-gram
+    weight 1 the network weighs 0, and 0 x -inf was NaN (a RuntimeWarning in the benchmark's
+    fused sweep, and candidates whose probabilities were NaN). The rule holds at every weight,
+    the probabilities stay numbers, and score_fill agrees with the search."""
+    rng = np.random.default_rng(5)
+    shape = GapShape(1, 3, False)
+    logp = _logp(rng, shape.max_letters + 2)
+    vowels = [A.LETTERS.index(c) for c in "αεηιουω"]
+    consonants = [i for i in range(A.NUM_LETTERS) if i not in vowels]
+    logp[0, consonants] = -np.inf  # the first slot: a vowel only
+    left, right = np.array([0, 9]), np.array([2, 5])
+    fusion = Fusion(NGRAM, w)
+    cands = search_gap(logp, shape, 10, fusion, left, right)
+    assert cands and all(np.isfinite(c.prob) and np.isfinite(c.score) for c in cands)
+    assert all(int(c.letters[0]) in vowels for c in cands)
+    assert all(np.all(np.isfinite(c.letter_probs)) for c in cands)
+    for c in cands:
+        assert score_fill(logp, shape, c.letters, fusion, left, right) == pytest.approx(c.score)

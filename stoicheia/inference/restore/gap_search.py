@@ -87,6 +87,19 @@ class Candidate:
         return "".join(A.LETTERS[int(i)] for i in self.letters)
 
 
+def _scaled(x: Any, a: float) -> Any:
+    """``a * x`` (an array or a float) with ``-inf`` kept ``-inf`` at ``a == 0``: a letter the
+    rules forbid (``-inf`` in the forward pass) stays forbidden when the network weighs 0 (n-gram
+    weight 1), where ``0 * -inf`` would be NaN."""
+    if a != 0.0:
+        return a * x
+    return (
+        np.where(np.isneginf(x), -np.inf, 0.0)
+        if isinstance(x, np.ndarray)
+        else (-np.inf if x == -np.inf else 0.0)
+    )
+
+
 def _log_norm(x: np.ndarray) -> np.ndarray:
     """Rows of ``x`` minus their log-sum-exp (``-inf`` entries stay ``-inf``)."""
     m = np.max(x, axis=-1, keepdims=True)
@@ -244,7 +257,7 @@ def search_gap(
             idx = np.arange(len(seqs))
             if j == 1 and shape.one_letter is not None:  # a one-letter word is a vowel
                 idx = idx[shape.one_letter[seqs[:, 0]]]
-            end_score = np.full(len(idx), (1.0 - w) * lb)
+            end_score = np.full(len(idx), _scaled(lb, 1.0 - w))
             end_path = np.full(len(idx), lb)
             if prior is not None and len(idx):
                 lam, pp = prior.step(seqs[idx])
@@ -253,7 +266,7 @@ def search_gap(
             close(idx, end_score, end_path)
         lm = _log_norm(row[None, :L])[0]
         if fusion.ngram is not None:
-            lq = _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))
+            lq = _log_norm(_scaled(lm[None, :], 1.0 - w) + w * fusion.letter_logp(hist))
         else:
             lq = np.broadcast_to(lm, (len(seqs), L))
         go_on = float(np.log1p(-min(np.exp(lb), 1.0 - 1e-12))) if np.isfinite(lb) else 0.0
@@ -341,7 +354,7 @@ def score_fill(
             break
         lm = _log_norm(row[None, :L])[0]  # type: ignore[index]
         lq = (
-            _log_norm((1.0 - w) * lm[None, :] + w * fusion.letter_logp(hist))[0]
+            _log_norm(_scaled(lm[None, :], 1.0 - w) + w * fusion.letter_logp(hist))[0]
             if fusion.ngram is not None
             else lm
         )
