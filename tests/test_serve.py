@@ -1127,3 +1127,18 @@ def test_model_says_when_the_parallels_are_weighed_as_whole_readings(model, monk
     assert experts(model)["readings"] is False
     js = (REPO / "stoicheia" / "serve" / "static" / "app.js").read_text(encoding="utf-8")
     assert "m.readings ?" in js and "weighed as whole readings" in js
+
+
+def test_model_names_its_checkpoint_without_the_servers_folders(model):
+    """GET /model (and so the page's model line) names a local checkpoint by its folder and file
+    name, never by the server's absolute path; an object-store URI as given."""
+    from stoicheia.inference.loading import LoadedModel
+    from stoicheia.serve.app import create_app
+
+    for source, shown in (
+        ("/srv/private/alice/runs/stoicheia-demo/best.pt", "stoicheia-demo/best.pt"),
+        ("s3://bucket/runs/stoicheia-demo/best.pt", "s3://bucket/runs/stoicheia-demo/best.pt"),
+    ):
+        other = LoadedModel(model.encoder, model.config, source, "checkpoint", step=0)
+        with TestClient(create_app(other)) as c:
+            assert c.get("/model").json()["source"] == shown

@@ -82,6 +82,17 @@ from stoicheia.serve.schemas import ErrorResponse, ModelInfo, RestoreRequest, Re
 STATIC = Path(str(resources.files("stoicheia.serve") / "static"))
 
 
+def shown_source(source: str) -> str:
+    """The model's ``source`` as ``GET /model`` and the page show it: an object-store URI as
+    given; a local checkpoint or folder by its last two parts (``stoicheia-demo/best.pt``,
+    ``stoicheia/base_model``), never the server's absolute path (the page tells no folder of the
+    server, as its notes do not)."""
+    if "://" in source:
+        return source
+    parts = Path(source).parts
+    return "/".join(parts[-2:]) if len(parts) > 1 else source
+
+
 def create_app(
     model: Any,
     *,
@@ -190,7 +201,7 @@ def create_app(
             and (d != "parallels" or parts["parallels"] or parts["ngram"])
         ]
         return ModelInfo(
-            source=str(model.source),
+            source=shown_source(str(model.source)),
             kind=str(model.kind),
             step=model.step,
             run_name=model.config.get("run_name"),

@@ -185,7 +185,10 @@ class ErrorResponse(BaseModel):
 class ModelInfo(BaseModel):
     """The model the server restores with (``GET /model``)."""
 
-    source: str
+    source: str = Field(
+        description="the checkpoint by its folder and file name (stoicheia-demo/best.pt) or its "
+        "object-store URI; never the server's absolute path"
+    )
     kind: str
     step: int | None
     run_name: str | None
