@@ -237,15 +237,22 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
         raise ConfigError(f"{where}: {err.msg if hasattr(err, 'msg') else err}".strip()) from err
     except ValueError as err:  # a section's own check (NoiseConfig validates on construction)
         raise ConfigError(f"{path}: {err}") from err
-    validate(cfg, str(path))
+    given = frozenset(o.split("=", 1)[0].strip() for o in overrides or [])
+    validate(cfg, str(path), given)
     return cfg
 
 
-def validate(cfg: RunConfig, source: str = "config") -> None:
-    """Check values that types alone cannot; raises :class:`ConfigError` naming the key."""
+def validate(
+    cfg: RunConfig, source: str = "config", overridden: frozenset[str] = frozenset()
+) -> None:
+    """Check values that types alone cannot; raises :class:`ConfigError` naming the key and
+    where it was given: ``source`` (the YAML file), or ``command line`` for a key in
+    ``overridden`` (the keys of the command line's ``section.key=value`` overrides)."""
 
     def bad(key: str, msg: str) -> ConfigError:
-        return ConfigError(f"{source}: {key}: {msg}")
+        keys = {k.strip() for k in key.split("/")}
+        where = "command line" if keys & overridden else source
+        return ConfigError(f"{where}: {key}: {msg}")
 
     d, t = cfg.data, cfg.train
     if d.seq_len < 32:
@@ -283,7 +290,9 @@ def validate(cfg: RunConfig, source: str = "config") -> None:
         )
     if t.max_steps < t.nominal_steps:
         raise bad(
-            "train.max_steps", f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps})"
+            "train.max_steps",
+            f"({t.max_steps}) must be >= train.nominal_steps ({t.nominal_steps}); for a shorter "
+            "run lower both (train.nominal_steps=N train.max_steps=N)",
         )
     if t.grad_compression not in ("auto", "bf16", "none"):
         raise bad(

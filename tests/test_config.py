@@ -78,3 +78,18 @@ def test_missing_file_and_broken_yaml(tmp_path):
     broken.write_text("train: [1, 2\n")
     with pytest.raises(ConfigError, match="cannot parse YAML"):
         load_config(broken)
+
+
+def test_a_value_out_of_range_names_where_it_was_given(tmp_path):
+    """A value the checks refuse is blamed on the command line when the command line gave it,
+    on the YAML file when the file did (the demo's file was blamed for `train.max_steps=4`)."""
+    with pytest.raises(ConfigError) as err:
+        load_config(YAMLS / "demo.yaml", ["train.max_steps=4"])
+    assert str(err.value).startswith("command line: train.max_steps: (4)")
+    assert "train.nominal_steps=N train.max_steps=N" in str(err.value)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        (YAMLS / "demo.yaml").read_text().replace("  max_steps: 1510", "  max_steps: 4", 1)
+    )
+    with pytest.raises(ConfigError, match=r"^.*mine\.yaml: train\.max_steps: \(4\)"):
+        load_config(mine, ["train.lr=1e-3"])
