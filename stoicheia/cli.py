@@ -74,6 +74,7 @@ def build_parser() -> OneLineParser:
     from stoicheia.serve.command import add_serve_parser
 
     add_serve_parser(sub, model_args)
+    parser.commands = dict(sub.choices)  # type: ignore[attr-defined]  # for main's usage errors
     # the description names every command registered above (it once forgot serve)
     parser.description = (
         "Stoicheia's commands: "
@@ -87,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command: parse ``argv`` (default ``sys.argv[1:]``), run the
     subcommand and return its exit status (0; 2 for a usage or input error; 130 for Ctrl-C)."""
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the command's own parser: its --help lists its arguments
+            own = parser.commands.get(getattr(args, "command", None), parser)  # type: ignore[attr-defined]
+            own.error(f"unrecognized arguments: {' '.join(extra)}")
     except (
         SystemExit
     ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands

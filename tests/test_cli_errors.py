@@ -699,3 +699,15 @@ def test_a_utf16_stdin_and_a_file_name_as_text_are_answered_plainly(tmp_path, ca
     # not to a traceback from the file system ('File name too long')
     long_text = "καὶ τὸν πατέρα ἔφη τὸν ἐμὸν παρ[...]αι μέν " * 12
     one_error(["restore", MISSING, long_text], capsys, "checkpoint")
+
+
+def test_an_unknown_option_is_answered_by_its_commands_parser(capsys):
+    """`stoicheia parallels TEXT --run X`: the line names the command and points at its own
+    --help (it pointed at `stoicheia --help`, which lists the commands, not their options)."""
+    line = one_error(
+        ["parallels", "καὶ τὸν", "--run", "somewhere"],
+        capsys,
+        "unrecognized arguments: --run somewhere",
+        "(stoicheia parallels --help lists the arguments)",
+    )
+    assert line.startswith("stoicheia parallels: error: ")
