@@ -183,8 +183,25 @@ def read_curves(folder: str | Path) -> RunCurves:
         last = ph
     from stoicheia.data.corpus_stats import run_unigram_bits
 
-    curves.unigram_bits = run_unigram_bits(_run_config(folder))
+    config = _run_config(folder)
+    curves.unigram_bits = run_unigram_bits(config, _shards_of(config, folder))
     return curves
+
+
+def _shards_of(config: dict, folder: Path) -> Path | None:
+    """Where the run's ``data.shard_root`` (usually relative, ``data/shards``: to the folder the
+    run was trained in) holds ``stats.json``: under the run folder or a folder above it, as
+    ``restore`` finds it (``docs/parallels.md``, "A run folder works wherever it is"), so the
+    report of ``stoicheia report /elsewhere/checkpoints/RUN`` draws the letter-unigram line
+    from any current folder; ``None`` (the path as given) when none holds it."""
+    root = (config.get("data") or {}).get("shard_root") if isinstance(config, dict) else None
+    if not isinstance(root, str) or not root or "://" in root or Path(root).is_absolute():
+        return None
+    here = folder.absolute()
+    for base in (here, *here.parents):
+        if (base / root / "stats.json").is_file():
+            return base / root
+    return None
 
 
 def _run_config(folder: Path) -> dict:
