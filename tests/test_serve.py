@@ -909,6 +909,12 @@ def test_a_body_that_is_not_json_is_said_so(client):
             "application/json",
             r"^the request body is not a JSON object \(it is list\); send ",
         ),
+        (  # a JSON object sent as text (curl -d without -H, a form's default): its header said
+            '{"text": "καὶ [..]"}'.encode(),
+            "text/plain",
+            r"^the request body is a JSON object sent as text, not as JSON; send it with the "
+            r"header content-type: application/json$",
+        ),
         (b"", "application/json", r"^the request body is empty; send "),
     ):
         r = client.post("/restore", content=body, headers={"content-type": ctype})

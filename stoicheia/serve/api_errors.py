@@ -34,6 +34,12 @@ def validation_line(err: RequestValidationError) -> str:
         return f"the request body is not JSON: {why}{at}; {_JSON_HINT}"
     if loc == ("body",) and kind in ("model_attributes_type", "dict_type"):
         got = first.get("input")
+        if isinstance(got, (bytes, str)) and _json_object(got):
+            # the body is right, its content-type is not (FastAPI reads such a body as text)
+            return (
+                "the request body is a JSON object sent as text, not as JSON; send it with the "
+                "header content-type: application/json"
+            )
         shown = "text" if isinstance(got, (bytes, str)) else type(got).__name__
         return f"the request body is not a JSON object (it is {shown}); {_JSON_HINT}"
     if loc == ("body",) and kind == "missing":
@@ -42,6 +48,14 @@ def validation_line(err: RequestValidationError) -> str:
     msg = first.get("msg", "invalid request")
     extra = f" ({len(err.errors()) - 1} more problems)" if len(err.errors()) > 1 else ""
     return f"{where}: {msg}{extra}; see /openapi.json for the fields of this request"
+
+
+def _json_object(body: bytes | str) -> bool:
+    """Whether ``body`` parses as a JSON object."""
+    try:
+        return isinstance(json.loads(body), dict)
+    except ValueError:
+        return False
 
 
 #: the options of ``stoicheia restore`` that the API takes as request fields, as a request
