@@ -403,3 +403,33 @@ def test_fusion_json_ngram_weight_goes_with_its_parallels(corpus, tmp_path, monk
     shown = find_fusion(model, parallels_weight=0.0)
     assert shown.weight == 0.9 and shown.parallels_weight == 0.0
     assert find_fusion(model, weight=0.3).weight == 0.3  # given on the command line
+
+
+def test_the_whole_readings_note_says_each_thing_once(corpus, tmp_path, monkeypatch):
+    """The demo's note said "chosen on 402 gaps ..." twice and "unattested words −0"."""
+    from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig, find_fusion
+
+    model = stub_model()
+    model.source = str(tmp_path / "best.pt")
+    monkeypatch.chdir(tmp_path)
+    where = "9 gaps of the selection half"
+    readings = {"lam_max": 0.7, "half": 4.0, "unattested": 0.0, "judge": 0.0, "chosen_on": where}
+    FusionConfig(
+        parallels_weight=0.9,
+        parallels_index=str(corpus / "parallels"),
+        chosen_on=f"fused (ngram 0.9, lam_max 0.7), {where}",
+        readings=readings,
+    ).save(tmp_path / FUSION_FILE)
+    source = find_fusion(model).parallels_source
+    assert source.count(where) == 1, source
+    assert "unattested words kept" in source and "−0" not in source
+    readings["unattested"] = 1.5
+    readings["chosen_on"] = "other gaps"
+    FusionConfig(
+        parallels_weight=0.9,
+        parallels_index=str(corpus / "parallels"),
+        chosen_on=f"fused, {where}",
+        readings=readings,
+    ).save(tmp_path / FUSION_FILE)
+    source = find_fusion(model).parallels_source
+    assert "unattested words −1.5 (chosen on other gaps)" in source, source

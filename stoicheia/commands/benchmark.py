@@ -372,8 +372,17 @@ def run(args: argparse.Namespace) -> int:
             + (
                 f"restore weighs the n-gram {config.ngram_weight:g} and the parallels' fills as "
                 f"whole readings (λ_max {config.readings['lam_max']:g}, half-evidence "
-                f"{config.readings['half']:g}, unattested words −{config.readings['unattested']:g}"
-                f", the network judging whole fills at {config.readings.get('judge', 0.0):g})"
+                f"{config.readings['half']:g}, "
+                + (
+                    f"unattested words −{config.readings['unattested']:g}"
+                    if config.readings["unattested"]
+                    else "unattested words kept"
+                )
+                + (
+                    f", the network judging whole fills at {config.readings['judge']:g})"
+                    if config.readings.get("judge")
+                    else ", the network not judging whole fills)"
+                )
                 if config.readings
                 else f"with the parallels fused in, restore weighs the n-gram "
                 f"{config.ngram_weight:g} and the parallels {config.parallels_weight:g}"

@@ -230,12 +230,20 @@ def find_fusion(
     if decoder == "fused" and parallels_weight != 0.0:
         out.readings = ReadingWeights.from_json(config.readings) or ReadingWeights()
         r = out.readings
-        how = f"chosen on {r.chosen_on}" if r.chosen_on else "the defaults"
+        # said once: the readings' weights are chosen with the parallels' on the same gaps
+        said_above = chosen and bool(r.chosen_on) and r.chosen_on in (config.chosen_on or "")
+        how = (
+            ""
+            if said_above
+            else f" (chosen on {r.chosen_on})"
+            if r.chosen_on
+            else " (the defaults)"
+        )
         out.parallels_source += (
             f"; whole readings at λ_max {r.lam_max:g}, half-evidence {r.half:g}, "
-            f"unattested words −{r.unattested:g}"
+            + (f"unattested words −{r.unattested:g}" if r.unattested else "unattested words kept")
             + (f", the network judging whole fills at {r.judge:g}" if r.judge else "")
-            + f" ({how})"
+            + how
         )
     return said_with(out)
 
