@@ -8,6 +8,8 @@ measures it, one module per job.
 * :mod:`.scoring`: CER, top-k and calibration of the answers;
 * :mod:`.contamination`, :mod:`.views`: dev texts with a training twin, and the views without
   them; :mod:`.bootstrap`: intervals of the differences between decoders;
+* :mod:`.compare`: two runs on the same dev set compared gap by gap, overall or per corpus
+  (``scripts/benchmark_compare.py``, ``scripts/benchmark_matrix.py``);
 * :mod:`.report`: the table, the JSON result and the reliability plot;
 * :mod:`.defaults`: the defaults the command line shows (no NumPy imported).
 
