@@ -25,6 +25,7 @@ _TAIL = "\n</body></text></TEI>\n"
 #: what each inscription of the corpus says (one file each); the decree's formula is carried
 #: by five, each with its own name around it (five independent sources)
 NAMES = ["Φιλιστίων", "Ζωπυρίων", "Μενεκράτης", "Θεόδωρος", "Καλλίστρατος"]
+DATED = ["Ἀγάθων", "Βίων", "Γλαῦκος", "Δίων", "Εὔδημος", "Ζήνων", "Ἥρων", "Θέων", "Ἴων", "Κλέων"]
 TEXTS = [
     f"{n} εἶπε· ἔδοξε τᾶι βουλᾶι καὶ τῶι δάμωι ἐπαινέσαι {m} ἀρετᾶς ἕνεκα"
     for n, m in zip(NAMES, NAMES[1:] + NAMES[:1], strict=True)
@@ -40,6 +41,13 @@ TEXTS = [
     "Φιλόξενος ἐνθάδε κῖτε χρηστὲ χαῖρε",
     # a lone sigma between spaces (a misprint, in some edition)
     "καὶ ς ἔδωκε τὸν στέφανον Νικάνωρ",
+    # a date: ten passages divide πρὸς δὲ where the text to restore divides πρὸ (a lone ς
+    # between its typed space and theirs), one agrees with it (πρὸ δύο)
+    *(
+        f"{n} ἀπέθανε τῇ πρὸς δὲ καλανδῶν {m}"
+        for n, m in zip(DATED, DATED[1:] + DATED[:1], strict=True)
+    ),
+    "Ἀρίστων ἀπέθανε τῇ πρὸ δύο καλανδῶν Μαρτίων",
     # a name with its capital and breathing
     "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Ἑρμοκράτης",
     "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Σωσίβιος",
@@ -193,6 +201,29 @@ def test_no_lone_letter_greek_does_not_write(index):
         assert "σ" not in fills and "ς" not in fills, decoder
     # the parallels list it (what the corpus has), the decoder never offers it
     assert got.gaps[0].parallels.fills[0].text() == "σ"
+
+
+def test_a_parallels_fill_never_prints_a_letter_alone_between_word_breaks(index):
+    from stoicheia.inference.restore import restore
+
+    sde = [A.LETTERS.index(c) for c in "σδε"]
+    # the text divides πρὸ | [...]: ten sources' πρὸς δὲ would print πρὸ [ς δὲ], a lone ς
+    text = "ἀπέθανε τῇ πρὸ [...] καλανδῶν"
+    for decoder in ("fused", "parallels"):
+        got = restore(_model(), text, top_k=3, fusion=_fusion(index), decoder=decoder)
+        printed = [r.text for r in got.restorations] + [a.fill for a in got.gaps[0].alternatives]
+        assert not any("[ς" in p or p.startswith("ς") for p in printed), (decoder, printed)
+        assert all(a.letters != "σδε" for a in got.gaps[0].alternatives), decoder
+        # listed among the parallels (what the corpus has), marked and counted as left out
+        found = got.gaps[0].parallels
+        lone = [f for f in found.fills if f.letters.tolist() == sde]
+        assert lone and lone[0].lone_letter == 0 and found.lone_words >= 1, decoder
+        # the one parallel that agrees with the text's word division wins
+        assert got.restorations[0].text == "ἀπέθανε τῇ πρὸ [δύο] καλανδῶν", decoder
+    # where the text leaves the word open (πρὸ[...]), the ten sources agree and win
+    got = restore(_model(), "ἀπέθανε τῇ πρὸ[...] καλανδῶν", top_k=1, fusion=_fusion(index))
+    assert got.gaps[0].parallels.lone_words == 0
+    assert got.restorations[0].text == "ἀπέθανε τῇ πρὸ[ς δὲ] καλανδῶν"
 
 
 def test_a_fill_from_the_parallels_prints_their_capitals_and_accents(index):

@@ -119,6 +119,12 @@ class FillParallelsOut(BaseModel):
     sources: int = Field(description="independent sources (copies of one text count once)")
     prob: float = Field(description="its share of the gap's parallels, 0 to 1")
     parallels: list[ParallelOut]
+    lone_letter: int | None = Field(
+        None,
+        description="where its word division, between the text's, leaves a letter alone as a "
+        "word Greek does not write (πρὸ [ς δὲ]): that letter's place in the fill, and the fill "
+        "is not offered; null: none",
+    )
 
 
 class GapOut(BaseModel):

@@ -20,6 +20,11 @@ def parallel_lines(found: GapParallels, top: int = 3, per_fill: int = 2) -> list
             f"       {shown}: {r['letters_matched']} letters matched ({r['sides'][0]} before, "
             f"{r['sides'][1]} after), {r['sources']} source{'s' if r['sources'] != 1 else ''}, "
             f"{r['prob']:.0%} of the parallels"
+            + (
+                "; left out: its word division, between the text's, leaves a letter alone"
+                if r.get("lone_letter") is not None
+                else ""
+            )
         )
         for p in r["parallels"]:
             where = p["label"] + (f" {p['url']}" if p["url"] else "")

@@ -140,6 +140,9 @@ class FillParallels:
     parallels: list[Parallel] = field(default_factory=list)
     #: word breaks of its best parallel that disagree with the text's (0: agrees, or not known)
     breaks_disagree: int = 0
+    #: the letter its best parallel's word division leaves alone as a word (None: none, or not
+    #: judged; ``restore.word_division.lone_in_parallel``): left out of the readings
+    lone_letter: int | None = None
     _group: int = field(default=-1, repr=False)
 
     def text(self) -> str:
@@ -163,6 +166,8 @@ class GapParallels:
     #: the text's word division around the gap, aligned with ``left``/``right``
     #: (:class:`WordBreaks`; None: the text gives none)
     breaks: Any = None
+    #: fills left out: a letter alone as a word (``πρὸ [ς δὲ]``, FillParallels.lone_letter)
+    lone_words: int = 0
 
     def to_json(
         self, index: ParallelsIndex | None = None, top: int = 5, per_fill: int = 3
@@ -182,6 +187,7 @@ class GapParallels:
                     "sources": f.sources,
                     "prob": round(f.prob, 4),
                     "parallels": [p.to_json(index, f.text()) for p in f.parallels[:per_fill]],
+                    "lone_letter": f.lone_letter,
                 }
             )
         return out

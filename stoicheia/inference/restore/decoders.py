@@ -230,6 +230,8 @@ def _parallels_first(
         a = np.asarray(f.letters, dtype=np.int64)
         if not allowed(gap, a) or a.tobytes() in seen:
             continue
+        if f.lone_letter is not None:  # πρὸ [ς δὲ]: left out, counted in found.lone_words
+            continue
         seen.add(a.tobytes())
         c = Candidate(a, math.log(max(f.prob, 1e-300)), float(f.prob))
         c.source = f

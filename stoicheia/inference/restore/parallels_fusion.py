@@ -22,6 +22,7 @@ from stoicheia.inference.parallels.search import (
 )
 from stoicheia.inference.restore.gap_search import Fusion
 from stoicheia.inference.restore.gaps import Gap, Item
+from stoicheia.inference.restore.word_division import lone_in_parallel
 from stoicheia.text import alphabet as A
 
 
@@ -124,6 +125,11 @@ def gap_parallels_for(
         to_word_end=gap.one_sided is not None,
     )
     found.breaks = breaks.fitted(len(found.left), len(found.right)) if breaks else None
+    # a fill printed with its source's word division must not leave a letter alone as a word
+    # (πρὸ [...] and πρὸς δὲ: πρὸ [ς δὲ]): marked here, left out by the decoders, counted
+    for f in found.fills:
+        f.lone_letter = lone_in_parallel(fusion.parallels, found, f)
+    found.lone_words = sum(f.lone_letter is not None for f in found.fills)
     if prior and fusion.parallels_weight > 0 and found.fills:
         found.prior = FillPrior(found.fills, fusion.parallels_weight)
     return found

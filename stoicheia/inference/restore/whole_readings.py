@@ -19,10 +19,15 @@ docs/parallels.md); with no parallel ``Λ = 0`` and the search's order stands.
 Words. Where the text gives word division, a fill that leaves every word it touches
 unattested in the corpus (the index's word list, :mod:`stoicheia.data.word_hashes`) is
 multiplied by ``exp(-unattested)`` (then the candidates' mass is rescaled to what it was):
-penalised, not forbidden. The words a fill touches are the stretches of ``left part + fill +
-right part`` (the parts of the words the gap cuts, from the text's word breaks) that contain a
-letter of the fill and start and end where a word may (the text's breaks, or inside the fill);
-at least two letters.
+penalised, not forbidden. A parallels' fill prints with its source's word division; where that
+division, between the text's breaks, leaves a restored letter alone as a word Greek does not
+write (``πρὸ [...]`` and ``πρὸς δὲ``: ``πρὸ [ς δὲ]``,
+:func:`~.word_division.lone_in_parallel`), the parallel disagrees with the text and its fill
+is left out, counted (``lone_words``).
+
+The words a fill touches are the stretches of ``left part + fill + right part`` (the parts of
+the words the gap cuts, from the text's word breaks) that contain a letter of the fill and
+start and end where a word may (the text's breaks, or inside the fill); at least two letters.
 
 The network as a judge. The network, which reads the gap's whole two-sided context, scores
 each candidate as a whole: ``J(fill)``, the natural log of the probability the network alone
@@ -116,7 +121,8 @@ class ReadingCase:
     ``letters`` int64 arrays; ``sources`` the parallels' fill (or None); ``evidence`` the
     gap's; ``steps`` the search's steps of its own candidates (None for the others);
     ``judge`` float ``(n,)`` the network's natural-log score of each fill (:func:`judge_scores`;
-    None: no judge, the weight ``judge`` then has no effect)."""
+    None: no judge, the weight ``judge`` then has no effect); ``lone_words`` the parallels'
+    fills left out because their word division leaves a letter alone (module docstring)."""
 
     letters: list[np.ndarray]
     p_base: np.ndarray
@@ -126,6 +132,9 @@ class ReadingCase:
     sources: list[Any] = field(default_factory=list)
     steps: list[Any] = field(default_factory=list)
     judge: np.ndarray | None = None
+    #: the parallels' fills left out: printed as their source divides them, a restored letter
+    #: would stand alone as a word Greek does not write (``FillParallels.lone_letter``)
+    lone_words: int = 0
 
     def mixture(self, weights: ReadingWeights) -> np.ndarray:
         """Float ``(n,)``: each candidate's probability under ``weights`` (module docstring)."""
@@ -324,8 +333,15 @@ def reading_case(
         sources.append(None)
         steps.append(c.steps)
     fills = list(found.fills) if found is not None else []
-    evidence = float(sum(f.evidence for f in fills))
+    # a parallel that disagrees with the text so (a lone letter) is no evidence either
+    evidence = float(sum(f.evidence for f in fills if getattr(f, "lone_letter", None) is None))
+    lone = 0
     for f in sorted(fills, key=lambda f: -f.prob)[:most]:
+        if getattr(f, "lone_letter", None) is not None:
+            # printed as its source divides it, a letter stands alone (πρὸ [ς δὲ]): the
+            # parallel disagrees with the text's word division; neither a candidate nor support
+            lone += 1
+            continue
         a = np.asarray(f.letters, dtype=np.int64)
         key = a.tobytes()
         if key in at:
@@ -353,6 +369,7 @@ def reading_case(
         sources,
         steps,
         None if judge is None else np.asarray(judge(letters), dtype=np.float64),
+        lone,
     )
 
 

@@ -17,9 +17,18 @@ restored letter alone as any other word: the break after it or the one before it
 the head holds less likely (its log-probability of no break there is higher), until none is
 left. A break the input gives (a typed space, the end of a bracket) is never removed, and a
 letter the input gives is left as typed.
+
+A fill taken whole from a parallel (:mod:`~.whole_readings`, the ``parallels`` decoder) prints
+with its source's word division, not the head's: :func:`lone_in_parallel` tells where that
+division, between the text's own breaks around the gap, leaves a restored letter alone as such
+a word (``πρὸ [...]`` and ``πρὸς δὲ``: ``πρὸ [ς δὲ]``). Its first letter would have to join
+the typed word before a typed space: the parallel disagrees with the text's word division, and
+its fill is left out of the readings (counted: ``GapParallels.lone_words``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -77,4 +86,35 @@ def no_lone_consonants(
     return removed
 
 
-__all__ = ["ELIDED", "lone_word_allowed", "no_lone_consonants"]
+def lone_in_parallel(index: Any, found: Any, fill: Any) -> int | None:
+    """The restored letter (its place in the fill, 0-based) that ``fill`` (a
+    :class:`~stoicheia.inference.parallels.search.FillParallels` of ``found``, a
+    :class:`~stoicheia.inference.parallels.search.GapParallels`) leaves alone as a word Greek
+    does not write (:func:`lone_word_allowed`) when printed as its best parallel prints it (the
+    parallel's word breaks inside the fill, ``index.flow``; the text's breaks before and after
+    the gap, ``found.breaks``); None where it leaves none, or where it is not known: the text
+    gives no word division (``found.breaks`` None), nothing stands before the gap, or the fill
+    has no parallel to print from (it is then printed by the heads, :func:`no_lone_consonants`).
+    """
+    breaks = getattr(found, "breaks", None)
+    pars = getattr(fill, "parallels", None)
+    if breaks is None or not pars or index is None:
+        return None
+    letters = np.asarray(fill.letters, dtype=np.int64)
+    w = len(letters)
+    pos = int(pars[0].pos)
+    flow = np.asarray(index.flow[pos : pos + w], dtype=np.int64) % 4
+    left = np.asarray(breaks.left)
+    before = [int(left[-1]) if len(left) else None] + [int(b) for b in flow[: w - 1]]
+    after = [int(b) for b in flow[: w - 1]] + [int(breaks.end)]
+    right = np.asarray(found.right)
+    for i in range(w):
+        if before[i] not in _ENDS or after[i] not in _ENDS:
+            continue
+        nxt = int(letters[i + 1]) if i + 1 < w else (int(right[0]) if len(right) else None)
+        if not lone_word_allowed(int(letters[i]), nxt):
+            return i
+    return None
+
+
+__all__ = ["ELIDED", "lone_in_parallel", "lone_word_allowed", "no_lone_consonants"]
