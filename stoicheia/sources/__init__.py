@@ -71,8 +71,8 @@ def read_source(
 ) -> Iterator[SourceRecord]:
     """Read one file with the reader for its suffix (see :data:`READERS`); ``epidoc``: the
     options of the EpiDoc reader (default :class:`EpiDocOptions`); ``chunks``: a ``.txt``
-    paragraph too long to hold whole comes in chunks (:meth:`SourceRecord.chunks`,
-    :func:`read_plaintext`).
+    paragraph or a CoNLL-U document too long to hold whole comes in chunks
+    (:meth:`SourceRecord.chunks`, :func:`read_plaintext`, :func:`read_conllu`).
 
     Raises :class:`SourceError` for an unknown suffix (before reading anything) and
     whatever the reader raises.
@@ -88,8 +88,8 @@ def read_source(
         )
     if reader is read_tei:
         return read_tei(path, root, counts=counts, epidoc=epidoc)
-    if reader is read_plaintext:
-        return read_plaintext(path, root, counts=counts, chunks=chunks)
+    if reader is read_plaintext or reader is read_conllu:
+        return reader(path, root, counts=counts, chunks=chunks)
     return reader(path, root, counts=counts)
 
 

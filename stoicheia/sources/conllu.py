@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
 import conllu as conllu_lib
 
-from .plain import normalise_text, read_utf8_lines
+from .plain import STREAM_PARAGRAPH_CHARS, iter_utf8_lines, normalise_text
 from .record import SourceError, SourceRecord, relative_name, unique_citation
 
 __all__ = ["read_conllu", "NO_PUNCT_TREEBANKS"]
@@ -58,14 +59,25 @@ def _treebank(path: Path) -> str:
 
 
 def read_conllu(
-    path: Path, root: Path | None = None, *, counts: Counter[str] | None = None
+    path: Path,
+    root: Path | None = None,
+    *,
+    counts: Counter[str] | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Yield one record per document of a CoNLL-U file (see the module docstring).
 
     ``path``: the ``.conllu`` file; ``root``: the directory ids are relative to (``None``: the
-    file name). Raises :class:`SourceError` (file, line, fix) for bytes that are not UTF-8,
-    a token line that is not 10 tab-separated columns, a sentence without ``# text``, an
-    empty ``# text``, or a block the ``conllu`` package cannot parse.
+    file name). The file is read a line at a time and each document is yielded when the next
+    one begins: memory holds one document, never the file. ``chunks=True`` (``stoicheia
+    convert``): a document longer than :data:`~stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`
+    characters comes as a record read in chunks (:attr:`SourceRecord.chunked`, its ``text``
+    empty; the chunks are its sentences, read from the file as the caller reads them), so that
+    memory is bounded whatever the documents; the same records, text and counts. Raises
+    :class:`SourceError` (file, line, fix) for bytes that are not UTF-8, a token line that is
+    not 10 tab-separated columns, a sentence without ``# text``, an empty ``# text``, or a
+    block the ``conllu`` package cannot parse, when the reading reaches it (the documents
+    before it have been yielded; ``stoicheia convert`` then drops the whole file).
     """
     path = Path(path)
     file = str(path)
@@ -73,10 +85,87 @@ def read_conllu(
     rel = relative_name(path, root)
     treebank = _treebank(path)
     known = MappingProxyType({"punct": False} if treebank in NO_PUNCT_TREEBANKS else {})
+    sentences = _PushBack(_sentences(path, file, counts))
+    seen: Counter[str] = Counter()
+    for name, work, line, text in sentences:  # the first sentence of a document
+        # a document resumed after another one is normal in UD: not counted as a duplicate
+        key = unique_citation(_slug(name), seen, None)
+        held, size = [text], len(text)
+        for sentence in sentences:
+            if sentence[0] != name:
+                sentences.push(sentence)
+                break
+            held.append(sentence[3])
+            size += 1 + len(sentence[3])
+            if chunks and size > STREAM_PARAGRAPH_CHARS:
+                break
+        record = SourceRecord(
+            id=f"{rel}#{key}",
+            text="",
+            source=f"ud:{treebank}",
+            work=f"{rel}#{_slug(work)}",
+            file=file,
+            line=line,
+            known=known,
+        )
+        if not chunks or size <= STREAM_PARAGRAPH_CHARS:
+            text = " ".join(held)
+            counts["records"] += 1
+            counts["chars"] += len(text)
+            yield replace(record, text=text)
+            continue
+        # a long document: its sentences are read from the file as the caller reads them
+        chunked = _document_chunks(name, held, sentences, counts)
+        yield replace(record, chunked=lambda chunked=chunked: chunked)
+        for _ in chunked:  # whatever the caller did not read
+            pass
 
-    docs: list[tuple[str, str, int, list[str]]] = []  # (name, work, line, sentences)
+
+class _PushBack:
+    """An iterator with one item given back (the first sentence of the next document)."""
+
+    def __init__(self, items: Iterator[tuple[str, str, int, str]]) -> None:
+        self.items = items
+        self.back: list[tuple[str, str, int, str]] = []
+
+    def __iter__(self) -> _PushBack:
+        return self
+
+    def __next__(self) -> tuple[str, str, int, str]:
+        return self.back.pop() if self.back else next(self.items)
+
+    def push(self, item: tuple[str, str, int, str]) -> None:
+        self.back.append(item)
+
+
+def _document_chunks(
+    name: str, held: list[str], sentences: _PushBack, counts: Counter[str]
+) -> Iterator[str]:
+    """The text of a long document in chunks (its sentences, each after the first with the
+    space that joins them): ``held`` read so far, then ``sentences`` while they are the
+    document's (``name``). Its ``records`` and ``chars`` go to ``counts`` at its end."""
+    n = 0
+    for k, text in enumerate(held):
+        chunk = text if k == 0 else " " + text
+        n += len(chunk)
+        yield chunk
+    held.clear()
+    for sentence in sentences:
+        if sentence[0] != name:
+            sentences.push(sentence)
+            break
+        chunk = " " + sentence[3]
+        n += len(chunk)
+        yield chunk
+    counts["records"] += 1
+    counts["chars"] += n
+
+
+def _sentences(path: Path, file: str, counts: Counter[str]) -> Iterator[tuple[str, str, int, str]]:
+    """``(document name, work, first line, text)`` of each sentence of the file in order, the
+    text normalised (:func:`normalise_text`), read a line at a time; counted ``sentences``."""
     current_newdoc: str | None = None
-    for start, block in _blocks(read_utf8_lines(path)):
+    for start, block in _blocks(iter_utf8_lines(path)):
         _check_columns(file, start, block)
         try:
             sentence = conllu_lib.parse("".join(block))
@@ -112,28 +201,8 @@ def read_conllu(
             work = _TRAILING_NUMBERS.sub("", name) or name
         else:
             name, work = "doc", "doc"
-        if not docs or docs[-1][0] != name:
-            docs.append((name, work, start, []))
-        docs[-1][3].append(text)
         counts["sentences"] += 1
-
-    seen: Counter[str] = Counter()
-    for name, work, line, sentences in docs:
-        key = _slug(name)
-        # a document resumed after another one is normal in UD: not counted as a duplicate
-        key = unique_citation(key, seen, None)
-        text = " ".join(sentences)
-        counts["records"] += 1
-        counts["chars"] += len(text)
-        yield SourceRecord(
-            id=f"{rel}#{key}",
-            text=text,
-            source=f"ud:{treebank}",
-            work=f"{rel}#{_slug(work)}",
-            file=file,
-            line=line,
-            known=known,
-        )
+        yield name, work, start, text
 
 
 def _check_columns(file: str, start: int, block: list[str]) -> None:
@@ -154,7 +223,7 @@ def _check_columns(file: str, start: int, block: list[str]) -> None:
             )
 
 
-def _blocks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
+def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     """Sentence blocks (separated by blank lines) with their 1-based first line."""
     block: list[str] = []
     start = 0

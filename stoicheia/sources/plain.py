@@ -27,6 +27,7 @@ __all__ = [
     "read_plaintext",
     "read_jsonl",
     "read_utf8_lines",
+    "iter_utf8_lines",
 ]
 
 #: A paragraph of a ``.txt`` file longer than this (characters as read) is given in chunks
@@ -95,6 +96,21 @@ def read_utf8_lines(path: Path) -> list[str]:
     text = read_utf8(Path(path), "utf-8-sig")
     lines = _LINE_END.split(text)
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def iter_utf8_lines(path: Path) -> Iterator[str]:
+    """The lines of ``path`` as :func:`read_utf8_lines` gives them (the same strings), read
+    from the file :data:`_READ_BYTES` at a time: one line held at a time, never the file.
+    Raises :class:`SourceError` naming the first line that is not valid UTF-8, when the
+    reading reaches it (the lines before it have been given)."""
+    held: list[str] = []
+    for piece, ends in _line_pieces(Path(path)):
+        held.append(piece)
+        if ends:
+            line = "".join(held)
+            held = []
+            if line:
+                yield line
 
 
 def read_plaintext(
@@ -348,6 +364,9 @@ def read_jsonl(
     booleans, e.g. ``{"punct": false}``). Record id ``<file>#<id>``; ``source`` ``"jsonl"``.
     Raises :class:`SourceError` naming the line for invalid JSON, a non-object, a missing or
     empty ``id``/``text``, a bad ``work``/``known``, a duplicate ``id``, or non-UTF-8 bytes.
+    The file is read a line at a time (:func:`iter_utf8_lines`): memory holds one line and
+    the ids seen, whatever the file's size; the records before a bad line have been yielded
+    when it raises (``stoicheia convert`` then drops the whole file).
     """
     path = Path(path)
     file = str(path)
@@ -355,7 +374,8 @@ def read_jsonl(
     rel = relative_name(path, root)
     first_line: dict[str, int] = {}
     example = '{"id": "hom.il.1.1", "text": "μῆνιν ἄειδε θεὰ"}'
-    for i, line in enumerate(read_utf8_lines(path), 1):
+    # line by line from the file: one record held at a time, not the file
+    for i, line in enumerate(iter_utf8_lines(path), 1):
         if not line.strip():
             continue
         try:

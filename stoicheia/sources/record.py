@@ -42,9 +42,10 @@ class SourceRecord:
             ``not_before``/``not_after`` in years (negative: BC), ``object_type``; each key
             only when the file gives it). Empty for the other sources.
         chunked: ``None``, or (only for a caller that asks for chunks: ``read_source(...,
-            chunks=True)``, as ``stoicheia convert`` does) the text of a paragraph too long to
-            hold whole (:data:`stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`), read from its
-            file in chunks: ``text`` is then ``""``; read it with :meth:`chunks`, once, before
+            chunks=True)``, as ``stoicheia convert`` does) the text of a ``.txt`` paragraph
+            or a CoNLL-U document too long to hold whole
+            (:data:`stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`), read from its file in
+            chunks: ``text`` is then ``""``; read it with :meth:`chunks`, once, before
             the reader goes on to the next record.
     """
 
