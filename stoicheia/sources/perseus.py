@@ -114,8 +114,7 @@ def read_perseus(
     file = str(path)
     counts = counts if counts is not None else Counter()
     rel = relative_name(path, root)
-    raw = read_utf8(path)
-    root_el, table = parse_perseus_xml(raw, file)
+    root_el, table = parse_perseus_xml(read_utf8(path), file)  # the file's text not kept
     if root_el.tag != "TEI.2":
         # A TEI P5 file (namespaced <TEI>) is Unicode, not Beta Code: never read it here.
         raise SourceError(
@@ -137,11 +136,15 @@ def read_perseus(
         for ctx in sorted(contexts, key=lambda c: c.order)
         for seg in division_segments(ctx)
     ]
+    for ctx in contexts:  # joined into the segments: not held twice while records are read
+        ctx.pieces = []
     _check_beta_code([beta for *_, beta in segments], segments[0][2] if segments else 1, file)
     seen: Counter[str] = Counter()
     work = _work_id(rel)
     title = None if len(content_texts) > 1 else work_title(root_el)
-    for ctx, cite, line, beta in segments:
+    for k in range(len(segments)):
+        ctx, cite, line, beta = segments[k]
+        segments[k] = None  # a record's Beta Code freed once it is read
         parts = CITE.split(beta)  # [text, n, text, n, text...]: the citation points
         text = _unicode("".join(parts[0::2]), table, counts)
         if not text:
