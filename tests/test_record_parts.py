@@ -89,6 +89,34 @@ def test_streamed_parts_with_lines_and_leiden_and_never_past_the_limit(monkeypat
     assert sum(len(d["chars"]) for d, _ in new[0]) > 1000
 
 
+@pytest.mark.parametrize("max_letters", [16, 300])
+def test_chunks_with_lines_read_as_the_parts_need_them(monkeypatch, max_letters):
+    """A streamed EpiDoc record: its text in chunks, its lines an iterator read part by part
+    (never ahead of the part that needs them by more than a line); the parts of the whole."""
+    monkeypatch.setattr(text_filter, "ENCODE_PIECE_CHARS", 200)
+    lines = [(str(k), f"τῆς πρὸς [πάν]τας ἀν[θρώ]πους {'ἀβγ'[k % 3]} εὐνοίας") for k in range(60)]
+    text = " ".join(t for _, t in lines)
+    read = []
+
+    def lazy():
+        for line in lines:
+            read.append(line)
+            yield line
+
+    chunks = (text[i : i + 37] for i in range(0, len(text), 37))
+    whole = _made(text, lines=lines, whole=True, max_letters=max_letters)
+    made = record_parts(chunks, None, lazy(), min_greek=0.95, max_letters=max_letters)
+    parts = []
+    for p, starts in made:
+        parts.append((p.to_dict(), starts))
+        assert len(read) < 60 or len(parts) > len(whole[0]) - 3  # not all read at the start
+    _same((parts, made), whole)
+    # no line at all: no line starts, as for a record without lines
+    plain = _made(text, whole=True, max_letters=max_letters)
+    chunks = (text[i : i + 37] for i in range(0, len(text), 37))
+    _same(_made(chunks, lines=iter(()), whole=False, max_letters=max_letters), plain)
+
+
 def test_lines_that_do_not_hold_the_record_fall_back_to_the_whole_path(monkeypatch):
     monkeypatch.setattr(text_filter, "ENCODE_PIECE_CHARS", 200)
     text = _WORDS * 10

@@ -28,6 +28,7 @@ read: the parts are made first (the caller spools them, :mod:`stoicheia.data.par
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ class RecordParts:
 def record_parts(
     text: str | Iterable[str],
     known: Mapping[str, bool] | None,
-    lines: Sequence[tuple[str | None, str]],
+    lines: Sequence[tuple[str | None, str]] | Iterable[tuple[str | None, str]],
     *,
     min_greek: float,
     max_letters: int,
@@ -94,21 +95,20 @@ def record_parts(
     ``max_letters`` letters at word starts, each with the starts of the ``lines`` (the
     record's ``(label, Leiden text)``, :attr:`stoicheia.sources.record.SourceRecord.lines`)
     that begin in it. ``text`` is a ``str``, or its chunks read one after the other as they
-    come (:meth:`stoicheia.sources.record.SourceRecord.chunks`; a record without lines: the
-    chunks can be read once only). ``whole=True`` (or a text of at most
-    :data:`~stoicheia.text.filter.ENCODE_PIECE_CHARS` characters): the whole-record path;
-    else piece by piece, the same parts. Raises ``ValueError`` for ``min_greek`` outside
-    ``[0, 1]``, ``max_letters < 1`` or chunks with lines."""
+    come (:meth:`stoicheia.sources.record.SourceRecord.stream`: read once only), and then
+    ``lines`` may be an iterable read as the parts need them (a streamed EpiDoc record's,
+    fed by the same walk; read to its end to know whether the record has lines at all).
+    ``whole=True`` (or a ``str`` of at most :data:`~stoicheia.text.filter.ENCODE_PIECE_CHARS`
+    characters): the whole-record path; else piece by piece, the same parts. Raises
+    ``ValueError`` for ``min_greek`` outside ``[0, 1]`` or ``max_letters < 1``."""
     if not 0.0 <= min_greek <= 1.0:
         raise ValueError(f"min_greek must be a fraction in [0, 1], got {min_greek}")
     if max_letters < 1:
         raise ValueError(f"max_letters must be >= 1, got {max_letters}")
     out = RecordParts(parts=iter(()))
-    if not isinstance(text, str):  # read in chunks (a long paragraph of a .txt file)
-        if lines:
-            raise ValueError("a record read in chunks has no lines (they need its whole text)")
+    if not isinstance(text, str):  # read in chunks (a long paragraph, document or edition)
         if whole:
-            text = "".join(text)
+            text, lines = "".join(text), tuple(lines)
         else:
             out.parts = _streamed(out, text, known, lines, min_greek, max_letters)
             return out
@@ -141,13 +141,13 @@ def _streamed(
     out: RecordParts,
     text: str | Iterable[str],
     known: Mapping[str, bool] | None,
-    lines: Sequence[tuple[str | None, str]],
+    lines: Iterable[tuple[str | None, str]],
     min_greek: float,
     max_letters: int,
 ) -> Iterator[Part]:
     dropped: Counter = Counter()
     leiden: Counter = Counter()
-    cursor = _LineCursor(lines, known) if lines else None
+    cursor = _LineCursor.of(lines, known)
     waiting: list[Planes] = []  # letters read and not yet in a part
     n_waiting = 0
     n = n_letters = word_ends = 0
@@ -202,12 +202,25 @@ def _cut(planes: Planes, max_letters: int) -> tuple[list[Planes], Planes]:
 class _LineCursor:
     """The line starts of a long record, part by part: the running sums of the lines' letters
     (each line encoded alone, as :func:`stoicheia.data.line_numbers.line_starts` does),
-    compared with the record's letters as the parts come. Raises :class:`LinesMisaligned` at
-    the first difference."""
+    compared with the record's letters as the parts come, the lines read from their iterable
+    as the parts need them. Raises :class:`LinesMisaligned` at the first difference."""
 
-    def __init__(self, lines: Sequence[tuple[str | None, str]], known: Mapping[str, bool] | None):
+    @classmethod
+    def of(
+        cls, lines: Iterable[tuple[str | None, str]], known: Mapping[str, bool] | None
+    ) -> _LineCursor | None:
+        """The cursor of ``lines``, or ``None`` for a record without lines (an iterable is
+        read up to its first line to know)."""
+        if isinstance(lines, Sequence):
+            return cls(iter(lines), known) if lines else None
+        it = iter(lines)
+        first = next(it, None)
+        return None if first is None else cls(itertools.chain((first,), it), known)
+
+    def __init__(
+        self, lines: Iterator[tuple[str | None, str]], known: Mapping[str, bool] | None
+    ) -> None:
         self.lines, self.known = lines, known
-        self.k = 0  # lines encoded so far
         self.end = 0  # slots of the lines encoded so far (where line k begins)
         self.base = 0  # slots of the record's parts taken so far
         self.pending: list[np.ndarray] = []  # the lines' letters from self.base on
@@ -217,8 +230,8 @@ class _LineCursor:
         """The line starts in ``part`` (the record's next part), from its first slot."""
         stop = self.base + len(part)
         starts: list[tuple[int, str]] = []
-        while self.k < len(self.lines) and self.end < stop:
-            label, text = self.lines[self.k]
+        while self.end < stop and (line := next(self.lines, None)) is not None:
+            label, text = line
             chars = encode_text(text, self.known).planes.chars
             if label is not None:
                 if starts and starts[-1][0] == self.end - self.base:
@@ -226,7 +239,6 @@ class _LineCursor:
                 starts.append((self.end - self.base, label))
             self.pending.append(chars)
             self.end += len(chars)
-            self.k += 1
         joined = np.concatenate(self.pending) if self.pending else np.zeros(0, np.uint8)
         if len(joined) < len(part) or not np.array_equal(joined[: len(part)], part.chars):
             raise LinesMisaligned
@@ -239,7 +251,7 @@ class _LineCursor:
         """After the last part: the lines left must hold no letter (``line_starts`` compares
         the whole lengths)."""
         left = sum(len(c) for c in self.pending)
-        for _, text in self.lines[self.k :]:
+        for _, text in self.lines:
             left += len(encode_text(text, self.known).planes.chars)
         if left:
             raise LinesMisaligned

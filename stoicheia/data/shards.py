@@ -122,12 +122,13 @@ def _convert_file(
             chunks=True,
         ):
             how = dict(min_greek=min_greek, max_letters=max_letters)
-            text = rec.chunks() if rec.chunked is not None else rec.text
-            made = record_parts(text, rec.known, rec.lines, **how)
+            text, lines = rec.stream()  # a long record: its chunks (and lines) as they come
+            made = record_parts(text, rec.known, lines, **how)
             try:
                 parts = spool.take(_samples(made))
             except LinesMisaligned:  # a long record whose lines need realigning: whole
-                made = record_parts(rec.text, rec.known, rec.lines, whole=True, **how)
+                text, lines = rec.stream() if rec.streamed else (rec.text, rec.lines)
+                made = record_parts(text, rec.known, lines, whole=True, **how)
                 parts = spool.take(_samples(made))
             result.stripped.update(made.dropped)
             result.leiden.update(made.leiden)

@@ -26,6 +26,7 @@ place, date, object; :mod:`stoicheia.sources.epidoc_meta`).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -34,9 +35,11 @@ from types import MappingProxyType
 
 from lxml import etree
 
+from . import plain
 from .epidoc_meta import inscription_meta
+from .epidoc_stream import UnitStream
 from .epidoc_tei import TEI_NS, is_greek_lang, is_tei_p5, unit_language
-from .epidoc_units import edition_units, has_own_text, read_editions
+from .epidoc_units import EditionUnit, edition_units, has_own_text, read_editions
 from .epidoc_walk import EpiDocOptions, unit_lines
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 from .xml_entities import XmlReadError, parse_tei
@@ -69,12 +72,19 @@ def read_epidoc(
     counts: Counter[str] | None = None,
     options: EpiDocOptions | None = None,
     tree: etree._Element | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Yield the Greek records of one EpiDoc (TEI P5) file, as Leiden-annotated NFC text.
 
     ``path``/``root``/``counts`` as for every reader; ``options`` the Leiden choices
     (:class:`EpiDocOptions`); ``tree`` an already parsed root (the ``.xml`` dispatcher passes
-    it). ``source`` is ``"epidoc"``. Raises :class:`SourceError` for undecodable bytes,
+    it). ``source`` is ``"epidoc"``. ``chunks=True`` (``stoicheia convert``): a unit whose
+    text nodes hold more than :data:`~stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`
+    characters comes as a streamed record (:attr:`SourceRecord.streamed`: its text and lines
+    read from the tree as the caller reads them, :mod:`stoicheia.sources.epidoc_stream`), so
+    that beyond the tree memory is bounded by the record limit and the edition's longest
+    line; the same records, text, lines and counts. Raises :class:`SourceError` for
+    undecodable bytes,
     malformed XML, a root that is not a TEI P5 ``<TEI>``, or a file with no
     ``<div type="edition">`` (the only division read).
     """
@@ -114,6 +124,9 @@ def read_epidoc(
         if not is_greek_lang(lang):
             counts[f"lang:{lang}"] += 1
             continue
+        if chunks and _text_size(unit.element) > plain.STREAM_PARAGRAPH_CHARS:
+            yield from _streamed_record(unit, lang, opts, counts, seen, rel, path, meta)
+            continue
         text, lines = unit_lines(unit.element, lang, opts, counts, unit.skip)
         if not text:
             counts["empty_division"] += 1
@@ -141,3 +154,86 @@ def read_epidoc(
             lines=lines,
             meta=meta,
         )
+
+
+def _text_size(el: etree._Element) -> int:
+    """The characters of the text nodes under ``el`` (a bound of its Leiden text's size
+    up to the brackets and lacunae), counted a node at a time."""
+    return sum(len(t) for t in el.itertext())
+
+
+def _streamed_record(
+    unit: EditionUnit,
+    lang: str | None,
+    opts: EpiDocOptions,
+    counts: Counter[str],
+    seen: Counter[str],
+    rel: str,
+    path: Path,
+    meta: MappingProxyType,
+) -> Iterator[SourceRecord]:
+    """The record of a long unit as :func:`read_epidoc` makes it from
+    :func:`~stoicheia.sources.epidoc_walk.unit_lines`, its text and lines walked as they are
+    read (:class:`~stoicheia.sources.epidoc_stream.UnitStream`); every count made once, when a
+    walk ends, in the order of the whole path. Yields nothing (counted ``empty_division``) for a
+    unit without text."""
+    lower = unit.diplomatic and opts.orig_case == "lower"
+    record_counts: Counter[str] = Counter()  # made when the record is read, counted at its end
+    ended: list[tuple[Counter, int]] = []  # the first walk to end: its counts and characters
+    ready = False  # the record's own counts are made
+
+    def settle() -> None:
+        """The counts, once the first walk has ended and the record's own are made."""
+        nonlocal ready
+        if ended and ready:
+            ready = False
+            walk_counts, chars = ended[0]
+            counts.update(walk_counts)
+            counts.update(record_counts)
+            counts["records"] += 1
+            counts["chars"] += chars
+
+    def on_end(walk_counts: Counter, chars: int) -> None:
+        if not ended:  # a second walk (the caller read the record twice): counted once
+            ended.append((walk_counts, chars))
+            settle()
+
+    def walk() -> UnitStream:
+        return UnitStream(unit.element, lang, opts, unit.skip, lower, on_end)
+
+    first = walk()
+    text = first.text()
+    head = next(text, None)
+    if head is None:  # the whole unit walked: no text
+        counts.update(ended[0][0])
+        counts["empty_division"] += 1
+        return
+    if unit.skip:
+        record_counts["text_beside_textparts"] += 1
+    if unit.diplomatic:
+        record_counts["edition_read:diplomatic"] += 1
+    cite = unique_citation(unit.cite, seen, record_counts)
+    ready = True
+    settle()  # now if the walk has ended already (a unit of few pieces)
+    calls = 0
+
+    def streamed() -> tuple[Iterator[str], Iterator[tuple[str | None, str]]]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return itertools.chain((head,), text), first.lines()
+        again = walk()
+        return again.text(), again.lines()
+
+    yield SourceRecord(
+        id=f"{rel}#{cite}",
+        text="",
+        source="epidoc",
+        work=rel,
+        file=str(path),
+        line=unit.element.sourceline or 0,
+        known=MappingProxyType({}),
+        meta=meta,
+        streamed=streamed,
+    )
+    first.drain()  # whatever the caller did not read (its counts are made at the walk's end)

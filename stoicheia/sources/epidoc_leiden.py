@@ -161,6 +161,16 @@ class LeidenPieces:
         return lead + o + _WS.sub(" ", body.strip()) + c + trail
 
     def leiden(self) -> str:
+        """The pieces joined into Leiden text: runs of a kind between its brackets, the
+        apostrophes resolved, whitespace runs made single spaces, stripped."""
+        return _single_spaces(self.joined(self.counts, self.counts))
+
+    def joined(self, dash_counts: Counter, apostrophe_counts: Counter) -> str:
+        """:meth:`leiden` before its whitespace is collapsed and stripped: what dashes typed
+        as a supplement became is counted in ``dash_counts``, the apostrophes in
+        ``apostrophe_counts`` (:mod:`stoicheia.sources.epidoc_stream` joins the pieces a
+        stretch at a time and keeps the two apart, so that they are counted in the order
+        the whole's :meth:`leiden` counts them)."""
         out: list[str] = []
         i = 0
         p = self.pieces
@@ -180,7 +190,7 @@ class LeidenPieces:
                 # dashes typed as the supplement ("— —") are a lacuna of unknown width
                 for piece in _DASHES_IN_SQUARE.split(body):
                     if _DASHES_IN_SQUARE.fullmatch(piece):
-                        self.counts["supplied_dashes_lacuna"] += 1
+                        dash_counts["supplied_dashes_lacuna"] += 1
                         out.append("[---]")
                         continue
                     # '.' and digits inside [ ] are Leiden widths: punctuation that the
@@ -196,35 +206,36 @@ class LeidenPieces:
             i = j
         text = "".join(out)
         if APOSTROPHE in text:
-            text = self._apostrophes(text)
-        return _single_spaces(text)
+            text = _apostrophes(text, apostrophe_counts)
+        return text
 
-    def _apostrophes(self, text: str) -> str:
-        """Resolve the ``<g type="apostrophe"/>`` stand-ins: inside a word (a letter on both
-        sides, Leiden brackets between allowed) the scribe's apostrophe between two letters
-        (``Ἀπολ’λωνίου``) is no word break and no letter: removed (counted
-        ``apostrophe_in_word``); elsewhere it is the apostrophe U+2019 (elision after a letter)."""
-        # slices between the stand-ins, not a list of characters (one object per letter)
-        out: list[str] = []
-        last, k = 0, text.find(APOSTROPHE)
-        while k >= 0:
-            out.append(text[last:k])
-            a = k - 1
-            while a >= 0 and (text[a] in _SKIP or text[a] == APOSTROPHE):
-                a -= 1
-            b = k + 1
-            while b < len(text) and (text[b] in _SKIP or text[b] == APOSTROPHE):
-                b += 1
-            before = a >= 0 and (text[a].isalpha() or unicodedata.combining(text[a]) > 0)
-            after = b < len(text) and text[b].isalpha()
-            if before and after:
-                self.counts["apostrophe_in_word"] += 1
-            else:
-                self.counts["apostrophe"] += 1
-                out.append("\u2019")
-            last, k = k + 1, text.find(APOSTROPHE, k + 1)
-        out.append(text[last:])
-        return "".join(out)
+
+def _apostrophes(text: str, counts: Counter) -> str:
+    """Resolve the ``<g type="apostrophe"/>`` stand-ins: inside a word (a letter on both
+    sides, Leiden brackets between allowed) the scribe's apostrophe between two letters
+    (``Ἀπολ’λωνίου``) is no word break and no letter: removed (counted
+    ``apostrophe_in_word``); elsewhere it is the apostrophe U+2019 (elision after a letter)."""
+    # slices between the stand-ins, not a list of characters (one object per letter)
+    out: list[str] = []
+    last, k = 0, text.find(APOSTROPHE)
+    while k >= 0:
+        out.append(text[last:k])
+        a = k - 1
+        while a >= 0 and (text[a] in _SKIP or text[a] == APOSTROPHE):
+            a -= 1
+        b = k + 1
+        while b < len(text) and (text[b] in _SKIP or text[b] == APOSTROPHE):
+            b += 1
+        before = a >= 0 and (text[a].isalpha() or unicodedata.combining(text[a]) > 0)
+        after = b < len(text) and text[b].isalpha()
+        if before and after:
+            counts["apostrophe_in_word"] += 1
+        else:
+            counts["apostrophe"] += 1
+            out.append("\u2019")
+        last, k = k + 1, text.find(APOSTROPHE, k + 1)
+    out.append(text[last:])
+    return "".join(out)
 
 
 #: characters of a long text whose whitespace :func:`_single_spaces` collapses at a time

@@ -86,6 +86,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lxml import etree
@@ -222,6 +223,41 @@ class EditionWalker:
         in_w: bool,
         tail: bool = True,
     ) -> None:
+        """Write ``el`` (and its tail, unless ``tail`` is false) into ``em``; ``kind`` the
+        Leiden kind of the text around it, ``lang`` the language in force, ``in_w`` inside a
+        ``<w>``."""
+        for _ in self._visit(el, em, kind, lang, in_w, tail):
+            pass
+
+    def children(
+        self, el: etree._Element, em: LeidenPieces, kind: str | None, lang: str | None, in_w: bool
+    ) -> None:
+        """Write the content of ``el`` (its text and children) into ``em``."""
+        for _ in self._children(el, em, kind, lang, in_w):
+            pass
+
+    def _children(
+        self, el: etree._Element, em: LeidenPieces, kind: str | None, lang: str | None, in_w: bool
+    ) -> Iterator[None]:
+        """:meth:`children`, pausing after each element (at any depth) so that a caller can
+        take the pieces written so far (:func:`unit_stream`)."""
+        em.text(el.text, kind, in_w)
+        for child in el:
+            yield from self._visit(child, em, kind, lang, in_w)
+            yield
+
+    def _visit(
+        self,
+        el: etree._Element,
+        em: LeidenPieces,
+        kind: str | None,
+        lang: str | None,
+        in_w: bool,
+        tail: bool = True,
+    ) -> Iterator[None]:
+        """:meth:`visit`, pausing as :meth:`_children` does (the elements that hold text of
+        the edition are walked this way; an element whose text is rewritten as a whole, such
+        as ``<unclear>`` or ``<orig>``, is written at once)."""
         name = local_name(el)
         if not name:  # comment / processing instruction
             if tail:
@@ -280,13 +316,13 @@ class EditionWalker:
                     self.counts["del_corrected"] += 1
                     em.text(child.tail, kind, in_w)
                 else:
-                    self.visit(child, em, kind, lang, in_w)
+                    yield from self._visit(child, em, kind, lang, in_w)
         elif name == "supplied":
             reason = el.get("reason", "")
             if kind == "surplus":
                 # letters an editor supplies inside letters he deletes: deleted with them
                 self.counts["supplied_in_surplus"] += 1
-                self.children(el, em, kind, lang, in_w)
+                yield from self._children(el, em, kind, lang, in_w)
             elif reason == "lost":
                 self.counts["supplements"] += 1  # an editor's supplement of lost letters
                 if self.opts.supplied_lost == "lacuna":
@@ -295,21 +331,23 @@ class EditionWalker:
                     if n:
                         em.raw("[" + "." * n + "]")
                 else:
-                    self.children(el, em, "lost", lang, in_w)
+                    yield from self._children(el, em, "lost", lang, in_w)
             elif reason in ("omitted", "subaudible"):
-                self.children(el, em, "omitted", lang, in_w)
+                yield from self._children(el, em, "omitted", lang, in_w)
             elif reason == "explanation":
                 self.counts["supplied_explanation"] += 1
             else:  # undefined (previous editor) and the rest
                 self.counts[f"supplied_{reason or 'no_reason'}"] += 1
-                self.children(el, em, "partly_lost", lang, in_w)
+                yield from self._children(el, em, "partly_lost", lang, in_w)
         elif name == "surplus":
-            self.children(el, em, "surplus", lang, in_w)
+            yield from self._children(el, em, "surplus", lang, in_w)
         elif name == "del":
             if el.get("rend") == "corrected":
                 self.counts["del_corrected"] += 1
             else:
-                self.children(el, em, "surplus" if kind == "surplus" else "erased", lang, in_w)
+                yield from self._children(
+                    el, em, "surplus" if kind == "surplus" else "erased", lang, in_w
+                )
         elif name == "unclear":
             self._dotted(el, em, kind, lang, in_w)
         elif name == "ref" and not _GREEK_IN.search("".join(el.itertext())):
@@ -326,7 +364,7 @@ class EditionWalker:
                 self.counts[f"unknown_element:{name}"] += 1
             if name in _BREAKS:
                 em.text(" ", None, in_w)
-            self.children(el, em, kind, lang, in_w or name == "w")
+            yield from self._children(el, em, kind, lang, in_w or name == "w")
             if name in _BREAKS:
                 em.text(" ", None, in_w)
         if name == "w" and not in_w and _glued_to_next_word(el):
@@ -335,13 +373,6 @@ class EditionWalker:
             em.text(" ", None, in_w)
         if tail:
             em.text(el.tail, kind, in_w)
-
-    def children(
-        self, el: etree._Element, em: LeidenPieces, kind: str | None, lang: str | None, in_w: bool
-    ) -> None:
-        em.text(el.text, kind, in_w)
-        for child in el:
-            self.visit(child, em, kind, lang, in_w)
 
     def _choice(
         self, el: etree._Element, em: LeidenPieces, kind: str | None, lang: str | None, in_w: bool

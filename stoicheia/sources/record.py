@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -47,6 +47,11 @@ class SourceRecord:
             (:data:`stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS`), read from its file in
             chunks: ``text`` is then ``""``; read it with :meth:`chunks`, once, before
             the reader goes on to the next record.
+        streamed: ``None``, or (EpiDoc, for a caller that asks for chunks) the text in
+            chunks *and* its lines as they are read, from one walk of the edition
+            (:class:`stoicheia.sources.epidoc_stream.UnitStream`): ``text`` is ``""`` and
+            ``lines`` empty; read them with :meth:`stream` before the reader goes on (a
+            second call walks the edition again).
     """
 
     id: str
@@ -59,13 +64,29 @@ class SourceRecord:
     lines: tuple[tuple[str | None, str], ...] = ()
     meta: Mapping[str, str | int] = field(default_factory=lambda: MappingProxyType({}))
     chunked: Callable[[], Iterator[str]] | None = field(default=None, compare=False, repr=False)
+    streamed: Callable[[], tuple[Iterator[str], Iterator[tuple[str | None, str]]]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def chunks(self) -> Iterator[str]:
         """The text as chunks of ``str`` that read one after the other make the record's text:
         ``text`` itself, or for a record read in chunks (``chunked``) the chunks as they are
         read from the file (once only; the reader's counts of the record, ``records`` and
         ``chars`` included, are made when the last chunk has been read)."""
+        if self.streamed is not None:
+            return self.streamed()[0]
         return self.chunked() if self.chunked is not None else iter((self.text,))
+
+    def stream(self) -> tuple[str | Iterator[str], Iterable[tuple[str | None, str]]]:
+        """``(text, lines)`` as a caller that reads chunks takes them: ``text`` the ``str``,
+        or its chunks (:attr:`chunked`, :attr:`streamed`); ``lines`` :attr:`lines`, or for a
+        streamed record its lines as the walk gives them (read the two together: what one has
+        not read waits)."""
+        if self.streamed is not None:
+            return self.streamed()
+        if self.chunked is not None:
+            return self.chunked(), self.lines
+        return self.text, self.lines
 
 
 class SourceError(Exception):

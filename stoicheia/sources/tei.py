@@ -45,9 +45,11 @@ def read_tei(
     *,
     counts: Counter[str] | None = None,
     epidoc: EpiDocOptions | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Read a ``.xml`` file with :func:`read_perseus` (``<TEI.2>``) or :func:`read_epidoc`
-    (``<TEI>`` in the TEI namespace; ``epidoc`` its options).
+    (``<TEI>`` in the TEI namespace; ``epidoc`` its options, ``chunks`` whether a long
+    unit may come as a streamed record).
 
     Raises :class:`SourceError` naming the file for any other root (the fix says which
     formats are read) and whatever the chosen reader raises.
@@ -61,7 +63,7 @@ def read_tei(
     if name == "TEI.2":
         return read_perseus(path, root, counts=counts)
     if name == "TEI" and ns == "http://www.tei-c.org/ns/1.0":
-        return read_epidoc(path, root, counts=counts, options=epidoc)
+        return read_epidoc(path, root, counts=counts, options=epidoc, chunks=chunks)
     raise SourceError(
         path,
         1,
