@@ -23,11 +23,12 @@ in MB, and the MB of peak above the smallest run's (0.01 MB by default: the impo
 0.7 GB, most of it torch pulled in by ``streaming``) per MB of input. Bounded memory shows as
 a peak that does not grow with the size.
 
-``--tree`` (XML kinds): also, in another child that imports what ``convert`` imports, the
-file parsed as the reader parses it (:func:`stoicheia.sources.epidoc._parse`,
-:func:`stoicheia.sources.perseus_entities.parse_perseus_xml`): the MB of resident memory the
-parsed tree keeps (after the file's text is freed) and the parse's own peak, both above the
-imports, so that a convert peak reads as imports + tree + the rest.
+``--tree`` (XML kinds): also, in another child that imports the conversion
+(:mod:`stoicheia.data.shards`), the resident MB after the imports, then the file parsed as
+the reader parses it (:func:`stoicheia.sources.epidoc._parse`,
+:func:`stoicheia.sources.perseus_entities.parse_perseus_xml`): the MB the parsed tree keeps
+(after the file's text is freed) and the parse's own peak, both above the imports, so that a
+convert peak reads as imports + tree + the rest.
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ print(base, status("VmRSS:"), status("VmHWM:"))
 """
 
 
-def tree_mb(kind: str, mb: float) -> tuple[float, float]:
-    """(MB the parsed tree keeps, MB of the parse's peak), above the imports."""
+def tree_mb(kind: str, mb: float) -> tuple[float, float, float]:
+    """(MB resident after the imports, MB the parsed tree keeps above them, MB of the parse's
+    peak above them)."""
     with tempfile.TemporaryDirectory(prefix="stoicheia-convert-mem-") as tmp:
         src = build(kind, mb, Path(tmp))
         out = subprocess.run(
@@ -184,7 +186,7 @@ def tree_mb(kind: str, mb: float) -> tuple[float, float]:
             check=True,
         ).stdout.split()
     base, rss, hwm = (int(x) / 1024 for x in out)
-    return rss - base, hwm - base
+    return base, rss - base, hwm - base
 
 
 def run(kind: str, mb: float, max_letters: int) -> dict:
@@ -250,7 +252,7 @@ def main() -> int:
     tree = args.tree and any(k in ("epidoc", "perseus") for k in args.kind)
     print(
         "kind       MB     records  parts     seconds  peak RSS MB  MB above smallest per MB"
-        + ("  tree MB  parse peak MB" if tree else "")
+        + ("  imports MB  tree MB  parse peak MB" if tree else "")
     )
     for kind in args.kind:
         base = None
@@ -260,8 +262,8 @@ def main() -> int:
             grow = (r["peak_mb"] - base["peak_mb"]) / (r["mb"] - base["mb"]) if r is not base else 0
             extra = ""
             if tree and kind in ("epidoc", "perseus"):
-                kept, peak = tree_mb(kind, mb)
-                extra = f" {kept:8.0f} {peak:14.0f}"
+                base_mb, kept, peak = tree_mb(kind, mb)
+                extra = f" {base_mb:11.0f} {kept:8.0f} {peak:14.0f}"
             print(
                 f"{r['kind']:<10} {r['mb']:6.2f} {r['records']:8,} {r['parts']:8,} "
                 f"{r['seconds']:9.1f} {r['peak_mb']:12.0f} {grow:24.1f}{extra}",

@@ -26,6 +26,7 @@ place, date, object; :mod:`stoicheia.sources.epidoc_meta`).
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import re
 from collections import Counter
@@ -52,10 +53,12 @@ _T = "{" + TEI_NS + "}"
 def _parse(path: Path, counts: Counter[str]) -> etree._Element:
     """The parsed file, its internal entities expanded (counted ``entity_expanded``), its
     external ones never read (:mod:`stoicheia.sources.xml_entities`)."""
-    raw = read_utf8(path)
-    data = raw.encode("utf-8")
-    if raw.startswith("<?xml"):
-        data = re.sub(rb"^<\?xml[^>]*\?>", b'<?xml version="1.0" encoding="UTF-8"?>', data)
+    data = Path(path).read_bytes()
+    _check_utf8(path, data)  # a piece at a time: the file is not also held as a str
+    if data.startswith(b"<?xml"):
+        m = re.match(rb"<\?xml[^>]*\?>", data)
+        if m is not None and m.group() != _DECLARATION:  # else the same bytes, not a copy
+            data = _DECLARATION + data[m.end() :]
     try:
         parsed = parse_tei(data)
     except XmlReadError as e:
@@ -63,6 +66,24 @@ def _parse(path: Path, counts: Counter[str]) -> etree._Element:
     if parsed.entities_expanded:
         counts["entity_expanded"] += parsed.entities_expanded
     return parsed.root
+
+
+#: the XML declaration the parser is given (the bytes were checked to be UTF-8)
+_DECLARATION = b'<?xml version="1.0" encoding="UTF-8"?>'
+
+
+def _check_utf8(path: Path, data: bytes) -> None:
+    """Raise :class:`SourceError` naming the line if ``data`` is not UTF-8, decoding a megabyte
+    at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), 1 << 20):
+            decoder.decode(view[start : start + (1 << 20)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        read_utf8(path)  # the SourceError with the line
+        raise
 
 
 def read_epidoc(
