@@ -1,5 +1,7 @@
-"""TEI P5 names the EpiDoc modules share: the namespace, an element's local name, and the
-language of an edition or text part (``xml:lang``, else the header's ``<textLang mainLang>``).
+"""TEI P5 names the EpiDoc modules share: the namespace, an element's local name, the
+language of an edition or text part (``xml:lang``, else the header's ``<textLang mainLang>``),
+and two questions the element walk asks of an element (a ``<w>`` glued to the next word, a
+scribal apostrophe).
 
 Used by the EpiDoc reader (:mod:`stoicheia.sources.epidoc`), its element walk
 (:mod:`stoicheia.sources.epidoc_walk`) and the EpiDoc restorer, so that all of them read the
@@ -13,6 +15,8 @@ from lxml import etree
 __all__ = [
     "TEI_NS",
     "XML_LANG",
+    "glued_to_next_word",
+    "is_apostrophe",
     "is_greek_lang",
     "is_tei_p5",
     "local_name",
@@ -70,3 +74,26 @@ def unit_language(unit: etree._Element, default: str | None) -> str | None:
         if a.get(XML_LANG) is not None and local_name(a) not in ("TEI",):
             return a.get(XML_LANG)
     return default
+
+
+_PART_GOES_ON = frozenset({"I", "M"})
+
+
+def glued_to_next_word(el: etree._Element) -> bool:
+    """A ``<w>`` followed at once (no text between) by another ``<w>`` that is not the rest of
+    the same word (``part="I"``/``"M"`` followed by ``"M"``/``"F"``)."""
+    if el.tail:
+        return False
+    nxt = el.getnext()
+    while nxt is not None and not isinstance(nxt.tag, str) and not nxt.tail:
+        nxt = nxt.getnext()  # a comment between the two
+    if nxt is None or not isinstance(nxt.tag, str) or local_name(nxt) != "w":
+        return False
+    return not (el.get("part") in _PART_GOES_ON and nxt.get("part") in ("M", "F"))
+
+
+def is_apostrophe(el: etree._Element) -> bool:
+    """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
+    return (el.get("type") or "").strip().lower() == "apostrophe" or (
+        el.get("ref") or ""
+    ).strip().lower().lstrip("#") == "apostrophe"

@@ -94,7 +94,7 @@ from lxml import etree
 from .epidoc_choice import choose
 from .epidoc_gap import gap_leiden
 from .epidoc_leiden import APOSTROPHE, RAW, LeidenPieces, dot_below, greek_letters
-from .epidoc_tei import XML_LANG, is_greek_lang, local_name
+from .epidoc_tei import XML_LANG, glued_to_next_word, is_apostrophe, is_greek_lang, local_name
 
 __all__ = ["EpiDocOptions", "EditionWalker", "unit_leiden", "unit_lines"]
 
@@ -291,7 +291,7 @@ class EditionWalker:
                 self.gaps.append(el)
                 em.raw(self.gap_mark)
             em.raw(gap_leiden(el, self.counts))
-        elif name == "g" and _is_apostrophe(el):
+        elif name == "g" and is_apostrophe(el):
             # papyri.info's scribal apostrophe (Ἀπολ<g type="apostrophe"/>λωνίου): never a
             # word break inside a word; resolved when the text on both sides is known
             em.pieces.append((APOSTROPHE, kind))
@@ -367,7 +367,7 @@ class EditionWalker:
             yield from self._children(el, em, kind, lang, in_w or name == "w")
             if name in _BREAKS:
                 em.text(" ", None, in_w)
-        if name == "w" and not in_w and _glued_to_next_word(el):
+        if name == "w" and not in_w and glued_to_next_word(el):
             # <w>a</w><w>b</w>: two words, though no space stands between them
             self.counts["word_break_between_w"] += 1
             em.text(" ", None, in_w)
@@ -444,29 +444,6 @@ class EditionWalker:
             else:
                 self.visit(child, em, kind, lang, in_w, tail=False)
             em.text(_content(child.tail), kind, in_w)
-
-
-_PART_GOES_ON = frozenset({"I", "M"})
-
-
-def _glued_to_next_word(el: etree._Element) -> bool:
-    """A ``<w>`` followed at once (no text between) by another ``<w>`` that is not the rest of
-    the same word (``part="I"``/``"M"`` followed by ``"M"``/``"F"``)."""
-    if el.tail:
-        return False
-    nxt = el.getnext()
-    while nxt is not None and not isinstance(nxt.tag, str) and not nxt.tail:
-        nxt = nxt.getnext()  # a comment between the two
-    if nxt is None or not isinstance(nxt.tag, str) or local_name(nxt) != "w":
-        return False
-    return not (el.get("part") in _PART_GOES_ON and nxt.get("part") in ("M", "F"))
-
-
-def _is_apostrophe(el: etree._Element) -> bool:
-    """``<g type="apostrophe"/>`` (papyri.info) or ``<g ref="#apostrophe"/>``."""
-    return (el.get("type") or "").strip().lower() == "apostrophe" or (
-        el.get("ref") or ""
-    ).strip().lower().lstrip("#") == "apostrophe"
 
 
 def _content(s: str | None) -> str | None:
