@@ -72,6 +72,31 @@ def test_jsonl_is_read_a_line_at_a_time(tmp_path, monkeypatch):
     assert list(read_jsonl(path, tmp_path)) == whole
 
 
+def test_long_jsonl_texts_come_in_chunks_with_the_same_text_and_counts(tmp_path, monkeypatch):
+    path = tmp_path / "long.jsonl"
+    rows = [
+        {"id": "a", "text": ("Διονύ-\nσιος " + _WORDS + " ἀλλ\u0313 ἐπεὶ\r\n") * 30},
+        {"id": "b", "text": "  καὶ τῆς  "},
+        {"id": "c", "text": "\u2028 " + (_WORDS + "\n\n") * 40 + " \t"},
+        {"id": "d", "text": "α\u0313\u0301ν ε\u0301ν " * 200},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    whole_counts, counts = Counter(), Counter()
+    whole = list(read_jsonl(path, counts=whole_counts))
+    monkeypatch.setattr(plain, "STREAM_PARAGRAPH_CHARS", 100)
+    monkeypatch.setattr(plain, "_NORMALISE_CHARS", 37)
+    got = []
+    for rec in read_source(path, counts=counts, chunks=True):
+        got.append((rec.id, rec.line, rec.work, rec.chunked is not None, "".join(rec.chunks())))
+    assert [g[:3] for g in got] == [(r.id, r.line, r.work) for r in whole]
+    assert [g[4] for g in got] == [r.text for r in whole]
+    assert [g[3] for g in got] == [True, False, True, True]
+    assert list(counts.items()) == list(whole_counts.items())
+    path.write_text(json.dumps({"id": "w", "text": " \n\t" * 60}) + "\n", encoding="utf-8")
+    with pytest.raises(SourceError, match=r"long.jsonl:1: \"text\" is not a non-empty"):
+        list(read_source(path, chunks=True))
+
+
 def test_jsonl_errors_still_name_their_line_when_read_in_pieces(tmp_path, monkeypatch):
     path = tmp_path / "bad.jsonl"
     _jsonl(path, 40)
@@ -175,9 +200,12 @@ def test_shards_of_documents_read_in_chunks_are_those_of_whole_documents(
     tmp_path, corpus_root, monkeypatch
 ):
     ud = [corpus_root / "ud" / f"grc_{tb}-ud-dev.conllu" for tb in ("proiel", "perseus")]
+    ud.append(tmp_path / "texts.jsonl")  # and JSON Lines texts, long and short
+    _jsonl(ud[-1], 40)
     kw = dict(val_fraction=0.1, progress=False, parallels_index=False, max_record_letters=256)
     old = convert({"silver": ud}, tmp_path / "old", **kw)
     monkeypatch.setattr(conllu, "STREAM_PARAGRAPH_CHARS", 3000)
+    monkeypatch.setattr(plain, "STREAM_PARAGRAPH_CHARS", 300)
     monkeypatch.setattr(plain, "_READ_BYTES", 4096)
     seen = Counter()
     real = shards.read_source
@@ -189,7 +217,7 @@ def test_shards_of_documents_read_in_chunks_are_those_of_whole_documents(
 
     monkeypatch.setattr(shards, "read_source", counting)
     new = convert({"silver": ud}, tmp_path / "new", **kw)
-    assert seen["chunked"] > 5
+    assert seen["chunked"] > 5 + 30  # documents and JSON texts
     assert new == old
     files = {
         p.relative_to(tmp_path / "old").as_posix(): p.read_bytes()

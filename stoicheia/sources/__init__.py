@@ -71,9 +71,9 @@ def read_source(
 ) -> Iterator[SourceRecord]:
     """Read one file with the reader for its suffix (see :data:`READERS`); ``epidoc``: the
     options of the EpiDoc reader (default :class:`EpiDocOptions`); ``chunks``: a ``.txt``
-    paragraph, a CoNLL-U document or an EpiDoc edition too long to hold whole comes in
-    chunks (:meth:`SourceRecord.stream`, :func:`read_plaintext`, :func:`read_conllu`,
-    :func:`read_epidoc`).
+    paragraph, a CoNLL-U document, a JSON Lines text or an EpiDoc edition too long to hold
+    whole comes in chunks (:meth:`SourceRecord.stream`, :func:`read_plaintext`,
+    :func:`read_conllu`, :func:`read_jsonl`, :func:`read_epidoc`).
 
     Raises :class:`SourceError` for an unknown suffix (before reading anything) and
     whatever the reader raises.
@@ -89,7 +89,7 @@ def read_source(
         )
     if reader is read_tei:
         return read_tei(path, root, counts=counts, epidoc=epidoc, chunks=chunks)
-    if reader is read_plaintext or reader is read_conllu:
+    if reader in (read_plaintext, read_conllu, read_jsonl):
         return reader(path, root, counts=counts, chunks=chunks)
     return reader(path, root, counts=counts)
 

@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -341,9 +342,16 @@ def _paragraph_chunks(
                 return
             yield str(value)
 
+    return _counted_chunks(rest(), counts)
+
+
+def _counted_chunks(raw: Iterator[str], counts: Counter[str]) -> Iterator[str]:
+    """:func:`_normalised_chunks` of one record's text in pieces, its counts going to
+    ``counts`` at its end in the order :func:`normalise_text` makes them, then ``records``
+    and ``chars``."""
     mine: Counter[str] = Counter()
     n = 0
-    for chunk in _normalised_chunks(rest(), mine):
+    for chunk in _normalised_chunks(raw, mine):
         n += len(chunk)
         yield chunk
     for key in ("hyphen_joined", "elision_mark"):
@@ -354,7 +362,11 @@ def _paragraph_chunks(
 
 
 def read_jsonl(
-    path: Path, root: Path | None = None, *, counts: Counter[str] | None = None
+    path: Path,
+    root: Path | None = None,
+    *,
+    counts: Counter[str] | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Yield one record per line of a JSON Lines file.
 
@@ -366,7 +378,9 @@ def read_jsonl(
     empty ``id``/``text``, a bad ``work``/``known``, a duplicate ``id``, or non-UTF-8 bytes.
     The file is read a line at a time (:func:`iter_utf8_lines`): memory holds one line and
     the ids seen, whatever the file's size; the records before a bad line have been yielded
-    when it raises (``stoicheia convert`` then drops the whole file).
+    when it raises (``stoicheia convert`` then drops the whole file). ``chunks=True``: a text
+    longer than :data:`STREAM_PARAGRAPH_CHARS` comes as a record read in chunks (normalised a
+    piece at a time, as a long ``.txt`` paragraph; its line and parsed text are held).
     """
     path = Path(path)
     file = str(path)
@@ -422,20 +436,35 @@ def read_jsonl(
                 'drop "work" or give the id of the whole work as a string',
             )
         known = _known(obj.get("known", {}), file, i)
-        text = normalise_text(obj["text"], counts)
-        if not text:
-            raise SourceError(file, i, '"text" is only whitespace', "give the record's text")
-        counts["records"] += 1
-        counts["chars"] += len(text)
-        yield SourceRecord(
+        record = SourceRecord(
             id=f"{rel}#{rid}",
-            text=text,
+            text="",
             source="jsonl",
             work=f"{rel}#{work.strip()}" if work else rel,
             file=file,
             line=i,
             known=known,
         )
+        raw, obj, line = obj["text"], None, ""
+        if chunks and len(raw) > STREAM_PARAGRAPH_CHARS:
+            chunked = _counted_chunks(_slices(raw, _NORMALISE_CHARS), counts)
+            raw = ""
+            yield replace(record, chunked=lambda chunked=chunked: chunked)
+            for _ in chunked:  # whatever the caller did not read
+                pass
+            continue
+        text = normalise_text(raw, counts)
+        if not text:
+            raise SourceError(file, i, '"text" is only whitespace', "give the record's text")
+        counts["records"] += 1
+        counts["chars"] += len(text)
+        yield replace(record, text=text)
+
+
+def _slices(s: str, size: int) -> Iterator[str]:
+    """``s`` in slices of ``size`` characters, made as they are read."""
+    for k in range(0, len(s), size):
+        yield s[k : k + size]
 
 
 def _known(value: object, file: str, line: int) -> Mapping[str, bool]:
