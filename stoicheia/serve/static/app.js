@@ -427,7 +427,8 @@ async function loadExamples() {
 function experts(m) {
   if (m.experts_error) return `no n-gram or parallels: ${m.experts_error}`;
   const parts = [m.ngram ? `a letter n-gram (weight ${m.ngram_weight})` : "no letter n-gram",
-    m.parallels ? (m.readings ? "the parallels (their fills weighed as whole readings)"
+    m.parallels ? (m.decoder === "parallels" ? "the parallels (their fills first: the default decoder, the best on the report half of the dev set)"
+      : m.readings ? "the parallels (their fills weighed as whole readings)"
       : m.parallels_weight > 0 ? `the parallels (weight ${m.parallels_weight})`
       : "the parallels (listed, not fused)") : "no parallels index"];
   return `with ${parts.join(" and ")}`;
