@@ -220,3 +220,25 @@ def test_without_an_index_the_benchmark_is_as_before(tmp_path, corpus_root, monk
     bad = ["benchmark", "stub.pt", "--shards", str(shards), "--out", str(tmp_path / "b")]
     assert cli.main(bad + ["--parallels", str(tmp_path / "nowhere")]) == 2
     assert "stoicheia index" in capsys.readouterr().err
+
+
+def test_the_parallels_decoder_lists_the_fills_by_share_as_restore_prints_them(hesiod):
+    """The search ranks fills by context matched; a fill of less context but many more sources
+    can hold the larger share. The decoder's first candidate (the benchmark's top-1) is the fill
+    of the largest share, the one restore's whole-text ranking prints first (before, the page
+    showed `[ἱεροῦ]` 17 % while the gap's list began with `δωκεν` 2 %)."""
+    from stoicheia.inference.benchmark.run import parse_task
+    from stoicheia.inference.parallels.search import FillParallels, GapParallels
+    from stoicheia.inference.restore.decoders import gap_candidates
+    from stoicheia.inference.restore.gap_search import Fusion
+
+    def ids(s: str) -> np.ndarray:
+        return np.array([A.LETTERS.index(c) for c in s], dtype=np.int64)
+
+    long_context = FillParallels(ids("αβγ"), 20, (10, 10), 1, 0, weight=1.0, prob=0.1)
+    many_sources = FillParallels(ids("δεζ"), 12, (6, 6), 9, 0, weight=9.0, prob=0.9)
+    found = GapParallels([long_context, many_sources], ids("καιτον"), ids("εδωκε"), (3,))
+    items, gaps, g = parse_task(_task("καὶ τὸν [...] ἔδωκε", "δεζ"))
+    cands = gap_candidates("parallels", None, items, gaps, {}, g, 5, Fusion(None, 0.0), found=found)
+    assert [c.text() for c in cands[:2]] == ["δεζ", "αβγ"]
+    assert cands[0].prob == pytest.approx(0.9) and cands[0].score > cands[1].score

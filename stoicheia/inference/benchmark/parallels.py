@@ -4,12 +4,14 @@ With a parallels index (:mod:`stoicheia.inference.parallels`, built beside the s
 ``stoicheia convert`` or ``stoicheia index``), ``stoicheia benchmark`` adds two decoders to the
 model, the n-gram and ``fused``:
 
-* ``parallels``: the parallels alone (:class:`ParallelsDecoder`). The gap's fills, as the
-  two-sided search of :func:`~stoicheia.inference.parallels.gap_parallels` ranks them (context
-  matched, then independent sources, then tier), best first; where they run out (nothing long
-  enough matched, or fewer than ``k`` fills) the n-gram's candidates follow, so a gap without a
-  parallel is the n-gram's (the back-off of issue 22). Its probability is the first fill's share
-  of the fills' weights (``FillParallels.prob``), or the n-gram's when no fill was found.
+* ``parallels``: the parallels alone (:class:`ParallelsDecoder`). The gap's fills by their
+  share of the weights the two-sided search of
+  :func:`~stoicheia.inference.parallels.gap_parallels` gives them (ties in its order: context
+  matched, then independent sources, then tier), as ``restore`` prints them; where they run
+  out (nothing long enough matched, or fewer than ``k`` fills) the n-gram's candidates
+  follow, so a gap without a parallel is the n-gram's (the back-off of issue 22). Its
+  probability is the first fill's share of the fills' weights (``FillParallels.prob``), or
+  the n-gram's when no fill was found.
 * ``fused3``: the network, the n-gram and the parallels in one search
   (:func:`~stoicheia.inference.restore.gap_search.search_gap` with the parallels'
   :class:`~stoicheia.inference.parallels.prior.FillPrior`), a

@@ -6,8 +6,9 @@ benchmark alike: the benchmark's rows of the same names call :func:`gap_candidat
   (:func:`~.gap_search.search_gap`), and the parallels' fills competing with its candidates as
   whole readings (:mod:`.whole_readings`) when a parallels index is open, the network judging
   each whole fill at the weight ``fusion.readings.judge``;
-* ``parallels``: the parallels' fills as the search of the index ranks them (context matched,
-  word breaks that agree, independent sources), then, where they run out, the n-gram's
+* ``parallels``: the parallels' fills by their share of the parallels' weights (which weigh
+  the context matched, word breaks that agree and independent sources; ties in the index's
+  order, :mod:`~stoicheia.inference.parallels.search`), then, where they run out, the n-gram's
   candidates (the back-off; without an n-gram, the network's);
 * ``ngram``: the letter n-gram alone (:meth:`~stoicheia.inference.ngram.LetterNgram.topk_fill`
   at every width the gap allows);
@@ -217,16 +218,20 @@ def _parallels_first(
     fusion: Fusion,
     found: Any,
 ) -> list[Candidate]:
-    """The ``parallels`` decoder (module docstring): the fills of ``found`` in the index's
-    order, each with its share of the parallels' weights, then the back-off's candidates with
-    their probability times the mass the fills listed leave. The letters' probabilities are
-    summed over the first ``max(k, POOL)`` of them (as the search keeps at least ``POOL``), so
-    that they do not change with ``k``; the first ``k`` are returned."""
+    """The ``parallels`` decoder (module docstring): the fills of ``found`` by their share of
+    the parallels' weights (ties in the index's order), that share their probability, then the
+    back-off's candidates with their probability times the mass the fills listed leave. The
+    letters' probabilities are summed over the first ``max(k, POOL)`` of them (as the search
+    keeps at least ``POOL``), so that they do not change with ``k``; the first ``k`` are
+    returned."""
     gap = gaps[g]
     shown, k = k, max(k, POOL)
     out: list[Candidate] = []
     seen: set[bytes] = set()
-    for f in found.fills if found is not None else []:
+    # by share, the order restore's whole-text ranking prints (the index's order, context
+    # first, breaks ties): on the demo's dev sample the same top-1 within 5 gaps of 460
+    fills = found.fills if found is not None else []
+    for f in sorted(fills, key=lambda f: -f.prob):
         a = np.asarray(f.letters, dtype=np.int64)
         if not allowed(gap, a) or a.tobytes() in seen:
             continue

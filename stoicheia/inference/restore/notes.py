@@ -121,7 +121,7 @@ def decoding_notes(
         notes.append(f"decoder ngram: the letter n-gram alone ({fusion.source})")
     elif decoder == "parallels":
         notes.append(
-            "decoder parallels: the parallels' fills first, in the index's order, then the "
+            "decoder parallels: the parallels' fills first, by their share, then the "
             "letter n-gram's"
         )
     elif decoder == "model":
