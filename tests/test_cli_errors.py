@@ -711,3 +711,14 @@ def test_an_unknown_option_is_answered_by_its_commands_parser(capsys):
         "(stoicheia parallels --help lists the arguments)",
     )
     assert line.startswith("stoicheia parallels: error: ")
+
+
+def test_an_empty_stdin_is_named_as_such(capsys, monkeypatch):
+    """`restore CHECKPOINT - < empty` said "no Greek letter in ''" after loading the model."""
+    import io
+
+    class _Stdin:
+        buffer = io.BytesIO(b"\xef\xbb\xbf \n")
+
+    monkeypatch.setattr("sys.stdin", _Stdin())
+    one_error(["restore", MISSING, "-"], capsys, "stdin was empty", "- < FILE")

@@ -237,6 +237,12 @@ def run(args: argparse.Namespace) -> int:
                 + (" (it is UTF-16, as some Windows editors save)" if utf16 else "")
                 + "; save it as UTF-8 and give it again",
             )
+        if not text:
+            return fail(
+                "restore",
+                "stdin was empty: give the Greek text on stdin "
+                "(stoicheia restore CHECKPOINT - < FILE), or as TEXT in quotes",
+            )
     elif _names_a_file(text):
         return fail(
             "restore",
