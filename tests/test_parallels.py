@@ -413,23 +413,21 @@ def test_the_whole_readings_note_says_each_thing_once(corpus, tmp_path, monkeypa
     model.source = str(tmp_path / "best.pt")
     monkeypatch.chdir(tmp_path)
     where = "9 gaps of the selection half"
-    readings = {"lam_max": 0.7, "half": 4.0, "unattested": 0.0, "judge": 0.0, "chosen_on": where}
-    FusionConfig(
-        parallels_weight=0.9,
-        parallels_index=str(corpus / "parallels"),
-        chosen_on=f"fused (ngram 0.9, lam_max 0.7), {where}",
-        readings=readings,
-    ).save(tmp_path / FUSION_FILE)
-    source = find_fusion(model).parallels_source
+
+    def source_with(fusion_chosen_on: str, **readings: object) -> str:
+        """The parallels' note of a fusion.json with these whole-reading weights."""
+        FusionConfig(
+            parallels_weight=0.9,
+            parallels_index=str(corpus / "parallels"),
+            chosen_on=fusion_chosen_on,
+            readings={"lam_max": 0.7, "half": 4.0, "judge": 0.0, **readings},
+        ).save(tmp_path / FUSION_FILE)
+        return find_fusion(model).parallels_source
+
+    source = source_with(
+        f"fused (ngram 0.9, lam_max 0.7), {where}", unattested=0.0, chosen_on=where
+    )
     assert source.count(where) == 1, source
     assert "unattested words kept" in source and "−0" not in source
-    readings["unattested"] = 1.5
-    readings["chosen_on"] = "other gaps"
-    FusionConfig(
-        parallels_weight=0.9,
-        parallels_index=str(corpus / "parallels"),
-        chosen_on=f"fused, {where}",
-        readings=readings,
-    ).save(tmp_path / FUSION_FILE)
-    source = find_fusion(model).parallels_source
+    source = source_with(f"fused, {where}", unattested=1.5, chosen_on="other gaps")
     assert "unattested words −1.5 (chosen on other gaps)" in source, source
