@@ -567,6 +567,32 @@ def test_another_anneal_starts_from_pre_anneal_as_a_new_run(small_shards, tmp_pa
     short.trainer.close()
 
 
+def test_a_reopened_pre_anneal_goes_on_at_the_peak_and_anneals_at_the_new_plan(
+    small_shards, tmp_path
+):
+    """scripts/reopen_stable.py: the stable phase of an annealed run is carried on from its
+    ``pre_anneal.pt`` in a longer run, at the peak LR past the first run's anneal start, and
+    the longer run anneals where its own plan says (a WSD schedule extended after the fact)."""
+    import runpy
+
+    run(config(small_shards, tmp_path, "base", *PHASED))
+    pre = tmp_path / "base" / "pre_anneal.pt"
+    reopen_main = runpy.run_path(str(REPO / "scripts" / "reopen_stable.py"))["main"]
+    reopened = tmp_path / "reopened.pt"
+    reopen_main([str(pre), str(reopened)])
+    longer = (*PHASED[3:], "train.nominal_steps=30", "train.max_steps=30", "train.decay_frac=0.2")
+    built = run(config(small_shards, tmp_path, "longer", *longer, f"train.load_path={reopened}"))
+    assert built.control.anneal_start == 24 and int(built.trainer.state.timestamp.batch) == 30
+    lr = lrs(tmp_path / "longer")
+    peak = max(lr.values())
+    assert all(lr[s] == pytest.approx(peak) for s in range(13, 25)), "peak LR past batch 12"
+    assert lr[30] < 0.1 * peak
+    # a checkpoint saved inside the anneal is refused with the file named
+    late = tmp_path / "base" / "ep0-ba16-rank0.pt"
+    with pytest.raises(SystemExit, match=r"ep0-ba16-rank0.pt: saved at batch 16, after the"):
+        reopen_main([str(late), str(tmp_path / "late.pt")])
+
+
 def test_bad_values_are_refused(small_shards):
     with pytest.raises(ValueError, match="finite"):
         check_phases([[1.0, {"gold": float("inf")}]])
