@@ -203,7 +203,8 @@ def test_the_edge_protocol_through_the_benchmark_with_the_parallels(shards):
     par = edge["decoders"]["parallels"]
     assert par["top1"] == pytest.approx(4 / 7) and par["length_right"] >= 4 / 7
     # every row has its length right, fused included (its weights chosen on the selection half)
-    assert set(edge["decoders"]) == {"model", "ngram", "parallels", "fused"}
+    without = {"fused without network"} if res["fusion"]["fused"]["chosen"]["ngram"] < 1 else set()
+    assert set(edge["decoders"]) == {"model", "ngram", "parallels", "fused"} | without
     assert all("length_right" in f for f in edge["decoders"].values())
     assert res["fusion"]["fused"]["chosen_on"].startswith("2 gaps of the selection half")
     # the report half's view and its intervals, length right among the figures compared
@@ -258,14 +259,29 @@ def test_a_judge_weight_chosen_gets_the_row_without_it_and_their_difference(shar
     res = run((2.0,))
     edge = res["protocols"]["edge"]
     assert res["fusion"]["fused"]["chosen"]["judge"] == 2.0
-    assert set(edge["decoders"]) == {"model", "ngram", "fused", "fused without judge"}
+    assert set(edge["decoders"]) == {
+        "model",
+        "ngram",
+        "fused",
+        "fused without judge",
+        "fused without network",
+    }
     diff = edge["views"]["report"]["differences"]
     assert "fused-fused without judge" in diff and "fused without judge-ngram" not in diff
+    # the same point on the n-gram alone (ngram 1, judge 0): what the network adds
+    assert "fused-fused without network" in diff and "fused without network-ngram" not in diff
+    for row in edge["examples"]:
+        assert set(row["fused without network"]["top1"]) != {"ρ"}, row  # not the network's
     # the network (ρρρρρ) judging with weight 2 puts its own reading first: never the truth
     for row in edge["examples"]:
         assert row["fused"]["top1"] == "ρρρρρ"[: len(row["fused"]["top1"])], row
     table = format_table(res)
     assert any(line.lstrip().startswith("fused - fused without judge") for line in table)
-    # a judge weight of 0 chosen: no second row, the figures of the grid without the judge
+    # a judge weight of 0 chosen: no row without it, the figures of the grid without the judge
     plain = run((0.0,))
-    assert set(plain["protocols"]["edge"]["decoders"]) == {"model", "ngram", "fused"}
+    assert set(plain["protocols"]["edge"]["decoders"]) == {
+        "model",
+        "ngram",
+        "fused",
+        "fused without network",
+    }

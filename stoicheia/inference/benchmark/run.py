@@ -328,11 +328,13 @@ def benchmark(
     ``"fused3"`` over the axes ``ngram`` and ``parallels``); a family whose chosen point gives
     the network's judgement of whole fills a weight (an axis ``judge``, > 0) gets the row
     ``"<name> without judge"`` too, the same point with ``judge`` 0, compared with it
-    (:func:`~.bootstrap.pairs_for`). ``twin_threshold``: measure the
-    dev texts' near-duplicates among the training records (:mod:`.contamination`;
-    None: not measured, no text counts as a twin). ``bootstrap``: resamples of the paired
-    bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded with
-    ``seed``; 0: none). ``sample``: the inscriptions of an even sample of the dev set only
+    (:func:`~.bootstrap.pairs_for`); one whose chosen point gives the network a weight (an
+    axis ``ngram`` below 1) gets ``"<name> without network"``, the same point with ``ngram``
+    1 (and ``judge`` 0): the same search on the n-gram's letters and widths alone.
+    ``twin_threshold``: measure the dev texts' near-duplicates among the training records
+    (:mod:`.contamination`; None: not measured, no text counts as a twin). ``bootstrap``:
+    resamples of the paired bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded
+    with ``seed``; 0: none). ``sample``: the inscriptions of an even sample of the dev set only
     (:func:`~.protocols.read_dev_texts`).
 
     Returns ``{"corpus": {...}, "halves": {"rule", "selection": [inscriptions], "report":
@@ -392,6 +394,9 @@ def benchmark(
         decs[fam.name] = fam.make(chosen)
         if chosen.get("judge"):  # what the network's judgement adds, measured on the report half
             decs[f"{fam.name} without judge"] = fam.make({**chosen, "judge": 0.0})
+        if chosen.get("ngram", 1.0) < 1.0:  # what the network adds to the chosen search
+            without = {**chosen, "ngram": 1.0, **({"judge": 0.0} if "judge" in chosen else {})}
+            decs[f"{fam.name} without network"] = fam.make(without)
     results = run_tasks(decs, tasks, progress)
     dev = read_stats(Path(shard_root)).get("inscription_dev", {})
     # each text's corpus (I.Sicily, IOSPE, ...: the EpiDoc header's, kept by convert)
