@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stoicheia.inference.restore import RestoreError, format_result, restore
+from stoicheia.inference.restore.console import reading_pct
 from stoicheia.text import alphabet as A
 from stoicheia.text.encode import text_to_planes
 
@@ -329,6 +330,42 @@ def test_scored_supplements_are_kept_in_the_text_unless_re_predicted(phrase_mode
     )
 
 
+def test_a_scored_reading_is_printed_at_its_probability_as_a_percentage(phrase_model):
+    """``--score-supplements`` with the supplement kept printed ``#1 0.000`` (the log of the
+    letters restored: none) beside ``editor's reading περὶ: 64%``: #k's figure is the whole
+    reading's probability, the kept supplement at its score, in per cent like every figure."""
+    good = "καὶ τοῦ λόγου [περὶ] τῶν θεῶν καὶ τοῦ λόγου περὶ τῶν θεῶν"
+    res = restore(phrase_model, good, top_k=1, score_supplements=True)
+    p = res.gaps[0].editor.prob
+    assert 0.05 < p < 0.995 and math.exp(res.restorations[0].logprob) == pytest.approx(p)
+    lines = format_result(res)
+    first = next(line for line in lines if line.startswith("#1"))
+    assert first.split()[1] == f"{100 * p:.0f}%", first
+    assert f"editor's reading περὶ: {100 * p:.0f}%" in "\n".join(lines)
+    # a lacuna: the figure is the product of the gaps' readings, the unit the same
+    lac = restore(phrase_model, "καὶ τοῦ λόγου [....] τῶν θεῶν καὶ τοῦ [....] περὶ", top_k=2)
+    shown = [line.split()[1] for line in format_result(lac) if line.startswith("#")]
+    assert shown == [reading_pct(math.exp(r.logprob)) for r in lac.restorations]
+    assert all(s.endswith("%") for s in shown) and "natural log" not in "\n".join(
+        format_result(lac)
+    )
+
+
+@pytest.mark.parametrize(
+    "p, shown",
+    [
+        (1.0, "100%"),
+        (0.64, "64%"),
+        (0.01, "1%"),
+        (0.0056, "0.56%"),
+        (3.1e-5, "0.0031%"),
+        (1e-9, "<0.0001%"),
+    ],
+)
+def test_a_whole_reading_s_percentage_keeps_two_digits_below_one_per_cent(p, shown):
+    assert reading_pct(p) == shown
+
+
 def test_scoring_a_supplement_leaves_the_other_gaps_as_without_it(phrase_model):
     """A supplement kept as printed and scored is text to every other gap, also to a lacuna
     before it: the lacuna's fills and figures are those of the same text without the option."""
@@ -336,8 +373,10 @@ def test_scoring_a_supplement_leaves_the_other_gaps_as_without_it(phrase_model):
     plain = restore(phrase_model, text, top_k=3)
     scored = restore(phrase_model, text, top_k=3, score_supplements=True)
     assert [r.text for r in scored.restorations] == [r.text for r in plain.restorations]
+    # each whole reading's figure counts the kept supplement at its score, the same for all
+    held = math.log(scored.gaps[1].editor.prob)
     assert [r.logprob for r in scored.restorations] == pytest.approx(
-        [r.logprob for r in plain.restorations]
+        [r.logprob + held for r in plain.restorations]
     )
     assert [a.prob for a in scored.gaps[0].alternatives] == pytest.approx(
         [a.prob for a in plain.gaps[0].alternatives]

@@ -488,3 +488,61 @@ def test_checking_a_checkpoint_does_not_import_torch(tmp_path: Path) -> None:
         cwd=Path(__file__).resolve().parents[1],
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _plan(folder: Path) -> None:
+    """``mix.json`` as the run writes it at start: the planned stable phase to 800, two anneal
+    phases of 100 steps each (``callbacks.anneal_data`` at 0.5 and 1.0 of the decay)."""
+    from stoicheia.data.tier_mix import TierSize
+    from stoicheia.train.mix_plan import announce, planned_spans
+
+    spans = planned_spans(
+        [{"gold": 0.8, "silver": 0.2}, {"gold": 0.8, "silver": 0.2}, {"gold": 1.0}],
+        [0.5, 1.0],
+        planned_start=800,
+        decay_steps=200,
+        slots_per_step=1000,
+    )
+    sizes = {"gold": TierSize(10_000_000, 100), "silver": TierSize(1_000_000, 10)}
+    announce(folder, spans, sizes, max_reads=4.0, write=True)
+
+
+def test_status_shows_the_phases_as_they_went_not_the_plan(tmp_path: Path, capsys) -> None:
+    """The anneal started by stall at 600 where the plan put it at 800: status showed the
+    planned "stable (800 steps)" beside it; it shows the run's own phases and letters."""
+    folder = complete_run(tmp_path, "anneal_done")  # stall at 600, complete at 740
+    _plan(folder)
+    lines = status_lines(folder, capsys)
+    mix = lines[next(i for i, line in enumerate(lines) if "tier mix" in line) :]
+    assert mix[0].startswith(
+        "tier mix over the run as it went, in letters: 740 steps (planned 1,000; the anneal "
+        "started at step 600 (stall), planned at 800), 0.74 M letter slots"
+    ), mix
+    assert "  stable (steps 0-600: 600 steps): gold 80.0 %, silver 20.0 %" in mix
+    assert "  anneal phase 1 (steps 600-700: 100 steps): gold 80.0 %, silver 20.0 %" in mix
+    assert "  anneal phase 2 (steps 700-740: 40 steps): gold 100.0 %" in mix
+    assert not any("(800 steps)" in line for line in lines)
+    # the letters read are those of the steps run: silver 0.2 x 700 x 1000 of its 1 M
+    assert any(line.startswith("  silver") and "read 0.14 times" in line for line in mix), mix
+
+
+def test_status_shows_a_stable_phase_extended_past_its_planned_end(tmp_path: Path, capsys):
+    folder = tmp_path / "extended"
+    write_metrics(folder, range(1, 851))
+    write_checkpoint(folder, 850)
+    _plan(folder)
+    lines = status_lines(folder, capsys)
+    assert any(
+        line.startswith(
+            "tier mix over the run as it went, in letters: 850 steps (planned 1,000; "
+            "the stable phase runs on past its planned end at step 800"
+        )
+        for line in lines
+    ), lines
+    assert "  stable (steps 0-850: 850 steps so far): gold 80.0 %, silver 20.0 %" in lines
+    # a run that follows its plan prints the plan
+    plain = tmp_path / "plain"
+    write_metrics(plain, range(1, 101))
+    write_checkpoint(plain, 100)
+    _plan(plain)
+    assert "  stable (800 steps): gold 80.0 %, silver 20.0 %" in status_lines(plain, capsys)

@@ -156,7 +156,11 @@ class RestorationOut(BaseModel):
     """One restoration of the whole text."""
 
     text: str = Field(description="the input with each gap replaced by its fill, in Leiden")
-    logprob: float = Field(description="natural-log score of the restored letters")
+    logprob: float = Field(
+        description="natural-log probability of the whole restoration (its gaps' readings "
+        "together; an editor's supplement kept with score_supplements at its score); the page "
+        "shows exp(logprob) as a percentage"
+    )
     fills: list[str] = Field(description="fills[j] is the fill of gaps[j], as printed")
     letters: list[str] = Field(
         description="letters[j] is the same fill in base letters (lower case, no marks, "

@@ -105,6 +105,97 @@ def plan_lines(facts: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def run_phases(
+    facts: Mapping[str, Any],
+    anneal: Mapping[str, Any] | None,
+    step: int | None,
+    end: int | None = None,
+) -> dict[str, Any] | None:
+    """The mix of the run as it went (``stoicheia status``), where it differs from the plan:
+    ``facts`` the plan (``mix.json``), ``anneal`` the anneal's decision (``anneal.json``: its
+    ``step``, and ``end``, the step the decay ends), ``step`` the last step logged, ``end`` the
+    step the run ended at (``complete.json``; ``None`` while it runs).
+
+    The stable phase ran to the anneal's real start (the automatic anneal moves it: a stall
+    before the planned start, or an extension while the metric still improves), each anneal
+    phase then for its planned steps, the last one to the decay's end, all of it cut at
+    ``end``; before the anneal has started, a stable phase already past its planned start is
+    shown so far (``so far``). Returns facts shaped as :func:`plan_facts`' with ``planned``
+    (the planned steps), ``anneal_step``, and per mix ``start``; ``None`` when the run follows
+    the plan (or ``facts`` holds no mixes)."""
+    mixes = list(facts.get("mixes") or [])
+    if not mixes or not facts.get("steps"):
+        return None
+    per_step = int(facts["slots"]) // int(facts["steps"])
+    planned_start = int(mixes[0]["steps"]) if len(mixes) > 1 else None
+    start = int(anneal["step"]) if anneal and anneal.get("step") is not None else None
+    extended = start is None and planned_start is not None and (step or 0) > planned_start
+    if not extended and (start is None or planned_start is None or start == planned_start):
+        return None
+    spans: list[dict[str, Any]] = []
+    if start is None:  # still stable past the planned start
+        spans.append({**mixes[0], "start": 0, "steps": int(step), "so_far": True})
+        stop = int(step)
+    else:
+        decay_end = int(anneal.get("end") or start + sum(int(m["steps"]) for m in mixes[1:]))
+        stop = decay_end if end is None else min(int(end), decay_end)
+        at = 0
+        for k, m in enumerate(mixes):
+            length = start if k == 0 else int(m["steps"])
+            if k == len(mixes) - 1:
+                length = decay_end - at  # the last phase to the decay's end
+            a, b = at, min(at + length, stop)
+            at += length
+            if b > a:
+                spans.append({**m, "start": a, "steps": b - a})
+    for sp in spans:
+        sp["slots"] = sp["steps"] * per_step
+    sizes = {r["tier"]: TierSize(int(r["letters"]), 1) for r in facts.get("tiers") or []}
+    reads = plan_reads([(sp["shares"], sp["slots"]) for sp in spans], sizes)
+    return {
+        "steps": sum(sp["steps"] for sp in spans),
+        "slots": sum(sp["slots"] for sp in spans),
+        "max_reads": facts.get("max_reads", 4.0),
+        "planned": int(facts["steps"]),
+        "planned_start": planned_start,
+        "anneal_step": start,
+        "mixes": spans,
+        "tiers": [asdict(r) for r in reads],
+    }
+
+
+def run_phase_lines(went: Mapping[str, Any], anneal: Mapping[str, Any] | None) -> list[str]:
+    """:func:`run_phases` in plain lines: the budget against the plan, one line per tier, one
+    per phase with the steps it ran."""
+    why = ""
+    if went.get("anneal_step") is not None:
+        reason = (anneal or {}).get("reason")
+        why = (
+            f"; the anneal started at step {went['anneal_step']:,}"
+            f"{f' ({reason})' if reason else ''}, planned at {went['planned_start']:,}"
+        )
+    else:
+        why = (
+            f"; the stable phase runs on past its planned end at step {went['planned_start']:,} "
+            "(the decision metric still improves)"
+        )
+    lines = [
+        f"tier mix over the run as it went, in letters: {went['steps']:,} steps "
+        f"(planned {went['planned']:,}{why}), {_m(went['slots'])} letter slots"
+    ]
+    for r in went["tiers"]:
+        lines.append(
+            f"  {r['tier']:<8} {100 * r['share']:5.1f} % of the letters, {_m(r['letters_read'])} "
+            f"read of its {_m(r['letters'])}: read {r['reads']:,.2f} times"
+        )
+    for m in went["mixes"]:
+        shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
+        a, b = m["start"], m["start"] + m["steps"]
+        so_far = " so far" if m.get("so_far") else ""
+        lines.append(f"  {m['name']} (steps {a:,}-{b:,}: {m['steps']:,} steps{so_far}): {shares}")
+    return lines
+
+
 def over_read(facts: Mapping[str, Any]) -> list[TierReads]:
     """The tiers read more than ``facts['max_reads']`` times."""
     return [TierReads(**r) for r in facts["tiers"] if r["reads"] > float(facts["max_reads"])]

@@ -21,7 +21,13 @@ from typing import Any
 
 from stoicheia.train import run_files
 from stoicheia.train.checkpoints import missing_records
-from stoicheia.train.mix_plan import MIX_FILE, plan_lines, warning_lines
+from stoicheia.train.mix_plan import (
+    MIX_FILE,
+    plan_lines,
+    run_phase_lines,
+    run_phases,
+    warning_lines,
+)
 from stoicheia.train.run_files import read_history
 
 METRICS = "metrics.jsonl"
@@ -376,8 +382,12 @@ def format_status(facts: dict[str, Any]) -> list[str]:
     )
     mix = facts.get("mix")
     if mix:
-        lines.extend(plan_lines(mix))
-        lines.extend(warning_lines(mix))
+        # the phases as they went where the automatic anneal moved them (the plan's
+        # "stable (1,007 steps)" beside an anneal that started at 1,054 told two stories)
+        end = (facts.get("complete") or {}).get("step")
+        went = run_phases(mix, facts.get("anneal"), facts.get("step"), end)
+        lines.extend(run_phase_lines(went, facts.get("anneal")) if went else plan_lines(mix))
+        lines.extend(warning_lines(went or mix))
     for name, ev in sorted(facts.get("evals", {}).items()):
         values = ", ".join(f"{k} {_num(v)}" for k, v in ev["metrics"].items())
         lines.append(f"eval {name} @ step {ev['step']}: {values}")

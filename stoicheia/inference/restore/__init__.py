@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,6 +244,7 @@ def restore(
     printer = _render(loaded, reading, items, decoded, result, k_alt, style)
     ticker.step()
     _believe(reading, items, decoded, printer, k_alt, score_supplements, fusion)
+    _score_held(reading.gaps, decoded, result)
     ticker.end()
     result.notes += decoding_notes(
         fusion, len(plan), win, bool(decoded.held), score_supplements, reading.gaps
@@ -416,6 +418,22 @@ def _believe(
         fusion=fusion,
         kept=set(decoded.held),
     )
+
+
+def _score_held(gaps: list[Gap], decoded: _Decoded, result: RestoreResult) -> None:
+    """Each restoration's ``logprob`` with the editor's supplements it keeps as printed
+    (``--score-supplements``) counted at their scores (``Gap.editor.prob``): the decoding held
+    them at log-probability 0, and the whole reading printed, supplements included, is what
+    ``#k``'s figure states (a reading scored at 64 % printed as 100 % otherwise)."""
+    held = [
+        math.log(max(gaps[g].editor.prob, 1e-300))
+        for g in decoded.held
+        if gaps[g].editor is not None
+    ]
+    if not held:
+        return
+    for r in result.restorations:
+        r.logprob += sum(held)
 
 
 def restore_planes(

@@ -1,11 +1,12 @@
 """The console lines of a restoration (``stoicheia restore`` without ``--json``): the input,
-each restoration with its log-probability and a line of ``^`` under the restored letters, and
-per gap its widths, the editor's reading scored, its alternatives and its letters'
-probabilities.
+each restoration with its probability (a percentage, as every figure) and a line of ``^`` under
+the restored letters, and per gap its widths, the editor's reading scored, its alternatives and
+its letters' probabilities.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from stoicheia.inference.restore.input_style import input_style
@@ -17,6 +18,20 @@ if TYPE_CHECKING:
 
 def _pct(p: float) -> str:
     return f"{100 * p:.0f}%" if p >= 0.005 else "<1%"
+
+
+def reading_pct(p: float) -> str:
+    """A whole restoration's probability as a percentage, the unit of every other figure
+    ``restore`` prints: whole per cent from 1 % (``71%``), two significant digits below
+    (``0.56%``, ``0.0031%``: a text of several gaps has small ones, and #k's order must still
+    show), ``<0.0001%`` below that."""
+    x = 100.0 * p
+    if x >= 0.995:
+        return f"{x:.0f}%"
+    if x >= 1e-4:
+        digits = 1 - math.floor(math.log10(x))
+        return f"{x:.{digits}f}%"
+    return "<0.0001%"
 
 
 def _under(head: str, text: str, marks: str) -> list[str]:
@@ -35,13 +50,13 @@ def _under(head: str, text: str, marks: str) -> list[str]:
 
 
 def format_result(result: RestoreResult) -> list[str]:
-    """Lines for the console: the input, each restoration with its log-probability and a line
+    """Lines for the console: the input, each restoration with its probability and a line
     of ``^`` under the restored letters, then per gap: its notation as typed, the probability
     of each width (uncertain width), the editor's reading scored, the gap's own alternatives
     and the probability of each letter of the best fill."""
     lines = _under("input     ", result.input, "")
     for i, r in enumerate(result.restorations, 1):
-        lines += _under(f"#{i} {r.logprob:8.3f}  ", r.text, r.marks)
+        lines += _under(f"#{i} {reading_pct(math.exp(r.logprob)):>9}  ", r.text, r.marks)
     best = result.restorations[0] if result.restorations else None
     upper_text = input_style(result.input).capitals and not result.respace
     if result.gaps:
@@ -82,8 +97,8 @@ def format_result(result: RestoreResult) -> list[str]:
             lines += parallel_lines(g.parallels)
     lines += [f"({n})" for n in result.notes]
     legend = (
-        "^ restored letter, . changed reading; #k's figure: the natural log of the "
-        "restoration's probability (0 = certain); percentages: probabilities"
+        "^ restored letter, . changed reading; percentages: probabilities (#k's: of the whole "
+        "restoration, its gaps' readings together)"
     )
     if any(g.parallels is not None and g.parallels.fills for g in result.gaps):
         legend += "; in a parallel, ⟪ ⟫ the letters matched around the gap, ⸢ ⸣ its fill"
@@ -91,4 +106,4 @@ def format_result(result: RestoreResult) -> list[str]:
     return lines
 
 
-__all__ = ["format_result"]
+__all__ = ["format_result", "reading_pct"]

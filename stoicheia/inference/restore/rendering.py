@@ -44,7 +44,8 @@ class Restoration:
     with ``respace`` the text rebuilt from the planes with the heads' word division, accents
     and punctuation, restored letters in square brackets. ``marks``: a line as wide as ``text``
     on screen with ``^`` under every restored letter and ``.`` under a changed uncertain
-    reading; ``logprob``: natural-log score (:mod:`.decoding`); ``fills``: the base letters of
+    reading; ``logprob``: natural-log score (:mod:`.decoding`), the editor's supplements kept as
+    printed (``--score-supplements``) counted at their scores; ``fills``: the base letters of
     each gap (lower case, no marks), in the order of the gaps (``""`` never: a gap has at least
     one letter); ``printed``: each gap's fill as printed in ``text`` (without the brackets).
     """

@@ -27,6 +27,14 @@ const isLetter = (c) => /\p{L}/u.test(c);
 const baseLetters = (s) => Array.from(s.normalize("NFD").toLowerCase()).filter((c) => /\p{L}/u.test(c)).join("");
 // a probability as the command line prints it: 50%, <1%
 const pct = (p) => (p >= 0.005 ? `${Math.round(100 * p)}%` : "<1%");
+// a whole restoration's probability, as restore prints #k's: whole per cent from 1 %, two
+// significant digits below (several gaps make small ones), "<0.0001%" below that
+function readingPct(p) {
+  const x = 100 * p;
+  if (x >= 0.995) return `${Math.round(x)}%`;
+  if (x >= 1e-4) return `${x.toFixed(1 - Math.floor(Math.log10(x)))}%`;
+  return "<0.0001%";
+}
 // the API's offsets (gaps' start and end) count Unicode code points, as Python does; a
 // JavaScript string counts UTF-16 units, two for a character outside the Basic Multilingual
 // Plane (the acrophonic numerals, papyrus fractions such as 𐅵): slice by code points
@@ -165,7 +173,7 @@ function drawRestorations() {
     const shownText = current.respaced ? el("span", { class: "greek" }, current.respaced[i].normalize("NFC")) : withFills(i);
     // a button for the keyboard too: Tab reaches it, Enter or Space shows it
     const li = el("li", { title: "show this restoration above", tabindex: "0", role: "button" }, shownText,
-      el("span", { class: "score" }, `log p = ${r.logprob.toFixed(2)}`));
+      el("span", { class: "score", title: "the probability of this whole restoration" }, readingPct(Math.exp(r.logprob))));
     li.addEventListener("click", () => { shown = i; drawRestored(); });
     li.addEventListener("keydown", (e) => {
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); shown = i; drawRestored(); }
