@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import unicodedata
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -937,6 +938,36 @@ def test_api_wording_names_the_fields():
     )
     # an option the API does not take is left as the command line says it
     assert api_wording("a larger window (--window)") == "a larger window (--window)"
+
+
+def test_the_upload_says_why_gaps_were_left_with_the_counts(client, monkeypatch):
+    """The page said "left 7" and no more; restore --epidoc's summary says why: the upload's
+    answer counts the gaps left, and those refused, by reason (X-Stoicheia-Gaps-Left and
+    -Refused, JSON lists the page reads), the most frequent first."""
+    from types import SimpleNamespace
+
+    import stoicheia
+
+    floor = "below the confidence floor --min-probability 0.25, readings proposed"
+    outcomes = [("restored", "")] * 2 + [("left", floor)] * 5 + [("left", "lines")] * 2
+    outcomes += [("refused", "no Greek letter in 'ΧΙ' (the gap's part): nothing to restore")]
+
+    def fake(model, xml, **options):
+        gaps = [SimpleNamespace(status=s, reason=r) for s, r in outcomes]
+        return SimpleNamespace(xml=xml, gaps=gaps)
+
+    monkeypatch.setattr(stoicheia, "restore_epidoc", fake, raising=False)
+    r = client.post("/restore-epidoc", files={"file": ("a.xml", b"<ab><gap/></ab>")})
+    assert r.status_code == 200
+    assert r.headers["x-stoicheia-gaps"] == "restored=2 left=7 refused=1"
+    assert json.loads(r.headers["x-stoicheia-gaps-left"]) == [[floor, 5], ["lines", 2]]
+    refused = json.loads(r.headers["x-stoicheia-gaps-refused"])
+    assert refused == [[outcomes[-1][1], 1]] and r.headers["x-stoicheia-gaps-refused"].isascii()
+    # the same reasons and order as restore --epidoc's summary line
+    from stoicheia.inference.epidoc.corpus import CorpusSummary
+
+    summary = CorpusSummary(left=7, left_reasons=Counter({floor: 5, "lines": 2}))
+    assert f"7 left ({floor} 5, lines 2)" in summary.line()
 
 
 def test_restored_name_and_gap_header():

@@ -263,8 +263,9 @@ def test_epidoc_upload_downloads_the_restored_file(server, browser, corpus_root,
     assert not browser.find_element("id", "epidoc-error").is_displayed()
     data = got.read_bytes()
     assert data != src.read_bytes() and b'resp="#stoicheia"' in data
-    assert re.fullmatch(  # every count, from the X-Stoicheia-Gaps header
-        r"downloaded \(gaps: restored [1-9]\d* left \d+ refused \d+\)",
+    assert re.fullmatch(  # every count (X-Stoicheia-Gaps), and why gaps were left, counted
+        r"downloaded \(gaps: restored [1-9]\d*, left (0|[1-9]\d* \(.+: \d+\)), "
+        r"refused (0|\d+ \(.+\))\)",
         browser.find_element("id", "epidoc-status").text,
     ), browser.find_element("id", "epidoc-status").text
     # a file that is not XML: the one line, next to the upload

@@ -8,6 +8,7 @@ file's gaps decided of those to fill, the piece being decoded, its passes:
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import unicodedata
@@ -71,6 +72,20 @@ def gaps_header(gaps: list[Any]) -> str:
     return " ".join(f"{k}={counts[k]}" for k in order)
 
 
+def reasons_header(gaps: list[Any], status: str) -> str:
+    """``X-Stoicheia-Gaps-Left`` / ``X-Stoicheia-Gaps-Refused``: why the file's gaps of
+    ``status`` (``left``, ``refused``) were so, counted, as ``restore --epidoc``'s summary line
+    says it: a JSON list of ``[reason, count]``, the most frequent first, ``[]`` for none (ASCII:
+    a decoder's message in Greek comes escaped, as a header must be); ``gaps``: objects with a
+    ``status`` and a ``reason``."""
+    from stoicheia.inference.epidoc.outcomes import by_reason
+
+    reasons = [
+        str(getattr(g, "reason", "") or "") for g in gaps if getattr(g, "status", None) == status
+    ]
+    return json.dumps([list(kv) for kv in by_reason(reasons)], ensure_ascii=True)
+
+
 def _restore_epidoc_function() -> Any:
     """``stoicheia.restore_epidoc`` when this installation has it, else ``None``."""
     import stoicheia
@@ -108,7 +123,18 @@ def add_epidoc_routes(
                         "description": "the file's gaps counted by outcome, every outcome "
                         "given, e.g. 'restored=3 left=1 refused=0'",
                         "schema": {"type": "string"},
-                    }
+                    },
+                    "X-Stoicheia-Gaps-Left": {
+                        "description": "why gaps were left, counted: a JSON list of "
+                        "[reason, count], most first, e.g. '[[\"below the confidence floor "
+                        '--min-probability 0.25, readings proposed", 5], ["lines", 2]]\'',
+                        "schema": {"type": "string"},
+                    },
+                    "X-Stoicheia-Gaps-Refused": {
+                        "description": "why gaps were refused by the decoder, counted, as "
+                        "X-Stoicheia-Gaps-Left",
+                        "schema": {"type": "string"},
+                    },
                 },
             },
             400: {"model": ErrorResponse},
@@ -190,6 +216,9 @@ def add_epidoc_routes(
         headers = {
             "Content-Disposition": content_disposition(restored_name(file.filename)),
             "X-Stoicheia-Gaps": gaps_header(getattr(out, "gaps", []) or []),
+            # why gaps were left or refused, counted (the page says it beside the counts)
+            "X-Stoicheia-Gaps-Left": reasons_header(getattr(out, "gaps", []) or [], "left"),
+            "X-Stoicheia-Gaps-Refused": reasons_header(getattr(out, "gaps", []) or [], "refused"),
         }
         return Response(
             body if isinstance(body, bytes) else body.encode("utf-8"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stoicheia.inference.epidoc.outcomes import by_reason
 from stoicheia.publish import atomic_write
 
 __all__ = ["PROVENANCE", "CorpusSummary", "epidoc_inputs", "restore_corpus"]
@@ -65,9 +66,7 @@ class CorpusSummary:
 
     def line(self) -> str:
         """The one summary line printed at the end of a run."""
-        why = ", ".join(
-            f"{k} {v}" for k, v in sorted(self.left_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
-        )
+        why = ", ".join(f"{k} {v}" for k, v in by_reason(self.left_reasons))
         return (
             f"restore --epidoc: {self.files} files ({self.written} written, "
             f"{self.skipped} already there, "

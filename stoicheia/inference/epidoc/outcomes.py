@@ -4,14 +4,28 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EpiDocRestoreError", "EpiDocResult", "GapOutcome", "Readings"]
+__all__ = ["EpiDocRestoreError", "EpiDocResult", "GapOutcome", "Readings", "by_reason"]
 
 #: a restored gap's readings: ``(letters, probability, [(alternative, probability)])``, the
 #: best first (:func:`~.restore.gap_readings`)
 Readings = tuple[str, float, list[tuple[str, float]]]
+
+
+def by_reason(reasons: Iterable[str] | Mapping[str, int]) -> list[tuple[str, int]]:
+    """Gaps counted by reason, the most frequent first (then by name): ``reasons`` one reason
+    per gap, or the counts already made. What ``restore --epidoc``'s summary line and the page
+    say of the gaps left or refused (``below the confidence floor --min-probability 0.25,
+    readings proposed 5, lines 2``)."""
+    counts = Counter(reasons) if not isinstance(reasons, Mapping) else Counter(dict(reasons))
+    return sorted(
+        ((k or "no reason given", v) for k, v in counts.items() if v),
+        key=lambda kv: (-kv[1], kv[0]),
+    )
 
 
 class EpiDocRestoreError(ValueError):

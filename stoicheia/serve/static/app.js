@@ -371,6 +371,27 @@ async function copyText(text, what) {
   if (!ok) { box.style.cssText = "position:static;width:100%;height:4rem"; }
 }
 
+// the file's gaps by outcome (X-Stoicheia-Gaps), and why those left or refused were so, counted
+// (X-Stoicheia-Gaps-Left/-Refused: [[reason, count], ...]), as restore --epidoc's summary says
+function gapsSaid(headers) {
+  const counts = headers.get("X-Stoicheia-Gaps");
+  if (!counts) return "";
+  const why = (name) => {
+    try {
+      const pairs = JSON.parse(headers.get(name) || "[]");
+      // the page has no --min-probability: the floor's value is what it says
+      const said = (r) => r.replace("--min-probability ", "");
+      return pairs.length ? ` (${pairs.map(([r, n]) => `${said(r)}: ${n}`).join("; ")})` : "";
+    } catch { return ""; }
+  };
+  const parts = counts.split(" ").map((kv) => {
+    const [k, n] = kv.split("=");
+    const reasons = k === "left" ? why("X-Stoicheia-Gaps-Left") : k === "refused" ? why("X-Stoicheia-Gaps-Refused") : "";
+    return `${k} ${n}${reasons}`;
+  });
+  return ` (gaps: ${parts.join(", ")})`;
+}
+
 async function restoreFile() {
   const status = $("epidoc-status");
   const err = $("epidoc-error");
@@ -397,8 +418,7 @@ async function restoreFile() {
     document.body.append(a);
     a.click();
     a.remove();
-    const gaps = resp.headers.get("X-Stoicheia-Gaps");
-    status.textContent = `downloaded${gaps ? ` (gaps: ${gaps.replaceAll("=", " ")})` : ""}`;
+    status.textContent = `downloaded${gapsSaid(resp.headers)}`;
   } catch (e) {
     if (e.name === "AbortError") { status.textContent = "cancelled"; return; }
     err.textContent = `no answer from the server (${e.message}); is stoicheia serve still running?`;
