@@ -79,6 +79,27 @@ def test_restore_with_no_checkpoint_uses_the_shipped_model(bundle, capsys):
         assert len(r["letters"][0]) == 4 and r["text"].startswith("ἔδοξε τῇ βουλῇ καὶ τῷ [")
     build = [n for n in result["notes"] if shipped.BUILD_COMMAND in n]
     assert len(build) == 1 and build[0].startswith("no parallels")
+    assert build[0] == shipped.missing_index_note()
+
+
+def test_the_missing_index_note_names_the_one_command_its_cost_and_its_gain():
+    """A first restore with the shipped model gives `[περι]` at 1 %: the one note says the single
+    command that improves it, what building costs (why restore does not build it unasked), and
+    what the parallels brought on the shipped model's own benchmark."""
+    prov = {
+        "benchmark": {
+            "protocols": {
+                "hidden": {"decoders": {"fused": {"top1": 0.2037}, "ngram": {"top1": 0.1389}}}
+            }
+        }
+    }
+    note = shipped.missing_index_note(prov)
+    assert note.count("`") == 2 and f"run `{shipped.BUILD_COMMAND}` once" in note
+    assert shipped.BUILD_COST in note and "too slow to build unasked" in note
+    assert "right fill first for 20 % of hidden spans, the letter n-gram alone for 14 %" in note
+    # without benchmark figures: the command and the cost, no figure made up
+    bare = shipped.missing_index_note({})
+    assert shipped.BUILD_COMMAND in bare and "%" not in bare
 
 
 def test_batch_takes_the_shipped_model_too(bundle, tmp_path, capsys):

@@ -65,6 +65,43 @@ def read_provenance(folder: str | Path | None = None) -> dict[str, Any]:
     return data
 
 
+#: what building the index costs, measured: the demo's conversion of ../shared/corpus into
+#: shards with the parallels index (the shipped model's corpus and settings, provenance.json
+#: "convert") took 105 s on 2 idle cores (checkpoints/stoicheia-demo/console.log, 2026-12-05),
+#: and the index is 282 MB on disk: fifty times a restore (about 2 s), so a first restore
+#: never builds it unasked; the note says so and names the command
+BUILD_COST = "about 2 minutes on 2 cores, 280 MB"
+
+
+def missing_index_note(provenance: dict[str, Any] | None = None) -> str:
+    """The one note of a restore with the shipped model before its parallels index is built:
+    the single command that improves the reading, what it costs (:data:`BUILD_COST`), and what
+    the parallels bring, from the shipped model's own benchmark (``provenance``, default
+    :func:`read_provenance`: top-1 on the hidden spans of the report half, the fused decoder
+    with the parallels against the n-gram alone), when it has one."""
+    if provenance is None:
+        try:
+            provenance = read_provenance()
+        except (OSError, ValueError):
+            provenance = {}
+    gain = ""
+    rows = (((provenance.get("benchmark") or {}).get("protocols") or {}).get("hidden") or {}).get(
+        "decoders"
+    ) or {}
+    with_par, ngram = (rows.get(k, {}).get("top1") for k in ("fused", "ngram"))
+    if isinstance(with_par, (int, float)) and isinstance(ngram, (int, float)):
+        gain = (
+            f": on the shipped model's benchmark, fused with them it puts the right fill first "
+            f"for {100 * with_par:.0f} % of hidden spans, the letter n-gram alone for "
+            f"{100 * ngram:.0f} %"
+        )
+    return (
+        f"no parallels yet: run `{BUILD_COMMAND}` once and every restore after it fuses in the "
+        f"corpus's parallels{gain}; it converts the corpus and indexes it ({BUILD_COST}), too "
+        "large to ship with the model and too slow to build unasked"
+    )
+
+
 def shipped_note(command: str) -> str:
     """The one note of a command run with the shipped model: which model, its figures and where
     its card is."""
@@ -113,6 +150,7 @@ def default_corpus() -> Path:
 
 __all__ = [
     "BUILD_COMMAND",
+    "BUILD_COST",
     "CARD",
     "PROVENANCE",
     "SHARDS",
@@ -120,6 +158,7 @@ __all__ = [
     "cache_root",
     "default_corpus",
     "is_shipped",
+    "missing_index_note",
     "read_provenance",
     "shipped_dir",
     "shipped_note",

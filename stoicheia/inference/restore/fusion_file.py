@@ -319,14 +319,10 @@ def _open_parallels(
     if root is None:
         return None
     if shards is None or not (shards / INDEX_DIR / "manifest.json").exists():
-        from stoicheia.inference.shipped import BUILD_COMMAND, is_shipped
+        from stoicheia.inference.shipped import is_shipped, missing_index_note
 
         if is_shipped(source):  # the index cannot ship: one command builds it, once
-            notes.append(
-                "no parallels: the parallels index does not ship with the model (hundreds of "
-                f"MB); build it once with `{BUILD_COMMAND}` (converts the corpus, CPU minutes) "
-                "and restore uses it from then on"
-            )
+            notes.append(missing_index_note())
             return None
         notes.append(
             f"no parallels: no index of the run's shards ({root}/{INDEX_DIR}) found from the "
