@@ -37,7 +37,8 @@ def test_josephus_sections_under_book_and_the_headers_abbreviation(perseus):
     assert refs["AJ 14.195"].startswith("ὅσα τε κατὰ τοὺς ἰδίους αὐτῶν νόμους")
     assert refs["AJ 14.196"].startswith("Γαΐου Καίσαρος")
     labels = [label for label, _ in rec.lines]
-    assert labels[0] is None and labels[1] == "AJ 14.1" and labels[-1] == "AJ 14.491"
+    # the book's text before its first section: the book itself
+    assert labels[0] == "AJ 14" and labels[1] == "AJ 14.1" and labels[-1] == "AJ 14.491"
     assert not any("Whiston" in (label or "") for label in labels)
     for r in recs:
         _letters_agree(r)
@@ -70,6 +71,42 @@ def test_stephanus_sections_and_plutarchs_chapters(perseus):
     # Plutarch's Lives: chapters by milestone (the record), sections within them
     rec, _, _ = _record(perseus, "Plutarch/plut.ant_gk.xml", "6")
     assert [label for label, _ in rec.lines][1:3] == ["Ant. 6.1", "Ant. 6.2"]
+
+
+@pytest.mark.parametrize(
+    "path, cite, first",
+    [
+        # speech and section are divisions (no milestone inside): the record is the reference
+        ("Aeschines/aeschin_gk.xml", "2.114", "Speeches 2.114"),
+        # a book of chapter milestones and no section: the chapters are its citation lines
+        ("Athenaeus/ath10_gk.xml", "10", "Deipnosophists 10"),
+        # a division named for its work (Hippocrates' Ancient Medicine), then its chapter
+        ("Hippocrates/hp.jones_gk.xml", "VM.1", "VM 1"),
+        ("Galen/gal.nat.fac_gk.xml", "1.1", "On the Natural Faculties 1.1"),
+        # a short piece numbered by nothing: its title
+        ("Lucian/71_gk.xml", "body", None),
+    ],
+)
+def test_every_record_has_a_reference_where_the_tei_numbers_no_line(perseus, path, cite, first):
+    """Parallels from these works were cited by raw ids (``Aeschines, aeschin 2.114``,
+    ``Athenaeus, ath10 10``): the record's own divisions, under the header's title, label its
+    text that no finer citation point labels, so every letter has a canonical reference."""
+    rec, recs, _ = _record(perseus, path, cite)
+    labels = [label for label, _ in rec.lines]
+    if first is not None:
+        assert labels[0] == first, labels[:3]
+    assert labels and all(labels), (rec.id, labels[:5])
+    for r in recs:
+        _letters_agree(r)
+
+
+def test_athenaeus_chapters_are_citation_lines(perseus):
+    rec, _, _ = _record(perseus, "Athenaeus/ath10_gk.xml", "10")
+    labels = [label for label, _ in rec.lines]
+    assert labels[1:3] == ["Deipnosophists 10.2", "Deipnosophists 10.3"]
+    # a file that numbers sections keeps them: Herodotus' chapters do not become lines
+    rec, _, _ = _record(perseus, "Herodotus/hdt_gk.xml", "1")
+    assert [label for label, _ in rec.lines[:2]] == ["Histories 1", "Histories 1.1.0"]
 
 
 def test_reference_and_range_as_a_classicist_writes_them():

@@ -81,7 +81,7 @@ from types import MappingProxyType
 
 from .betacode import beta_to_unicode
 from .perseus_entities import parse_perseus_xml
-from .perseus_walk import CITE, Context, Walker, division_segments
+from .perseus_walk import CITE, CITE_MILESTONES, Context, Walker, division_segments
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["read_perseus"]
@@ -127,7 +127,14 @@ def read_perseus(
     content_texts = [t for t in root_el.iter("text") if t.find(".//text") is None]
     first = content_texts[0] if content_texts else root_el
     top = Context([], first.sourceline or 1, -1)
-    walker = Walker(table, counts, multi_text=len(content_texts) > 1, top=top)
+    # a file that numbers no section nor verse cites its chapters (Athenaeus' books)
+    numbered = any(
+        (m.get("unit") or "").strip().lower() in CITE_MILESTONES and m.get("n")
+        for m in root_el.iter("milestone")
+    )
+    walker = Walker(
+        table, counts, multi_text=len(content_texts) > 1, top=top, chapter_cites=not numbered
+    )
     walker.visit(root_el, top)
     contexts = [top, *walker.contexts]
 
@@ -151,17 +158,23 @@ def read_perseus(
             if ctx is not top:
                 counts["empty_division"] += 1
             continue
+        # the record's own reference (its cited divisions: Aeschines' speech and section,
+        # Athenaeus' book, a Life's chapter) labels its text before the first citation point,
+        # or all of it when the TEI numbers nothing finer, so that every letter has a reference
+        head = _division_reference(ctx, cite, top, title)
         lines: tuple[tuple[str | None, str], ...] = ()
         if len(parts) > 1:
             scratch: Counter[str] = Counter()  # the record's text counted what is dropped
             lines = tuple(
                 (
-                    None if i == 0 else reference(title, parts[i - 1]),
+                    head if i == 0 else reference(title, parts[i - 1]),
                     _unicode(parts[i], table, scratch),
                 )
                 for i in range(0, len(parts), 2)
             )
             counts["citation_lines"] += len(lines) - 1
+        elif head is not None:
+            lines = ((head, text),)
         cite = unique_citation(cite, seen, counts)
         counts["records"] += 1
         counts["chars"] += len(text)
@@ -175,6 +188,20 @@ def read_perseus(
             known=MappingProxyType({}),
             lines=lines,
         )
+
+
+def _division_reference(ctx: Context, cite: str, top: Context, title: str | None) -> str | None:
+    """The canonical reference of a record as a whole (:func:`reference`): its cited divisions
+    (``Speeches 2.114``: speech 2, section 114), a division named for its work first (``VM 1``),
+    or, for text outside every division cut at chapters, its chapter (``Ant. 67``); for text
+    the TEI does not number (``body``, a short piece of Lucian) the work's title; ``None`` for a
+    division of structure only (a play's episode: its lines are cited by their own numbers)."""
+    if ctx is top:
+        return reference(title, cite) if cite != "body" else title  # unnumbered: the title
+    refs = list(ctx.refs)
+    if ctx.cite and not ctx.cite[0][:1].isdigit() and refs[:1] != ctx.cite[:1]:
+        refs.insert(0, ctx.cite[0])  # a division named for its work (Hippocrates' VM): its name
+    return reference(title, "|".join(refs)) if refs else None
 
 
 def _unicode(beta: str, table, counts: Counter[str]) -> str:
@@ -193,6 +220,10 @@ def _unicode(beta: str, table, counts: Counter[str]) -> str:
     return text
 
 
+#: what a header title carries that a reference does not: "The Deipnosophists, Book 10" (the
+#: book is the reference's first number), "Greek Anthology, Volume I", "On the Natural
+#: Faculties." (a final stop)
+_BOOK_IN_TITLE = re.compile(r"^The\s+|,\s*(Book|Volume)\s+\w+$|\.$")
 _MACHINE_READABLE = re.compile(r"\s*(\(Greek\))?\.?\s*Machine readable text\.?\s*$", re.I)
 
 
@@ -211,6 +242,8 @@ def work_title(root_el) -> str | None:
     if first is None:
         return None
     name = _MACHINE_READABLE.sub("", " ".join("".join(first.itertext()).split()))
+    # "The Deipnosophists, Book 10": the book is the reference's first number, not the title's
+    name = _BOOK_IN_TITLE.sub("", name)
     return name or None
 
 

@@ -215,14 +215,23 @@ class Walker:
 
     ``table``: the file's entities (literal ``&amp;name;`` references are read with it);
     ``counts``: what is dropped, by key; ``multi_text``: the file holds several ``<text>``
-    (each is then a division); ``top``: the context of text outside every division.
+    (each is then a division); ``top``: the context of text outside every division;
+    ``chapter_cites``: the file numbers no section nor verse (:data:`CITE_MILESTONES`), so a
+    ``<milestone unit="chapter">`` inside a division is its finest citation and starts a
+    citation line (Athenaeus: book, then chapter: ``Deipnosophists 10.2``).
     :meth:`visit` the root with ``top``; the divisions found are in ``contexts``.
     """
 
     def __init__(
-        self, table: EntityTable, counts: Counter[str], multi_text: bool, top: Context
+        self,
+        table: EntityTable,
+        counts: Counter[str],
+        multi_text: bool,
+        top: Context,
+        chapter_cites: bool = False,
     ) -> None:
         self.top = top
+        self.chapter_cites = chapter_cites
         self.table = table
         self.counts = counts
         self.multi_text = multi_text
@@ -295,6 +304,8 @@ class Walker:
                     ctx.cite_point(f"{ctx.chapter}.{n}" if ctx.chapter else n)
                 elif unit == SPLIT_MILESTONE:  # Herodotus 1.1.0, Plutarch's Antony 67.1
                     ctx.chapter = (el.get("n") or "").strip()
+                    if self.chapter_cites and ctx is not self.top and ctx.chapter:
+                        ctx.cite_point(ctx.chapter)
                 if unit == SPLIT_MILESTONE and ctx is self.top:
                     n = re.sub(r"\s+", "_", (el.get("n") or "").strip())
                     ctx.pieces.append(f"\x01{n}\x02{el.sourceline or ctx.line}\x01 ")
