@@ -56,7 +56,7 @@ def format_result(result: RestoreResult) -> list[str]:
     and the probability of each letter of the best fill."""
     lines = _under("input     ", result.input, "")
     for i, r in enumerate(result.restorations, 1):
-        lines += _under(f"#{i} {reading_pct(math.exp(r.logprob)):>9}  ", r.text, r.marks)
+        lines += _under(f"#{i} {reading_pct(math.exp(r.logprob)):>8}  ", r.text, r.marks)
     best = result.restorations[0] if result.restorations else None
     upper_text = input_style(result.input).capitals and not result.respace
     if result.gaps:
