@@ -164,17 +164,33 @@ def read_epidoc(
         cite = unique_citation(unit.cite, seen, counts)
         counts["records"] += 1
         counts["chars"] += len(text)
-        yield SourceRecord(
-            id=f"{rel}#{cite}",
-            text=text,
-            source="epidoc",
-            work=rel,
-            file=str(path),
-            line=unit.element.sourceline or 0,
-            known=MappingProxyType({}),
-            lines=lines,
-            meta=meta,
-        )
+        yield _record(unit, cite, rel, path, meta, text=text, lines=lines)
+
+
+def _record(
+    unit: EditionUnit,
+    cite: str,
+    rel: str,
+    path: Path,
+    meta: MappingProxyType,
+    text: str = "",
+    lines: tuple[tuple[str | None, str], ...] = (),
+    streamed=None,
+) -> SourceRecord:
+    """The record of ``unit`` under the citation ``cite``: its ``text`` and ``lines`` read
+    whole, or (``text`` empty) ``streamed`` (:attr:`SourceRecord.streamed`)."""
+    return SourceRecord(
+        id=f"{rel}#{cite}",
+        text=text,
+        source="epidoc",
+        work=rel,
+        file=str(path),
+        line=unit.element.sourceline or 0,
+        known=MappingProxyType({}),
+        lines=lines,
+        meta=meta,
+        streamed=streamed,
+    )
 
 
 def _text_size(el: etree._Element) -> int:
@@ -246,15 +262,5 @@ def _streamed_record(
         again = walk()
         return again.text(), again.lines()
 
-    yield SourceRecord(
-        id=f"{rel}#{cite}",
-        text="",
-        source="epidoc",
-        work=rel,
-        file=str(path),
-        line=unit.element.sourceline or 0,
-        known=MappingProxyType({}),
-        meta=meta,
-        streamed=streamed,
-    )
+    yield _record(unit, cite, rel, path, meta, streamed=streamed)
     first.drain()  # whatever the caller did not read (its counts are made at the walk's end)
