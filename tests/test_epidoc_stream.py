@@ -25,12 +25,12 @@ _UNIT = (
 )
 
 
-def _edition(path, n):
+def _edition(path, n, unit=_UNIT):
     path.write_text(
         '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">'
         "<teiHeader><fileDesc><titleStmt><title>large</title></titleStmt></fileDesc>"
         '</teiHeader><text><body><div type="edition" xml:lang="grc"><ab>'
-        + _UNIT * n
+        + unit * n
         + "</ab></div></body></text></TEI>\n",
         encoding="utf-8",
     )
@@ -97,12 +97,12 @@ def test_a_record_read_twice_is_counted_once(tmp_path, monkeypatch):
     assert list(counts.items()) == list(whole_counts.items())
 
 
-def _peaks(tmp_path, streamed):
+def _peaks(tmp_path, streamed, unit=_UNIT):
     """(peak Python bytes, letters) of reading an edition of one <ab> of 400 and 800 lines
-    and cutting it into parts as convert does."""
+    (``unit`` each) and cutting it into parts as convert does."""
     peaks, sizes = [], []
     for n in (400, 800):
-        path = _edition(tmp_path / f"long{n}.xml", n)
+        path = _edition(tmp_path / f"long{n}.xml", n, unit)
         doc = _parse(path, Counter())
         tracemalloc.start()
         try:
@@ -134,6 +134,23 @@ def test_a_long_edition_is_not_held_whole_beyond_the_tree(tmp_path, monkeypatch)
     assert (whole[1] - whole[0]) / letters_added > 8  # the walk's pieces, the text, its lines
     assert (streamed[1] - streamed[0]) / letters_added < 0.5  # the same, whatever the length
     assert streamed[1] < whole[1] / 4
+
+
+def test_an_edition_without_line_breaks_streams_in_pieces(tmp_path, monkeypatch):
+    """An edition with no <lb/> is one line: its pieces were held to its end (the open line's);
+    now it has no lines, the same text, and memory that does not grow with it."""
+    unit = _UNIT.replace("<lb/>", "")
+    path = _edition(tmp_path / "nolb.xml", 300, unit)
+    monkeypatch.setattr(plain, "STREAM_PARAGRAPH_CHARS", 1000)
+    monkeypatch.setattr(epidoc_stream, "FLUSH_PIECES", 16)
+    whole, whole_counts, got, counts = _both(path)
+    assert got == whole and counts == whole_counts and whole[0][3] == ()
+    monkeypatch.setattr(text_filter, "ENCODE_PIECE_CHARS", 2000)
+    monkeypatch.setattr(epidoc_stream, "FLUSH_PIECES", 256)
+    monkeypatch.setattr(plain, "STREAM_PARAGRAPH_CHARS", 1000)
+    streamed, sizes = _peaks(tmp_path, streamed=True, unit=unit)
+    assert sizes[1] > 1.9 * sizes[0] > 50_000
+    assert (streamed[1] - streamed[0]) / (sizes[1] - sizes[0]) < 0.5
 
 
 def test_shards_of_streamed_editions_are_those_of_whole_ones(tmp_path, corpus_root, monkeypatch):

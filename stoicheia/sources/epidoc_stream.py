@@ -1,7 +1,8 @@
 """An EpiDoc unit's Leiden text and lines a stretch at a time, for ``stoicheia convert``: the
 lxml tree is held, and beyond it the walk's pieces since the last place the text could be cut
 and since the start of the edition's line being read (not the whole unit's text twice, as
-:func:`~stoicheia.sources.epidoc_walk.unit_lines` builds it).
+:func:`~stoicheia.sources.epidoc_walk.unit_lines` builds it). A unit with no ``<lb/>``
+element has no lines: its pieces are forgotten once in the text, whatever its length.
 
 :class:`UnitStream` walks a unit as :func:`~stoicheia.sources.epidoc_walk.unit_lines` does
 (the same :class:`~stoicheia.sources.epidoc_walk.EditionWalker`, pausing after each element)
@@ -37,9 +38,13 @@ from collections.abc import Callable, Iterator
 from lxml import etree
 
 from .epidoc_leiden import RAW, LeidenPieces
+from .epidoc_tei import TEI_NS
 from .epidoc_walk import EditionWalker, EpiDocOptions
 
 __all__ = ["FLUSH_PIECES", "UnitStream"]
+
+#: the line break element, ``<lb/>``
+_LB = "{" + TEI_NS + "}lb"
 
 #: pieces the walk writes between two looks for what can be given out
 FLUSH_PIECES = 4096
@@ -83,6 +88,9 @@ class UnitStream:
         self.seg = 0  # the open line's first piece
         self.label: str | None = None  # the open line's label
         self.any_line = False  # an <lb/> met: the unit has lines
+        # no <lb/> anywhere under the unit: it will have no lines, so the pieces of its one
+        # open line are never needed (the text is cut at word breaks and forgotten alone)
+        self.no_lb = next(unit.iter(_LB), None) is None
         self.starts_taken = 0  # em.line_starts taken into lines
         self.first = True  # nothing but whitespace given out yet: strip it
         self.chars = 0  # characters of text given out
@@ -101,8 +109,9 @@ class UnitStream:
 
     def lines(self) -> Iterator[tuple[str | None, str]]:
         """The lines ``(label, text)``, walking on as they are read (an edition without any
-        ``<lb/>`` has none, known only at its end)."""
-        while True:
+        ``<lb/>`` has none, known only at its end, unless it has no ``<lb/>`` element at all:
+        then it is known at once, without walking the text ahead and queueing it)."""
+        while not self.no_lb:
             while self.line_queue:
                 yield self.line_queue.popleft()
             if self.done:
@@ -167,11 +176,11 @@ class UnitStream:
         elif final:
             self._text(self.t, self.t, final)
         # forget the pieces nobody needs any more
-        drop = min(self.t, self.seg)
+        drop = self.t if self.no_lb else min(self.t, self.seg)
         if drop and not final:
             del p[:drop]
             self.t -= drop
-            self.seg -= drop
+            self.seg = max(self.seg - drop, 0)  # a unit without <lb/> has no open line
             em.line_starts = [(i - drop, label) for i, label in starts[self.starts_taken :]]
             self.starts_taken = 0
 
