@@ -252,6 +252,8 @@ def beta_to_unicode(
     beta: str,
     expand: Mapping[int, str] | None = None,
     counts: Counter[str] | None = None,
+    *,
+    repairs: Counter[str] | None = None,
 ) -> str:
     """Convert a Beta Code string (Latin spans already removed) to NFC Unicode Greek.
 
@@ -259,11 +261,14 @@ def beta_to_unicode(
     stand for SGML entities, see :mod:`stoicheia.sources.perseus`) to their expansion; they
     pass through the library untouched and are expanded before the sigma rule, so ``&lpar;``
     can never become a rough breathing. Whitespace runs become one space; the result is
-    stripped. ``counts`` (optional) receives the keys named in the module docstring.
+    stripped. ``counts`` (optional) receives the keys named in the module docstring, the
+    token repairs (``repaired_*``) in ``repairs`` if given (a text converted in pieces keeps
+    them apart to count them in the order of the whole).
     Raises nothing: characters outside Beta Code are copied.
     """
     beta = _PRE.sub(lambda m: _pre(m, counts), beta)
-    text = " ".join(_convert_token(t, counts) for t in _WS.split(beta) if t)
+    fixes = repairs if repairs is not None else counts
+    text = " ".join(_convert_token(t, fixes) for t in _WS.split(beta) if t)
     if expand:
         text = _WS.sub(" ", text.translate(expand)).strip()
     text = fix_sigmas(text).translate(_MARKERS)

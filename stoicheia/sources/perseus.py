@@ -58,6 +58,14 @@ one after the other they hold the record's letters (the shards lay them on its s
 :class:`SourceError` naming the file and line; malformed XML raises :class:`SourceError` with
 lxml's message). The walk over the tree is :mod:`stoicheia.sources.perseus_walk`.
 
+**Long divisions.** The walk's Beta Code waits for the records in a spool
+(:mod:`stoicheia.sources.perseus_spool`: in memory up to a few MB, the rest in a temporary
+file), and the parsed tree is freed once the walk is done. For ``stoicheia convert``
+(``chunks=True``) a record of more than a million characters comes as a streamed record, its
+text converted a piece at a time and its citation lines made one at a time as they are read
+(:mod:`stoicheia.sources.perseus_text`): the same records, text, lines and counts, and memory
+bounded by the record limit and the longest citation line, whatever the division.
+
 **Counts.** ``counts`` (optional ``collections.Counter``) receives ``records``, ``chars``,
 ``excluded:<tag>`` (elements dropped with their content), ``lang:<value>`` (non-Greek
 elements dropped), ``latin_span``, ``latin_chars``, ``latin_unterminated``,
@@ -73,25 +81,23 @@ Beta Code acute left on a consonant, ``lb/`` = λβʹ, written as the numeral si
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import MappingProxyType
 
-from .betacode import beta_to_unicode
+from . import plain
 from .perseus_entities import parse_perseus_xml
-from .perseus_walk import CITE, CITE_MILESTONES, Context, Walker, division_segments
+from .perseus_spool import BetaSpool, Segment
+from .perseus_text import PIECE_CHARS, cite_parts, unicode_chunks, unicode_text
+from .perseus_walk import CITE, CITE_MILESTONES, Context, Walker
 from .record import SourceError, SourceRecord, read_utf8, relative_name, unique_citation
 
 __all__ = ["read_perseus"]
 
-_HYPHEN = re.compile(r"(?<=[A-Za-z=/\\|)(+])-[ \t]*\n\s*(?=[A-Za-z*])")
 _EDITION = re.compile(r"_(loeb|teubner)(_gk\.xml)$")
-#: Lost letters written as '!' in Beta Code inside square brackets ('[!!!]')
-_LOST_MARKS = re.compile(r"\[[^\[\]]*!+[^\[\]]*\]")
-#: '/' left after a Greek consonant by the Beta Code conversion: the numeral sign
-_STRAY_ACUTE = re.compile("(?<=[βγδζθκλμνξπρσςτφχψΒΓΔΖΘΚΛΜΝΞΠΡΣΤΦΧΨ])/")
 
 
 def _work_id(rel: str) -> str:
@@ -100,15 +106,27 @@ def _work_id(rel: str) -> str:
 
 
 def read_perseus(
-    path: Path, root: Path | None = None, *, counts: Counter[str] | None = None
+    path: Path,
+    root: Path | None = None,
+    *,
+    counts: Counter[str] | None = None,
+    chunks: bool = False,
 ) -> Iterator[SourceRecord]:
     """Yield the records of one Perseus TEI file (Beta Code) as NFC Unicode Greek.
 
     ``path``: the ``.xml`` file; ``root``: the corpus directory the ids are relative to
     (``None``: the file name). ``counts``: optional counter of what was dropped (keys in the
-    module docstring). Raises :class:`SourceError` on undecodable bytes, an unknown entity or
-    malformed XML (file, line and fix in the message). Records whose division holds no Greek
-    are not yielded (counted as ``empty_division``).
+    module docstring). ``chunks=True`` (``stoicheia convert``): a record whose Beta Code holds
+    more than :data:`~stoicheia.sources.plain.STREAM_PARAGRAPH_CHARS` characters comes as a
+    streamed record (:attr:`SourceRecord.streamed`: its text converted and its citation lines
+    made a piece at a time as the caller reads them, :func:`_streamed_record`): the same
+    records, text, lines and counts. The walk's Beta Code waits for the records in a
+    :class:`~stoicheia.sources.perseus_spool.BetaSpool` (beyond a few MB, in a temporary
+    file) and the parsed tree is freed once the walk ends, so that beyond the tree, memory is
+    bounded by the record limit and the longest citation line. Raises :class:`SourceError`
+    on undecodable bytes, an unknown entity, malformed XML or text that is not Beta Code Greek
+    (file, line and fix in the message), before the first record. Records whose division holds
+    no Greek are not yielded (counted as ``empty_division``).
     """
     path = Path(path)
     file = str(path)
@@ -124,70 +142,106 @@ def read_perseus(
             "read .xml files with stoicheia.sources.read_tei (or `stoicheia convert`), which "
             "sends TEI P5 / EpiDoc files to read_epidoc",
         )
-    content_texts = [t for t in root_el.iter("text") if t.find(".//text") is None]
-    first = content_texts[0] if content_texts else root_el
-    top = Context([], first.sourceline or 1, -1)
-    # a file that numbers no section nor verse cites its chapters (Athenaeus' books)
-    numbered = any(
-        (m.get("unit") or "").strip().lower() in CITE_MILESTONES and m.get("n")
-        for m in root_el.iter("milestone")
-    )
-    walker = Walker(
-        table, counts, multi_text=len(content_texts) > 1, top=top, chapter_cites=not numbered
-    )
-    walker.visit(root_el, top)
-    contexts = [top, *walker.contexts]
-
-    segments = [
-        (ctx, *seg)
-        for ctx in sorted(contexts, key=lambda c: c.order)
-        for seg in division_segments(ctx)
-    ]
-    for ctx in contexts:  # joined into the segments: not held twice while records are read
-        ctx.pieces = []
-    _check_beta_code([beta for *_, beta in segments], segments[0][2] if segments else 1, file)
-    seen: Counter[str] = Counter()
-    work = _work_id(rel)
-    title = None if len(content_texts) > 1 else work_title(root_el)
-    for k in range(len(segments)):
-        ctx, cite, line, beta = segments[k]
-        segments[k] = None  # a record's Beta Code freed once it is read
-        parts = CITE.split(beta)  # [text, n, text, n, text...]: the citation points
-        text = _unicode("".join(parts[0::2]), table, counts)
-        if not text:
-            if ctx is not top:
-                counts["empty_division"] += 1
-            continue
-        # the record's own reference (its cited divisions: Aeschines' speech and section,
-        # Athenaeus' book, a Life's chapter) labels its text before the first citation point,
-        # or all of it when the TEI numbers nothing finer, so that every letter has a reference
-        head = _division_reference(ctx, cite, top, title)
-        lines: tuple[tuple[str | None, str], ...] = ()
-        if len(parts) > 1:
-            scratch: Counter[str] = Counter()  # the record's text counted what is dropped
-            lines = tuple(
-                (
-                    head if i == 0 else reference(title, parts[i - 1]),
-                    _unicode(parts[i], table, scratch),
-                )
-                for i in range(0, len(parts), 2)
-            )
-            counts["citation_lines"] += len(lines) - 1
-        elif head is not None:
-            lines = ((head, text),)
-        cite = unique_citation(cite, seen, counts)
-        counts["records"] += 1
-        counts["chars"] += len(text)
-        yield SourceRecord(
-            id=f"{rel}#{cite}",
-            text=text,
-            source="perseus",
-            work=work,
-            file=file,
-            line=line,
-            known=MappingProxyType({}),
-            lines=lines,
+    with BetaSpool() as spool:
+        content_texts = [t for t in root_el.iter("text") if t.find(".//text") is None]
+        first = content_texts[0] if content_texts else root_el
+        top_line = first.sourceline or 1
+        top = Context([], top_line, -1, pieces=spool.text(top_line))
+        # a file that numbers no section nor verse cites its chapters (Athenaeus' books)
+        numbered = any(
+            (m.get("unit") or "").strip().lower() in CITE_MILESTONES and m.get("n")
+            for m in root_el.iter("milestone")
         )
+        walker = Walker(
+            table,
+            counts,
+            multi_text=len(content_texts) > 1,
+            top=top,
+            chapter_cites=not numbered,
+            pieces=spool.text,
+        )
+        walker.visit(root_el, top)
+        title = None if len(content_texts) > 1 else work_title(root_el)
+        del root_el, content_texts, first  # the tree is freed: the records need only the spool
+        contexts = sorted([top, *walker.contexts], key=lambda c: c.order)
+        segments = [(ctx, seg) for ctx in contexts for seg in ctx.pieces.segments]
+        _check_beta_code((seg.chunks() for _, seg in segments), top_line, file)
+        seen: Counter[str] = Counter()
+        work = _work_id(rel)
+        for ctx in contexts:
+            for j, seg in enumerate(ctx.pieces.segments):
+                # a division's own text, then (outside every division) one per chapter
+                cite = (".".join(ctx.cite) or "body") if j == 0 else (seg.cite or str(j))
+                # the record's own reference (its cited divisions: Aeschines' speech and
+                # section, Athenaeus' book, a Life's chapter) labels its text before the first
+                # citation point, or all of it when the TEI numbers nothing finer, so that
+                # every letter has a reference
+                head = _division_reference(ctx, cite, top, title)
+                whole = not chunks or seg.chars <= plain.STREAM_PARAGRAPH_CHARS
+                made = (
+                    _record(seg, ctx is top, title, head, table.expand, counts) if whole else None
+                )
+                if whole and made is None:
+                    continue
+                if whole:
+                    text, lines = made
+                    cite = unique_citation(cite, seen, counts)
+                    counts["records"] += 1
+                    counts["chars"] += len(text)
+                    streamed = None
+                else:
+                    streamed = _Streamed(seg, ctx is top, title, head, table.expand, counts)
+                    if not streamed.start():
+                        continue
+                    text, lines = "", ()
+                    cite = unique_citation(cite, seen, streamed.record_counts)
+                    streamed.made = True
+                    streamed.settle()  # now if the text was read to its end already
+                yield SourceRecord(
+                    id=f"{rel}#{cite}",
+                    text=text,
+                    source="perseus",
+                    work=work,
+                    file=file,
+                    line=seg.line,
+                    known=MappingProxyType({}),
+                    lines=lines,
+                    streamed=streamed,
+                )
+                if streamed is not None:
+                    streamed.drain()  # whatever the caller did not read: its counts made
+                seg.release()  # a record's Beta Code freed once it is read
+
+
+def _record(
+    seg: Segment, top: bool, title: str | None, head: str | None, expand, counts: Counter[str]
+) -> tuple[str, tuple[tuple[str | None, str], ...]] | None:
+    """The text and citation lines of a segment read whole, its counts made (``None`` for a
+    segment without Greek text: counted ``empty_division`` unless ``top``); ``head``: the
+    label of its text before the first citation point (:func:`_division_reference`)."""
+    beta = seg.read()
+    seg.release()
+    parts = CITE.split(beta)  # [text, n, text, n, text...]: the citation points
+    del beta
+    text = unicode_text("".join(parts[0::2]), expand, counts)
+    if not text:
+        if not top:
+            counts["empty_division"] += 1
+        return None
+    lines: tuple[tuple[str | None, str], ...] = ()
+    if len(parts) > 1:
+        scratch: Counter[str] = Counter()  # the record's text counted what is dropped
+        lines = tuple(
+            (
+                head if i == 0 else reference(title, parts[i - 1]),
+                unicode_text(parts[i], expand, scratch),
+            )
+            for i in range(0, len(parts), 2)
+        )
+        counts["citation_lines"] += len(lines) - 1
+    elif head is not None:
+        lines = ((head, text),)
+    return text, lines
 
 
 def _division_reference(ctx: Context, cite: str, top: Context, title: str | None) -> str | None:
@@ -204,20 +258,107 @@ def _division_reference(ctx: Context, cite: str, top: Context, title: str | None
     return reference(title, "|".join(refs)) if refs else None
 
 
-def _unicode(beta: str, table, counts: Counter[str]) -> str:
-    """The Unicode text of a division's Beta Code (module docstring: hyphenated words joined,
-    numeral signs, lost letters)."""
-    beta = _HYPHEN.sub(lambda m: _count(counts, "hyphen_joined"), beta)
-    text = beta_to_unicode(beta, table.expand, counts)
-    if "/" in text:
-        # an acute that Beta Code could not put on a consonant ("<add>lb/</add>" in
-        # Dionysius) is the numeral sign of a numeral letter (λβʹ), never a letter
-        # division inside a word
-        text, k = _STRAY_ACUTE.subn("\u02b9", text)  # U+0374 in NFC
-        counts["numeral_sign_from_acute"] += k
-    if "!" in text and "[" in text:
-        text = _LOST_MARKS.sub(lambda m: _lost_marks(m, counts), text)
-    return text
+class _Streamed:
+    """A long segment's record read as the caller reads it (:attr:`SourceRecord.streamed`):
+    its text converted a piece at a time (:func:`~stoicheia.sources.perseus_text.
+    unicode_chunks`) and its citation lines made one at a time, each from its own reading
+    of the segment's Beta Code in the spool. The counts are those :func:`_record` makes, in
+    its order, made once, when the first reading of the text ends: the conversion's, then
+    ``citation_lines``, the record's own (:attr:`record_counts`: ``duplicate_id``),
+    ``records`` and ``chars``."""
+
+    def __init__(
+        self,
+        seg: Segment,
+        top: bool,
+        title: str | None,
+        head: str | None,
+        expand,
+        counts: Counter[str],
+    ) -> None:
+        self.seg, self.top, self.title, self.expand, self.counts = seg, top, title, expand, counts
+        self.head_label = head
+        self.record_counts: Counter[str] = Counter()
+        self.ended: Counter[str] | None = None  # the first reading's conversion counts
+        self.chars = 0  # and its characters
+        self.made = False  # the record's own counts are made
+        self.counted = False
+        self.first: Iterator[str] = iter(())
+        self.head: str | None = None
+        self.calls = 0
+
+    def _text(self) -> Iterator[str]:
+        """One reading of the text; the first to end gives its counts and characters."""
+        conv: Counter[str] = Counter()
+        chars = 0
+        beta = (t for t, _ in cite_parts(self.seg.chunks()) if t is not None)
+        for chunk in unicode_chunks(beta, self.expand, conv):
+            chars += len(chunk)
+            yield chunk
+        if self.ended is None:
+            self.ended, self.chars = conv, chars
+            self.settle()
+
+    def start(self) -> bool:
+        """Read up to the first text: ``False`` (its counts made) if the segment has none."""
+        self.first = self._text()
+        self.head = next(self.first, None)
+        if self.head is None:
+            self.counts.update(self.ended or Counter())
+            if not self.top:
+                self.counts["empty_division"] += 1
+            return False
+        return True
+
+    def settle(self) -> None:
+        """Make the counts, once the first reading has ended and the record's own are made."""
+        if self.counted or self.ended is None or not self.made:
+            return
+        self.counted = True
+        self.counts.update(self.ended)
+        if self.seg.cites:
+            self.counts["citation_lines"] += self.seg.cites
+        self.counts.update(self.record_counts)
+        self.counts["records"] += 1
+        self.counts["chars"] += self.chars
+
+    def __call__(self) -> tuple[Iterator[str], Iterator[tuple[str | None, str]]]:
+        self.calls += 1
+        if self.calls == 1:
+            return itertools.chain((self.head,), self.first), self._lines()
+        return self._text(), self._lines()
+
+    def _lines(self) -> Iterator[tuple[str | None, str]]:
+        """The citation lines, each converted whole (with a throwaway counter: the text
+        counted what is dropped); the first labelled with the record's own reference; without
+        a citation point, the whole text is its one line (if it has that reference)."""
+        scratch: Counter[str] = Counter()
+        if not self.seg.cites:
+            if self.head_label is not None:
+                beta = (t for t, _ in cite_parts(self.seg.chunks()) if t is not None)
+                yield self.head_label, "".join(unicode_chunks(beta, self.expand, scratch))
+            return
+        label: str | None = self.head_label
+        held: list[str] = []
+        for text, n in itertools.chain(cite_parts(self.seg.chunks()), ((None, None),)):
+            if text is not None:
+                held.append(text)
+                continue
+            beta = "".join(held)
+            held = []
+            if len(beta) <= PIECE_CHARS:
+                line = unicode_text(beta, self.expand, scratch)
+            else:
+                line = "".join(unicode_chunks((beta,), self.expand, scratch))
+            del beta
+            yield label, line
+            if n is not None:
+                label = reference(self.title, n)
+
+    def drain(self) -> None:
+        """Read the first reading of the text to its end (its counts), if the caller did not."""
+        for _ in self.first:
+            pass
 
 
 #: what a header title carries that a reference does not: "The Deipnosophists, Book 10" (the
@@ -265,20 +406,28 @@ def reference(title: str | None, n: str) -> str:
 #: of every Perseus file here); English or Latin in a P4 file without ``lang`` almost none.
 _ASCII_WORD = re.compile(r"[A-Za-z*()/\\=+|']*[A-Za-z][A-Za-z*()/\\=+|']*")
 _ACCENTED = re.compile(r"[/\\=]")
+#: the characters of a Beta Code word at the end of a text (``_ASCII_WORD``'s class)
+_WORD_TAIL = re.compile(r"[A-Za-z*()/\\=+|']*\Z")
 MIN_ACCENTED_WORDS, MIN_WORDS_CHECKED = 0.2, 30
 
 
-def _check_beta_code(betas: list[str], line: int, file: str) -> None:
+def _check_beta_code(betas: Iterable[Iterable[str]], line: int, file: str) -> None:
     """Refuse a TEI P4 file whose text is not Beta Code Greek: an English (or Latin)
     translation without a ``lang`` attribute would otherwise be converted letter by letter
     into Greek-looking nonsense and trained on. Taken as not Greek: at least
     :data:`MIN_WORDS_CHECKED` ASCII words of which fewer than :data:`MIN_ACCENTED_WORDS`
-    carry a Beta Code accent. Raises :class:`SourceError` naming the file and the fix."""
+    carry a Beta Code accent. ``betas``: each record's Beta Code as chunks (a word cut across
+    two chunks is counted once). Raises :class:`SourceError` naming the file and the fix."""
     words = accented = 0
-    for beta in betas:
-        for w in _ASCII_WORD.findall(beta):
-            words += 1
-            accented += bool(_ACCENTED.search(w))
+    for chunks in betas:
+        carry = ""
+        for chunk in itertools.chain(chunks, ("\n",)):  # the end of a record ends its word
+            s = carry + chunk if carry else chunk
+            end = _WORD_TAIL.search(s)  # a word that may go on in the next chunk waits
+            carry = s[end.start() :]
+            for w in _ASCII_WORD.findall(s, 0, end.start()):
+                words += 1
+                accented += bool(_ACCENTED.search(w))
     if words >= MIN_WORDS_CHECKED and accented < MIN_ACCENTED_WORDS * words:
         raise SourceError(
             file,
@@ -289,14 +438,3 @@ def _check_beta_code(betas: list[str], line: int, file: str) -> None:
             'give the Greek (_gk) file, or mark the language (<text lang="en">) so that it is '
             "left out",
         )
-
-
-def _lost_marks(m: re.Match[str], counts: Counter[str]) -> str:
-    """``[!!!]``: each '!' inside square brackets is a lost letter, written as a Leiden dot."""
-    counts["lost_letter_mark"] += m.group().count("!")
-    return m.group().replace("!", ".")
-
-
-def _count(counts: Counter[str], key: str) -> str:
-    counts[key] += 1
-    return ""

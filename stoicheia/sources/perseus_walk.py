@@ -6,14 +6,16 @@ pieces that are Greek text: the elements excluded with their content (:data:`EXC
 ones that are word boundaries (:data:`BLOCK`, :data:`BOUNDARY_MILESTONES`), one reading of an
 ``app`` or ``choice``, and untagged Latin left out, each counted. The rules and the counts are
 those of :mod:`stoicheia.sources.perseus` (its module docstring, "What counts as text");
-:func:`division_segments` cuts a division's text at the chapter milestones.
+The pieces go to each context's ``pieces`` (a list, or what the reader gives: the spool of
+:mod:`stoicheia.sources.perseus_spool`, which also cuts the text outside every division at the
+chapter markers).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -30,7 +32,6 @@ __all__ = [
     "SPLIT_MILESTONE",
     "Context",
     "Walker",
-    "division_segments",
 ]
 
 _DIV = re.compile(r"div\d?$")
@@ -134,7 +135,6 @@ CITED_DIVISIONS = frozenset(
 #: The marker of a citation point in a division's Beta Code: ``\x03<n>\x04`` (the verse
 #: line's or section's number as the TEI gives it, or as counted for an unnumbered ``<l>``)
 CITE = re.compile("\x03([^\x04]*)\x04")
-_SPLIT = re.compile("\x01([^\x02]*)\x02(\\d+)\x01")
 _GREEK_LANGS = frozenset({"greek", "grc", "gr", "el"})
 #: Elements that hold alternative readings, of which one is read (see :func:`_reading`).
 _ONE_READING = frozenset({"app", "choice"})
@@ -178,11 +178,13 @@ class Context:
         order: int,
         refs: list[str] | None = None,
         verse: list[int] | None = None,
+        pieces=None,
     ) -> None:
         self.cite = cite
         self.line = line
         self.order = order
-        self.pieces: list[str] = []
+        #: the Beta Code pieces, appended in order (a list, or anything with ``append``)
+        self.pieces = pieces if pieces is not None else []
         #: the divisions a classicist cites (books, a file's works; not a play's episodes)
         self.refs = refs if refs is not None else []
         #: the number of the last <l> (an unnumbered one: +1), shared with the divisions that
@@ -218,7 +220,8 @@ class Walker:
     (each is then a division); ``top``: the context of text outside every division;
     ``chapter_cites``: the file numbers no section nor verse (:data:`CITE_MILESTONES`), so a
     ``<milestone unit="chapter">`` inside a division is its finest citation and starts a
-    citation line (Athenaeus: book, then chapter: ``Deipnosophists 10.2``).
+    citation line (Athenaeus: book, then chapter: ``Deipnosophists 10.2``); ``pieces(line)``:
+    where a new division starting at source ``line`` keeps its pieces (default: a list).
     :meth:`visit` the root with ``top``; the divisions found are in ``contexts``.
     """
 
@@ -229,9 +232,11 @@ class Walker:
         multi_text: bool,
         top: Context,
         chapter_cites: bool = False,
+        pieces: Callable[[int], object] | None = None,
     ) -> None:
         self.top = top
         self.chapter_cites = chapter_cites
+        self.pieces = pieces
         self.table = table
         self.counts = counts
         self.multi_text = multi_text
@@ -277,12 +282,14 @@ class Walker:
 
     def new_context(self, el: etree._Element, parent: Context, key: str) -> Context:
         cited = el.tag == "text" or (el.get("type") or "book").strip().lower() in CITED_DIVISIONS
+        line = el.sourceline or parent.line
         ctx = Context(
             parent.cite + [key],
-            el.sourceline or parent.line,
+            line,
             len(self.contexts),
             parent.refs + [key] if cited else parent.refs,
             None if cited else parent.verse,
+            self.pieces(line) if self.pieces is not None else None,
         )
         self.contexts.append(ctx)
         return ctx
@@ -358,16 +365,3 @@ class Walker:
         if block:
             ctx.pieces.append(" ")
         self.chunk(el.tail, ctx)
-
-
-def division_segments(ctx: Context) -> Iterator[tuple[str, int, str]]:
-    """(citation, line, Beta Code) of a context, split at chapter markers (top level only)."""
-    joined = "".join(ctx.pieces)
-    cite = ".".join(ctx.cite) or "body"
-    if "\x01" not in joined:
-        yield cite, ctx.line, joined
-        return
-    parts = _SPLIT.split(joined)  # [text, n, line, text, n, line, text, ...]
-    yield cite, ctx.line, parts[0]
-    for i in range(1, len(parts), 3):
-        yield parts[i] or str(i // 3 + 1), int(parts[i + 1]), parts[i + 2]

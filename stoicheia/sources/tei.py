@@ -61,7 +61,7 @@ def read_tei(
     except ValueError:
         raise SourceError(path, 0, "no XML root element found", "give a TEI XML file") from None
     if name == "TEI.2":
-        return read_perseus(path, root, counts=counts)
+        return read_perseus(path, root, counts=counts, chunks=chunks)
     if name == "TEI" and ns == "http://www.tei-c.org/ns/1.0":
         return read_epidoc(path, root, counts=counts, options=epidoc, chunks=chunks)
     raise SourceError(
