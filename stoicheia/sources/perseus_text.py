@@ -59,8 +59,9 @@ def unicode_chunks(
 ) -> Iterator[str]:
     """:func:`unicode_text` of the Beta Code given as chunks (``beta``, read as the text is
     read), as chunks of text (none empty) that read one after the other are that text, with
-    the same counts (made in the same order, when the last chunk is read); converted about :data:`PIECE_CHARS` characters at a time, cut as the
-    module docstring says (a piece without such a place grows until one comes)."""
+    the same counts (made in the same order, when the last chunk is read); converted about
+    :data:`PIECE_CHARS` characters at a time, cut as the module docstring says (a piece
+    without such a place grows until one comes)."""
     # each step's counts apart, added in the order of the steps once the text is read, as
     # the steps over the whole text make them
     steps: list[Counter[str]] = [Counter() for _ in range(5)]
