@@ -12,7 +12,8 @@ reason="lost">``, ``<gap>`` and ``<lb/>`` every few words), ``perseus`` a Perseu
 record with its citation lines), ``conllu`` a CoNLL-U file of one document (a sentence of a
 few words with its token lines, repeated), ``jsonl`` a JSON Lines file of records of about
 10,000 characters each (many records: the file is what grows), ``jsonl-line`` a JSON Lines
-file of one record on one line. The Greek is that of a real I.Sicily file (``--corpus``,
+file of one record on one line (refused past ``MAX_JSONL_LINE_CHARS``, 16 M characters: the
+row says so and gives the refusal's peak). The Greek is that of a real I.Sicily file (``--corpus``,
 default ``$STOICHEIA_CORPUS`` or ``../shared/corpus``), repeated. ``stoicheia convert`` then
 runs in a child process (one reader process, no parallels index) and the child's peak
 resident set size is read from ``os.wait4`` (the child's own ``ru_maxrss``; the reader process
@@ -222,6 +223,17 @@ def run(kind: str, mb: float, max_letters: int) -> dict:
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - t0
+        if proc.returncode != 0 and "a JSON Lines record longer than" in err:
+            # a line past MAX_JSONL_LINE_CHARS is refused, not held: the peak of the refusal
+            return {
+                "kind": kind,
+                "mb": size,
+                "records": 0,
+                "parts": 0,
+                "seconds": seconds,
+                "peak_mb": usage.ru_maxrss / 1024,
+                "refused": True,
+            }
         if proc.returncode != 0:
             raise SystemExit(f"convert failed ({kind}, {mb} MB):\n{err[-2000:]}")
         stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
@@ -266,7 +278,12 @@ def main() -> int:
                 extra = f" {base_mb:11.0f} {kept:8.0f} {peak:14.0f}"
             print(
                 f"{r['kind']:<10} {r['mb']:6.2f} {r['records']:8,} {r['parts']:8,} "
-                f"{r['seconds']:9.1f} {r['peak_mb']:12.0f} {grow:24.1f}{extra}",
+                f"{r['seconds']:9.1f} {r['peak_mb']:12.0f} {grow:24.1f}{extra}"
+                + (
+                    "  (refused: the line is longer than a JSON Lines record may be)"
+                    if r.get("refused")
+                    else ""
+                ),
                 flush=True,
             )
     return 0

@@ -13,7 +13,15 @@ import pytest
 
 from stoicheia.data import shards
 from stoicheia.data.shards import convert
-from stoicheia.sources import SourceError, conllu, plain, read_conllu, read_jsonl, read_source
+from stoicheia.sources import (
+    SourceError,
+    conllu,
+    jsonl,
+    plain,
+    read_conllu,
+    read_jsonl,
+    read_source,
+)
 from stoicheia.sources.conllu import _slug
 
 _WORDS = "τῆς πρὸς πάντας ἀνθρώπους εὐνοίας πειραθέντες καὶ τῆς ἀνυπερβλήτου χρηστότητος"
@@ -106,6 +114,51 @@ def test_jsonl_errors_still_name_their_line_when_read_in_pieces(tmp_path, monkey
     monkeypatch.setattr(plain, "_READ_BYTES", 100)
     with pytest.raises(SourceError, match=rf"bad.jsonl:{lines}: bytes are not UTF-8"):
         list(read_jsonl(path))
+
+
+@pytest.mark.parametrize("read_bytes", [7, 1 << 20])
+def test_a_jsonl_line_too_long_to_parse_is_refused_named_unread(tmp_path, monkeypatch, read_bytes):
+    """A line is parsed whole (json.loads): past MAX_JSONL_LINE_CHARS it is refused with its
+    line number, its size and the fix, read to its end but never held; the lines before it
+    gave their records; convert refuses the file and counts the reason."""
+    path = tmp_path / "long.jsonl"
+    long = json.dumps({"id": "big", "text": _WORDS * 20}, ensure_ascii=False) + "\n"
+    short = json.dumps({"id": "a", "text": _WORDS}, ensure_ascii=False) + "\n"
+    path.write_text(short + "\n" + long + short.replace('"a"', '"b"'), encoding="utf-8")
+    monkeypatch.setattr(plain, "_READ_BYTES", read_bytes)
+    monkeypatch.setattr(jsonl, "MAX_JSONL_LINE_CHARS", len(short) + 10)
+    got = []
+    with pytest.raises(SourceError) as err:
+        for rec in read_jsonl(path):
+            got.append(rec.id)
+    assert got == ["long.jsonl#a"]
+    assert err.value.line == 3
+    size = len(long.encode("utf-8"))
+    assert f"this line holds {len(long):,}, {size / 1e6:.1f} MB" in err.value.message
+    assert "split the record into several lines" in err.value.fix and ".txt" in err.value.fix
+    # the line is counted, not held: the lines under the limit are read as before
+    with pytest.raises(plain.LineTooLong) as too_long:
+        _peak(lambda: list(plain.iter_utf8_lines(path, len(short) + 10)))
+    assert (too_long.value.number, too_long.value.chars) == (3, len(long))
+    assert too_long.value.size == size
+    monkeypatch.setattr(jsonl, "MAX_JSONL_LINE_CHARS", len(long))
+    assert [r.id for r in read_jsonl(path)] == ["long.jsonl#a", "long.jsonl#big", "long.jsonl#b"]
+    monkeypatch.setattr(jsonl, "MAX_JSONL_LINE_CHARS", len(long) - 1)
+    ok = tmp_path / "ok.txt"
+    ok.write_text(_WORDS + "\n", encoding="utf-8")
+    stats = convert(
+        {"bronze": [path, ok]},
+        tmp_path / "out",
+        val_fraction=0,
+        skip_bad=True,
+        progress=False,
+        parallels_index=False,
+    )
+    tier = stats["tiers"]["bronze"]
+    reason = f"a JSON Lines record longer than {len(long) - 1:,} characters"
+    assert tier["per_input"][str(path)] == {"files": 1, "refused": 1, f"refused:{reason}": 1}
+    assert tier["files_skipped"][str(path)].startswith(f"{path}:3: {reason} (this line holds")
+    assert tier["per_input"][str(ok)]["records"] == 1
 
 
 def _documents_read_whole(path):

@@ -27,8 +27,9 @@ from pathlib import Path
 from .conllu import read_conllu
 from .epidoc import read_epidoc
 from .epidoc_walk import EpiDocOptions
+from .jsonl import read_jsonl
 from .perseus import read_perseus
-from .plain import normalise_text, read_jsonl, read_plaintext
+from .plain import normalise_text, read_plaintext
 from .record import SourceError, SourceRecord
 from .tei import read_tei
 

@@ -1,6 +1,7 @@
-"""Readers for Unicode Greek in plain text (``.txt``) and JSON Lines (``.jsonl``) files.
+"""Reader for Unicode Greek in plain text (``.txt``) files, and the line reading and text
+normalisation the JSON Lines reader (:mod:`stoicheia.sources.jsonl`) shares.
 
-Both expect text that is already Unicode Greek (any normalisation form). Every reader in
+Both readers expect text that is already Unicode Greek (any normalisation form). Every reader in
 this package passes its text through :func:`normalise_text`: NFC, whitespace runs (newlines
 included) become one space, and a combining comma above (U+0313) left on a consonant after
 NFC -- the elision mark of the Perseus treebank and of many Unicode editions (``δ̓``) --
@@ -11,24 +12,22 @@ punctuation and editorial brackets are kept.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
 
-from .record import SourceError, SourceRecord, read_utf8, relative_name
+from .record import SourceRecord, read_utf8, relative_name
 
 __all__ = [
     "STREAM_PARAGRAPH_CHARS",
     "normalise_text",
     "read_plaintext",
-    "read_jsonl",
     "read_utf8_lines",
     "iter_utf8_lines",
+    "LineTooLong",
 ]
 
 #: A paragraph of a ``.txt`` file longer than this (characters as read) is given in chunks
@@ -47,7 +46,6 @@ _CUT = re.compile("(?<=[^\\s" + re.escape(_HYPHENS) + "])\\s")
 
 _WS = re.compile(r"\s+")
 _CONSONANT_PSILI = re.compile(r"(?<=[βγδζθκλμνξπρσςτφχψΒΓΔΖΘΚΛΜΝΞΠΡΣΤΦΧΨ])\u0313")
-_PLANES = frozenset({"chars", "boundary", "dia", "cap", "punct"})
 
 
 #: A word divided at a line end: a letter (its marks, a closing Leiden bracket, the ``/`` of
@@ -99,17 +97,41 @@ def read_utf8_lines(path: Path) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def iter_utf8_lines(path: Path) -> Iterator[str]:
+class LineTooLong(Exception):
+    """A line longer than the ``max_chars`` given to :func:`iter_utf8_lines`: its 1-based
+    ``number``, and the ``chars`` (characters) and ``size`` (bytes of UTF-8) of the whole line,
+    read to its end without holding it."""
+
+    def __init__(self, number: int, chars: int, size: int) -> None:
+        super().__init__(f"line {number}: {chars} characters")
+        self.number, self.chars, self.size = number, chars, size
+
+
+def iter_utf8_lines(path: Path, max_chars: int | None = None) -> Iterator[str]:
     """The lines of ``path`` as :func:`read_utf8_lines` gives them (the same strings), read
     from the file :data:`_READ_BYTES` at a time: one line held at a time, never the file.
     Raises :class:`SourceError` naming the first line that is not valid UTF-8, when the
-    reading reaches it (the lines before it have been given)."""
+    reading reaches it (the lines before it have been given), and :class:`LineTooLong` for a
+    line of more than ``max_chars`` characters (``None``: any length), which is then read to
+    its end but not held: memory stays bounded by ``max_chars``."""
     held: list[str] = []
+    n = number = 0  # characters held; lines read before the one held
+    too_long = None  # (characters, bytes) of the line too long, so far
     for piece, ends in _line_pieces(Path(path)):
-        held.append(piece)
+        if too_long is not None:
+            too_long = (too_long[0] + len(piece), too_long[1] + len(piece.encode("utf-8")))
+        else:
+            held.append(piece)
+            n += len(piece)
+            if max_chars is not None and n > max_chars:
+                too_long = (n, sum(len(p.encode("utf-8")) for p in held))
+                held, n = [], 0
         if ends:
+            number += 1
+            if too_long is not None:
+                raise LineTooLong(number, *too_long)
             line = "".join(held)
-            held = []
+            held, n = [], 0
             if line:
                 yield line
 
@@ -359,131 +381,3 @@ def _counted_chunks(raw: Iterator[str], counts: Counter[str]) -> Iterator[str]:
             counts[key] += mine[key]
     counts["records"] += 1
     counts["chars"] += n
-
-
-def read_jsonl(
-    path: Path,
-    root: Path | None = None,
-    *,
-    counts: Counter[str] | None = None,
-    chunks: bool = False,
-) -> Iterator[SourceRecord]:
-    """Yield one record per line of a JSON Lines file.
-
-    Each non-blank line is a JSON object with ``"id"`` and ``"text"``, both non-empty strings
-    (``text`` must stay non-empty after :func:`normalise_text`). Optional: ``"work"`` (a
-    non-empty string; default: the file) and ``"known"`` (an object mapping plane names to
-    booleans, e.g. ``{"punct": false}``). Record id ``<file>#<id>``; ``source`` ``"jsonl"``.
-    Raises :class:`SourceError` naming the line for invalid JSON, a non-object, a missing or
-    empty ``id``/``text``, a bad ``work``/``known``, a duplicate ``id``, or non-UTF-8 bytes.
-    The file is read a line at a time (:func:`iter_utf8_lines`): memory holds one line and
-    the ids seen, whatever the file's size; the records before a bad line have been yielded
-    when it raises (``stoicheia convert`` then drops the whole file). ``chunks=True``: a text
-    longer than :data:`STREAM_PARAGRAPH_CHARS` comes as a record read in chunks (normalised a
-    piece at a time, as a long ``.txt`` paragraph; its line and parsed text are held).
-    """
-    path = Path(path)
-    file = str(path)
-    counts = counts if counts is not None else Counter()
-    rel = relative_name(path, root)
-    first_line: dict[str, int] = {}
-    example = '{"id": "hom.il.1.1", "text": "μῆνιν ἄειδε θεὰ"}'
-    # line by line from the file: one record held at a time, not the file
-    for i, line in enumerate(iter_utf8_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SourceError(
-                file,
-                i,
-                f"invalid JSON ({e.msg} at column {e.colno})",
-                f"write one JSON object per line, e.g. {example}",
-            ) from None
-        if not isinstance(obj, dict):
-            raise SourceError(
-                file,
-                i,
-                f"line is a JSON {type(obj).__name__}, not an object",
-                f"write one JSON object per line, e.g. {example}",
-            )
-        for key in ("id", "text"):
-            value = obj.get(key)
-            if not isinstance(value, str) or not value.strip():
-                what = "missing" if key not in obj else "not a non-empty string"
-                raise SourceError(
-                    file,
-                    i,
-                    f'"{key}" is {what}',
-                    f'give "{key}" as a non-empty string, e.g. {example}',
-                )
-        rid = obj["id"].strip()
-        if rid in first_line:
-            raise SourceError(
-                file,
-                i,
-                f'duplicate id "{rid}" (first on line {first_line[rid]})',
-                "make every id unique within the file",
-            )
-        first_line[rid] = i
-        work = obj.get("work", None)
-        if work is not None and (not isinstance(work, str) or not work.strip()):
-            raise SourceError(
-                file,
-                i,
-                '"work" is not a non-empty string',
-                'drop "work" or give the id of the whole work as a string',
-            )
-        known = _known(obj.get("known", {}), file, i)
-        record = SourceRecord(
-            id=f"{rel}#{rid}",
-            text="",
-            source="jsonl",
-            work=f"{rel}#{work.strip()}" if work else rel,
-            file=file,
-            line=i,
-            known=known,
-        )
-        raw, obj, line = obj["text"], None, ""
-        if chunks and len(raw) > STREAM_PARAGRAPH_CHARS:
-            chunked = _counted_chunks(_slices(raw, _NORMALISE_CHARS), counts)
-            raw = ""
-            yield replace(record, chunked=lambda chunked=chunked: chunked)
-            for _ in chunked:  # whatever the caller did not read
-                pass
-            continue
-        text = normalise_text(raw, counts)
-        if not text:
-            raise SourceError(file, i, '"text" is only whitespace', "give the record's text")
-        counts["records"] += 1
-        counts["chars"] += len(text)
-        yield replace(record, text=text)
-
-
-def _slices(s: str, size: int) -> Iterator[str]:
-    """``s`` in slices of ``size`` characters, made as they are read."""
-    for k in range(0, len(s), size):
-        yield s[k : k + size]
-
-
-def _known(value: object, file: str, line: int) -> Mapping[str, bool]:
-    fix = 'give "known" as an object of plane names to booleans, e.g. {"punct": false}'
-    if not isinstance(value, dict):
-        raise SourceError(file, line, '"known" is not an object', fix)
-    for k, v in value.items():
-        if k not in _PLANES or not isinstance(v, bool):
-            raise SourceError(
-                file,
-                line,
-                f'"known" has {k!r}: {v!r}; planes are {sorted(_PLANES)} with boolean values',
-                fix,
-            )
-    if value.get("chars") is False:
-        raise SourceError(
-            file,
-            line,
-            '"known" says the letters are not recorded',
-            'drop "chars" from "known": every record has its letters',
-        )
-    return MappingProxyType(dict(value))
