@@ -177,13 +177,10 @@ def read_perseus(
                 # citation point, or all of it when the TEI numbers nothing finer, so that
                 # every letter has a reference
                 head = _division_reference(ctx, cite, top, title)
-                whole = not chunks or seg.chars <= plain.STREAM_PARAGRAPH_CHARS
-                made = (
-                    _record(seg, ctx is top, title, head, table.expand, counts) if whole else None
-                )
-                if whole and made is None:
-                    continue
-                if whole:
+                if not chunks or seg.chars <= plain.STREAM_PARAGRAPH_CHARS:
+                    made = _record(seg, ctx is top, title, head, table.expand, counts)
+                    if made is None:
+                        continue
                     text, lines = made
                     cite = unique_citation(cite, seen, counts)
                     counts["records"] += 1
@@ -192,6 +189,7 @@ def read_perseus(
                 else:
                     streamed = _Streamed(seg, ctx is top, title, head, table.expand, counts)
                     if not streamed.start():
+                        seg.release()
                         continue
                     text, lines = "", ()
                     cite = unique_citation(cite, seen, streamed.record_counts)
