@@ -277,7 +277,8 @@ def _task(text: str, truth: str):
     return Task("hidden", "ISic000001", text, start, end, 0, truth, "-" not in text[start:end])
 
 
-def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index):
+@pytest.mark.parametrize("edge_gain", [0.0, 2.0])
+def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index, edge_gain):
     from stoicheia.inference.benchmark.parallels import (
         ParallelsCache,
         ParallelsDecoder,
@@ -291,7 +292,8 @@ def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index):
     model = _model()
     ngram = _ngram(index)
     md = ModelDecoder(model, k=20, unknown_width=12)
-    cache = ParallelsCache(md, index)
+    # the stone's edge's gain as the benchmark fits it and fusion.json hands it to restore
+    cache = ParallelsCache(md, index, edge_gain=edge_gain)
     point = {"ngram": 0.4, "lam_max": 0.7, "half": 1.0, "unattested": 1.0}
     rows = {
         "model": md,
@@ -310,6 +312,7 @@ def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index):
         for name, row in rows.items():
             fusion = Fusion(ngram, 0.4, index, 0.0)
             fusion.readings = weights
+            fusion.edge_gain = edge_gain
             got = restore(
                 model,
                 text,

@@ -256,10 +256,12 @@ def run(args: argparse.Namespace) -> int:
         return fail("benchmark", str(err))
     decoders: dict = {}
     families: list = []
+    fits: list = []
     if index is not None:
         from stoicheia.inference.benchmark.parallels import (
             ParallelsCache,
             ParallelsDecoder,
+            fit_edge_gain,
             fused3_family,
             readings_family,
         )
@@ -276,6 +278,14 @@ def run(args: argparse.Namespace) -> int:
 
         back_off = NgramDecoder(ngram, unknown_width=args.unknown_width) if ngram else None
         decoders["parallels"] = lambda md: ParallelsDecoder(cache_of(md), back_off)
+        # the stone's edge: the weight of a parallel at its own text's edge, fitted first (on
+        # the selection half), then used by every decoder of the parallels
+        fits.append(
+            lambda md, selection: (
+                "parallels_edge",
+                fit_edge_gain(cache_of(md), ParallelsDecoder(cache_of(md), back_off), selection),
+            )
+        )
         if ngram is not None and args.fusion_weights:
             # fused = restore's default decoder: the whole readings, their weights fitted here
             families.append(
@@ -317,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
                 twin_threshold=args.twin_threshold or None,
                 decoders=decoders or None,
                 families=families or None,
+                fits=fits or None,
             )
         except BenchmarkError as err:
             return fail("benchmark", str(err))
@@ -389,7 +400,14 @@ def run(args: argparse.Namespace) -> int:
                 if config.parallels_weight > 0
                 else "restore shows the parallels under each gap, not fused in"
             )
-            + f" (chosen on {config.chosen_on}); its default decoder: "
+            + f" (chosen on {config.chosen_on})"
+            + (
+                f"; at a stone's edge a parallel at its own text's edge weighs "
+                f"e^{config.parallels_edge_gain:g}"
+                if config.parallels_edge_gain
+                else ""
+            )
+            + "; its default decoder: "
             f"{config.decoder or 'fused'} (the best on the report half); restore --epidoc "
             + (
                 f"writes readings of probability {config.min_probability:g} or more (right at "

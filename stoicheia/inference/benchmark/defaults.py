@@ -13,6 +13,9 @@ TWIN_THRESHOLD = 0.75  # stoicheia.data.twins.TWIN_THRESHOLD, which convert uses
 #: 15 minutes on 2 loaded cores; see docs/measuring-restoration.md)
 FUSED3_NGRAM_WEIGHTS = (0.6, 0.8, 0.9)
 FUSED3_PARALLELS_WEIGHTS = (0.3, 0.6, 0.9)
+#: the weights (natural log) tried for a parallel that meets its own text's edge at a stone's
+#: edge (``fit_edge_gain``, chosen on the selection half's one-sided gaps; 0: none)
+EDGE_GAINS = (0.0, 1.0, 2.0, 3.0, 4.0)
 #: the whole readings' grid (``fused`` with a parallels index), chosen on the selection half:
 #: Λ's ceiling, the evidence at which Λ is half of it, the unattested-word penalty (nats), the
 #: network's weight as a judge of whole fills (β; 0: not used)

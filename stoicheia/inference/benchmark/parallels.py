@@ -38,6 +38,7 @@ from typing import Any
 
 # the fused3 grid's default weights (kept where --help reads them without NumPy)
 from stoicheia.inference.benchmark.defaults import (
+    EDGE_GAINS,
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
 )
@@ -54,10 +55,14 @@ class ParallelsCache:
     model_decoder: Any
     index: Any
     cache: dict = field(default_factory=dict)
+    #: the weight (natural log) of a parallel meeting its own text's edge at a stone's edge
+    #: (:func:`fit_edge_gain` sets it; ``fusion.json``'s ``parallels_edge_gain``)
+    edge_gain: float = 0.0
 
     def found(self, task: Task) -> Any:
         """The :class:`~stoicheia.inference.parallels.search.GapParallels` of ``task``'s target
-        (``prior`` unset). Raises ``ValueError`` where the task's notation cannot be read."""
+        (``prior`` unset) at :attr:`edge_gain`, as ``restore`` finds them with that gain.
+        Raises ``ValueError`` where the task's notation cannot be read."""
         from stoicheia.inference.restore.gap_search import Fusion
         from stoicheia.inference.restore.parallels_fusion import gap_parallels_for
 
@@ -67,7 +72,12 @@ class ParallelsCache:
             self.cache[key] = gap_parallels_for(
                 Fusion(None, 0.0, self.index, 0.0), items, gaps, {}, g
             )
-        return self.cache[key]
+        if not self.edge_gain:
+            return self.cache[key]
+        at = (key, self.edge_gain)
+        if at not in self.cache:  # searched at gain 0 once, reweighted (as the search does)
+            self.cache[at] = self.cache[key].reweighted(self.edge_gain)
+        return self.cache[at]
 
 
 @dataclass
@@ -150,6 +160,69 @@ def readings_family(
     return FusedFamily("fused", {"ngram": tuple(ngram_weights), **grid}, make)
 
 
+def fit_edge_gain(
+    parallels: ParallelsCache,
+    decoder: Any,
+    selection: dict[str, list[Task]],
+    gains: tuple[float, ...] = EDGE_GAINS,
+) -> dict:
+    """Fit the weight of a parallel that meets its own text's edge at a stone's edge
+    (:func:`~stoicheia.inference.parallels.search.gap_parallels`' ``edge_gain``) on the
+    **selection** half's gaps with text on one side only (``selection``: ``{protocol:
+    [Task]}``, the selection half alone): ``decoder`` (the ``parallels`` row,
+    :class:`ParallelsDecoder` on ``parallels``) restores them at each of ``gains``, and the
+    gain with the best top-1, then the most lengths right, then the smallest, is kept in
+    ``parallels.edge_gain`` for every decoder after it. Without such a gap the gain stays 0.
+    Returns ``{"gains": [g], "figures": {g: {"gaps", "top1", "length_right"}}, "chosen": g,
+    "chosen_on": "..."}``."""
+    from stoicheia.inference.benchmark.run import run_tasks
+
+    edge = {}
+    for protocol, ts in selection.items():
+        kept = []
+        for t in ts:
+            try:
+                items, gaps, g = parallels.model_decoder.parsed(t)
+            except ValueError:
+                continue  # the decoders count it as failed; nothing to fit on
+            if gaps[g].one_sided is not None:
+                kept.append(t)
+        if kept:
+            edge[protocol] = kept
+    n = sum(len(ts) for ts in edge.values())
+    figures: dict[str, dict] = {}
+    if n:
+        for gain in gains:
+            parallels.edge_gain = float(gain)
+            res = run_tasks({"parallels": decoder}, edge)
+            rows = [r for p in res.values() for r in p["examples"]]
+            figures[f"{gain:g}"] = {
+                "gaps": n,
+                "top1": sum(r["parallels"]["rank"] == 1 for r in rows) / n,
+                "length_right": sum(
+                    r["parallels"]["top1"] is not None
+                    and len(r["parallels"]["top1"]) == len(r["truth"])
+                    for r in rows
+                )
+                / n,
+            }
+
+    def key(g: float) -> tuple:
+        f = figures[f"{g:g}"]
+        return (round(f["top1"], 9), round(f["length_right"], 9), -g)
+
+    chosen = max(gains, key=key) if figures else 0.0
+    parallels.edge_gain = float(chosen)
+    inscriptions = len({t.text_id.split("#", 1)[0] for ts in edge.values() for t in ts})
+    return {
+        "gains": [float(g) for g in gains],
+        "figures": figures,
+        "chosen": float(chosen),
+        "chosen_on": f"{n:,} gaps with text on one side only of the selection half "
+        f"({inscriptions:,} inscriptions)",
+    }
+
+
 def best_fused(fusion: dict[str, dict]) -> str | None:
     """The fused decoder ``restore`` should use, among ``fusion`` (a benchmark result's
     ``fusion``: ``{name: {"sweep", "chosen", ...}}``): the best mean top-1 over the protocols of
@@ -210,6 +283,9 @@ def fusion_config(
         readings=readings,
         decoder=report_winner(result),
         min_probability=choose_floor(result, report_winner(result) or "fused"),
+        parallels_edge_gain=float(
+            ((result.get("fits") or {}).get("parallels_edge") or {}).get("chosen", 0.0)
+        ),
     )
 
 
@@ -266,6 +342,7 @@ __all__ = [
     "FLOORS",
     "best_fused",
     "choose_floor",
+    "fit_edge_gain",
     "fused3_family",
     "fusion_config",
     "readings_family",

@@ -193,6 +193,16 @@ def _head_lines(result: dict) -> list[str]:
             f"(weights {_weights(fam['chosen'])}), chosen on {fam['chosen_on']} "
             "(best mean top-1 over the protocols; weight 0 leaves an expert out)"
         )
+    edge = (result.get("fits") or {}).get("parallels_edge")
+    if edge and edge.get("figures"):
+        tried = ", ".join(
+            f"{g} {_pct(f['top1'])} / {_pct(f['length_right'])}" for g, f in edge["figures"].items()
+        )
+        lines.append(
+            f"the stone's edge: a parallel at its own text's edge weighs e^{edge['chosen']:g}, "
+            f"chosen on {edge['chosen_on']} by the parallels' top-1, then length right "
+            f"(gain top-1 / length right: {tried})"
+        )
     cont = result.get("contamination")
     if cont:
         from stoicheia.inference.benchmark.contamination import summary_line

@@ -164,7 +164,8 @@ class ModelDecoder:
                     found, prior=FillPrior(found.fills, fusion.parallels_weight)
                 )
         if fusion.readings is not None:  # the fit re-ranks one case per gap and n-gram weight
-            key = ("case", task.protocol, task.text_id, task.start, task.input, fusion.weight)
+            gain = getattr(self.parallels, "edge_gain", 0.0)
+            key = ("case", task.protocol, task.text_id, task.start, task.input, fusion.weight, gain)
             case = self.cache.get(key)
             if case is None:
                 hold: dict = {}
@@ -311,6 +312,7 @@ def benchmark(
     twin_threshold: float | None = TWIN_THRESHOLD,
     decoders: dict[str, Callable[[ModelDecoder], Decoder]] | None = None,
     families: list[Callable[[ModelDecoder], FusedFamily]] | None = None,
+    fits: list[Callable[[ModelDecoder, dict[str, list[Task]]], tuple[str, dict]]] | None = None,
 ) -> dict:
     """The benchmark of ``model`` (and of ``ngram`` when given) on the inscription dev set of
     ``shard_root`` (module docstring); ``epidoc_root``: read the EpiDoc files from this folder
@@ -330,7 +332,11 @@ def benchmark(
     ``"<name> without judge"`` too, the same point with ``judge`` 0, compared with it
     (:func:`~.bootstrap.pairs_for`); one whose chosen point gives the network a weight (an
     axis ``ngram`` below 1) gets ``"<name> without network"``, the same point with ``ngram``
-    1 (and ``judge`` 0): the same search on the n-gram's letters and widths alone.
+    1 (and ``judge`` 0): the same search on the n-gram's letters and widths alone. ``fits``:
+    weights fitted on the selection half before the families' sweeps, each a function of the
+    model's decoder and the selection half's tasks returning ``(name, figures)``, kept in the
+    result's ``fits`` (e.g. :func:`~.parallels.fit_edge_gain`, the stone's edge's gain, which
+    every decoder of the parallels then uses).
     ``twin_threshold``: measure the dev texts' near-duplicates among the training records
     (:mod:`.contamination`; None: not measured, no text counts as a twin). ``bootstrap``:
     resamples of the paired bootstrap intervals (:func:`~.bootstrap.add_differences`, seeded
@@ -381,6 +387,10 @@ def benchmark(
         # today's fused (network + n-gram); a family named "fused" given (the whole readings,
         # with a parallels index: .parallels.readings_family) takes its place
         fams.insert(0, ngram_family(model_decoder, ngram, fusion_weights))
+    fitted: dict[str, Any] = {}
+    for fit in fits or []:
+        name, figures = fit(model_decoder, selection)
+        fitted[name] = figures
     fusion: dict[str, Any] = {}
     if fams and not any(selection.values()):
         raise BenchmarkError(
@@ -450,6 +460,7 @@ def benchmark(
         "protocols": results,
         "published": PUBLISHED,
         **({"fusion": fusion} if fusion else {}),
+        **({"fits": fitted} if fitted else {}),
         **({"contamination": contamination} if contamination else {}),
     }
     return add_differences(add_views(result), bootstrap, seed)

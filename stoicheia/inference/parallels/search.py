@@ -36,6 +36,7 @@ effective n.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,6 +144,11 @@ class FillParallels:
     #: the letter its best parallel's word division leaves alone as a word (None: none, or not
     #: judged; ``restore.word_division.lone_in_parallel``): left out of the readings
     lone_letter: int | None = None
+    #: of ``weight`` at the edge gain 0, the part of its sources whose own text has an edge
+    #: where the fill does (a gap at the stone's edge, :func:`gap_parallels`); ``weight`` is
+    #: ``plain_weight + edge_weight * exp(gain)``
+    edge_weight: float = 0.0
+    plain_weight: float = 0.0
     _group: int = field(default=-1, repr=False)
 
     def text(self) -> str:
@@ -168,6 +174,35 @@ class GapParallels:
     breaks: Any = None
     #: fills left out: a letter alone as a word (``πρὸ [ς δὲ]``, FillParallels.lone_letter)
     lone_words: int = 0
+    #: the edge gain the fills' weights are at (:meth:`reweighted`; 0: as searched)
+    edge_gain: float = 0.0
+
+    def reweighted(self, edge_gain: float) -> GapParallels:
+        """These parallels with the sources that meet their own text's edge where a gap at the
+        stone's edge does weighed ``exp(edge_gain)`` times (``edge_gain`` >= 0, natural log;
+        :func:`gap_parallels`): each fill's ``weight`` is ``plain_weight + edge_weight *
+        exp(edge_gain)`` and its ``prob`` its share of the fills' weights. A copy (the fills
+        copied too; the search's order, the evidence and the fills kept are unchanged); the
+        same object where nothing changes (gain 0 and no fill at an edge). Raises
+        ``ValueError`` for a negative or non-finite gain."""
+        if not (edge_gain >= 0 and np.isfinite(edge_gain)):
+            raise ValueError(f"edge gain {edge_gain!r} must be a number >= 0")
+        if edge_gain == self.edge_gain:
+            return self
+        if not any(f.edge_weight for f in self.fills):
+            return dataclasses.replace(self, edge_gain=float(edge_gain))
+        fills = [dataclasses.replace(f) for f in self.fills]
+        weight = edge_weights(
+            # a fill without a source at an edge keeps its weight (made by hand: plain unset)
+            np.array([f.plain_weight if f.edge_weight else f.weight for f in fills]),
+            np.array([f.edge_weight for f in fills]),
+            edge_gain,
+        )
+        total = float(weight.sum())
+        for f, w in zip(fills, weight, strict=True):
+            f.weight = float(w)
+            f.prob = float(w / total) if total > 0 else 0.0
+        return dataclasses.replace(self, fills=fills, edge_gain=float(edge_gain))
 
     def to_json(
         self, index: ParallelsIndex | None = None, top: int = 5, per_fill: int = 3
@@ -305,6 +340,30 @@ def _row_keys(rows: np.ndarray) -> np.ndarray:
         return (rows.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
 
 
+def edge_weights(plain: np.ndarray, edge: np.ndarray, edge_gain: float) -> np.ndarray:
+    """Float64 ``(n,)``: fills' weights at ``edge_gain`` from their ``plain`` and ``edge``
+    parts (float ``(n,)`` each, at gain 0): ``plain + edge * exp(edge_gain)``; at gain 0 the
+    plain part alone where a fill has no source at an edge, as the search summed it."""
+    plain = np.asarray(plain, dtype=np.float64)
+    edge = np.asarray(edge, dtype=np.float64)
+    return np.where(edge > 0, plain + edge * float(np.exp(edge_gain)), plain)
+
+
+def at_text_edge(index: ParallelsIndex, P: np.ndarray, W: np.ndarray, side: str) -> np.ndarray:
+    """Bool ``(n,)``: whether each occurrence's fill (first slot ``P``, ``W`` letters, int64
+    ``(n,)``) meets its own text's edge on the side away from the context matched: for a gap
+    after the text (``side="l"``, context on the left) the fill ends its record or the letters
+    before a lacuna of its edition; for a gap before the text (``side="r"``) it begins one.
+    Records and lacunae are separated by the index's separator (0)."""
+    text = index.text
+    n = len(text)
+    P = np.asarray(P, dtype=np.int64)
+    if side == "l":
+        end = P + np.asarray(W, dtype=np.int64)
+        return (end >= n) | (text[np.minimum(end, n - 1)] == 0)
+    return (P <= 0) | (text[np.maximum(P - 1, 0)] == 0)
+
+
 def gap_parallels(
     index: ParallelsIndex,
     left: np.ndarray,
@@ -316,6 +375,7 @@ def gap_parallels(
     per_fill: int = 5,
     breaks: WordBreaks | None = None,
     to_word_end: bool = False,
+    edge_gain: float = 0.0,
 ) -> GapParallels:
     """The ranked fills of a gap of one of ``widths`` letters (module docstring).
 
@@ -327,6 +387,14 @@ def gap_parallels(
     occurrence gives one fill, running from the context to the parallel's next word break
     (left context) or from its last word break before the context (right context), of any of
     ``widths`` letters; an occurrence whose word end is not recorded, or too far, gives none.
+    ``edge_gain`` (>= 0, natural log; ``fusion.json``'s ``parallels_edge_gain``, fitted on the
+    selection half by ``stoicheia benchmark``): with ``to_word_end``, a source whose fill meets
+    its own text's edge there (:func:`at_text_edge`: the word before which the text it is cut
+    from begins, or after which it ends) weighs ``exp(edge_gain)`` times more: at a stone's
+    edge the words that stand at a text's edge in the corpus (the formula that opens an
+    epitaph, ``ἐνθάδε κεῖται``; the closing ``χαῖρε``) are likelier than the words that only
+    follow the same context inside a text (``καὶ``, ``τοῦ``). The search is made at gain 0 and
+    :meth:`GapParallels.reweighted`, so every caller gets the same weights to the bit.
     Returns a :class:`GapParallels` whose ``fills`` may be empty (nothing long enough matched:
     the decoder then backs off to the network and the n-gram).
     """
@@ -363,8 +431,9 @@ def gap_parallels(
     b_s = _match(text, starts, right, +1)
     room_s = _run(text, starts, top, -1)
     parts: list[tuple[np.ndarray, ...]] = []
+    edge_side = None
     if to_word_end and (len(left) == 0) != (len(right) == 0):
-        side = "l" if len(left) else "r"
+        side = edge_side = "l" if len(left) else "r"
         cand, fixed = (ends, a_e) if side == "l" else (starts, b_s)
         width = word_end_widths(index, cand, top, +1 if side == "l" else -1)
         ok = np.isin(width, widths) & (fixed >= min_context)
@@ -437,7 +506,15 @@ def gap_parallels(
     min_tier = np.full(n_fill, 255, dtype=np.int64)
     min_dis = np.full(n_fill, 1 << 30, dtype=np.int64)
     np.minimum.at(min_dis, group[indep], dis[indep])
-    np.add.at(weight, group[indep], np.exp(TAU * (ctx[indep] - best_ctx) - BREAK_COST * dis[indep]))
+    term = np.exp(TAU * (ctx[indep] - best_ctx) - BREAK_COST * dis[indep])
+    edge = np.zeros(n_fill)
+    if edge_side is not None:  # a stone's edge: the part of the sources at their text's edge
+        meets = at_text_edge(index, P[indep], W[indep], edge_side)
+        np.add.at(edge, group[indep], np.where(meets, term, 0.0))
+        term = np.where(meets, 0.0, term)
+    np.add.at(weight, group[indep], term)
+    plain = weight.copy()
+    weight = weight + edge
     np.add.at(evidence, group[indep], ctx[indep] / FULL_CONTEXT)
     np.add.at(sources, group[indep], 1)
     np.minimum.at(min_tier, group[indep], tier[indep])
@@ -460,6 +537,8 @@ def gap_parallels(
                 prob=float(weight[g_id] / total),
                 evidence=float(evidence[g_id]),
                 breaks_disagree=int(min_dis[g_id]),
+                edge_weight=float(edge[g_id]),
+                plain_weight=float(plain[g_id]),
                 _group=g_id,
             )
         )
@@ -479,7 +558,8 @@ def gap_parallels(
             )
             for i in mine[:per_fill]
         ]
-    return GapParallels(fills, left, right, widths, n_occ, index)
+    found = GapParallels(fills, left, right, widths, n_occ, index)
+    return found.reweighted(edge_gain) if edge_gain else found
 
 
 __all__ = [
@@ -495,6 +575,8 @@ __all__ = [
     "WordBreaks",
     "GapParallels",
     "Parallel",
+    "at_text_edge",
     "cut_context",
+    "edge_weights",
     "gap_parallels",
 ]

@@ -74,13 +74,16 @@ def word_end_widths(index: Any, at: np.ndarray, most: int, step: int) -> np.ndar
     """Int64 per slot of ``at``: with ``step`` +1, the letters from ``at`` up to and including
     the first one whose word ends (its boundary a word or sentence end); with ``step`` -1, the
     letters before ``at`` back to the last word end before them. 0 where no such end is
-    recorded within ``most`` letters (a separator, a lacuna, an unknown boundary first)."""
+    recorded within ``most`` letters (an unknown boundary first; a separator, a lacuna or the
+    index's start end a word as a break does)."""
     text, flow = index.text, index.flow
     n = len(text)
     out = np.zeros(len(at), dtype=np.int64)
     idx = np.arange(len(at))
     pos = np.asarray(at, dtype=np.int64) if step > 0 else np.asarray(at, dtype=np.int64) - 1
     for k in range(most + (0 if step > 0 else 1)):
+        if step < 0 and k > 0:  # the index's first slot: its word starts the text, as after a
+            out[idx[pos == -1]] = k  # separator
         ok = (pos >= 0) & (pos < n)
         idx, pos = idx[ok], pos[ok]
         if not len(idx):

@@ -61,6 +61,10 @@ class FusionConfig:
     #: least probability of a reading written into an edition, chosen on the selection half so
     #: that what is written is right at least half the time; None: 0 (everything written)
     min_probability: float | None = None
+    #: at a stone's edge, the weight (natural log, >= 0) of a parallel whose own text has an
+    #: edge where the gap does (:func:`~stoicheia.inference.parallels.search.gap_parallels`),
+    #: fitted on the selection half's one-sided gaps; 0: weighed like the others
+    parallels_edge_gain: float = 0.0
 
     def __post_init__(self) -> None:
         from stoicheia.inference.restore.decoders import DECODERS
@@ -80,6 +84,13 @@ class FusionConfig:
                 isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
             ):
                 raise RestoreError(f"{FUSION_FILE}: {name} {v!r} must be a number in [0, 1]")
+        g = self.parallels_edge_gain
+        if not (
+            isinstance(g, (int, float)) and not isinstance(g, bool) and 0.0 <= g < float("inf")
+        ):
+            raise RestoreError(
+                f"{FUSION_FILE}: parallels_edge_gain {g!r} must be a number >= 0 (0: none)"
+            )
 
     @classmethod
     def load(cls, path: str | Path) -> FusionConfig:
@@ -90,7 +101,8 @@ class FusionConfig:
         except (OSError, ValueError, TypeError) as err:
             raise RestoreError(
                 f"{path}: not a fusion file ({err}); keys: ngram_weight, parallels_weight, "
-                "parallels_index, chosen_on, readings, decoder, min_probability"
+                "parallels_index, chosen_on, readings, decoder, min_probability, "
+                "parallels_edge_gain"
             ) from None
 
     def save(self, path: str | Path) -> None:
@@ -223,6 +235,11 @@ def find_fusion(
     out.decoder = decoder
     out.parallels = index
     out.parallels_weight = float(pw) if decoder == "fused" else 0.0
+    out.edge_gain = float(config.parallels_edge_gain)
+    if out.edge_gain:
+        out.parallels_source += (
+            f"; at a stone's edge a parallel at its own text's edge weighs e^{out.edge_gain:g}"
+        )
     chosen = config.chosen_on and parallels_weight is None
     out.parallels_source = f"{shown(index.folder, str(loaded.source))}, weight " + (
         "chosen on " + config.chosen_on if chosen else "given"

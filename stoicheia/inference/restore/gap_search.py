@@ -138,6 +138,10 @@ class Fusion:
         #: search's compete as whole strings; None: the parallels mixed in letter by letter at
         #: ``parallels_weight`` (the fused3 of the benchmark)
         self.readings: Any = None
+        #: at a stone's edge, the weight of a parallel whose own text has an edge there, as a
+        #: natural log (:func:`~stoicheia.inference.parallels.search.gap_parallels`;
+        #: ``fusion.json``'s ``parallels_edge_gain``; 0: weighed like the others)
+        self.edge_gain = 0.0
         #: the decoder restore uses with this fusion (:mod:`.decoders`), when none is asked for
         self.decoder = "fused"
 

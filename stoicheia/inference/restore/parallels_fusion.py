@@ -104,7 +104,8 @@ def gap_parallels_for(
     (:func:`word_breaks`, aligned with the context searched; None: the text gives none).
 
     A gap with text on one side only (``gap.one_sided``: a stone's edge) is searched with that
-    side's context alone, each parallel giving one fill that runs to its word's end."""
+    side's context alone, each parallel giving one fill that runs to its word's end, a
+    parallel whose own text has an edge there weighing ``exp(fusion.edge_gain)`` times more."""
     if fusion is None or fusion.parallels is None:
         return None
     gap = gaps[g]
@@ -123,6 +124,7 @@ def gap_parallels_for(
         range(max(gap.min_letters, 1), gap.max_letters + 1),
         breaks=breaks,
         to_word_end=gap.one_sided is not None,
+        edge_gain=getattr(fusion, "edge_gain", 0.0),
     )
     found.breaks = breaks.fitted(len(found.left), len(found.right)) if breaks else None
     # a fill printed with its source's word division must not leave a letter alone as a word
