@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stoicheia.inference.parallels.index import ParallelsIndex
-from stoicheia.inference.parallels.search import passage
+from stoicheia.inference.parallels.parallel import passage
 from stoicheia.text import alphabet as A
 
 #: occurrences looked at per run (an evenly spaced sample of its suffix-array range beyond this)

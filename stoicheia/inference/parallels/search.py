@@ -36,13 +36,14 @@ effective n.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from stoicheia.inference.parallels.index import ParallelsIndex, Source
+from stoicheia.inference.parallels.index import ParallelsIndex
+from stoicheia.inference.parallels.parallel import Parallel
+from stoicheia.inference.parallels.text_edge import edge_part
 from stoicheia.inference.parallels.word_breaks import BREAK_COST, WordBreaks, word_end_widths
 from stoicheia.text import alphabet as A
 
@@ -75,52 +76,6 @@ def cut_context(letters: np.ndarray, side: str, n: int = MAX_CONTEXT) -> np.ndar
     if bad.size:
         x = x[: bad[0]]
     return x[:n]
-
-
-@dataclass
-class Parallel:
-    """One passage that supplies a fill: ``pos`` the slot of the fill's first letter, ``width``
-    letters, ``left``/``right`` the context letters matched on each side, ``source``."""
-
-    pos: int
-    width: int
-    left: int
-    right: int
-    source: Source
-
-    def to_json(self, index: ParallelsIndex, fill: str, margin: int = 25) -> dict:
-        """The parallel for ``--json`` and the page: the source, what it ``supplies``, and the
-        passage as printed in five ``pieces``: text before, left context matched, the fill,
-        right context matched, text after (:meth:`passage` joins them with marks)."""
-        r0, r1 = index.record_span(self.source.record_index)
-        a = max(r0, self.pos - self.left - margin)
-        b = min(r1, self.pos + self.width + self.right + margin)
-        q = self.pos + self.width
-        pieces = index.printed_parts(a, b, [self.pos - self.left, self.pos, q, q + self.right])
-        return {
-            "tier": self.source.tier,
-            "work": self.source.work,
-            "record": self.source.record,
-            "label": self.source.label(),
-            "line": self.source.line,
-            "url": self.source.url,
-            "record_index": self.source.record_index,
-            "at": [self.pos - self.left - r0, q + self.right - r0],
-            "letters_matched": [self.left, self.right],
-            "supplies": pieces[2].strip() or fill,
-            "pieces": pieces,
-            "passage": passage(pieces, a > r0, b < r1),
-        }
-
-
-def passage(pieces: list[str], cut_before: bool, cut_after: bool) -> str:
-    """The five pieces of :meth:`Parallel.to_json` as one line: the matched context between
-    ``⟪ ⟫``, the fill between ``⸢ ⸣``, ``…`` where the record goes on."""
-    before, ml, fill, mr, after = pieces
-    s = before + (f"⟪{ml.rstrip()}⟫" + (" " if ml.endswith(" ") else "") if ml else "")
-    s += f"⸢{fill.rstrip()}⸣" + (" " if fill.endswith(" ") else "")
-    s += (f"⟪{mr.rstrip()}⟫" + (" " if mr.endswith(" ") else "") if mr else "") + after
-    return ("… " if cut_before else "") + s.strip() + (" …" if cut_after else "")
 
 
 @dataclass
@@ -178,31 +133,10 @@ class GapParallels:
     edge_gain: float = 0.0
 
     def reweighted(self, edge_gain: float) -> GapParallels:
-        """These parallels with the sources that meet their own text's edge where a gap at the
-        stone's edge does weighed ``exp(edge_gain)`` times (``edge_gain`` >= 0, natural log;
-        :func:`gap_parallels`): each fill's ``weight`` is ``plain_weight + edge_weight *
-        exp(edge_gain)`` and its ``prob`` its share of the fills' weights. A copy (the fills
-        copied too; the search's order, the evidence and the fills kept are unchanged); the
-        same object where nothing changes (gain 0 and no fill at an edge). Raises
-        ``ValueError`` for a negative or non-finite gain."""
-        if not (edge_gain >= 0 and np.isfinite(edge_gain)):
-            raise ValueError(f"edge gain {edge_gain!r} must be a number >= 0")
-        if edge_gain == self.edge_gain:
-            return self
-        if not any(f.edge_weight for f in self.fills):
-            return dataclasses.replace(self, edge_gain=float(edge_gain))
-        fills = [dataclasses.replace(f) for f in self.fills]
-        weight = edge_weights(
-            # a fill without a source at an edge keeps its weight (made by hand: plain unset)
-            np.array([f.plain_weight if f.edge_weight else f.weight for f in fills]),
-            np.array([f.edge_weight for f in fills]),
-            edge_gain,
-        )
-        total = float(weight.sum())
-        for f, w in zip(fills, weight, strict=True):
-            f.weight = float(w)
-            f.prob = float(w / total) if total > 0 else 0.0
-        return dataclasses.replace(self, fills=fills, edge_gain=float(edge_gain))
+        """These parallels at ``edge_gain``: :func:`.text_edge.reweighted`."""
+        from stoicheia.inference.parallels.text_edge import reweighted
+
+        return reweighted(self, edge_gain)
 
     def to_json(
         self, index: ParallelsIndex | None = None, top: int = 5, per_fill: int = 3
@@ -338,30 +272,6 @@ def _row_keys(rows: np.ndarray) -> np.ndarray:
     mult |= np.uint64(1)
     with np.errstate(over="ignore"):
         return (rows.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
-
-
-def edge_weights(plain: np.ndarray, edge: np.ndarray, edge_gain: float) -> np.ndarray:
-    """Float64 ``(n,)``: fills' weights at ``edge_gain`` from their ``plain`` and ``edge``
-    parts (float ``(n,)`` each, at gain 0): ``plain + edge * exp(edge_gain)``; at gain 0 the
-    plain part alone where a fill has no source at an edge, as the search summed it."""
-    plain = np.asarray(plain, dtype=np.float64)
-    edge = np.asarray(edge, dtype=np.float64)
-    return np.where(edge > 0, plain + edge * float(np.exp(edge_gain)), plain)
-
-
-def at_text_edge(index: ParallelsIndex, P: np.ndarray, W: np.ndarray, side: str) -> np.ndarray:
-    """Bool ``(n,)``: whether each occurrence's fill (first slot ``P``, ``W`` letters, int64
-    ``(n,)``) meets its own text's edge on the side away from the context matched: for a gap
-    after the text (``side="l"``, context on the left) the fill ends its record or the letters
-    before a lacuna of its edition; for a gap before the text (``side="r"``) it begins one.
-    Records and lacunae are separated by the index's separator (0)."""
-    text = index.text
-    n = len(text)
-    P = np.asarray(P, dtype=np.int64)
-    if side == "l":
-        end = P + np.asarray(W, dtype=np.int64)
-        return (end >= n) | (text[np.minimum(end, n - 1)] == 0)
-    return (P <= 0) | (text[np.maximum(P - 1, 0)] == 0)
 
 
 def gap_parallels(
@@ -509,9 +419,7 @@ def gap_parallels(
     term = np.exp(TAU * (ctx[indep] - best_ctx) - BREAK_COST * dis[indep])
     edge = np.zeros(n_fill)
     if edge_side is not None:  # a stone's edge: the part of the sources at their text's edge
-        meets = at_text_edge(index, P[indep], W[indep], edge_side)
-        np.add.at(edge, group[indep], np.where(meets, term, 0.0))
-        term = np.where(meets, 0.0, term)
+        term = edge_part(index, P[indep], W[indep], edge_side, group[indep], term, edge)
     np.add.at(weight, group[indep], term)
     plain = weight.copy()
     weight = weight + edge
@@ -575,8 +483,6 @@ __all__ = [
     "WordBreaks",
     "GapParallels",
     "Parallel",
-    "at_text_edge",
     "cut_context",
-    "edge_weights",
     "gap_parallels",
 ]
