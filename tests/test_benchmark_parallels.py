@@ -153,7 +153,7 @@ def test_the_command_adds_parallels_and_fused3_and_writes_fusion_json(
     assert f"training records, {man['letters']:,} letters)" in printed
     assert man["letters"] != man["slots"]
     for p in ("hidden", "supplements"):
-        assert list(res["protocols"][p]["decoders"]) == [
+        assert _rows(res, p) == [
             "model",
             "ngram",
             "parallels",
@@ -195,26 +195,35 @@ def test_the_command_adds_parallels_and_fused3_and_writes_fusion_json(
     assert got.gaps[0].parallels is not None
 
 
+def _rows(res: dict, protocol: str) -> list[str]:
+    """The protocol's decoder rows but the ablations ``<family> without network``, each
+    checked to be there exactly where its family's chosen point weighs the network."""
+    rows = list(res["protocols"][protocol]["decoders"])
+    for name, fam in res["fusion"].items():
+        assert (f"{name} without network" in rows) == (fam["chosen"].get("ngram", 1.0) < 1.0)
+    return [r for r in rows if not r.endswith(" without network")]
+
+
 def test_without_an_index_the_benchmark_is_as_before(tmp_path, corpus_root, monkeypatch, capsys):
     from stoicheia.inference.restore.fusion_file import FUSION_FILE, FusionConfig
 
     shards = _convert(corpus_root, tmp_path / "shards", parallels_index=False)
     _, res = _run(tmp_path, monkeypatch, shards, "--protocols", "hidden", "--save-fusion")
     assert "parallels:" not in capsys.readouterr().out
-    assert list(res["protocols"]["hidden"]["decoders"]) == ["model", "ngram", "fused"]
+    assert _rows(res, "hidden") == ["model", "ngram", "fused"]
     assert list(res["fusion"]) == ["fused"] and "parallels" not in res
-    assert list(res["protocols"]["hidden"]["views"]["report"]["differences"]) == [
-        "fused-ngram",
-        "model-ngram",
-        "model-fused",
-    ]
+    assert [
+        d
+        for d in res["protocols"]["hidden"]["views"]["report"]["differences"]
+        if not d.endswith(" without network")
+    ] == ["fused-ngram", "model-ngram", "model-fused"]
     config = FusionConfig.load(tmp_path / "run" / FUSION_FILE)
     assert config.parallels_weight == 0.0 and config.parallels_index is None
     assert config.ngram_weight == res["fusion"]["fused"]["chosen"]["ngram"]
     # an index given and present elsewhere, '' for none even where one is beside the shards
     with_index = _convert(corpus_root, tmp_path / "with", parallels_index=True)
     _, res = _run(tmp_path, monkeypatch, with_index, "--protocols", "hidden", "--parallels", "")
-    assert list(res["protocols"]["hidden"]["decoders"]) == ["model", "ngram", "fused"]
+    assert _rows(res, "hidden") == ["model", "ngram", "fused"]
     import stoicheia.cli as cli
 
     bad = ["benchmark", "stub.pt", "--shards", str(shards), "--out", str(tmp_path / "b")]
