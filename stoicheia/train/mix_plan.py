@@ -88,17 +88,22 @@ def _m(n: float) -> str:
     return f"{n / 1e6:,.2f} M" if n >= 1e5 else f"{n:,.0f}"
 
 
+def _tier_lines(tiers: list[dict[str, Any]]) -> list[str]:
+    """One line per tier: its share of the letters read, letters read of its own, reads."""
+    return [
+        f"  {r['tier']:<8} {100 * r['share']:5.1f} % of the letters, {_m(r['letters_read'])} "
+        f"read of its {_m(r['letters'])}: read {r['reads']:,.2f} times"
+        for r in tiers
+    ]
+
+
 def plan_lines(facts: Mapping[str, Any]) -> list[str]:
     """The plan in plain lines (no prefix): the budget, one line per tier, one per mix."""
     lines = [
         f"tier mix over the planned run, in letters: {facts['steps']:,} steps, "
         f"{_m(facts['slots'])} letter slots"
     ]
-    for r in facts["tiers"]:
-        lines.append(
-            f"  {r['tier']:<8} {100 * r['share']:5.1f} % of the letters, {_m(r['letters_read'])} "
-            f"read of its {_m(r['letters'])}: read {r['reads']:,.2f} times"
-        )
+    lines += _tier_lines(facts["tiers"])
     for m in facts["mixes"]:
         shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
         lines.append(f"  {m['name']} ({m['steps']:,} steps): {shares}")
@@ -183,11 +188,7 @@ def run_phase_lines(went: Mapping[str, Any], anneal: Mapping[str, Any] | None) -
         f"tier mix over the run as it went, in letters: {went['steps']:,} steps "
         f"(planned {went['planned']:,}{why}), {_m(went['slots'])} letter slots"
     ]
-    for r in went["tiers"]:
-        lines.append(
-            f"  {r['tier']:<8} {100 * r['share']:5.1f} % of the letters, {_m(r['letters_read'])} "
-            f"read of its {_m(r['letters'])}: read {r['reads']:,.2f} times"
-        )
+    lines += _tier_lines(went["tiers"])
     for m in went["mixes"]:
         shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
         a, b = m["start"], m["start"] + m["steps"]
