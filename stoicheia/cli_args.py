@@ -164,11 +164,15 @@ def _exists(path: str) -> bool:
 
 
 def looks_like_text(word: str) -> bool:
-    """Whether ``word`` reads as a Greek text rather than a path: it holds a Greek letter, or
-    is ``-`` (stdin)."""
-    if word == "-":
+    """Whether ``word`` reads as a text rather than a path: it holds a Greek letter, is ``-``
+    (stdin), or holds a Leiden bracket or several words (not a checkpoint's ``.pt``): a Latin
+    or transliterated text is then refused as a text ("no Greek letter"), not taken for a
+    missing checkpoint."""
+    if word == "-" or any(unicodedata.name(c, "").startswith("GREEK") for c in word):
         return True
-    return any(unicodedata.name(c, "").startswith("GREEK") for c in word)
+    if "[" in word or "]" in word:
+        return True
+    return any(c.isspace() for c in word.strip()) and not word.endswith((".pt", ".safetensors"))
 
 
 def names_a_model(word: str) -> bool:

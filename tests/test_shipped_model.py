@@ -137,6 +137,17 @@ def test_a_positional_that_is_neither_path_nor_text_is_refused(argv, said, bundl
     assert said in err and NOTE not in err
 
 
+@pytest.mark.parametrize(
+    "text", ["senatus populusque [....]anus", "edoxe tei boulei kai toi [....]", "[....]"]
+)
+def test_a_lone_text_without_greek_is_refused_as_a_text(text, bundle, capsys):
+    """A Latin or transliterated text (Leiden brackets, several words) is the TEXT, refused
+    for having no Greek letter: not taken for a missing CHECKPOINT ("TEXT required")."""
+    assert main(["restore", text]) == 2
+    err = capsys.readouterr().err
+    assert f"no Greek letter in {text!r}" in err and "required: TEXT" not in err
+
+
 def test_parallels_build_converts_and_indexes_once(bundle, tmp_path, corpus_root, capsys):
     """`stoicheia parallels --build` replays the bundle's conversion on the corpus (here a
     small one: Hesiod and 30 Greek I.Sicily inscriptions), indexes it under STOICHEIA_HOME, says so
