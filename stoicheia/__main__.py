@@ -3,6 +3,10 @@ checkout's code)."""
 
 import sys
 
-from stoicheia.cli import main
+try:
+    from stoicheia.cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python loads the command: no traceback
+    print("stoicheia: interrupted (Ctrl-C)", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

@@ -33,7 +33,10 @@ that holds its arguments and its job; this module builds the parser and dispatch
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from typing import Any
 
 from stoicheia.cli_args import OneLineParser
 from stoicheia.commands import (
@@ -84,9 +87,27 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    print("stoicheia: interrupted (Ctrl-C)", file=sys.stderr)
+    os._exit(130)
+
+
+def _exit_on_ctrl_c() -> Any:
+    """While the arguments are parsed (which imports torch and numpy for some of them), Ctrl-C
+    ends the process at once with status 130 and one line: nothing is written yet, and a
+    KeyboardInterrupt inside numpy's C import leaves it half-loaded (the next import raises
+    "CPU dispatcher tracer already initialized"). Returns the previous SIGINT handler, or None
+    off the main thread (no handler can be set there)."""
+    try:
+        return signal.signal(signal.SIGINT, _interrupted_while_starting)
+    except ValueError:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``stoicheia`` command: parse ``argv`` (default ``sys.argv[1:]``), run the
     subcommand and return its exit status (0; 2 for a usage or input error; 130 for Ctrl-C)."""
+    previous = _exit_on_ctrl_c()
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
@@ -97,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         SystemExit
     ) as stop:  # a usage error (its one line is printed) or --help: the status, like the commands
         return stop.code if isinstance(stop.code, int) else 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     ignore_file_size_signal()  # past `ulimit -f` a write fails with EFBIG (one line), no core dump
     try:
         code = args.func(args)

@@ -722,3 +722,27 @@ def test_an_empty_stdin_is_named_as_such(capsys, monkeypatch):
 
     monkeypatch.setattr("sys.stdin", _Stdin())
     one_error(["restore", MISSING, "-"], capsys, "stdin was empty", "- < FILE")
+
+
+def test_ctrl_c_while_the_arguments_are_parsed_ends_at_once_and_the_handler_is_given_back(
+    monkeypatch,
+):
+    """While main parses (torch and numpy load for some arguments), SIGINT is handled by a
+    handler that exits at once with 130 (a KeyboardInterrupt inside numpy's C import would leave
+    it half-loaded); the previous handler is back once the command runs."""
+    import signal
+
+    from stoicheia import cli
+
+    seen = []
+    real_parser = cli.build_parser
+
+    def spying_parser():
+        seen.append(signal.getsignal(signal.SIGINT))
+        return real_parser()
+
+    monkeypatch.setattr(cli, "build_parser", spying_parser)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli.main(["restore", "--help"]) == 0
+    assert seen == [cli._interrupted_while_starting]
+    assert signal.getsignal(signal.SIGINT) is before
