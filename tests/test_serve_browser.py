@@ -521,7 +521,7 @@ def test_shares_print_as_percentages_like_the_command_line(server, browser):
         "90%",
     ]
     assert browser.find_element("id", "model-line").text.endswith(
-        "with no letter n-gram and no parallels index"
+        "letter n-gram: none; parallels: no index"
     )
 
 

@@ -452,14 +452,16 @@ async function loadExamples() {
 }
 
 // what GET /model says of the letter n-gram and the parallels fused with the model
+// (what is loaded is said even where a part could not be: the shipped model without its
+// parallels index still has its n-gram)
 function experts(m) {
-  if (m.experts_error) return `no n-gram or parallels: ${m.experts_error}`;
-  const parts = [m.ngram ? `a letter n-gram (weight ${m.ngram_weight})` : "no letter n-gram",
-    m.parallels ? (m.decoder === "parallels" ? "the parallels (their fills first: the default decoder, the best on the report half of the dev set)"
-      : m.readings ? "the parallels (their fills weighed as whole readings)"
-      : m.parallels_weight > 0 ? `the parallels (weight ${m.parallels_weight})`
-      : "the parallels (listed, not fused)") : "no parallels index"];
-  return `with ${parts.join(" and ")}`;
+  const ngram = m.ngram ? `letter n-gram: weight ${m.ngram_weight}` : "letter n-gram: none";
+  const parallels = m.parallels ? (m.decoder === "parallels" ? "parallels: their fills first (the default decoder, the best on the report half of the dev set)"
+      : m.readings ? "parallels: their fills weighed as whole readings"
+      : m.parallels_weight > 0 ? `parallels: weight ${m.parallels_weight}`
+      : "parallels: listed, not fused") : "parallels: no index";
+  const line = `${ngram}; ${parallels}`;
+  return m.experts_error ? `${line} (${m.experts_error})` : line;
 }
 
 async function loadModel() {
