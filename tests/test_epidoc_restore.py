@@ -873,3 +873,17 @@ def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, mo
     source = Path(str(model.source))
     assert str(source.parent) not in header, "a path of this machine"
     assert "checkpoints/" not in header and ".pt" not in header
+
+
+def test_a_tei_p4_file_is_refused_as_such_not_for_its_entities(corpus_root):
+    """A Perseus file given to restore --epidoc is named a TEI P4 file (not EpiDoc): the
+    undeclared-entity error would tell the user to edit a corpus file convert reads as it is."""
+    from stoicheia.inference.epidoc.edition import read_edition
+    from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
+
+    perseus = corpus_root / "perseus" / "Aeschines" / "aeschin_gk.xml"
+    with pytest.raises(EpiDocRestoreError, match=r"aeschin_gk\.xml: a TEI P4 file") as err:
+        read_edition(perseus)
+    assert "not declared" not in str(err.value)
+    with pytest.raises(EpiDocRestoreError, match="a TEI P4 file"):
+        read_edition(b"<?xml version='1.0'?><TEI.2><text><body><p>x</p></body></text></TEI.2>")

@@ -125,6 +125,10 @@ def _read(path_or_xml: str | bytes | Path) -> tuple[str, bytes]:
         ) from None
 
 
+#: the DOCTYPE or root element of a TEI P4 file (Perseus's texts)
+_TEI_P4 = re.compile(rb"<!DOCTYPE\s+TEI\.2\b|<TEI\.2[\s>]")
+
+
 def parse_xml(data: bytes, name: str) -> etree._Element:
     """The root of the file's tree (internal entities expanded, external ones never read);
     raises :class:`~.outcomes.EpiDocRestoreError` naming ``name`` and the line for bytes that
@@ -136,6 +140,14 @@ def parse_xml(data: bytes, name: str) -> etree._Element:
         raise EpiDocRestoreError(
             f"{name}:{line}: bytes are not UTF-8 ({e.reason}); re-save the file as UTF-8"
         ) from None
+    if _TEI_P4.search(data[:4096]):
+        # Perseus's files: their entities (&PersProse;) live in a DTD never read, so the parse
+        # error would send the user to edit a corpus file that convert reads as it is
+        raise EpiDocRestoreError(
+            f"{name}: a TEI P4 file (<TEI.2>, as Perseus's), not an EpiDoc edition (TEI P5): "
+            "restore --epidoc restores EpiDoc files; TEI P4 texts are training text for "
+            "`stoicheia convert`, and a passage of one can be restored as a TEXT"
+        )
     try:  # internal entities expanded, external ones never read (no file, no network)
         return parse_tei(data).root
     except XmlReadError as e:
