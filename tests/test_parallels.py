@@ -367,6 +367,10 @@ def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(
     )
     assert without_ngram_note(fusion, None).startswith("the network and the parallels: no ngram")
     assert find_fusion(model, parallels_weight=0.0).parallels_weight == 0.0
+    # an index at weight 0 listed first by the parallels decoder ranks the fills: the note
+    # never says "the model alone" beside it
+    first = find_fusion(model, parallels_weight=0.0, decoder="parallels")
+    assert without_ngram_note(first, None).startswith("the network and the parallels: no ngram")
     assert find_fusion(model, parallels="") is None  # no index, no n-gram: the model alone
     (tmp_path / FUSION_FILE).write_text('{"parallels_weight": 3}')
     with pytest.raises(RestoreError, match="parallels_weight"):

@@ -69,7 +69,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--ngram",
         metavar="PATH",
         help="letter n-gram file to fuse into the search (default: ngram.npz beside the "
-        "checkpoint, if any; written by `stoicheia benchmark --save-ngram`)",
+        "checkpoint, if any; written by `stoicheia benchmark --save-fusion`)",
     )
     p.add_argument(
         "--ngram-weight",

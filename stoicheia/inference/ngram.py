@@ -227,13 +227,13 @@ def load_ngram(path: str | Path) -> tuple[LetterNgram, dict]:
             meta = json.loads(str(z["meta"]))
     except KeyError as err:  # numpy says "'order' is not a file in the archive"
         raise ValueError(
-            f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` (it has "
+            f"{path}: not an n-gram file written by `stoicheia benchmark --save-fusion` (it has "
             f"no '{str(err.args[0]).split()[0] if err.args else 'order'}' array); write it "
             "again, or leave it out (restore then uses the model alone)"
         ) from None
     except (OSError, ValueError) as err:
         raise ValueError(
-            f"{path}: not an n-gram file written by `stoicheia benchmark --save-ngram` ({err}); "
+            f"{path}: not an n-gram file written by `stoicheia benchmark --save-fusion` ({err}); "
             "write it again, or leave it out (restore then uses the model alone)"
         ) from None
     return model, meta

@@ -167,7 +167,7 @@ def gap_candidates(
         if fusion.ngram is None:
             raise RestoreError(
                 "--decoder ngram: no n-gram beside the checkpoint; write one with "
-                "`stoicheia benchmark CHECKPOINT --save-ngram`, or give --ngram PATH"
+                "`stoicheia benchmark CHECKPOINT --save-fusion`, or give --ngram PATH"
             )
         return ngram_candidates(fusion.ngram, items, gaps, fill, g, k)
     if decoder == "parallels":

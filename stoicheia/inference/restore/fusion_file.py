@@ -270,7 +270,17 @@ def without_ngram_note(fusion: Any, ngram_weight: float | None) -> str:
     0) or none beside the checkpoint. ``fusion``: the search's
     :class:`~stoicheia.inference.restore.gap_search.Fusion` or ``None``; "the model alone" only
     when no parallels are fused in either."""
-    par = fusion is not None and fusion.parallels is not None and fusion.parallels_weight > 0
+    # the parallels count as used where they rank the fills: fused at a weight, weighed as
+    # whole readings, or listed first by the parallels decoder (not merely listed at weight 0)
+    par = (
+        fusion is not None
+        and fusion.parallels is not None
+        and (
+            fusion.parallels_weight > 0
+            or getattr(fusion, "decoder", None) == "parallels"
+            or getattr(fusion, "readings", None) is not None
+        )
+    )
     what = "the network and the parallels" if par else "the model alone"
     if ngram_weight == 0:
         return f"{what}, without the letter n-gram: --ngram-weight 0" + (
@@ -278,7 +288,7 @@ def without_ngram_note(fusion: Any, ngram_weight: float | None) -> str:
         )
     return (
         f"{what}: no {NGRAM_FILE} beside the checkpoint; `stoicheia benchmark CHECKPOINT "
-        "--save-ngram` writes one, which restore then fuses in"
+        "--save-fusion` writes one, which restore then fuses in"
     )
 
 
@@ -416,7 +426,7 @@ def _ngram_fusion(
         if path is not None:
             raise RestoreError(
                 f"{path}: no such n-gram file; "
-                "write one with `stoicheia benchmark CHECKPOINT --save-ngram`"
+                "write one with `stoicheia benchmark CHECKPOINT --save-fusion`"
             )
         return None
     try:
