@@ -241,3 +241,15 @@ def test_serve_with_no_checkpoint_starts_the_page_with_the_shipped_model(
     assert err.count(NOTE) == 1
     assert f"serving {bundle} (step {shipped.read_provenance()['step']})" in out
     assert started["port"] == port
+
+
+def test_load_model_with_no_path_is_the_shipped_model(bundle, monkeypatch):
+    """The Python API as the command line: ``load_model()`` loads the shipped model, and a
+    checkout without one gets the error that says how to ship or what to give."""
+    from stoicheia.inference.loading import ModelLoadError, load_model
+
+    model = load_model(device="cpu")
+    assert Path(model.source) == bundle
+    monkeypatch.setattr(shipped, "SHIPPED_DIR", bundle.parent / "none")
+    with pytest.raises(ModelLoadError, match="no model given and no shipped model"):
+        load_model(device="cpu")

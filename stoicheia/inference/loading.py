@@ -314,7 +314,7 @@ def inference_threads() -> int:
 
 
 def load_model(
-    path: str | Path,
+    path: str | Path | None = None,
     *,
     config: str | Path | dict[str, Any] | None = None,
     device: str | torch.device | None = "auto",
@@ -333,8 +333,22 @@ def load_model(
     before the checkpoint is read), missing file, unreadable checkpoint (the fix names the
     other checkpoints of its folder), no model shape, weights of another shape.
 
+    ``path`` left out: the shipped base model (:mod:`stoicheia.inference.shipped`), as the
+    command line's ``stoicheia restore TEXT`` does; :class:`ModelLoadError` where the checkout
+    has none.
+
     On the CPU it sets torch's threads to :func:`inference_threads`.
     """
+    if path is None:
+        from stoicheia.inference.shipped import shipped_dir
+
+        path = shipped_dir()
+        if path is None:
+            raise ModelLoadError(
+                "no model given and no shipped model in stoicheia/base_model (a checkout "
+                "without it: `stoicheia export RUN_FOLDER --ship` writes it); give a checkpoint, "
+                "run folder or export folder"
+            )
     dev = resolve_device(device)
     if precision not in INFERENCE_PRECISIONS:
         raise ModelLoadError(
