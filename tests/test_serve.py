@@ -1165,7 +1165,7 @@ def test_model_says_when_the_parallels_are_weighed_as_whole_readings(model, monk
     js = (REPO / "stoicheia" / "serve" / "static" / "app.js").read_text(encoding="utf-8")
     assert "m.readings ?" in js and "weighed as whole readings" in js
     # the default decoder parallels (chosen by the benchmark): their fills first, said so
-    assert 'm.decoder === "parallels" ? "the parallels (their fills first' in js
+    assert 'm.decoder === "parallels" ? "parallels: their fills first' in js
 
 
 def test_model_names_its_checkpoint_without_the_servers_folders(model):
