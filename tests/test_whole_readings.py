@@ -415,16 +415,95 @@ def test_below_the_floor_the_gap_stays_and_the_edition_is_otherwise_untouched(in
     assert 'quantity="2"' not in xml  # a counted loss is said by the letters written
 
 
+def test_a_gap_of_unknown_extent_has_its_own_floor_from_fusion_json(index, tmp_path):
+    """fusion.json's two floors: the gap of known width is written at its floor, the one of
+    unknown extent is left below its own (and the header names both floors); a file written
+    before the two floors uses its one floor for both; --min-probability sets both."""
+    import json
+    import re
+
+    from stoicheia.inference.epidoc.restore import Floors, default_floors, restore_epidoc
+
+    path, _ = _edition(tmp_path)
+    model = _model(shards=index.folder.parent)
+    model.source = str(tmp_path / "best.pt")
+    fusion = tmp_path / "fusion.json"
+    fusion.write_text(json.dumps({"min_probability": 0.0, "min_probability_unknown": 1.0}))
+    assert default_floors(model) == Floors(0.0, 1.0)
+    res = restore_epidoc(model, path, top_k=3, unknown_width=12, decoder="parallels")
+    (known, unknown) = res.gaps
+    assert known.status == "restored" and known.fill == "μω"
+    assert unknown.status == "left" and unknown.fill == "ἕνεκα"
+    assert unknown.reason == "below the confidence floor --min-probability 1, readings proposed"
+    xml = res.xml.decode("utf-8")
+    assert re.search(r'<supplied reason="lost"[^>]*>μω</supplied>', xml)
+    assert '<gap reason="lost" extent="unknown" unit="character"/>' in xml
+    assert "below the confidence floor 0 (1 for gaps of unknown extent)" in xml
+    # the floor given by hand is every gap's
+    res = restore_epidoc(
+        model, path, top_k=3, unknown_width=12, decoder="parallels", min_probability=0.0
+    )
+    assert res.count("restored") == 2
+    fusion.write_text(json.dumps({"min_probability": 0.3}))  # before the two floors
+    assert default_floors(model) == Floors(0.3, 0.3)
+    fusion.unlink()
+    assert default_floors(model) == Floors(0.0, 0.0)
+    assert Floors(0.2, 0.5).of("[---]") == 0.5 and Floors(0.2, 0.5).of("[.3.]") == 0.2
+
+
+def test_the_floors_are_chosen_per_kind_of_gap_with_the_wilson_interval():
+    """A floor is the least at which the selection half's written gaps are right with the lower
+    end of the 95 % Wilson interval at one half or more; each kind of gap has its own; none
+    reaching it keeps 1 (nothing written but the sure); the summary says what the floor
+    writes on the report half."""
+    from stoicheia.inference.benchmark.floors import (
+        KNOWN_WIDTH,
+        UNKNOWN_EXTENT,
+        choose_floor,
+        wilson_interval,
+        written_lines,
+    )
+
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="11 right of 10"):
+        wilson_interval(11, 10)
+
+    def rows(half, prob, right, n):
+        return [{"half": half, "fused": {"prob": prob, "rank": 1 if right else 2}}] * n
+
+    known = rows("selection", 0.9, True, 12) + rows("selection", 0.5, False, 12)
+    known += rows("report", 0.9, True, 2) + rows("report", 0.9, False, 1)
+    known += rows("report", 0.5, True, 1)
+    unknown = rows("selection", 0.9, True, 3) + rows("selection", 0.2, False, 30)
+    result = {
+        "protocols": {
+            "hidden": {"examples": known},
+            "unknown": {"examples": unknown + rows("report", 0.95, False, 2)},
+        }
+    }
+    # known width: from 0.55 up 12 of 12 right (Wilson low 0.76); at 0.5, 12 of 24 (0.31)
+    assert choose_floor(result, "fused", KNOWN_WIDTH) == 0.55
+    # unknown extent: 3 of 3 at 0.25 and up gives a Wilson low of 0.44 only: none written
+    assert choose_floor(result, "fused", UNKNOWN_EXTENT) == 1.0
+    assert choose_floor(result, "model", UNKNOWN_EXTENT) is None  # no such decoder's rows
+    lines = written_lines(result, "fused", {"known": 0.55, "unknown": 1.0})
+    assert lines[1] == "  gaps of known width: floor 0.55, 3 of 4 written, 66.7% right [20.8, 93.9]"
+    assert lines[2] == "  gaps of unknown extent [---]: floor 1, 0 of 2 written, none"
+
+
 def test_the_floor_and_the_default_decoder_are_chosen_by_hand():
     """The floor: the least probability at which the selection half's gaps written would be
-    right half the time; the default decoder: the best top-1 on the report half."""
-    from stoicheia.inference.benchmark.parallels import choose_floor, report_winner
+    right half the time (the low end of the Wilson interval); the default decoder: the best
+    top-1 on the report half."""
+    from stoicheia.inference.benchmark.floors import choose_floor
+    from stoicheia.inference.benchmark.parallels import report_winner
 
     def row(half, prob, right):
         return {"half": half, "fused": {"prob": prob, "rank": 1 if right else 3}}
 
-    examples = [
-        row("selection", 0.9, True),
+    examples = [row("selection", 0.9, True)] * 9 + [
         row("selection", 0.6, False),
         row("selection", 0.3, True),
         row("selection", 0.12, False),
@@ -433,10 +512,14 @@ def test_the_floor_and_the_default_decoder_are_chosen_by_hand():
         row("report", 0.02, True),
     ]
     result = {"protocols": {"hidden": {"examples": examples}}}
-    # from 0.05 up: 2 of 4 right (0.5); at 0: 2 of 5
+    # at 0: 10 of 13 right (Wilson low 0.497); from 0.05: 10 of 12 (0.552)
     assert choose_floor(result, "fused") == 0.05
-    examples[2]["fused"]["rank"] = None  # 1 of 4 from 0.05; 1 of 3 from 0.15; 1 of 2 from 0.35
-    assert choose_floor(result, "fused") == 0.35
+    examples[0] = row("selection", 0.9, False)
+    # at 0: 9 of 13 (0.424); from 0.05: 9 of 12 (0.468); from 0.15: 9 of 11 (0.523)
+    assert choose_floor(result, "fused") == 0.15
+    examples[10] = row("selection", 0.3, False)
+    # from 0.15: 8 of 11; from 0.35: 8 of 10 (0.490); from 0.65: 8 of 9 (0.565)
+    assert choose_floor(result, "fused") == 0.65
 
     def view(top1, cer):
         return {"top1": top1, "cer": cer}

@@ -410,10 +410,16 @@ def run(args: argparse.Namespace) -> int:
             + "; its default decoder: "
             f"{config.decoder or 'fused'} (the best on the report half); restore --epidoc "
             + (
-                f"writes readings of probability {config.min_probability:g} or more (right at "
-                "least half the time on the selection half), and proposes the others"
+                f"writes readings of probability {config.min_probability:g} or more"
+                + (
+                    f" ({config.min_probability_unknown:g} for gaps of unknown extent)"
+                    if config.min_probability_unknown is not None
+                    and config.min_probability_unknown != config.min_probability
+                    else ""
+                )
+                + " (right at least half the time on the selection half), and proposes the others"
                 if config.min_probability is not None
-                else "writes every reading (no floor kept half of the selection half's right)"
+                else "writes every reading (no gap of the selection half to choose a floor on)"
             )
         )
     return 0

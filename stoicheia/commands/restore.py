@@ -102,9 +102,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--min-probability",
         type=float_in(0, 1, meaning=" (0: every reading written)"),
-        help="with --epidoc: the confidence floor; a gap whose best reading is less probable "
-        "keeps its <gap>, its readings proposed in <certainty> entries after it (default: "
-        "fusion.json's, chosen by the benchmark so that what is written is right at least half "
+        help="with --epidoc: the confidence floor of every gap; a gap whose best reading is "
+        "less probable keeps its <gap>, its readings proposed in <certainty> entries after it "
+        "(1: none written; default: fusion.json's two floors, for gaps of known width and of "
+        "unknown extent, chosen by the benchmark so that what is written is right at least half "
         "the time; else 0)",
     )
     p.add_argument(

@@ -162,7 +162,8 @@ def add_epidoc_routes(
                 ge=0,
                 le=1,
                 description="confidence floor: a gap whose best reading is less probable keeps "
-                "its <gap>, the readings proposed after it (default: fusion.json's, else 0)",
+                "its <gap>, the readings proposed after it (1: none written; default: "
+                "fusion.json's floors, for gaps of known width and of unknown extent, else 0)",
             ),
         ] = None,
     ) -> Response:

@@ -42,6 +42,7 @@ from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
 )
+from stoicheia.inference.benchmark.floors import KNOWN_WIDTH, UNKNOWN_EXTENT, choose_floor
 from stoicheia.inference.benchmark.fusion import FusedFamily
 from stoicheia.inference.benchmark.protocols import Task
 
@@ -269,6 +270,7 @@ def fusion_config(
             "judge": float(chosen.get("judge", 0.0)),
             "chosen_on": fusion[name]["chosen_on"],
         }
+    winner = report_winner(result) or "fused"
     return FusionConfig(
         ngram_weight=float(chosen.get("ngram", 0.0)),
         parallels_weight=float(chosen.get("parallels", 0.0)),
@@ -282,33 +284,12 @@ def fusion_config(
         chosen_on=on,
         readings=readings,
         decoder=report_winner(result),
-        min_probability=choose_floor(result, report_winner(result) or "fused"),
+        min_probability=choose_floor(result, winner, KNOWN_WIDTH),
+        min_probability_unknown=choose_floor(result, winner, UNKNOWN_EXTENT),
         parallels_edge_gain=float(
             ((result.get("fits") or {}).get("parallels_edge") or {}).get("chosen", 0.0)
         ),
     )
-
-
-#: the confidence floors tried (:func:`choose_floor`)
-FLOORS = tuple(round(0.05 * i, 2) for i in range(0, 20))
-
-
-def choose_floor(result: dict, decoder: str, precision: float = 0.5) -> float | None:
-    """The confidence floor of ``restore --epidoc``: the least of :data:`FLOORS` at which the
-    gaps of the selection half (every protocol) whose first reading by ``decoder`` is at least
-    that probable are right at least ``precision`` of the time (so that what is written is
-    right at least half the time); None when the result has no such gap."""
-    rows = [
-        r[decoder]
-        for res in (result.get("protocols") or {}).values()
-        for r in res.get("examples") or []
-        if r.get("half") == "selection" and decoder in r
-    ]
-    for floor in FLOORS:
-        above = [r for r in rows if float(r["prob"]) >= floor]
-        if above and sum(r["rank"] == 1 for r in above) / len(above) >= precision:
-            return floor
-    return None
 
 
 def report_winner(result: dict) -> str | None:
@@ -339,9 +320,7 @@ __all__ = [
     "FUSED3_PARALLELS_WEIGHTS",
     "ParallelsCache",
     "ParallelsDecoder",
-    "FLOORS",
     "best_fused",
-    "choose_floor",
     "fit_edge_gain",
     "fused3_family",
     "fusion_config",

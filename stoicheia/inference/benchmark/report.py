@@ -364,6 +364,7 @@ def summary_lines(result: dict) -> list[str]:
         if clean and result.get("contamination"):
             lines.append(f"  without the texts that have a training twin, {clean['gaps']:,} gaps:")
             lines += difference_lines(clean, indent="    ")
+    lines += _written_lines(result)
     few = min(smallest) if smallest else 0
     if few < 200:
         lines.append(
@@ -383,6 +384,28 @@ def summary_lines(result: dict) -> list[str]:
     for p in result.get("published", []):
         lines.append(f"  {p['system']}, {p['task']}: {published_figures(p)}")
     return lines
+
+
+def _written_lines(result: dict) -> list[str]:
+    """What ``restore --epidoc`` writes on the report half with the default decoder at the
+    floors chosen on the selection half (:func:`~.floors.written_lines`); none for a result
+    without halves."""
+    from stoicheia.inference.benchmark.floors import (
+        KNOWN_WIDTH,
+        UNKNOWN_EXTENT,
+        choose_floor,
+        written_lines,
+    )
+    from stoicheia.inference.benchmark.parallels import report_winner
+
+    if not result.get("halves"):
+        return []
+    decoder = report_winner(result) or "fused"
+    floors = {
+        "known": choose_floor(result, decoder, KNOWN_WIDTH),
+        "unknown": choose_floor(result, decoder, UNKNOWN_EXTENT),
+    }
+    return written_lines(result, decoder, floors)
 
 
 def reliability_plot(result: dict, path: Path) -> None:

@@ -11,6 +11,7 @@ longer than the model's window), and the readings are written back (:mod:`.write
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,35 @@ from stoicheia.inference.epidoc.outcomes import EpiDocResult, GapOutcome, Readin
 from stoicheia.inference.epidoc.plan import Piece, plan_edition
 from stoicheia.inference.epidoc.write_back import write_restorations
 
-__all__ = ["default_floor", "gap_readings", "restore_epidoc"]
+__all__ = ["Floors", "default_floors", "gap_readings", "restore_epidoc"]
+
+
+@dataclass(frozen=True)
+class Floors:
+    """The confidence floors of ``restore --epidoc`` (probabilities in [0, 1]): ``known`` for a
+    gap of known or approximate width, ``unknown`` for one of unknown extent (``[---]``:
+    ``extent="unknown"``, a lost line, a width given in cm), whose fills must also guess their
+    length and are right less often at the same probability."""
+
+    known: float = 0.0
+    unknown: float = 0.0
+
+    def of(self, notation: str) -> float:
+        """The floor of a gap written ``notation`` in Leiden (``[---]``: unknown extent)."""
+        return self.unknown if "---" in notation else self.known
+
+    def writes(self, notation: str, prob: float) -> bool:
+        """Whether a reading of probability ``prob`` is written into a gap written ``notation``:
+        at least its floor, and a floor of 1 writes none (every reading proposed; a decoder
+        with one candidate gives it 1)."""
+        floor = self.of(notation)
+        return prob >= floor and floor < 1.0
+
+    def describe(self) -> str:
+        """``0.35``, or ``0.35 (0.5 for gaps of unknown extent)`` where the two differ."""
+        if self.unknown == self.known:
+            return f"{self.known:g}"
+        return f"{self.known:g} ({self.unknown:g} for gaps of unknown extent)"
 
 
 def gap_readings(result: Any, j: int) -> list[tuple[str, float]]:
@@ -48,14 +77,15 @@ def _restore_piece(
     restore_error: type,
     proposals: dict[int, Readings] | None = None,
     sources: dict[int, list[str]] | None = None,
-    min_probability: float = 0.0,
+    floors: Floors | None = None,
     **options: Any,
 ) -> None:
     """Decode one :class:`Piece` (its reading, made when it was planned: the piece is parsed
     once) and record what became of each of its gaps to fill in ``outcomes`` (the reason of a
     refusal, or the readings) and ``fills``; a gap whose best reading has a probability below
-    ``min_probability`` is left (its readings in ``proposals``); ``sources``: the parallels that
-    carry a written reading."""
+    its floor (``floors``, by the gap's extent) is left (its readings in ``proposals``);
+    ``sources``: the parallels that carry a written reading."""
+    floors = floors or Floors()
     try:
         if isinstance(piece.reading, restore_error):
             raise piece.reading
@@ -78,14 +108,12 @@ def _restore_piece(
         o = outcomes[i]
         o.fill, o.prob = readings[0]
         o.alternatives = readings[1:]
-        if o.prob < min_probability:  # too weak to write: the <gap> stays, the readings proposed
+        if not floors.writes(o.notation, o.prob):  # too weak: the <gap> stays, readings proposed
+            floor = floors.of(o.notation)
             o.status = "left"
             # one reason for every gap so left (the summary counts gaps by reason); the gap's
             # own probability is in o.prob
-            o.reason = (
-                f"below the confidence floor --min-probability {min_probability:g}, "
-                "readings proposed"
-            )
+            o.reason = f"below the confidence floor --min-probability {floor:g}, readings proposed"
             if proposals is not None:
                 proposals[o.index] = (readings[0][0], readings[0][1], readings[1:])
             continue
@@ -128,9 +156,10 @@ def restore_epidoc(
     passes done and planned of the piece being decoded (``restore``'s ``progress`` count), that
     piece (from 1) and the pieces of the file (the server's progress bar and cancel check: an
     exception raised there stops the restoration and is raised to the caller).
-    ``min_probability``: the confidence floor in [0, 1] (None: ``fusion.json``'s
-    ``min_probability``, chosen by the benchmark so that what is written is right at least half
-    the time on the selection half, else 0): a gap whose best reading is less probable keeps its
+    ``min_probability``: the confidence floor in [0, 1], for every gap (None: ``fusion.json``'s
+    floors, :func:`default_floors`, one for gaps of known width and one for gaps of unknown
+    extent, chosen by the benchmark so that what is written is right at least half the time on
+    the selection half, else 0): a gap whose best reading is less probable keeps its
     ``<gap>``, its readings written after it as proposals (``<certainty>`` entries), and counts
     as left. ``decoder``: ``restore``'s ``--decoder``
     (None: its default).
@@ -156,12 +185,15 @@ def restore_epidoc(
         edition, window=window or trained, unknown_width=unknown_width, about_margin=about_margin
     )
     outcomes = plan.gaps
-    if min_probability is None:
-        min_probability = default_floor(loaded)
-    if not 0.0 <= min_probability <= 1.0:
+    if min_probability is not None and not 0.0 <= min_probability <= 1.0:
         raise RestoreError(
             f"--min-probability {min_probability}: give a probability in [0, 1] (0: write all)"
         )
+    floors = (
+        default_floors(loaded)
+        if min_probability is None
+        else Floors(float(min_probability), float(min_probability))
+    )
     fills: dict[int, Readings] = {}  # outcome index -> reading
     proposals: dict[int, Readings] = {}  # below the floor: proposed, not written
     sources: dict[int, list[str]] = {}
@@ -179,7 +211,7 @@ def restore_epidoc(
             RestoreError,
             proposals,
             sources,
-            min_probability,
+            floors,
             top_k=top_k,
             beam=beam,
             unknown_width=unknown_width,
@@ -201,7 +233,7 @@ def restore_epidoc(
         when,
         proposals=proposals,
         sources=sources,
-        floor=min_probability,
+        floor=floors.describe(),
     )
     return EpiDocResult(plan.source, xml, outcomes)
 
@@ -216,13 +248,17 @@ def _piece_ticks(
     return lambda done, total: on_step(done, total, piece, pieces)
 
 
-def default_floor(loaded: Any) -> float:
-    """The confidence floor ``fusion.json`` beside the checkpoint of ``loaded`` names
-    (``min_probability``, chosen by ``stoicheia benchmark --save-fusion``), else 0."""
+def default_floors(loaded: Any) -> Floors:
+    """The confidence floors ``fusion.json`` beside the checkpoint of ``loaded`` names
+    (``min_probability``, and ``min_probability_unknown`` for gaps of unknown extent, chosen by
+    ``stoicheia benchmark --save-fusion``; a file without the second uses the first for both),
+    else 0 for both (everything written)."""
     from stoicheia.inference.restore.fusion_file import FusionConfig, fusion_beside
 
     path = fusion_beside(str(getattr(loaded, "source", "")))
     if path is None:
-        return 0.0
-    floor = FusionConfig.load(path).min_probability
-    return float(floor) if floor is not None else 0.0
+        return Floors()
+    config = FusionConfig.load(path)
+    known = float(config.min_probability) if config.min_probability is not None else 0.0
+    unknown = config.min_probability_unknown
+    return Floors(known, float(unknown) if unknown is not None else known)

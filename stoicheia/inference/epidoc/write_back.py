@@ -213,7 +213,7 @@ def _header_edits(
     top_k: int,
     when: str,
     proposed: int = 0,
-    floor: float = 0.0,
+    floor: str = "0",
 ) -> list[tuple[int, int, bytes]]:
     header = doc.find(f"{TEI}teiHeader")
     title = header.find(f"{TEI}fileDesc/{TEI}titleStmt") if header is not None else None
@@ -232,7 +232,7 @@ def _header_edits(
     )
     left = (
         f"; {proposed} {'lacuna' if proposed == 1 else 'lacunae'} left as gaps, their readings "
-        f"below the confidence floor {floor:g} proposed in certainty/@assertedValue"
+        f"below the confidence floor {floor} proposed in certainty/@assertedValue"
         if proposed
         else ""
     )
@@ -268,7 +268,7 @@ def write_restorations(
     *,
     proposals: dict[int, Readings] | None = None,
     sources: dict[int, list[str]] | None = None,
-    floor: float = 0.0,
+    floor: str = "0",
 ) -> bytes:
     """The restored file's bytes: ``plan.data`` with each gap of ``fills`` (by the index of its
     :class:`~.outcomes.GapOutcome`; at least one) replaced by its ``<supplied>`` and
@@ -277,7 +277,9 @@ def write_restorations(
     :func:`~stoicheia.inference.model_identity.model_identity`) declared in the header with the
     number of lacunae restored, ``top_k`` and the date ``when`` (default today, UTC,
     ``YYYY-MM-DD``). ``proposals``: gaps left below the confidence ``floor``, by the same
-    index: their ``<gap>`` stays and their readings follow it (:func:`_proposals_xml`);
+    index: their ``<gap>`` stays and their readings follow it (:func:`_proposals_xml`), and the
+    header's ``<change>`` names ``floor`` as said (``0.35``, or ``0.35 (0.5 for gaps of unknown
+    extent)``);
     ``sources``: the parallels that carry a written reading (``evidence="parallel"``). Every
     other byte is the input's. Raises
     :class:`~.outcomes.EpiDocRestoreError` for a file without a ``<titleStmt>``, and (an

@@ -59,8 +59,14 @@ class FusionConfig:
     decoder: str | None = None
     #: the confidence floor of ``restore --epidoc`` and the page's EpiDoc restoration: the
     #: least probability of a reading written into an edition, chosen on the selection half so
-    #: that what is written is right at least half the time; None: 0 (everything written)
+    #: that what is written is right at least half the time
+    #: (:func:`~stoicheia.inference.benchmark.floors.choose_floor`); None: 0 (everything
+    #: written)
     min_probability: float | None = None
+    #: the same for a gap of unknown extent (``extent="unknown"``, ``[---]``), chosen on the
+    #: selection half's gaps of unknown extent; None: ``min_probability`` (a file written
+    #: before the two floors)
+    min_probability_unknown: float | None = None
     #: at a stone's edge, the weight (natural log, >= 0) of a parallel whose own text has an
     #: edge where the gap does (:func:`~stoicheia.inference.parallels.search.gap_parallels`),
     #: fitted on the selection half's one-sided gaps; 0: weighed like the others
@@ -78,7 +84,12 @@ class FusionConfig:
             raise RestoreError(
                 f"{FUSION_FILE}: decoder {self.decoder!r} is none of {', '.join(DECODERS)}"
             )
-        for name in ("ngram_weight", "parallels_weight", "min_probability"):
+        for name in (
+            "ngram_weight",
+            "parallels_weight",
+            "min_probability",
+            "min_probability_unknown",
+        ):
             v = getattr(self, name)
             if v is not None and not (
                 isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
@@ -102,7 +113,7 @@ class FusionConfig:
             raise RestoreError(
                 f"{path}: not a fusion file ({err}); keys: ngram_weight, parallels_weight, "
                 "parallels_index, chosen_on, readings, decoder, min_probability, "
-                "parallels_edge_gain"
+                "min_probability_unknown, parallels_edge_gain"
             ) from None
 
     def save(self, path: str | Path) -> None:
