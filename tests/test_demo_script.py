@@ -1,5 +1,6 @@
 """scripts/demo.sh stopped by Ctrl-C: the trainer's ``[preempt]`` line reaches the run's
-console.log and the script exits 130, as docs/runs.md says.
+console.log and the script exits 130, as docs/runs.md says; ``stoicheia status`` then says the
+run was stopped by Ctrl-C and how to resume.
 
 The script runs in a copy of the checkout's layout in a temporary folder (its own
 ``scripts/demo.sh``, the checkout's ``.venv`` and ``recipes``, the small shards as
@@ -85,3 +86,12 @@ def test_ctrl_c_in_demo_script_logs_the_preempt_line_and_exits_130(small_shards,
     assert proc.returncode == 130, out[-3000:]
     assert "[preempt]" in console and "exiting with status 130" in console, console[-3000:]
     assert "Traceback" not in console, console[-3000:]
+    status = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "stoicheia", "status", str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "state: stopped by Ctrl-C (SIGINT) at step " in status.stdout, status.stdout
+    assert "run the same training command again to resume" in status.stdout, status.stdout
