@@ -8,8 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Everything the demo prints is also appended to checkpoints/stoicheia-demo/console.log (the run
 # folder): scripts/docs_outputs.py cuts the README's screen of the demo's output from it.
+# tee -i: Ctrl-C reaches every process of the terminal's group; tee ignores it and keeps copying
+# until the trainer has printed its [preempt] line (a tee killed by Ctrl-C lost that line, and the
+# trainer, writing into the closed pipe, ended with status 1 instead of 130). The EXIT trap waits
+# for tee, so console.log is whole when the script's status comes back.
 mkdir -p checkpoints/stoicheia-demo
-exec > >(tee -a checkpoints/stoicheia-demo/console.log) 2>&1
+exec > >(tee -i -a checkpoints/stoicheia-demo/console.log) 2>&1
+TEE_PID=$!
+trap 'status=$?; exec >&- 2>&-; wait "$TEE_PID"; exit "$status"' EXIT
 bash scripts/setup.sh
 CORPUS=${STOICHEIA_CORPUS:-../shared/corpus}
 if [ ! -f data/shards/stats.json ]; then
@@ -23,7 +29,9 @@ if [ ! -f data/shards/stats.json ]; then
 else
   echo "demo: data/shards exists; delete it to convert again"
 fi
-.venv/bin/composer recipes/train.py yamls/demo.yaml "$@"
+# stoicheia.launch is Composer's launcher with Ctrl-C passed on to the trainer, which saves the
+# batch in progress and exits 130 (docs/runs.md); `composer` itself prints a traceback there.
+.venv/bin/python -m stoicheia.launch recipes/train.py yamls/demo.yaml "$@"
 # How well it restores: the benchmark on an even sample of 80 inscriptions of the inscription
 # dev set (docs/measuring-restoration.md; every corpus in proportion), with the letter 5-gram and
 # the parallels beside the network, fused into the search at the weights that do best there;

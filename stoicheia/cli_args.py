@@ -19,18 +19,64 @@ loader then names as missing: never taken for a text to restore.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+
+def _close(word: str, known: Any) -> str | None:
+    """The one of ``known`` that ``word`` is most likely a typo of (``difflib``'s ratio at
+    least 0.6), or ``None``."""
+    found = difflib.get_close_matches(word, [str(k) for k in known], n=1)
+    return found[0] if found else None
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line (no usage block) and exit 2."""
+    """An ``ArgumentParser`` whose usage errors are one line (no usage block) and exit 2.
+
+    A mistyped command or choice (``stoicheia restor``, ``--decoder beem``) and a mistyped
+    option (``--top-kk``) get "did you mean ...?" in that line, the closest of the known
+    names by :func:`difflib.get_close_matches` (argparse of Python 3.11 suggests nothing)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            guess = _close(str(value), action.choices or ())
+            if guess is None:
+                raise
+            if isinstance(action, argparse._SubParsersAction):
+                raise argparse.ArgumentError(
+                    None, f"{str(value)!r} is not a command; did you mean {guess!r}?"
+                ) from None
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r}; did you mean {guess!r}? (choose from "
+                f"{', '.join(map(repr, action.choices))})",
+            ) from None
 
     def error(self, message: str):  # type: ignore[override]
+        if message.startswith("unrecognized arguments: "):
+            words = message.removeprefix("unrecognized arguments: ").split(";")[0].split()
+            options = [opt for a in self._actions for opt in a.option_strings]
+            guesses = {
+                w.split("=")[0]: g
+                for w in words
+                if w.startswith("-") and (g := _close(w.split("=")[0], options))
+            }
+            if len(guesses) == 1:
+                message += f"; did you mean {next(iter(guesses.values()))}?"
+            elif guesses:
+                message += (
+                    "; did you mean "
+                    + ", ".join(f"{g} (for {w})" for w, g in guesses.items())
+                    + "?"
+                )
         self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the arguments)\n")
 
 

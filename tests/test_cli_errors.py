@@ -746,3 +746,48 @@ def test_ctrl_c_while_the_arguments_are_parsed_ends_at_once_and_the_handler_is_g
     assert cli.main(["restore", "--help"]) == 0
     assert seen == [cli._interrupted_while_starting]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+@pytest.mark.parametrize(
+    "typed, meant", [("restor", "restore"), ("benchmrk", "benchmark"), ("staus", "status")]
+)
+def test_a_mistyped_command_gets_did_you_mean(typed, meant, capsys):
+    rc, _, err = run_cli([typed, "x"], capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"stoicheia: error: {typed!r} is not a command; did you mean {meant!r}? "
+        "(stoicheia --help lists the arguments)"
+    ]
+
+
+def test_a_command_nothing_like_any_gets_argparses_list(capsys):
+    rc, _, err = run_cli(["xyzzy"], capsys)
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "invalid choice: 'xyzzy' (choose from 'convert'" in err and "did you mean" not in err
+
+
+def test_a_mistyped_option_or_choice_gets_did_you_mean(capsys):
+    one_error(
+        ["restore", MISSING, "--top-kk", "3", "ἐνθάδε κεῖ[..]αι"],
+        capsys,
+        "unrecognized arguments: --top-kk",
+        "; did you mean --top-k?",
+    )
+    one_error(
+        ["status", "--folde", "x"], capsys, "unrecognized arguments: --folde"
+    )  # nothing close: argparse's words alone
+    one_error(
+        ["benchmark", MISSING, "--sampel=80", "--out", "x"],
+        capsys,
+        "unrecognized arguments: --sampel=80; did you mean --sample?",
+    )
+    one_error(
+        ["restore", MISSING, "--top-kk=3", "--beem", "4", "ἐνθάδε κεῖ[..]αι"],
+        capsys,
+        "; did you mean --top-k (for --top-kk), --beam (for --beem)?",
+    )
+    one_error(
+        ["restore", MISSING, "--decoder", "fuse", "ἐνθάδε κεῖ[..]αι"],
+        capsys,
+        "argument --decoder: invalid choice: 'fuse'; did you mean 'fused'?",
+    )

@@ -887,3 +887,34 @@ def test_a_tei_p4_file_is_refused_as_such_not_for_its_entities(corpus_root):
     assert "not declared" not in str(err.value)
     with pytest.raises(EpiDocRestoreError, match="a TEI P4 file"):
         read_edition(b"<?xml version='1.0'?><TEI.2><text><body><p>x</p></body></text></TEI.2>")
+
+
+def test_ctrl_c_in_a_folder_says_how_far_and_the_same_command_goes_on(
+    corpus_root, trained, tmp_path, capsys, monkeypatch
+):
+    """Ctrl-C while the 4th of 4 files is restored: one line says 3 of 4 were done and that the
+    same command goes on from file 4; status 130; the rerun keeps a.xml and writes sub/d.xml."""
+    import stoicheia.inference.epidoc.restore as epidoc_restore
+
+    inp = _corpus(corpus_root, tmp_path / "in")
+    out = tmp_path / "out"
+    run = [str(trained), "--epidoc", str(inp), "--out", str(out), "--top-k", "2", "--beam", "2"]
+    real = epidoc_restore.restore_epidoc
+
+    def ctrl_c_at_d(model, src, **kw):
+        if Path(src).name == "d.xml":
+            raise KeyboardInterrupt
+        return real(model, src, **kw)
+
+    monkeypatch.setattr(epidoc_restore, "restore_epidoc", ctrl_c_at_d)
+    code, _, stderr = _cli(capsys, *run)
+    assert code == 130
+    assert stderr.strip().splitlines()[-1] == (
+        "stoicheia restore: interrupted (Ctrl-C): stopped after 3 of 4 files (1 written, "
+        "0 already there, 2 refused; nothing half-written); the same command keeps the 1 output "
+        f"there and goes on from file 4 ({inp / 'sub' / 'd.xml'}), 1 to go"
+    )
+    assert not (out / "sub" / "d.xml").exists()
+    monkeypatch.setattr(epidoc_restore, "restore_epidoc", real)
+    code, stdout, _ = _cli(capsys, *run)
+    assert code == 0 and "(1 written, 1 already there, 2 refused)" in stdout

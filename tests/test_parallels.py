@@ -329,6 +329,13 @@ def test_the_page_api_carries_the_parallels_and_links_to_their_records(corpus):
     assert p["supplies"] in page.text
     assert client.get("/source/999999").status_code == 404
     assert any("whole readings" in n and "the defaults" in n for n in got.json()["notes"])
+    # the letters of context searched on each side, from which the page heads the parallels
+    # ("same letters on both sides", or "before the gap" at a stone's edge after it)
+    assert all(n > 0 for n in gap["parallels_context"])
+    edge = client.post("/restore", json={"text": text.split("[")[0] + "[---]", "top_k": 2})
+    assert edge.status_code == 200, edge.text
+    before, after = edge.json()["gaps"][0]["parallels_context"]
+    assert before > 0 and after == 0
 
 
 def test_fusion_json_beside_the_checkpoint_holds_the_parallels_weight_and_index(

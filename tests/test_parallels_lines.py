@@ -247,6 +247,59 @@ def test_the_parallels_shown_carry_the_line(corpus):
     assert row["line"] == "10a" and row["label"] == "ISic900001, l. 10a"
 
 
+def test_the_heading_says_on_which_side_the_letters_were_matched(corpus):
+    """A gap with text on one side only (a stone's edge) is headed with the side its letters
+    were matched on, not "on both sides" (the page's matchedWhere says the same)."""
+    index = ParallelsIndex(corpus / "parallels")
+    left, fill, right = "ἀρετᾶς ἕνεκεν καὶ", "εὐνοίας", "τᾶς εἰς τὰν πόλιν"
+    width = (len(_ids(fill)),)
+    both = parallel_lines(gap_parallels(index, _ids(left), _ids(right), width))
+    assert both[0] == "     parallels (corpus passages with the same letters on both sides):"
+    empty = _ids("")
+    after_text = gap_parallels(index, _ids(left), empty, range(3, 9), to_word_end=True)
+    assert after_text.fills, "the word after ἀρετᾶς ἕνεκεν καὶ is in the index"
+    assert parallel_lines(after_text)[0] == (
+        "     parallels (corpus passages with the same letters before the gap; nothing after "
+        "it to match):"
+    )
+    before_text = gap_parallels(index, empty, _ids(right), range(3, 9), to_word_end=True)
+    assert before_text.fills
+    assert parallel_lines(before_text)[0] == (
+        "     parallels (corpus passages with the same letters after the gap; nothing before "
+        "it to match):"
+    )
+    nothing = gap_parallels(index, _ids("ξψξψξψξψ"), empty, range(3, 9), to_word_end=True)
+    assert parallel_lines(nothing) == [
+        "     parallels: none in the corpus (8 letters of context before the gap searched; "
+        "nothing after it to match)"
+    ]
+
+
+def test_the_page_heads_the_parallels_as_the_console_does(tmp_path):
+    """app.js's matchedWhere, run by node on the three cases, gives display.matched_where's
+    words."""
+    import re
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the page's script cannot be run here")
+    from stoicheia.inference.parallels.display import matched_where
+
+    js = (
+        Path(__file__).resolve().parents[1] / "stoicheia" / "serve" / "static" / "app.js"
+    ).read_text(encoding="utf-8")
+    fn = re.search(r"^function matchedWhere\(ctx\) \{.*?^\}", js, re.S | re.M)
+    assert fn, "app.js has no matchedWhere"
+    cases = [[5, 7], [5, 0], [0, 7]]
+    script = fn.group(0) + f"\nconsole.log(JSON.stringify({cases}.map(matchedWhere)));\n"
+    (tmp_path / "t.js").write_text(script, encoding="utf-8")
+    out = subprocess.run([node, str(tmp_path / "t.js")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [matched_where(*c) for c in cases]
+    assert "same letters ${where}" in js and "matchedWhere(g.parallels_context)" in js
+
+
 def test_shards_without_the_lines_column_index_with_line_unknown(corpus, tmp_path):
     from streaming import MDSWriter
 

@@ -272,6 +272,13 @@ def test_ctrl_c_saves_the_batch_in_progress_and_exits_130(small_shards, tmp_path
     )
     assert m and m[1] == m[2] and out.count("[preempt]") == 1, out[-3000:]
     assert os.readlink(folder / "latest-rank0.pt") == f"ep0-ba{m[1]}-rank0.pt"
+    stopped = run_files.read_json(folder, run_files.STOPPED)  # what `stoicheia status` reads
+    assert {k: stopped[k] for k in ("step", "signal", "exit_status", "checkpoint")} == {
+        "step": int(m[1]),
+        "signal": "SIGINT",
+        "exit_status": 130,
+        "checkpoint": f"ep0-ba{m[1]}-rank0.pt",
+    }
     _, alive = psutil.wait_procs(everyone, timeout=60)
     assert not alive, [(p.pid, p.cmdline()) for p in alive]
     steps = [r["step"] for r in run_files.read_jsonl(folder / "metrics.jsonl")]

@@ -6,6 +6,7 @@ RUN --ship` on a tiny run the tests train."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -64,6 +65,16 @@ def test_the_model_card_quotes_the_shipped_model():
     )
     assert f"step **{prov['step']}**" in card
     assert f"**{prov['dev_bits_per_char']:.3f}**" in card
+
+
+def test_the_model_card_gives_no_training_time_but_the_provenances():
+    """The card called the shipped model "a 10-minute recipe" while its provenance says the
+    run took 30.7 minutes: the card's prose names no minutes of its own for the model (no
+    "N-minute"), only the generated line's, which is the provenance's wall clock."""
+    card = (REPO / "docs" / "model-card.md").read_text(encoding="utf-8")
+    prov = shipped.read_provenance()
+    assert re.findall(r"\d+-minute", card) == []
+    assert f"training: {prov['wall_seconds'] / 60:.1f} minutes of wall clock" in card
 
 
 def test_restore_with_no_checkpoint_uses_the_shipped_model(bundle, capsys):

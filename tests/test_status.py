@@ -546,3 +546,30 @@ def test_status_shows_a_stable_phase_extended_past_its_planned_end(tmp_path: Pat
     write_checkpoint(plain, 100)
     _plan(plain)
     assert "  stable (800 steps): gold 80.0 %, silver 20.0 %" in status_lines(plain, capsys)
+
+
+def test_stopped_by_ctrl_c_says_so_and_how_to_resume(tmp_path: Path, capsys) -> None:
+    """``stopped.json`` (the recipe's after a Ctrl-C) makes the state say the run was stopped
+    and how to resume; once a later job logs steps past it, the run is running again."""
+    folder = tmp_path / "run"
+    write_metrics(folder, range(1, 251))
+    write_checkpoint(folder, 250)
+    run_files.write_stopped(folder, step=250, signal_name="SIGINT", exit_status=130)
+    facts = run_status(folder)
+    assert facts["state"] == "stopped by Ctrl-C (SIGINT) at step 250"
+    assert facts["use"] == str(folder / "ep0-ba250-rank0.pt")
+    lines = status_lines(folder, capsys)
+    assert (
+        "state: stopped by Ctrl-C (SIGINT) at step 250, the batch in progress saved "
+        "(ep0-ba250-rank0.pt); run the same training command again to resume from it" in lines
+    )
+    write_metrics(folder, range(251, 261), t0=T0 + 1000)  # the same command again
+    assert run_status(folder)["state"] == "running or stopped (resumable)"
+
+
+def test_stopped_by_sigterm_names_the_signal(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    write_metrics(folder, range(1, 101))
+    write_checkpoint(folder, 100)
+    run_files.write_stopped(folder, step=100, signal_name="SIGTERM", exit_status=143)
+    assert run_status(folder)["state"] == "stopped by SIGTERM at step 100"

@@ -12,8 +12,9 @@ from stoicheia.commands.common import fail, load
 
 def run(args: argparse.Namespace) -> int:
     """``restore --epidoc PATH... --out DIR`` (stoicheia.inference.epidoc.corpus); returns
-    the exit status (0, or 2 after one line on stderr)."""
-    from stoicheia.inference.epidoc.corpus import epidoc_inputs, restore_corpus
+    the exit status (0; 2 after one line on stderr; 130 after Ctrl-C, with one line saying how
+    many files were done and that the same command goes on from the next)."""
+    from stoicheia.inference.epidoc.corpus import CorpusInterrupted, epidoc_inputs, restore_corpus
 
     if args.text is not None:
         return fail("restore", f"give either a TEXT ({args.text!r}) or --epidoc files, not both")
@@ -65,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
             min_probability=args.min_probability,
             decoder=args.decoder,
         )
+    except CorpusInterrupted as stop:  # Ctrl-C: how far it got, and that a rerun goes on
+        print(f"stoicheia restore: {stop.line()}", file=sys.stderr)
+        return 130
     except ValueError as err:
         return fail("restore", str(err))
     except OSError as err:

@@ -150,6 +150,13 @@ class GapOut(BaseModel):
     parallels: list[FillParallelsOut] | None = Field(
         None, description="the gap's parallels, best first (absent without a parallels index)"
     )
+    parallels_context: list[int] | None = Field(
+        None,
+        description="[before, after]: the letters of context the parallels were searched "
+        "with on each side of the gap; 0 on the side where the text has none (a stone's edge, "
+        "a lacuna beside it): the letters were matched on the other side only (absent without "
+        "a parallels index)",
+    )
 
 
 class RestorationOut(BaseModel):

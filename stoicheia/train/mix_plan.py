@@ -97,6 +97,11 @@ def _tier_lines(tiers: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _shares(mix: Mapping[str, Any]) -> str:
+    """A phase's tier shares of its letters, ``gold 76.0 %, silver 4.0 %, ...``."""
+    return ", ".join(f"{t} {100 * s:.1f} %" for t, s in mix["shares"].items())
+
+
 def plan_lines(facts: Mapping[str, Any]) -> list[str]:
     """The plan in plain lines (no prefix): the budget, one line per tier, one per mix."""
     lines = [
@@ -105,8 +110,7 @@ def plan_lines(facts: Mapping[str, Any]) -> list[str]:
     ]
     lines += _tier_lines(facts["tiers"])
     for m in facts["mixes"]:
-        shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
-        lines.append(f"  {m['name']} ({m['steps']:,} steps): {shares}")
+        lines.append(f"  {m['name']} ({m['steps']:,} steps): {_shares(m)}")
     return lines
 
 
@@ -190,10 +194,11 @@ def run_phase_lines(went: Mapping[str, Any], anneal: Mapping[str, Any] | None) -
     ]
     lines += _tier_lines(went["tiers"])
     for m in went["mixes"]:
-        shares = ", ".join(f"{t} {100 * s:.1f} %" for t, s in m["shares"].items())
         a, b = m["start"], m["start"] + m["steps"]
         so_far = " so far" if m.get("so_far") else ""
-        lines.append(f"  {m['name']} (steps {a:,}-{b:,}: {m['steps']:,} steps{so_far}): {shares}")
+        lines.append(
+            f"  {m['name']} (steps {a:,}-{b:,}: {m['steps']:,} steps{so_far}): {_shares(m)}"
+        )
     return lines
 
 

@@ -234,8 +234,28 @@ def _train(cfg: RunConfig, save_folder: str, run_folder: Path) -> ExitCode:
     built.trainer.close()
     preemption = built.plugins.get("preemption")
     if preemption is not None and preemption.stopped and not built.control.complete:
+        _record_stop(built, preemption)
         return preemption.exit_code
     return ExitCode.OK
+
+
+def _record_stop(built: Built, preemption: Any) -> None:
+    """Leave ``stopped.json`` in the run folder (rank 0), so ``stoicheia status`` can say the
+    run was stopped by Ctrl-C or SIGTERM and how to resume. A marker that cannot be written
+    (full disk) is reported in one line; the exit status stays the signal's."""
+    from composer.utils import dist
+
+    if dist.get_global_rank() != 0:
+        return
+    try:
+        run_files.write_stopped(
+            built.run_folder,
+            step=int(preemption.stopped_at),
+            signal_name=(preemption.agreed or preemption.received).name,
+            exit_status=int(preemption.exit_code),
+        )
+    except WriteError as err:
+        _error(f"{err.path} not written ({err.cause}); the checkpoint was saved all the same")
 
 
 def _not_saved(built: Built, err: CheckpointNotSaved | WriteError) -> ExitCode:

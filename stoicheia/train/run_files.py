@@ -4,7 +4,8 @@ The run folder is ``train.save_folder`` when that is a local path, else ``runs/{
 Everything here is small, human-readable and written atomically (temporary file, then
 ``os.replace``), by global rank 0 only. Each marker file has one writer, a function of this
 module (:func:`write_anneal`, :func:`write_best`, :func:`write_complete`,
-:func:`write_diverged`), as Composer's ``CheckpointSaver`` owns every checkpoint file:
+:func:`write_diverged`, :func:`write_stopped`), as Composer's ``CheckpointSaver`` owns every
+checkpoint file:
 
 ========================  ================================================================
 ``evals.jsonl``           one line per evaluation set per evaluation: step, set, metrics
@@ -16,6 +17,9 @@ module (:func:`write_anneal`, :func:`write_best`, :func:`write_complete`,
                           checkpoint to use
 ``diverged.json``         the run aborted on non-finite gradients: step, skips, last good
                           checkpoint
+``stopped.json``          the last job stopped on a signal (Ctrl-C, SIGTERM) after saving the
+                          batch in progress: step, signal, exit status, checkpoint to resume
+                          from (a later job that resumes leaves it in place; status compares)
 ``pre_anneal.pt``         the last peak-LR state (full checkpoint), written at the anneal start
 ``best.pt``, ``final.pt`` full checkpoints of the best evaluation and of the end of the run
 ========================  ================================================================
@@ -50,6 +54,7 @@ BEST = "best.json"
 COMPLETE = "complete.json"
 DIVERGED = "diverged.json"
 EVALS = "evals.jsonl"
+STOPPED = "stopped.json"
 
 
 def local_run_folder(save_folder: str, run_name: str) -> Path:
@@ -142,6 +147,25 @@ def write_diverged(folder: Path, step: int, message: str) -> str | None:
         {"step": int(step), "message": message, "last_good_checkpoint": last_good, "time": now()},
     )
     return last_good
+
+
+def write_stopped(folder: Path, *, step: int, signal_name: str, exit_status: int) -> Path:
+    """Write ``stopped.json``: the job stopped at batch ``step`` on ``signal_name`` (``SIGINT``
+    for Ctrl-C, ``SIGTERM``) after saving that batch, and exited ``exit_status`` (130, 143);
+    ``checkpoint`` is where ``latest-rank0.pt`` points, the checkpoint the same command resumes
+    from (``None`` if there is no link). Raises :class:`~stoicheia.publish.WriteError`."""
+    latest = Path(folder) / "latest-rank0.pt"
+    return write_json(
+        folder,
+        STOPPED,
+        {
+            "step": int(step),
+            "signal": signal_name,
+            "exit_status": int(exit_status),
+            "checkpoint": os.readlink(latest) if latest.is_symlink() else None,
+            "time": now(),
+        },
+    )
 
 
 def read_json(folder: Path, name: str) -> dict[str, Any] | None:

@@ -2,11 +2,11 @@
 
 Reads ``metrics.jsonl`` (step, learning rate, data phase), the ``latest-rank0.pt`` link, the
 marker files of :mod:`stoicheia.train.run_files` (``anneal.json``, ``best.json``,
-``complete.json``, ``diverged.json``) and ``evals.jsonl``. The checkpoint it recommends is
-verified first (:func:`stoicheia.train.checkpoints.missing_records`: present, a readable zip,
-every tensor record there): a missing or truncated ``best.pt`` or a ``latest`` link to a file
-that is gone is reported as such, with the checkpoint to use instead. No model is loaded and
-nothing is written, so it is safe to run beside a training job.
+``complete.json``, ``diverged.json``, ``stopped.json``) and ``evals.jsonl``. The checkpoint it
+recommends is verified first (:func:`stoicheia.train.checkpoints.missing_records`: present, a
+readable zip, every tensor record there): a missing or truncated ``best.pt`` or a ``latest``
+link to a file that is gone is reported as such, with the checkpoint to use instead. No model is
+loaded and nothing is written, so it is safe to run beside a training job.
 
 :func:`run_status` gathers the facts as a dict, :func:`format_status` turns them into lines.
 """
@@ -40,11 +40,13 @@ RUN_FILES = (
     run_files.BEST,
     run_files.COMPLETE,
     run_files.DIVERGED,
+    run_files.STOPPED,
     LATEST,
 )
 
 _CHECKPOINT = re.compile(r"^ep\d+-ba(?P<batch>\d+)-rank0\.pt$")
 _STATES = {"anneal_done": "complete (anneal done)", "early_stop": "complete (early stop)"}
+_SIGNALS = {"SIGINT": "Ctrl-C (SIGINT)"}
 _WHY = {
     "stall": "the decision metric stalled",
     "cap": "the stable phase reached its cap",
@@ -188,11 +190,12 @@ def _last_evals(folder: Path) -> dict[str, dict[str, Any]]:
     return last
 
 
-def _resumed_after(facts: dict[str, Any], diverged: dict[str, Any]) -> bool:
-    """True if ``metrics.jsonl`` shows a job after the divergence: a step past it, or a
-    restart (a step not above the one before) logged after ``diverged.json`` was written."""
-    step, restart, when = facts.get("step"), facts.get("restart_time"), diverged.get("time")
-    if isinstance(step, int) and isinstance(diverged.get("step"), int) and step > diverged["step"]:
+def _resumed_after(facts: dict[str, Any], marker: dict[str, Any]) -> bool:
+    """True if ``metrics.jsonl`` shows a job after the one that wrote ``marker``
+    (``diverged.json``, ``stopped.json``): a step past the marker's, or a restart (a step not
+    above the one before) logged after the marker was written."""
+    step, restart, when = facts.get("step"), facts.get("restart_time"), marker.get("time")
+    if isinstance(step, int) and isinstance(marker.get("step"), int) and step > marker["step"]:
         return True
     return isinstance(restart, (int, float)) and isinstance(when, (int, float)) and restart > when
 
@@ -208,11 +211,14 @@ def run_status(folder: Path) -> dict[str, Any]:
       ``restart_time`` (time of the first line of the newest resumed job, or ``None``);
     * ``latest_checkpoint``: target of ``latest-rank0.pt`` (else the newest
       ``ep*-ba*-rank0.pt``), or ``None``;
-    * ``anneal``, ``best``, ``complete``, ``diverged``: the marker objects, or ``None``;
+    * ``anneal``, ``best``, ``complete``, ``diverged``, ``stopped``: the marker objects, or
+      ``None``;
     * ``state``: ``"complete (anneal done)"``, ``"complete (early stop)"``,
-      ``"diverged at step N"`` or ``"running or stopped (resumable)"`` (with
-      ``"; resumed after diverging at step N"`` when ``metrics.jsonl`` shows a job after
-      ``diverged.json``: the recipe leaves that file in place when a diverged run is resumed);
+      ``"diverged at step N"``, ``"stopped by Ctrl-C (SIGINT) at step N"`` (or ``by SIGTERM``:
+      ``stopped.json``, the last job saved that batch and exited 130 or 143; the same command
+      resumes) or ``"running or stopped (resumable)"`` (with ``"; resumed after diverging at
+      step N"`` when ``metrics.jsonl`` shows a job after ``diverged.json``: the recipe leaves
+      that file in place when a diverged run is resumed; likewise ``stopped.json``);
     * ``use`` (path of the checkpoint to use, or ``None``) and ``use_why`` (one phrase): the
       checkpoint the state calls for (``best.pt``, ``final.pt``, the last good or the latest
       one) if it is complete, else the newest complete checkpoint, and why;
@@ -240,6 +246,7 @@ def run_status(folder: Path) -> dict[str, Any]:
         ("best", run_files.BEST),
         ("complete", run_files.COMPLETE),
         ("diverged", run_files.DIVERGED),
+        ("stopped", run_files.STOPPED),
     ):
         facts[key] = run_files.read_json(folder, name)
     facts["evals"] = _last_evals(folder)
@@ -270,7 +277,12 @@ def run_status(folder: Path) -> dict[str, Any]:
             "the last good checkpoint" if good else "no checkpoint was saved before the divergence",
         )
     else:
-        facts["state"] = "running or stopped (resumable)"
+        stopped = facts["stopped"]
+        if stopped is not None and not _resumed_after(facts, stopped):
+            how = _SIGNALS.get(stopped.get("signal"), stopped.get("signal"))
+            facts["state"] = f"stopped by {how} at step {stopped.get('step')}"
+        else:
+            facts["state"] = "running or stopped (resumable)"
         if diverged is not None:
             facts["state"] += f"; resumed after diverging at step {diverged.get('step')}"
         if (folder / "best.pt").exists() or facts["best"] is not None:
@@ -374,6 +386,12 @@ def format_status(facts: dict[str, Any]) -> list[str]:
         state += f" at step {facts['complete'].get('step')}"
     if facts["state"].startswith("diverged"):
         state += f": {facts['diverged'].get('message')}"
+    if facts["state"].startswith("stopped by"):
+        saved = facts["stopped"].get("checkpoint")
+        state += (
+            f", the batch in progress saved{f' ({saved})' if saved else ''}; run the same "
+            "training command again to resume from it"
+        )
     lines.append(f"state: {state}")
     lines.append(
         f"use: {facts['use']} ({facts['use_why']})"

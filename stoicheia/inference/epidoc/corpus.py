@@ -33,7 +33,13 @@ from typing import Any
 from stoicheia.inference.epidoc.outcomes import by_reason
 from stoicheia.publish import atomic_write
 
-__all__ = ["PROVENANCE", "CorpusSummary", "epidoc_inputs", "restore_corpus"]
+__all__ = [
+    "PROVENANCE",
+    "CorpusInterrupted",
+    "CorpusSummary",
+    "epidoc_inputs",
+    "restore_corpus",
+]
 
 #: the provenance of the outputs in ``DIR``: one JSON object per line, ``{"output": path
 #: relative to DIR, "input": the input as given, "input_sha256", "model", "options"}``; the last
@@ -74,6 +80,38 @@ class CorpusSummary:
             f"{f', {self.duplicates} given twice' if self.duplicates else ''}); "
             f"gaps {self.restored} restored / {self.left} left"
             f"{f' ({why})' if why else ''} / {self.gaps_refused} refused; {self.seconds:.1f} s"
+        )
+
+
+class CorpusInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`restore_corpus`: ``summary`` counts the files finished before it
+    (``done`` of ``summary.files``; ``summary.seconds`` set), ``current`` is the input file that
+    was being restored (file ``done + 1``; its output was not written, or an older one stays
+    whole), ``None`` if the interrupt came before the first. A ``KeyboardInterrupt``, so a caller
+    that does not know it still stops."""
+
+    def __init__(self, summary: CorpusSummary, done: int, current: Path | None) -> None:
+        super().__init__(f"interrupted after {done} of {summary.files} files")
+        self.summary, self.done, self.current = summary, done, current
+
+    def line(self) -> str:
+        """What was done and how to go on, true of :func:`restore_corpus`'s resumption: the
+        outputs written (now or by an earlier run) are kept by the same command; refused files
+        are read again; the file in progress starts over."""
+        s = self.summary
+        kept = s.written + s.skipped
+        left = s.files - self.done
+        where = f" ({self.current})" if self.current is not None else ""
+        return (
+            f"interrupted (Ctrl-C): stopped after {self.done} of {s.files} files "
+            f"({s.written} written, {s.skipped} already there, {s.refused} refused; nothing "
+            "half-written); "
+            + (
+                f"the same command keeps the {kept} output{'s' if kept != 1 else ''} there and "
+                f"goes on from file {self.done + 1}{where}, {left} to go"
+                if left
+                else "every file was done"
+            )
         )
 
 
@@ -261,7 +299,8 @@ def restore_corpus(
     where the one-line messages of refused files go (default: stderr, above the bar).
     ``progress``: show the bar (only ever on a terminal). Raises ``ValueError`` for the
     problems of :func:`epidoc_inputs`; ``OSError`` when an output cannot be written (disk full):
-    the files written so far stay, and a rerun goes on from there.
+    the files written so far stay, and a rerun goes on from there; :class:`CorpusInterrupted`
+    (a ``KeyboardInterrupt``) on Ctrl-C, with the counts so far.
     """
     from stoicheia.inference.epidoc.outcomes import EpiDocRestoreError
     from stoicheia.inference.epidoc.restore import restore_epidoc
@@ -281,8 +320,11 @@ def restore_corpus(
     seen_in: dict[
         Path, Path
     ] = {}  # an input given twice (same path, or another path to it) is restored once
+    # the file in progress and how many were done before it, for a Ctrl-C's line
+    current: tuple[int, Path | None] = (0, None)
     try:
-        for src, dst in pairs:
+        for index, (src, dst) in enumerate(pairs):
+            current = (index, src)
             try:
                 if _real(src) in seen_in:
                     summary.duplicates += 1
@@ -356,6 +398,9 @@ def restore_corpus(
             finally:
                 if bar is not None:
                     bar.update(task, advance=1, note=f"{summary.restored} gaps restored")
+    except KeyboardInterrupt:
+        summary.seconds = time.perf_counter() - t0
+        raise CorpusInterrupted(summary, *current) from None
     finally:
         if bar is not None:
             bar.stop()

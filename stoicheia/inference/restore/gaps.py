@@ -162,7 +162,16 @@ class Gap:
                 "prob": _sig(self.editor.prob),
                 "rank": self.editor.rank,
             },
-        } | ({} if self.parallels is None else {"parallels": self.parallels.to_json()})
+        } | (
+            {}
+            if self.parallels is None
+            else {
+                "parallels": self.parallels.to_json(),
+                # letters of context searched before and after the gap: 0 on one side at a
+                # stone's edge, where the page heads the parallels "before/after the gap"
+                "parallels_context": [len(self.parallels.left), len(self.parallels.right)],
+            }
+        )
 
 
 @dataclass

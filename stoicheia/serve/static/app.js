@@ -219,6 +219,16 @@ function drawGaps() {
   drawParallels();
 }
 
+// where a gap's parallels matched letters, from the letters of context searched on each side
+// ([before, after]): one side only at a stone's edge (as matched_where in
+// stoicheia/inference/parallels/display.py says it on the console)
+function matchedWhere(ctx) {
+  const [before, after] = Array.isArray(ctx) ? ctx : [1, 1];
+  if (before && !after) return "before the gap; nothing after it to match";
+  if (after && !before) return "after the gap; nothing before it to match";
+  return "on both sides";
+}
+
 // the parallels of each gap (docs/parallels.md): a section per gap, each passage linking to its
 // record (/source/ROW) and to the edition's own page where there is one
 function drawParallels() {
@@ -227,10 +237,12 @@ function drawParallels() {
   const withIndex = current.gaps.filter((g) => Array.isArray(g.parallels));
   $("parallels-title").hidden = withIndex.length === 0;
   for (const g of withIndex) {
+    const where = matchedWhere(g.parallels_context);
     const sec = el("section", { class: "gap-parallels" },
-      el("h4", {}, `Gap ${g.index + 1} `, el("span", { class: "greek" }, g.notation)));
+      el("h4", {}, `Gap ${g.index + 1} `, el("span", { class: "greek" }, g.notation),
+        el("span", { class: "muted" }, ` · same letters ${where}`)));
     if (!g.parallels.length) {
-      sec.append(el("p", { class: "muted" }, "no passage of the corpus has its context on both sides"));
+      sec.append(el("p", { class: "muted" }, `no passage of the corpus has the same letters ${where}`));
     }
     for (const f of g.parallels) {
       const shown = f.parallels.length ? f.parallels[0].supplies : f.fill;
