@@ -146,3 +146,14 @@ def test_restore_epidoc_reads_each_piece_once(corpus_root, monkeypatch):
     result = restore_epidoc(STUB, src, top_k=2)
     assert sum(g.status == "restored" for g in result.gaps) == plan.to_fill
     assert parsed == [p.text for p in plan.pieces], "each piece read once, nothing else"
+
+
+def test_a_text_in_beta_code_is_named_and_given_back_in_unicode():
+    """Beta Code pasted as TEXT: its ``)`` once read as a Leiden bracket ("')' closes no
+    bracket"); now named, with the Unicode Greek to give instead. Latin stays "no Greek"."""
+    with pytest.raises(RestoreError, match="looks like Beta Code") as err:
+        read_input("e)/doce th=| boulh=| kai\\ tw=| [....]")
+    assert "'ἔδοξε τῇ βουλῇ καὶ τῷ [....]'" in str(err.value)
+    with pytest.raises(RestoreError, match="no Greek letter"):
+        read_input("senatus populusque [....]anus")
+    assert read_input("καὶ τῷ [....]").gaps  # Greek with a bracket is not Beta Code

@@ -193,12 +193,14 @@ def read_input(
 
     Raises :class:`RestoreError` for notation the Leiden parser rejects (with the position; a
     counted width above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` among them),
-    an option out of range (:func:`check_options`), a text without Greek letters, or a gap of
+    an option out of range (:func:`check_options`), a text without Greek letters (one in Beta
+    Code named as such, with its Unicode form), or a gap of
     more than ``max_slots`` slots (``limit_why`` says where that limit comes from); the widths
     are checked before any slot is made."""
     if supplements not in ("keep", "repredict"):
         raise RestoreError(f"supplements={supplements!r}: use 'keep' or 'repredict'")
     check_options(unknown_width=unknown_width, about_margin=about_margin)
+    _refuse_beta_code(text)
     segments = _parse(text, unknown_width, about_margin, max_slots, limit_why)
     try:
         enc = encode_text(text, strict=True)
@@ -217,6 +219,27 @@ def read_input(
         supplements,
         unknown_width,
         about_margin,
+    )
+
+
+#: a Latin letter with a Beta Code accent, breathing or iota subscript beside it (``e)/``,
+#: ``h=|``, ``*)a``)
+_BETA_CODE = re.compile(r"[A-Za-z][)(/\\=|]|[*][)(/\\=]*[A-Za-z]")
+_GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]")
+
+
+def _refuse_beta_code(text: str) -> None:
+    """Raise :class:`RestoreError` for a text in Beta Code (no Greek letter, Latin letters with
+    Beta Code's diacritics), naming it and giving it in Unicode Greek to paste instead: its
+    ``)`` and ``(`` would otherwise be read as Leiden brackets and refused as such."""
+    if _GREEK.search(text) or not _BETA_CODE.search(text):
+        return
+    from stoicheia.sources.betacode import beta_to_unicode
+
+    greek = beta_to_unicode(text)
+    raise RestoreError(
+        f"{text[:40]!r} looks like Beta Code: restore reads Unicode Greek; give it as "
+        f"{greek!r}"
     )
 
 
