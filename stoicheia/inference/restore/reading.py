@@ -238,8 +238,7 @@ def _refuse_beta_code(text: str) -> None:
 
     greek = beta_to_unicode(text)
     raise RestoreError(
-        f"{text[:40]!r} looks like Beta Code: restore reads Unicode Greek; give it as "
-        f"{greek!r}"
+        f"{text[:40]!r} looks like Beta Code: restore reads Unicode Greek; give it as {greek!r}"
     )
 
 
