@@ -26,6 +26,7 @@ __all__ = [
     "NONE_WRITTEN",
     "UNKNOWN_EXTENT",
     "choose_floor",
+    "choose_floors",
     "written",
     "written_lines",
     "wilson_interval",
@@ -96,6 +97,16 @@ def choose_floor(
         if n and wilson_interval(right, n)[0] >= precision:
             return floor
     return NONE_WRITTEN
+
+
+def choose_floors(result: dict, decoder: str) -> dict[str, float | None]:
+    """Both floors of ``decoder`` (:func:`choose_floor`): ``{"known": P, "unknown": P}``, for
+    the gaps of known width and of unknown extent; what ``fusion.json`` keeps as
+    ``min_probability`` and ``min_probability_unknown``."""
+    return {
+        "known": choose_floor(result, decoder, KNOWN_WIDTH),
+        "unknown": choose_floor(result, decoder, UNKNOWN_EXTENT),
+    }
 
 
 def written_lines(result: dict, decoder: str, floors: dict[str, float | None]) -> list[str]:

@@ -42,7 +42,7 @@ from stoicheia.inference.benchmark.defaults import (
     FUSED3_NGRAM_WEIGHTS,
     FUSED3_PARALLELS_WEIGHTS,
 )
-from stoicheia.inference.benchmark.floors import KNOWN_WIDTH, UNKNOWN_EXTENT, choose_floor
+from stoicheia.inference.benchmark.floors import choose_floors
 from stoicheia.inference.benchmark.fusion import FusedFamily
 from stoicheia.inference.benchmark.protocols import Task
 
@@ -270,7 +270,8 @@ def fusion_config(
             "judge": float(chosen.get("judge", 0.0)),
             "chosen_on": fusion[name]["chosen_on"],
         }
-    winner = report_winner(result) or "fused"
+    winner = report_winner(result)
+    floors = choose_floors(result, winner or "fused")
     return FusionConfig(
         ngram_weight=float(chosen.get("ngram", 0.0)),
         parallels_weight=float(chosen.get("parallels", 0.0)),
@@ -283,9 +284,9 @@ def fusion_config(
         ),
         chosen_on=on,
         readings=readings,
-        decoder=report_winner(result),
-        min_probability=choose_floor(result, winner, KNOWN_WIDTH),
-        min_probability_unknown=choose_floor(result, winner, UNKNOWN_EXTENT),
+        decoder=winner,
+        min_probability=floors["known"],
+        min_probability_unknown=floors["unknown"],
         parallels_edge_gain=float(
             ((result.get("fits") or {}).get("parallels_edge") or {}).get("chosen", 0.0)
         ),

@@ -390,22 +390,13 @@ def _written_lines(result: dict) -> list[str]:
     """What ``restore --epidoc`` writes on the report half with the default decoder at the
     floors chosen on the selection half (:func:`~.floors.written_lines`); none for a result
     without halves."""
-    from stoicheia.inference.benchmark.floors import (
-        KNOWN_WIDTH,
-        UNKNOWN_EXTENT,
-        choose_floor,
-        written_lines,
-    )
+    from stoicheia.inference.benchmark.floors import choose_floors, written_lines
     from stoicheia.inference.benchmark.parallels import report_winner
 
     if not result.get("halves"):
         return []
     decoder = report_winner(result) or "fused"
-    floors = {
-        "known": choose_floor(result, decoder, KNOWN_WIDTH),
-        "unknown": choose_floor(result, decoder, UNKNOWN_EXTENT),
-    }
-    return written_lines(result, decoder, floors)
+    return written_lines(result, decoder, choose_floors(result, decoder))
 
 
 def reliability_plot(result: dict, path: Path) -> None:
