@@ -277,8 +277,18 @@ def _task(text: str, truth: str):
     return Task("hidden", "ISic000001", text, start, end, 0, truth, "-" not in text[start:end])
 
 
-@pytest.mark.parametrize("edge_gain", [0.0, 2.0])
-def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index, edge_gain):
+#: a ranker's coefficients (reading_ranker.py) that reorder the mixture: sources and context
+#: count, a long fill gains
+RANKER = {
+    **dict.fromkeys(("base", "judge", "from_search", "edge", "two_sided", "short", "rank"), 0.0),
+    **{"mixture": 1.0, "parallels": 0.3, "from_parallels": 0.5, "unattested": -1.0},
+    **{"context": 0.8, "sources": 0.7, "breaks_disagree": -1.0, "letters": 2.0},
+    **{"none": 1.0, "none_top": -0.5, "none_evidence": -0.2},
+}
+
+
+@pytest.mark.parametrize("edge_gain,ranker", [(0.0, None), (2.0, None), (0.0, RANKER)])
+def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index, edge_gain, ranker):
     from stoicheia.inference.benchmark.parallels import (
         ParallelsCache,
         ParallelsDecoder,
@@ -299,9 +309,9 @@ def test_the_decoder_choices_equal_the_benchmarks_rows(corpus, index, edge_gain)
         "model": md,
         "ngram": NgramDecoder(ngram, k=20, unknown_width=12),
         "parallels": ParallelsDecoder(cache, NgramDecoder(ngram, k=20, unknown_width=12)),
-        "fused": readings_family(md, ngram, cache, (0.4,)).make(point),
+        "fused": readings_family(md, ngram, cache, (0.4,)).make(point, ranker),
     }
-    weights = ReadingWeights(0.7, 1.0, 1.0)
+    weights = ReadingWeights(0.7, 1.0, 1.0, ranker=ranker)
     for text in (
         "ἔδοξε τᾶι βουλᾶι καὶ τῶι δά[..]ι ἐπαινέσαι",
         "μῆ[...] ς ἡμέρας",
@@ -557,3 +567,27 @@ def test_corpus_words_of_a_text_without_word_ends_is_empty():
     none = np.full(5, A.BOUNDARY_INTERNAL)
     assert corpus_words(text, none).size == 0, "scriptio continua gives no attested word"
     assert corpus_words(np.zeros(3, dtype=np.uint8), none[:3]).size == 0
+
+
+def test_the_ranker_fitted_by_the_benchmark_reaches_restore_through_fusion_json(tmp_path):
+    """fusion_config writes the ranker beside the mixture's weights; restore reads it back."""
+    from stoicheia.inference.benchmark.parallels import fusion_config
+    from stoicheia.inference.restore.fusion_file import FusionConfig
+    from stoicheia.inference.restore.whole_readings import ReadingWeights
+
+    chosen = {"ngram": 0.9, "lam_max": 0.7, "half": 4.0, "unattested": 0.0, "judge": 0.0}
+    result = {
+        "fusion": {
+            "fused": {
+                "chosen": chosen,
+                "chosen_on": "10 gaps of the selection half",
+                "sweep": [{"weights": chosen, "figures": {"hidden": {"top1": 0.5, "cer": 0.4}}}],
+                "ranker": {"coef": RANKER, "gaps": 10},
+            }
+        }
+    }
+    config = fusion_config(result, None)
+    assert config.readings["ranker"] == RANKER
+    config.save(tmp_path / "fusion.json")
+    back = FusionConfig.load(tmp_path / "fusion.json")
+    assert ReadingWeights.from_json(back.readings).ranker == RANKER

@@ -35,13 +35,18 @@ Decoder = Callable[[Task], tuple[list[str], float]]
 class FusedFamily:
     """A fused decoder with weights to choose. ``name``: its row in the table (``"fused"``);
     ``axes``: ``{expert: weights}``, each weight a float (the grid is their product, in the
-    order given); ``make(weights)``: the decoder at ``{expert: weight}``.
+    order given); ``make(weights)``: the decoder at ``{expert: weight}``; ``refine``: a fit
+    made at the chosen point on the selection half (the field's comment).
 
     Raises ``ValueError`` for no axis or an axis without a weight."""
 
     name: str
     axes: Mapping[str, Sequence[float]]
     make: Callable[[dict[str, float]], Decoder]
+    #: a second fit at the chosen point (the whole readings' ranker): ``refine(chosen,
+    #: selection)`` returns ``(decoder, figures)`` (the decoder to report and what the fit
+    #: found) or None to keep ``make(chosen)``
+    refine: Callable[[dict[str, float], dict[str, list[Task]]], Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.axes or any(len(w) == 0 for w in self.axes.values()):

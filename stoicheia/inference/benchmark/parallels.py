@@ -132,6 +132,7 @@ def readings_family(
     parallels: ParallelsCache,
     ngram_weights: tuple[float, ...],
     grid: dict[str, tuple[float, ...]] | None = None,
+    ranker: bool = True,
 ) -> FusedFamily:
     """``fused`` with a parallels index: ``restore --decoder fused``, the whole readings
     (:mod:`stoicheia.inference.restore.whole_readings`), over the axes ``ngram`` (the n-gram's
@@ -141,24 +142,70 @@ def readings_family(
     fit of the whole readings' weights: the point is chosen on the selection half only
     (:func:`~.fusion.sweep_family`); each gap's search and its candidates are made once per
     n-gram weight and re-ranked at every other point (:meth:`ModelDecoder.__call__`), so the
-    grid costs little beyond the n-gram axis."""
+    grid costs little beyond the n-gram axis. With ``ranker``, the ranker is then fitted at
+    the chosen point (:func:`fit_readings_ranker`), again on the selection half only."""
     from stoicheia.inference.benchmark.defaults import READINGS_GRID
     from stoicheia.inference.restore.gap_search import Fusion
     from stoicheia.inference.restore.whole_readings import ReadingWeights
 
     grid = dict(grid or READINGS_GRID)
 
-    def make(weights: dict[str, float]):
+    def make(weights: dict[str, float], coef: dict[str, float] | None = None):
         fusion = Fusion(ngram, weights["ngram"], parallels.index, 0.0)
         fusion.readings = ReadingWeights(
             weights["lam_max"],
             weights["half"],
             weights["unattested"],
             judge=weights.get("judge", 0.0),
+            ranker=coef,
         )
         return model_decoder.with_fusion(fusion, parallels)
 
-    return FusedFamily("fused", {"ngram": tuple(ngram_weights), **grid}, make)
+    def refine(chosen: dict[str, float], selection: dict[str, list[Task]]):
+        return fit_readings_ranker(make, chosen, selection)
+
+    return FusedFamily(
+        "fused", {"ngram": tuple(ngram_weights), **grid}, make, refine if ranker else None
+    )
+
+
+def fit_readings_ranker(
+    make: Any, chosen: dict[str, float], selection: dict[str, list[Task]]
+) -> tuple[Any, dict] | None:
+    """The whole readings' ranker (:mod:`stoicheia.inference.restore.reading_ranker`) fitted on
+    the ``selection`` tasks at the ``chosen`` weights (:func:`~.ranker_fit.fit_ranker`), and
+    the decoder ``make(chosen, coef)`` that ranks with it, with ``{"coef", "gaps",
+    "truth_among", "log_likelihood", "steps", "selection_top1": {"mixture", "ranker"}}``;
+    None (the mixture kept) where it is not ahead of the mixture in top-1 on the selection
+    half, or where no gap has a candidate."""
+    from stoicheia.inference.benchmark.ranker_fit import (
+        choice_rows,
+        fit_ranker,
+        top1_share,
+        truth_index,
+    )
+
+    decoder = make(chosen)
+    weights = decoder.fusion.readings
+    cases = []
+    for tasks in selection.values():
+        for task in tasks:
+            case = decoder.case(task)
+            if len(case.letters):
+                cases.append((case, case.mixture(weights), truth_index(case, task.truth)))
+    if not cases:
+        return None
+    coef, figures = fit_ranker([choice_rows(c, m, t) for c, m, t in cases])
+    ranked = make(chosen, coef)
+    with_ranker = [(c.mixture(ranked.fusion.readings), t) for c, _, t in cases]
+    figures["selection_top1"] = {
+        "mixture": top1_share((m, t) for _, m, t in cases),
+        "ranker": top1_share(with_ranker),
+    }
+    figures["coef"] = coef
+    if figures["selection_top1"]["ranker"] <= figures["selection_top1"]["mixture"]:
+        return None
+    return ranked, figures
 
 
 def fit_edge_gain(
@@ -270,6 +317,8 @@ def fusion_config(
             "judge": float(chosen.get("judge", 0.0)),
             "chosen_on": fusion[name]["chosen_on"],
         }
+        if fusion[name].get("ranker"):  # fitted at the chosen point (fit_readings_ranker)
+            readings["ranker"] = dict(fusion[name]["ranker"]["coef"])
     winner = report_winner(result)
     floors = choose_floors(result, winner or "fused")
     return FusionConfig(

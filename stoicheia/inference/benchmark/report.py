@@ -193,6 +193,16 @@ def _head_lines(result: dict) -> list[str]:
             f"(weights {_weights(fam['chosen'])}), chosen on {fam['chosen_on']} "
             "(best mean top-1 over the protocols; weight 0 leaves an expert out)"
         )
+        rk = fam.get("ranker")
+        if rk:
+            top = rk["selection_top1"]
+            lines.append(
+                f"{NAMES.get(name, name)}: ranked by a conditional logit over each gap's "
+                f"candidates ({len(rk['coef'])} coefficients), fitted at that point on the "
+                f"{rk['gaps']:,} selection gaps ({rk['truth_among']:,} with the truth among "
+                f"the candidates); selection top-1 {100 * top['mixture']:.1f}% by the mixture, "
+                f"{100 * top['ranker']:.1f}% by the ranker ('without ranker': the mixture's order)"
+            )
     edge = (result.get("fits") or {}).get("parallels_edge")
     if edge and edge.get("figures"):
         tried = ", ".join(

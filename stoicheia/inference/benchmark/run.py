@@ -164,19 +164,32 @@ class ModelDecoder:
                     found, prior=FillPrior(found.fills, fusion.parallels_weight)
                 )
         if fusion.readings is not None:  # the fit re-ranks one case per gap and n-gram weight
-            gain = getattr(self.parallels, "edge_gain", 0.0)
-            key = ("case", task.protocol, task.text_id, task.start, task.input, fusion.weight, gain)
-            case = self.cache.get(key)
-            if case is None:
-                hold: dict = {}
-                gap_candidates(
-                    "fused", logp, items, gaps, {}, g, self.k, fusion, found=found, cache=hold
-                )
-                case = self.cache[key] = hold["case"]
-            cands = case.ranked(fusion.readings, self.k)
+            cands = self.case(task, found).ranked(fusion.readings, self.k)
         else:
             cands = gap_candidates("fused", logp, items, gaps, {}, g, self.k, fusion, found=found)
         return [c.text() for c in cands], cands[0].prob if cands else 0.0
+
+    def case(self, task: Task, found: Any = None) -> Any:
+        """The task's :class:`~stoicheia.inference.restore.whole_readings.ReadingCase` under
+        this decoder's fusion (whole readings), made once per gap, n-gram weight and edge gain
+        and kept in the cache (the fit of the weights and of the ranker re-rank it);
+        ``found`` its parallels when searched already."""
+        from stoicheia.inference.restore.decoders import gap_candidates
+
+        fusion = self.fusion
+        gain = getattr(self.parallels, "edge_gain", 0.0)
+        key = ("case", task.protocol, task.text_id, task.start, task.input, fusion.weight, gain)
+        case = self.cache.get(key)
+        if case is None:
+            if found is None and self.parallels is not None:
+                found = self.parallels.found(task)
+            logp, _, g, items, gaps, _ = self.prepared(task)
+            hold: dict = {}
+            gap_candidates(
+                "fused", logp, items, gaps, {}, g, self.k, fusion, found=found, cache=hold
+            )
+            case = self.cache[key] = hold["case"]
+        return case
 
 
 def parse_task(task: Task, unknown_width: int = 20) -> tuple[list[Item], list[Gap], int]:
@@ -332,7 +345,11 @@ def benchmark(
     ``"<name> without judge"`` too, the same point with ``judge`` 0, compared with it
     (:func:`~.bootstrap.pairs_for`); one whose chosen point gives the network a weight (an
     axis ``ngram`` below 1) gets ``"<name> without network"``, the same point with ``ngram``
-    1 (and ``judge`` 0): the same search on the n-gram's letters and widths alone. ``fits``:
+    1 (and ``judge`` 0): the same search on the n-gram's letters and widths alone. A family
+    with a ``refine`` (the whole readings' ranker, :func:`~.parallels.fit_readings_ranker`)
+    fitted at its chosen point replaces its row, the point's own decoder kept as ``"<name>
+    without ranker"``; the rows without judge and without network are the mixture's, without
+    the ranker. ``fits``:
     weights fitted on the selection half before the families' sweeps, each a function of the
     model's decoder and the selection half's tasks returning ``(name, figures)``, kept in the
     result's ``fits`` (e.g. :func:`~.parallels.fit_edge_gain`, the stone's edge's gain, which
@@ -402,6 +419,10 @@ def benchmark(
         fusion[fam.name] = sweep_family(fam, selection, run_tasks, progress)
         chosen = fusion[fam.name]["chosen"]
         decs[fam.name] = fam.make(chosen)
+        refined = fam.refine(chosen, selection) if fam.refine is not None else None
+        if refined is not None:  # the ranker, fitted at the chosen point on the selection half
+            decs[f"{fam.name} without ranker"] = decs[fam.name]
+            decs[fam.name], fusion[fam.name]["ranker"] = refined
         if chosen.get("judge"):  # what the network's judgement adds, measured on the report half
             decs[f"{fam.name} without judge"] = fam.make({**chosen, "judge": 0.0})
         if chosen.get("ngram", 1.0) < 1.0:  # what the network adds to the chosen search

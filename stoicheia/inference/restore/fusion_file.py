@@ -271,6 +271,7 @@ def find_fusion(
             f"; whole readings at λ_max {r.lam_max:g}, half-evidence {r.half:g}, "
             + (f"unattested words −{r.unattested:g}" if r.unattested else "unattested words kept")
             + (f", the network judging whole fills at {r.judge:g}" if r.judge else "")
+            + (", ranked by the fitted ranker" if r.ranker else "")
             + how
         )
     return said_with(out)

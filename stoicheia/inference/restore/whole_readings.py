@@ -47,8 +47,12 @@ at a time (the pseudo-log-likelihood) would cost a forward pass per letter of ev
 (about 300 rows of 512 slots per gap, where the search takes one): docs/parallels.md gives
 the figures.
 
-The weights ``λ_max``, ``E_half``, ``unattested`` and ``judge`` (:class:`ReadingWeights`) are
-fitted on the selection half of the inscription dev set by ``stoicheia benchmark``
+The ranker. The mixture's order can then be replaced by a conditional logit over the
+candidates fitted on many features of each (:mod:`.reading_ranker`), whose probabilities also
+say how often none of the candidates is the reading.
+
+The weights ``λ_max``, ``E_half``, ``unattested`` and ``judge`` (:class:`ReadingWeights`) and
+the ranker are fitted on the selection half of the inscription dev set by ``stoicheia benchmark``
 (:func:`stoicheia.inference.benchmark.parallels.readings_family`) and stored in
 ``fusion.json``; the defaults here are used without it.
 """
@@ -76,16 +80,23 @@ class ReadingWeights:
     Λ reaches half of ``lam_max``, ``unattested`` (>= 0, natural log) the penalty of a fill
     whose words the corpus never attests; ``judge`` (>= 0) the network's weight as a judge of
     whole fills (``β``, module docstring; 0: not used, what ``fusion.json`` written before it
-    means); ``chosen_on`` what they were fitted on. Raises ``ValueError`` for a weight out of
-    range."""
+    means); ``chosen_on`` what they were fitted on; ``ranker`` the coefficients of the ranker
+    fitted at these weights (:mod:`.reading_ranker`; None: the mixture's order stands). Raises
+    ``ValueError`` for a weight out of range or a ranker of other features."""
 
     lam_max: float = 0.8
     half: float = 0.5
     unattested: float = 1.0
     chosen_on: str = ""
     judge: float = 0.0
+    #: the ranker's coefficients (:mod:`.reading_ranker`; None: the mixture ranks)
+    ranker: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.ranker is not None:
+            from stoicheia.inference.restore.reading_ranker import check_coefficients
+
+            object.__setattr__(self, "ranker", check_coefficients(self.ranker))
         if not 0.0 <= self.lam_max <= 1.0:
             raise ValueError(f"readings lam_max {self.lam_max!r} must be in [0, 1]")
         if not self.half > 0:
@@ -137,7 +148,8 @@ class ReadingCase:
     lone_words: int = 0
 
     def mixture(self, weights: ReadingWeights) -> np.ndarray:
-        """Float ``(n,)``: each candidate's probability under ``weights`` (module docstring)."""
+        """Float ``(n,)``: each candidate's probability under ``weights`` (module docstring);
+        with a ranker (``weights.ranker``), its probabilities of the mixture's candidates."""
         lam = weights.lam(self.evidence) if self.p_par.sum() > 0 else 0.0
         m = (1.0 - lam) * self.p_base + lam * self.p_par
         if weights.unattested > 0 and self.unattested.any():
@@ -152,6 +164,10 @@ class ReadingCase:
             tilted = m * np.exp(weights.judge * (j - top))
             total = tilted.sum()
             m = tilted * (m.sum() / total) if total > 0 else m
+        if weights.ranker is not None and len(m):
+            from stoicheia.inference.restore.reading_ranker import ranked_probabilities
+
+            m = ranked_probabilities(weights.ranker, self, m)
         return m
 
     def order(self, weights: ReadingWeights) -> np.ndarray:
