@@ -20,6 +20,13 @@ Here, instead:
 * A trainer that ends with one of the run's own statuses
   (:class:`~stoicheia.train.exit_status.ExitCode`: 2, 3, 4, 130, 143) has printed its one line
   already: the launcher does not report it as a crash nor dump the other ranks' logs.
+* At the end (:func:`cleanup_processes`), Composer's "Waiting up to 30 seconds for all training
+  processes to terminate. Press Ctrl-C to exit immediately." is not printed when every trainer
+  has exited (it was, after every run, a clean one too). When some are still running they get
+  SIGTERM, as in Composer, and one line says how many the launcher waits for and for how long;
+  a Ctrl-C during that wait SIGKILLs them at once, as the end of the wait does (Composer's
+  Ctrl-C, which the forwarding above had made a no-op; the wait for the ranks that stop on
+  their own after a :data:`STOPPED` exit still passes a Ctrl-C on).
 
 Everything else is Composer's launcher, unchanged. Linux and macOS (``psutil`` finds the
 trainers).
@@ -68,6 +75,80 @@ class _QuietDeliberate(logging.Filter):
         )
 
 
+def _wait(processes: dict[int, Any], seconds: float, interrupted: list[int]) -> None:
+    """Poll until every process has exited, ``seconds`` have passed or ``interrupted`` is not
+    empty (a Ctrl-C arrived)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not interrupted:
+        if all(p.poll() is not None for p in processes.values()):
+            return
+        time.sleep(0.1)
+
+
+def cleanup_processes(processes: dict[int, Any], stop_wait: float = STOP_WAIT) -> None:
+    """Composer's ``_cleanup_processes`` (``processes``: global rank -> ``subprocess.Popen``)
+    with its lines our own (module docstring): after a :data:`STOPPED` exit, wait up to
+    ``stop_wait`` s for the other ranks, which stop at the same batch on their own; then SIGTERM
+    to the ranks still running and, only if there are some, one line and a wait of up to
+    Composer's ``CLEANUP_TIMEOUT`` (30 s); SIGKILL to those still running after it (and to their
+    children), or at once on a Ctrl-C during that wait (not during the first: those ranks are
+    saving); last, Composer's report of each rank that failed (not those killed here). Never
+    raises for a process already gone."""
+    import psutil
+    from composer.cli import launcher
+
+    log = launcher.log
+    if any(p.poll() in STOPPED for p in processes.values()):
+        _wait(processes, stop_wait, [])  # a Ctrl-C here is passed on, and changes nothing
+    running = {rank: p for rank, p in processes.items() if p.poll() is None}
+    for rank, process in running.items():
+        log.info("Killing global rank %s (PID %s) with SIGTERM", rank, process.pid)
+        try:
+            os.kill(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    if running:
+        timeout = launcher.CLEANUP_TIMEOUT.total_seconds()
+        n = len(running)
+        ranks = ", ".join(str(r) for r in running)
+        print(
+            f"[launch] waiting up to {timeout:.0f} s for {n} training "
+            f"process{'es' if n > 1 else ''} (rank{'s' if n > 1 else ''} {ranks}) to save "
+            f"and exit; Ctrl-C kills {'them' if n > 1 else 'it'} at once (a checkpoint being "
+            "written is lost)",
+            flush=True,
+        )
+        interrupted: list[int] = []
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+        try:
+            _wait(running, timeout, interrupted)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    for rank, process in processes.items():
+        if process.poll() is not None:
+            continue
+        log.warning(
+            "Failed to kill global rank %s (PID %s) with SIGTERM; terminating with SIGKILL instead",
+            rank,
+            process.pid,
+        )
+        try:
+            tree = [psutil.Process(process.pid)]
+            tree += tree[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for member in tree:
+            try:
+                os.kill(member.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for rank, process in processes.items():
+        code = process.poll()
+        if code not in (None, 0) and -code not in (signal.SIGKILL, signal.SIGTERM):
+            # a rank that failed, not one killed here (Composer's rule)
+            launcher._print_process_exit_status(rank, process)  # noqa: SLF001
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run Composer's launcher on ``argv`` (default ``sys.argv[1:]``) with the signal handling
     of the module docstring; returns its exit status."""
@@ -85,18 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             report(global_rank, process)
 
     launcher._print_process_exit_status = print_exit_status  # noqa: SLF001
-    cleanup = launcher._cleanup_processes  # noqa: SLF001
-
-    def cleanup_after_a_stop(processes: dict[int, Any]) -> None:
-        # After a stop signal every rank stops at the same batch and exits 130/143 on its own;
-        # Composer would SIGTERM the ranks not yet exited the moment the first one is.
-        if any(p.poll() in STOPPED for p in processes.values()):
-            deadline = time.monotonic() + STOP_WAIT
-            while time.monotonic() < deadline and any(p.poll() is None for p in processes.values()):
-                time.sleep(0.1)
-        cleanup(processes)
-
-    launcher._cleanup_processes = cleanup_after_a_stop  # noqa: SLF001
+    launcher._cleanup_processes = cleanup_processes  # noqa: SLF001
     return int(launcher.main())
 
 

@@ -342,3 +342,120 @@ def test_signals_option_is_checked():
     with pytest.raises(ConfigError, match="SIGKILL cannot be caught"):
         registry.build("callbacks", "preemption", {"signals": ["SIGKILL"]}, ctx)
     assert "preemption" in dict(registry.resolve({}, "callbacks"))  # on by default
+
+
+# --- the launcher's clean-up (python -m stoicheia.launch), with stand-in trainers ------------
+
+
+class _Exited:
+    """A trainer (``subprocess.Popen``'s surface) that has exited with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        self.returncode = code
+        self.pid = 1 << 22  # never signalled: the process has exited
+
+    def poll(self) -> int:
+        return self.returncode
+
+
+def _sleeper(ignore_sigterm: bool = False) -> subprocess.Popen:
+    """A trainer still running (60 s), that SIGTERM ends, or (``ignore_sigterm``) does not."""
+    ignore = lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)  # noqa: E731
+    return subprocess.Popen(["sleep", "60"], preexec_fn=ignore if ignore_sigterm else None)
+
+
+def test_a_clean_finish_ends_without_composers_wait_line():
+    """Composer printed "Waiting up to 30 seconds ... Press Ctrl-C to exit immediately." after
+    every run, a clean one too: users took it for a prompt. Through the launcher's own entry
+    point, with a trainer that exits 0 at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.run(
+        [PYTHON, "-m", "stoicheia.launch", "-n", "1", "--master_port", str(port), "-c", "true"],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Waiting up to" not in proc.stdout + proc.stderr
+    assert "waiting" not in proc.stdout + proc.stderr
+
+
+def test_cleanup_says_what_it_waits_for_and_keeps_sigterm_then_sigkill(capsys, monkeypatch):
+    import datetime
+
+    from composer.cli import launcher
+
+    from stoicheia.launch import cleanup_processes
+
+    cleanup_processes({0: _Exited(0), 1: _Exited(0)})
+    assert capsys.readouterr().out == ""  # every trainer exited: nothing to wait for, nothing said
+
+    monkeypatch.setattr(launcher, "CLEANUP_TIMEOUT", datetime.timedelta(seconds=30))
+    running = _sleeper()
+    try:
+        start = time.monotonic()
+        cleanup_processes({0: _Exited(0), 1: running})
+        assert time.monotonic() - start < 20  # SIGTERM ended it: no need to wait the 30 s
+    finally:
+        running.kill()
+    out = capsys.readouterr().out
+    assert running.returncode == -signal.SIGTERM
+    assert "Waiting up to" not in out and out.count("\n") == 1, out
+    assert out.startswith(
+        "[launch] waiting up to 30 s for 1 training process (rank 1) to save and exit; "
+        "Ctrl-C kills it at once"
+    ), out
+
+    # a trainer that does not exit on SIGTERM is SIGKILLed after the timeout, as by Composer
+    monkeypatch.setattr(launcher, "CLEANUP_TIMEOUT", datetime.timedelta(seconds=0.5))
+    stubborn = [_sleeper(ignore_sigterm=True), _sleeper(ignore_sigterm=True)]
+    try:
+        cleanup_processes(dict(enumerate(stubborn)))
+        codes = [p.wait(timeout=10) for p in stubborn]
+    finally:
+        for p in stubborn:
+            p.kill()
+    assert codes == [-signal.SIGKILL, -signal.SIGKILL]
+    assert "for 2 training processes (ranks 0, 1)" in capsys.readouterr().out
+
+
+def test_ctrl_c_during_the_cleanup_wait_kills_at_once(capsys, monkeypatch):
+    """Composer's Ctrl-C ends its wait; the launcher passes SIGINT on to the trainers (which
+    ignore a second one while they stop), so the wait ends on it here, then SIGKILL."""
+    import datetime
+    import threading
+
+    from composer.cli import launcher
+
+    from stoicheia.launch import cleanup_processes, forward_signal
+
+    monkeypatch.setattr(launcher, "CLEANUP_TIMEOUT", datetime.timedelta(seconds=60))
+    stubborn = _sleeper(ignore_sigterm=True)
+    before = signal.signal(signal.SIGINT, forward_signal)  # as main() leaves it
+    waiting = threading.Event()
+
+    def press_ctrl_c() -> None:  # once the clean-up has taken SIGINT over (it then waits)
+        deadline = time.monotonic() + 30
+        while signal.getsignal(signal.SIGINT) is forward_signal and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting.set()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    ctrl_c = threading.Thread(target=press_ctrl_c, daemon=True)
+    try:
+        start = time.monotonic()
+        ctrl_c.start()
+        cleanup_processes({0: stubborn})
+        waited = time.monotonic() - start
+        assert waiting.is_set() and stubborn.wait(timeout=10) == -signal.SIGKILL
+        assert signal.getsignal(signal.SIGINT) is forward_signal  # given back
+    finally:
+        ctrl_c.join(timeout=40)
+        stubborn.kill()
+        signal.signal(signal.SIGINT, before)
+    assert waited < 30, waited
+    assert "Ctrl-C kills it at once" in capsys.readouterr().out
