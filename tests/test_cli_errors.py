@@ -670,6 +670,33 @@ def test_a_text_file_given_as_checkpoint_is_not_called_corrupt(tmp_path, capsys)
     assert "empty.pt" not in line
 
 
+def test_an_xml_file_given_as_checkpoint_or_text_points_to_epidoc(tmp_path, capsys):
+    """`restore X.xml` took the EpiDoc file for a checkpoint ("not a checkpoint (a text file)",
+    or "TEXT is required"); the line says it is XML and gives the --epidoc command."""
+    xml = tmp_path / "ISic000001.xml"
+    xml.write_text('<?xml version="1.0"?>\n<TEI><text/></TEI>\n', encoding="utf-8")
+    fix = f"stoicheia restore --epidoc {xml} --out FOLDER"
+    for argv in (["restore", str(xml)], ["restore", str(xml), GAP, "--device", "cpu"]):
+        line = one_error(argv, capsys, f"{xml} is an XML file, not a checkpoint", fix)
+        assert "zip" not in line and "TEXT" not in line
+    # found by its first bytes too, and --out / more --epidoc paths carried into the command
+    tei = tmp_path / "edition.tei"
+    tei.write_bytes(b"\xef\xbb\xbf\n  <TEI/>")
+    one_error(
+        ["restore", str(tei), "--epidoc", str(xml), "--out", "done"],
+        capsys,
+        f"{tei} is an XML file, not a checkpoint",
+        f"stoicheia restore --epidoc {tei} {xml} --out done",
+    )
+    # in the TEXT's place, after a checkpoint
+    one_error(
+        ["restore", MISSING, str(xml)],
+        capsys,
+        f"{xml} is an XML file, not a Greek text",
+        f"stoicheia restore {MISSING} --epidoc {xml} --out FOLDER",
+    )
+
+
 def test_an_unquoted_text_is_answered_with_the_command_quoted(capsys):
     one_error(
         ["restore", MISSING, "ἐνθάδε", "κεῖ[..]αι", "--top-k", "2"],

@@ -173,6 +173,44 @@ def _names_a_file(text: str) -> bool:
         return False
 
 
+def _xml_file(name: str) -> bool:
+    """Whether ``name`` is an existing file named ``*.xml`` (any case) or whose first bytes,
+    a byte-order mark and blanks aside, are ``<`` (XML: a checkpoint is a zip archive)."""
+    if not _names_a_file(name):
+        return False
+    if name.lower().endswith(".xml"):
+        return True
+    try:
+        with open(name, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"<")
+
+
+def _xml_given_for(args: argparse.Namespace) -> str | None:
+    """The one-line error for an XML file given where the CHECKPOINT or the TEXT goes, with the
+    ``--epidoc`` command that restores it; ``None`` when neither is one."""
+    import shlex
+
+    for given, instead, model in (
+        (args.checkpoint, "a checkpoint", None),
+        (args.text, "a Greek text", args.checkpoint),
+    ):
+        if given is None or given == "-" or not _xml_file(given):
+            continue
+        paths = " ".join(shlex.quote(p) for p in [given, *(args.epidoc or [])])
+        command = " ".join(
+            ["stoicheia restore", *([shlex.quote(model)] if model else [])]
+            + [f"--epidoc {paths} --out {shlex.quote(args.out) if args.out else 'FOLDER'}"]
+        )
+        return (
+            f"{given} is an XML file, not {instead}; to fill the <gap> elements of an EpiDoc "
+            f"file: {command} (docs/restoring-epidoc.md)"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Restore the text of ``args`` (or its EpiDoc files) and print the restorations; returns the
     exit status (0, or 2 after one line on stderr)."""
@@ -187,6 +225,9 @@ def run(args: argparse.Namespace) -> int:
         restore,
     )
 
+    xml = _xml_given_for(args)  # before the checkpoint is looked at: it would say "not a zip"
+    if xml is not None:
+        return fail("restore", xml)
     code = choose_model(args, "restore", takes_text=True)
     if code is not None:
         return code
