@@ -233,6 +233,14 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
         EpiDocRestoreError, match=r"cut\.xml:\d+: malformed XML .*repair the markup"
     ):
         restore_epidoc(None, bad)
+    # an empty or blank file is said to be one, not lxml's "malformed XML (Document is empty)"
+    for name, data, what in (
+        ("empty.xml", b"", r"empty file \(0 bytes\)"),
+        ("blank.xml", b"\xef\xbb\xbf \n\t\n", r"blank file \(7 bytes, only whitespace\)"),
+    ):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(EpiDocRestoreError, match=rf"^\S*{name}: {what}: nothing to restore;"):
+            restore_epidoc(None, tmp_path / name)
     with pytest.raises(EpiDocRestoreError, match=r"root element is <html>, not a TEI P5 <TEI>"):
         restore_epidoc(None, "<html><body>καὶ</body></html>")
     with pytest.raises(
@@ -729,11 +737,26 @@ def test_a_run_where_every_file_is_refused_fails(trained, tmp_path, capsys):
         "<TEI><text><body><p>not EpiDoc</p></body></text></TEI>", encoding="utf-8"
     )
     (inp / "b.xml").write_text("<TEI><unclosed>", encoding="utf-8")
+    (inp / "c.xml").write_bytes(b"")
+    (inp / "d.xml").write_text("\n  \n", encoding="utf-8")
     code, out, err = _cli(
         capsys, str(trained), "--epidoc", str(inp), "--out", str(tmp_path / "out")
     )
     assert code == 2 and "every file was refused" in err
-    assert "2 refused" in out  # the summary line is still printed
+    assert "4 refused" in out  # the summary line is still printed
+    lines = err.splitlines()
+    assert any(
+        x.endswith(
+            "c.xml: empty file (0 bytes): nothing to restore; give the EpiDoc "
+            "file itself (a failed copy or save leaves one empty)"
+        )
+        for x in lines
+    )
+    assert any(
+        "d.xml: blank file (4 bytes, only whitespace): nothing to restore" in x for x in lines
+    )
+    assert "Document is empty" not in err and err.count("malformed XML") == 1  # b.xml's
+    assert not [p for p in (tmp_path / "out").rglob("*.xml")]  # nothing written
 
 
 # --- EpiDoc as editors write it (issue 23, part 2): restore reads it as convert does --------

@@ -131,8 +131,19 @@ _TEI_P4 = re.compile(rb"<!DOCTYPE\s+TEI\.2\b|<TEI\.2[\s>]")
 
 def parse_xml(data: bytes, name: str) -> etree._Element:
     """The root of the file's tree (internal entities expanded, external ones never read);
-    raises :class:`~.outcomes.EpiDocRestoreError` naming ``name`` and the line for bytes that
-    are not UTF-8 or not well-formed XML."""
+    raises :class:`~.outcomes.EpiDocRestoreError` naming ``name`` (and the line) for a file that
+    is empty or blank (said as such, not as lxml's "Document is empty"), bytes that are not UTF-8
+    or not well-formed XML."""
+    if not data.removeprefix(b"\xef\xbb\xbf").strip():
+        what = (
+            "empty file (0 bytes)"
+            if not data
+            else f"blank file ({len(data):,} bytes, only whitespace)"
+        )
+        raise EpiDocRestoreError(
+            f"{name}: {what}: nothing to restore; give the EpiDoc file itself (a failed copy or "
+            "save leaves one empty)"
+        )
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
