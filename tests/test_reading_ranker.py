@@ -21,6 +21,7 @@ from stoicheia.inference.restore.reading_ranker import (
     candidate_features,
     check_coefficients,
     ranked_probabilities,
+    reading_kind,
 )
 from stoicheia.inference.restore.whole_readings import ReadingCase, ReadingWeights
 from stoicheia.text import alphabet as A
@@ -71,7 +72,7 @@ def test_the_ranker_learns_what_the_mixture_cannot_weigh():
     data = [(c, c.mixture(weights), truth_index(c, t)) for c, t in cases]
     coef, figures = fit_ranker([choice_rows(c, m, t) for c, m, t in data])
     assert figures["gaps"] == 200 and figures["truth_among"] == 200
-    ranked = ReadingWeights(0.5, 1.0, 0.0, ranker=coef)
+    ranked = ReadingWeights(0.5, 1.0, 0.0, ranker={"known": coef})
     assert top1_share((m, t) for _, m, t in data) < 0.5
     assert top1_share((c.mixture(ranked), t) for c, _, t in data) == 1.0
     assert coef["sources"] > 0
@@ -86,10 +87,14 @@ def test_none_of_them_takes_the_share_of_gaps_whose_truth_is_no_candidate():
     data = [(c, c.mixture(weights), truth_index(c, t)) for c, t in cases]
     coef, figures = fit_ranker([choice_rows(c, m, t) for c, m, t in data])
     assert figures["truth_among"] == 200
-    total = np.mean([ranked_probabilities(coef, c, m).sum() for c, m, _ in data])
+    ranker = {"known": coef}
+    total = np.mean([ranked_probabilities(ranker, c, m).sum() for c, m, _ in data])
     assert total == pytest.approx(0.5, abs=0.03)
-    one = ranked_probabilities(coef, *data[0][:2])
+    one = ranked_probabilities(ranker, *data[0][:2])
     assert one.shape == (4,) and np.all(one > 0) and one.sum() < 1
+    # a kind of gap without coefficients keeps the mixture
+    data[0][0].kind = "edge"
+    assert np.array_equal(ranked_probabilities(ranker, *data[0][:2]), data[0][1])
 
 
 def test_the_fit_reaches_the_maximum_of_its_objective():
@@ -125,12 +130,57 @@ def test_features_of_a_gap_of_known_width_and_one_of_unknown():
     assert x[1:, col["two_sided"]].tolist() == [1, 1, 1]
 
 
+def test_the_kind_of_gap_picks_its_ranker():
+    @dataclass
+    class _Found:
+        left: np.ndarray
+        right: np.ndarray
+
+    both, one = _Found(_ids("αβ"), _ids("γδ")), _Found(_ids("αβ"), _ids(""))
+    assert reading_kind(True, one) == "known"
+    assert reading_kind(False, both) == "unknown" and reading_kind(False, None) == "unknown"
+    assert reading_kind(False, one) == "edge"
+
+
 def test_a_ranker_of_other_features_is_refused_with_the_fix():
     coef = dict.fromkeys((*FEATURES, *NULL_FEATURES), 0.0)
-    assert ReadingWeights(ranker=coef).ranker == coef
+    assert ReadingWeights(ranker={"edge": coef}).ranker == {"edge": coef}
+    with pytest.raises(ValueError, match=r"unknown kind\(s\) of gap \['side'\]"):
+        ReadingWeights(ranker={"side": coef})
     with pytest.raises(ValueError, match=r"unknown feature\(s\) \['tier'\].*--save-fusion"):
         check_coefficients({**coef, "tier": 1.0})
     with pytest.raises(ValueError, match=r"missing \['rank'\]"):
-        ReadingWeights.from_json({"ranker": {k: v for k, v in coef.items() if k != "rank"}})
+        ReadingWeights.from_json(
+            {"ranker": {"known": {k: v for k, v in coef.items() if k != "rank"}}}
+        )
     with pytest.raises(ValueError, match="not a finite number"):
         check_coefficients({**coef, "rank": float("nan")})
+
+
+def test_the_benchmark_keeps_a_kinds_ranker_only_where_it_ranks_better_on_the_selection_half():
+    """Gaps of known width whose truth the sources pick: their ranker is kept; gaps at the
+    stone's edge whose truth is the mixture's first already: the mixture is kept for them."""
+    from types import SimpleNamespace
+
+    from stoicheia.inference.benchmark.parallels import fit_readings_ranker
+    from stoicheia.inference.benchmark.protocols import Task
+
+    rng = np.random.default_rng(4)
+    cases, tasks = {}, {"hidden": [], "edge": []}
+    for i in range(120):
+        case, truth = _case(rng, True)
+        if i % 2:
+            case.kind, truth = "edge", "αβγ"  # the search's first, the mixture's first
+        task = Task("edge" if i % 2 else "hidden", f"ISic{i:06d}", "", i, i + 1, 0, truth, True)
+        cases[task.text_id] = case
+        tasks[task.protocol].append(task)
+
+    def make(chosen, ranker=None):
+        weights = ReadingWeights(0.5, 1.0, 0.0, ranker=ranker)
+        fusion = SimpleNamespace(readings=weights)
+        return SimpleNamespace(fusion=fusion, case=lambda task: cases[task.text_id])
+
+    decoder, figures = fit_readings_ranker(make, {}, tasks)
+    assert figures["kinds"]["known"]["kept"] and not figures["kinds"]["edge"]["kept"]
+    assert set(decoder.fusion.readings.ranker) == {"known"}
+    assert figures["kinds"]["known"]["selection_top1"]["ranker"] == 1.0

@@ -279,12 +279,14 @@ def _task(text: str, truth: str):
 
 #: a ranker's coefficients (reading_ranker.py) that reorder the mixture: sources and context
 #: count, a long fill gains
-RANKER = {
+_COEF = {
     **dict.fromkeys(("base", "judge", "from_search", "edge", "two_sided", "short", "rank"), 0.0),
     **{"mixture": 1.0, "parallels": 0.3, "from_parallels": 0.5, "unattested": -1.0},
     **{"context": 0.8, "sources": 0.7, "breaks_disagree": -1.0, "letters": 2.0},
     **{"none": 1.0, "none_top": -0.5, "none_evidence": -0.2},
 }
+#: per kind of gap; the stone's edge keeps the mixture
+RANKER = {"known": _COEF, "unknown": {**_COEF, "letters": -1.0, "short": 1.0}}
 
 
 @pytest.mark.parametrize("edge_gain,ranker", [(0.0, None), (2.0, None), (0.0, RANKER)])

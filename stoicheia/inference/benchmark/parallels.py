@@ -173,39 +173,47 @@ def fit_readings_ranker(
     make: Any, chosen: dict[str, float], selection: dict[str, list[Task]]
 ) -> tuple[Any, dict] | None:
     """The whole readings' ranker (:mod:`stoicheia.inference.restore.reading_ranker`) fitted on
-    the ``selection`` tasks at the ``chosen`` weights (:func:`~.ranker_fit.fit_ranker`), and
-    the decoder ``make(chosen, coef)`` that ranks with it, with ``{"coef", "gaps",
-    "truth_among", "log_likelihood", "steps", "selection_top1": {"mixture", "ranker"}}``;
-    None (the mixture kept) where it is not ahead of the mixture in top-1 on the selection
-    half, or where no gap has a candidate."""
+    the ``selection`` tasks at the ``chosen`` weights, one per kind of gap
+    (:data:`~stoicheia.inference.restore.reading_ranker.KINDS`; :func:`~.ranker_fit.
+    fit_ranker`), and the decoder ``make(chosen, ranker)`` that ranks with it, with ``{"kinds":
+    {kind: {"coef", "gaps", "truth_among", "log_likelihood", "steps", "selection_top1":
+    {"mixture", "ranker"}, "kept"}}, "coef": {kind: coef}}``. A kind's ranker is kept only
+    where it is ahead of the mixture in top-1 on that kind's selection gaps; None (the mixture
+    kept for all) where no kind's is."""
     from stoicheia.inference.benchmark.ranker_fit import (
         choice_rows,
         fit_ranker,
         top1_share,
         truth_index,
     )
+    from stoicheia.inference.restore.reading_ranker import KINDS, ranked_probabilities
 
     decoder = make(chosen)
     weights = decoder.fusion.readings
-    cases = []
+    by_kind: dict[str, list] = {k: [] for k in KINDS}
     for tasks in selection.values():
         for task in tasks:
             case = decoder.case(task)
             if len(case.letters):
-                cases.append((case, case.mixture(weights), truth_index(case, task.truth)))
-    if not cases:
+                m = case.mixture(weights)
+                by_kind[case.kind].append((case, m, truth_index(case, task.truth)))
+    kinds: dict[str, dict] = {}
+    for kind, cases in by_kind.items():
+        if not cases:
+            continue
+        coef, figures = fit_ranker([choice_rows(c, m, t) for c, m, t in cases])
+        ranker = {kind: coef}
+        figures["selection_top1"] = {
+            "mixture": top1_share((m, t) for _, m, t in cases),
+            "ranker": top1_share((ranked_probabilities(ranker, c, m), t) for c, m, t in cases),
+        }
+        figures["kept"] = figures["selection_top1"]["ranker"] > figures["selection_top1"]["mixture"]
+        figures["coef"] = coef
+        kinds[kind] = figures
+    kept = {k: f["coef"] for k, f in kinds.items() if f["kept"]}
+    if not kept:
         return None
-    coef, figures = fit_ranker([choice_rows(c, m, t) for c, m, t in cases])
-    ranked = make(chosen, coef)
-    with_ranker = [(c.mixture(ranked.fusion.readings), t) for c, _, t in cases]
-    figures["selection_top1"] = {
-        "mixture": top1_share((m, t) for _, m, t in cases),
-        "ranker": top1_share(with_ranker),
-    }
-    figures["coef"] = coef
-    if figures["selection_top1"]["ranker"] <= figures["selection_top1"]["mixture"]:
-        return None
-    return ranked, figures
+    return make(chosen, kept), {"kinds": kinds, "coef": kept}
 
 
 def fit_edge_gain(
@@ -318,7 +326,7 @@ def fusion_config(
             "chosen_on": fusion[name]["chosen_on"],
         }
         if fusion[name].get("ranker"):  # fitted at the chosen point (fit_readings_ranker)
-            readings["ranker"] = dict(fusion[name]["ranker"]["coef"])
+            readings["ranker"] = {k: dict(c) for k, c in fusion[name]["ranker"]["coef"].items()}
     winner = report_winner(result)
     floors = choose_floors(result, winner or "fused")
     return FusionConfig(

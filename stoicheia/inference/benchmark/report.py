@@ -195,13 +195,17 @@ def _head_lines(result: dict) -> list[str]:
         )
         rk = fam.get("ranker")
         if rk:
-            top = rk["selection_top1"]
+            fits = "; ".join(
+                f"{kind} {f['gaps']:,} gaps ({f['truth_among']:,} with the truth among them), "
+                f"top-1 {100 * f['selection_top1']['mixture']:.1f}% by the mixture, "
+                f"{100 * f['selection_top1']['ranker']:.1f}% by the ranker"
+                + ("" if f["kept"] else ", mixture kept")
+                for kind, f in rk["kinds"].items()
+            )
             lines.append(
                 f"{NAMES.get(name, name)}: ranked by a conditional logit over each gap's "
-                f"candidates ({len(rk['coef'])} coefficients), fitted at that point on the "
-                f"{rk['gaps']:,} selection gaps ({rk['truth_among']:,} with the truth among "
-                f"the candidates); selection top-1 {100 * top['mixture']:.1f}% by the mixture, "
-                f"{100 * top['ranker']:.1f}% by the ranker ('without ranker': the mixture's order)"
+                f"candidates, one per kind of gap, fitted at that point on the selection half "
+                f"({fits}; 'without ranker': the mixture's order)"
             )
     edge = (result.get("fits") or {}).get("parallels_edge")
     if edge and edge.get("figures"):

@@ -185,6 +185,7 @@ def gap_candidates(
     if fusion.readings is None:  # the parallels letter by letter (fused3), or none
         prior = found.prior if found is not None else None
         return _kept(gap, search_gap(logp, shape, k, fusion, left, right, prior=prior))
+    from stoicheia.inference.restore.reading_ranker import reading_kind
     from stoicheia.inference.restore.whole_readings import judge_scores, reading_case
 
     base = _kept(gap, search_gap(logp, shape, max(k, POOL), fusion, left, right))
@@ -196,6 +197,7 @@ def gap_candidates(
         index=fusion.parallels,
         # the network judges every candidate from the pass the search read (no pass added)
         judge=lambda fills: judge_scores(logp, shape, fills),
+        kind=reading_kind(shape.fixed, found),
     )
     if cache is not None:
         cache["case"] = case

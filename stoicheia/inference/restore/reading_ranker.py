@@ -39,6 +39,11 @@ probabilities floored at :data:`FLOOR`:
 
 The gap's features for ``∅`` (:data:`NULL_FEATURES`): ``none`` 1, ``none_top`` the log of the
 best mixture probability, ``none_evidence`` log of 1 + the gap's parallels' evidence.
+
+Three kinds of gap (:data:`KINDS`, :func:`reading_kind`) have coefficients of their own, as
+what decides between candidates differs: ``known`` (the width given), ``unknown`` (the width
+not given, text on both sides) and ``edge`` (the width not given, text on one side only: a
+stone's edge). A kind without coefficients keeps the mixture's order.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ FEATURES = (
 )
 #: the features of the alternative "none of them" (module docstring)
 NULL_FEATURES = ("none", "none_top", "none_evidence")
+#: the kinds of gap with a ranker of their own (module docstring)
+KINDS = ("known", "unknown", "edge")
 #: probabilities below this are taken as this before the log
 FLOOR = 1e-9
 #: the judge's score relative to the best candidate's, clipped below (natural log)
@@ -139,6 +146,32 @@ def check_coefficients(coef: dict) -> dict[str, float]:
     return out
 
 
+def reading_kind(fixed: bool, found: Any) -> str:
+    """The kind (:data:`KINDS`) of a gap whose width is given (``fixed``) or not, ``found`` its
+    parallels (a :class:`~stoicheia.inference.parallels.GapParallels`, whose context is empty
+    on the side the text lacks; None: taken as two-sided)."""
+    if fixed:
+        return "known"
+    if found is not None and (len(found.left) == 0 or len(found.right) == 0):
+        return "edge"
+    return "unknown"
+
+
+def check_ranker(ranker: dict) -> dict[str, dict[str, float]]:
+    """``ranker`` (``fusion.json``'s ``readings.ranker``) as ``{kind: {feature: float}}``, kinds
+    of :data:`KINDS` (each checked by :func:`check_coefficients`; a kind left out keeps the
+    mixture). Raises ``ValueError`` naming an unknown kind or a bad coefficient."""
+    if not isinstance(ranker, dict):
+        raise ValueError(f"readings ranker {ranker!r}: give {{kind: {{feature: coefficient}}}}")
+    bad = sorted(set(ranker) - set(KINDS))
+    if bad:
+        raise ValueError(
+            f"readings ranker: unknown kind(s) of gap {bad} (the kinds: {', '.join(KINDS)}); "
+            "write fusion.json again (stoicheia benchmark --save-fusion)"
+        )
+    return {kind: check_coefficients(coef) for kind, coef in ranker.items()}
+
+
 def logits(coef: dict[str, float], x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, float]:
     """The scores ``s_i`` (float64 ``(n,)``) of candidates of features ``x`` and ``s_∅`` of the
     gap's features ``z`` under ``coef`` (module docstring)."""
@@ -147,10 +180,16 @@ def logits(coef: dict[str, float], x: np.ndarray, z: np.ndarray) -> tuple[np.nda
     return x @ w, float(z @ v)
 
 
-def ranked_probabilities(coef: dict[str, float], case: Any, m: np.ndarray) -> np.ndarray:
-    """Float64 ``(n,)``: ``P(i)`` of each candidate of ``case`` under the ranker ``coef``, ``m``
-    the mixture's probabilities (module docstring); they sum to less than 1, the rest being
-    "none of them"."""
+def ranked_probabilities(
+    ranker: dict[str, dict[str, float]], case: Any, m: np.ndarray
+) -> np.ndarray:
+    """Float64 ``(n,)``: ``P(i)`` of each candidate of ``case`` under the coefficients of its
+    kind in ``ranker`` (``{kind: {feature: float}}``), ``m`` the mixture's probabilities
+    (module docstring); they sum to less than 1, the rest being "none of them". ``m`` itself
+    where ``ranker`` has no coefficients for the case's kind."""
+    coef = ranker.get(getattr(case, "kind", "known"))
+    if coef is None:
+        return np.asarray(m, dtype=np.float64)
     if len(case.letters) == 0:
         return np.zeros(0, dtype=np.float64)
     s, s0 = logits(coef, candidate_features(case, m), null_features(case, m))
@@ -162,10 +201,13 @@ def ranked_probabilities(coef: dict[str, float], case: Any, m: np.ndarray) -> np
 __all__ = [
     "FEATURES",
     "FLOOR",
+    "KINDS",
     "NULL_FEATURES",
     "candidate_features",
     "check_coefficients",
+    "check_ranker",
     "logits",
     "null_features",
     "ranked_probabilities",
+    "reading_kind",
 ]

@@ -89,14 +89,14 @@ class ReadingWeights:
     unattested: float = 1.0
     chosen_on: str = ""
     judge: float = 0.0
-    #: the ranker's coefficients (:mod:`.reading_ranker`; None: the mixture ranks)
-    ranker: dict[str, float] | None = None
+    #: the ranker's coefficients per kind of gap (:mod:`.reading_ranker`; None: the mixture)
+    ranker: dict[str, dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         if self.ranker is not None:
-            from stoicheia.inference.restore.reading_ranker import check_coefficients
+            from stoicheia.inference.restore.reading_ranker import check_ranker
 
-            object.__setattr__(self, "ranker", check_coefficients(self.ranker))
+            object.__setattr__(self, "ranker", check_ranker(self.ranker))
         if not 0.0 <= self.lam_max <= 1.0:
             raise ValueError(f"readings lam_max {self.lam_max!r} must be in [0, 1]")
         if not self.half > 0:
@@ -146,6 +146,8 @@ class ReadingCase:
     #: the parallels' fills left out: printed as their source divides them, a restored letter
     #: would stand alone as a word Greek does not write (``FillParallels.lone_letter``)
     lone_words: int = 0
+    #: the kind of gap, whose ranker ranks it (:func:`~.reading_ranker.reading_kind`)
+    kind: str = "known"
 
     def mixture(self, weights: ReadingWeights) -> np.ndarray:
         """Float ``(n,)``: each candidate's probability under ``weights`` (module docstring);
@@ -318,6 +320,7 @@ def reading_case(
     index: Any = None,
     most: int = PARALLEL_CANDIDATES,
     judge: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+    kind: str = "known",
 ) -> ReadingCase:
     """The :class:`ReadingCase` of a gap: ``base`` the search's candidates (best first, with
     their ``prob`` and ``score``); ``found`` its :class:`~stoicheia.inference.parallels.
@@ -325,7 +328,8 @@ def reading_case(
     log, ``-inf`` where the letter rules forbid it); ``allowed(letters)`` whether the gap
     takes the fill (its width, a one-letter word); ``index`` the parallels index (its word
     list); ``judge(fills)`` the network's scores of all the candidates at once, float ``(n,)``
-    (:func:`judge_scores`; None: no judge). The parallels' ``most`` heaviest fills join the
+    (:func:`judge_scores`; None: no judge); ``kind`` the gap's
+    (:func:`~.reading_ranker.reading_kind`). The parallels' ``most`` heaviest fills join the
     candidates."""
     shift = 0.0
     if base and 0 < base[0].prob < 1:
@@ -386,6 +390,7 @@ def reading_case(
         steps,
         None if judge is None else np.asarray(judge(letters), dtype=np.float64),
         lone,
+        kind,
     )
 
 
