@@ -15,7 +15,8 @@ the edition still resolve, and the pointers above use it; ``n``, a word number; 
 ``rend``, ...), written as the file had them; those that describe the loss (``reason``,
 ``agent``, ``quantity``, ``unit``, ``extent``, ``precision``, ``atLeast``/``atMost``, ...) or
 the editor's judgement of it (``resp``, ``cert``, ``evidence``) go
-(:data:`GAP_ONLY_ATTRIBUTES`). After it come the best reading's ``<certainty>`` and one per
+(:data:`GAP_ONLY_ATTRIBUTES`), except the statement of a loss of unknown or approximate extent
+(:data:`LOSS_STATEMENT`), which stays. After it come the best reading's ``<certainty>`` and one per
 alternative (``@assertedValue``), with ``@degree`` its probability. ``<certainty>`` rather than
 ``<app type="alternative">``: the running text of the edition stays one reading (the
 ``<supplied>`` stands where the ``<gap>`` stood, in the same parent), so every reader that
