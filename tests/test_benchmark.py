@@ -468,6 +468,7 @@ def test_benchmark_command_writes_table_json_and_plot(tmp_path, corpus_root, cap
     fu = res["fusion"]["fused"]
     # the same search without the network where the chosen point weighs it (ngram below 1)
     without = {"fused without network"} if fu["chosen"]["ngram"] < 1 else set()
+    without |= {"fused without ranker"} if fu.get("ranker") else set()
     assert set(res["protocols"]["unknown"]["decoders"]) == {"model", "ngram", "fused"} | without
     # the fusion weight swept at the default weights on the selection half only, the best mean
     # top-1 chosen, and fused at that weight restores every gap

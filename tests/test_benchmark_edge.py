@@ -174,7 +174,10 @@ def test_the_edge_protocol_through_the_benchmark_with_the_parallels(shards):
                 cache_of(md), NgramDecoder(ngram, unknown_width=12)
             )
         },
-        families=[lambda md: readings_family(md, ngram, cache_of(md), (0.4,), grid)],
+        families=[
+            # the judge alone: no ranker fitted after the grid (its row: test_reading_ranker)
+            lambda md: readings_family(md, ngram, cache_of(md), (0.4,), grid, ranker=False)
+        ],
     )
     edge = res["protocols"]["edge"]
     rows = edge["examples"]
@@ -204,6 +207,8 @@ def test_the_edge_protocol_through_the_benchmark_with_the_parallels(shards):
     assert par["top1"] == pytest.approx(4 / 7) and par["length_right"] >= 4 / 7
     # every row has its length right, fused included (its weights chosen on the selection half)
     without = {"fused without network"} if res["fusion"]["fused"]["chosen"]["ngram"] < 1 else set()
+    # the ranker's mixture where a ranker won on the selection half (test_reading_ranker)
+    without |= {"fused without ranker"} if res["fusion"]["fused"].get("ranker") else set()
     assert set(edge["decoders"]) == {"model", "ngram", "parallels", "fused"} | without
     assert all("length_right" in f for f in edge["decoders"].values())
     assert res["fusion"]["fused"]["chosen_on"].startswith("2 gaps of the selection half")
@@ -253,7 +258,10 @@ def test_a_judge_weight_chosen_gets_the_row_without_it_and_their_difference(shar
             fusion_weights=[0.4],
             bootstrap=200,
             twin_threshold=None,
-            families=[lambda md: readings_family(md, ngram, cache_of(md), (0.4,), grid)],
+            families=[
+                # the judge alone: no ranker fitted after the grid (its row: test_reading_ranker)
+                lambda md: readings_family(md, ngram, cache_of(md), (0.4,), grid, ranker=False)
+            ],
         )
 
     res = run((2.0,))
