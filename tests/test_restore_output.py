@@ -789,12 +789,15 @@ def test_no_fill_makes_a_word_of_a_lone_consonant(text, letters, breaks_after, l
 
 
 def test_one_letter_words_greek_writes_are_kept():
-    """A vowel (ὁ, ἡ, ἤ, ὦ) is a word of one letter; so is an elided δ’ τ’ θ’ γ’ μ’, before a
-    word that begins with a vowel only; never a lone σ (ς), nor another consonant."""
+    """A vowel (ὁ, ἡ, ἤ, ὦ) is a word of one letter, but never ι or υ; so is an elided δ’ τ’ θ’
+    γ’ μ’, before a word that begins with a vowel only; never a lone σ (ς), nor another
+    consonant."""
     from stoicheia.inference.restore.word_division import lone_word_allowed, no_lone_consonants
 
-    ids = {c: A.LETTERS.index(c) for c in "οηωδτγμσπκα"}
-    assert all(lone_word_allowed(ids[c], None) for c in "οηω")
+    ids = {c: A.LETTERS.index(c) for c in "οηωδτγμσπκαιυ"}
+    assert all(lone_word_allowed(ids[c], None) for c in "οηωα")
+    assert not any(lone_word_allowed(ids[c], ids["α"]) for c in "ιυ")
+    assert lone_word_allowed(ids["δ"], ids["ι"])  # δ’ before a word that begins with ι
     assert lone_word_allowed(ids["δ"], ids["α"]) and lone_word_allowed(ids["τ"], ids["ο"])
     assert not lone_word_allowed(ids["δ"], ids["π"]) and not lone_word_allowed(ids["δ"], None)
     assert not any(lone_word_allowed(ids[c], ids["α"]) for c in "σπκ")

@@ -48,6 +48,9 @@ TEXTS = [
         for n, m in zip(DATED, DATED[1:] + DATED[:1], strict=True)
     ),
     "Ἀρίστων ἀπέθανε τῇ πρὸ δύο καλανδῶν Μαρτίων",
+    # a comma after a word that ends in ει, where the text to restore has one after ε: the
+    # parallel would print ἐπρυτάνευε, [ι, δοὺ]ς, a lone ι
+    "Ἀπολλόδωρος φονεύει, δοὺς τὸν κλῆρον Σωσικλεῖ",
     # a name with its capital and breathing
     "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Ἑρμοκράτης",
     "ὑπὲρ βασιλέως Ἀλεξάνδρου εὐχὴν Σωσίβιος",
@@ -224,6 +227,28 @@ def test_a_parallels_fill_never_prints_a_letter_alone_between_word_breaks(index)
     got = restore(_model(), "ἀπέθανε τῇ πρὸ[...] καλανδῶν", top_k=1, fusion=_fusion(index))
     assert got.gaps[0].parallels.lone_words == 0
     assert got.restorations[0].text == "ἀπέθανε τῇ πρὸ[ς δὲ] καλανδῶν"
+
+
+def test_a_parallel_across_a_typed_comma_never_prints_a_lone_iota(index):
+    """``ἐπρυτάνευε, [....]ς``: the passage ``φονεύει, δοὺς`` matches ``ευε`` before the gap and
+    would print ``[ι, δοὺ]ς``, a lone ι between the text's comma and the passage's; Greek never
+    writes ι (or υ) alone, so that fill is left out and counted."""
+    from stoicheia.inference.restore import restore
+
+    idou = [A.LETTERS.index(c) for c in "ιδου"]
+    for decoder in ("fused", "parallels"):
+        got = restore(
+            _model(),
+            "ἐπρυτάνευε, [....]ς τὸν κλῆρον",
+            top_k=3,
+            fusion=_fusion(index),
+            decoder=decoder,
+        )
+        found = got.gaps[0].parallels
+        lone = [f for f in found.fills if f.letters.tolist() == idou]
+        assert lone and lone[0].lone_letter == 0 and found.lone_words >= 1, decoder
+        printed = [r.text for r in got.restorations] + [a.fill for a in got.gaps[0].alternatives]
+        assert not any("[ι," in p or p.startswith("ι,") for p in printed), (decoder, printed)
 
 
 def test_a_fill_from_the_parallels_prints_their_capitals_and_accents(index):

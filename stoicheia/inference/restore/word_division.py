@@ -6,7 +6,10 @@ it may end a word after one consonant, which prints a word of one letter that Gr
 have: a lone final sigma (``τοῦ [ς π]``, ``[ς καὶ κ]``), a lone ``π`` or ``κ``. The words of one
 letter are (Smyth, *Greek Grammar* §§ 70-75 on elision; the article, §1118):
 
-* a vowel: the article ὁ, ἡ, the relative ὅ, ἥ, ἅ, ἤ "or", ὦ, the pronoun ἕ, ...;
+* a vowel of α ε η ο ω: the article ὁ, ἡ, the relative ὅ, ἥ, ἅ, ἤ "or", ὦ, the pronoun ἕ,
+  ...; not ι or υ, which Greek never writes alone (no word of the Perseus and PROIEL treebanks'
+  dev sets, ``../shared/corpus/ud``, is a lone ι or υ; of their 902 words of one letter 495
+  are ο, 214 η, 45 ω, 24 α and 124 elided consonants);
 * an elided particle or pronoun, which stands only before a word that begins with a vowel
   (elision drops a final vowel before one): δ’ (δέ), τ’ and θ’ (τε), γ’ (γε), μ’ (με). The
   planes carry no elision mark, so these print without their apostrophe. Not σ’ (σέ): a word
@@ -34,7 +37,9 @@ import numpy as np
 
 from stoicheia.text import alphabet as A
 
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+#: the vowels Greek writes as a word of one letter (module docstring): not ι, υ
+_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηοω")
+_ANY_VOWEL = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
 #: consonants of one-letter elided words (before a vowel only): δ’ τ’ θ’ γ’ μ’
 ELIDED = frozenset(A.LETTERS.index(c) for c in "δτθγμ")
 _ENDS = (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
@@ -42,11 +47,11 @@ _ENDS = (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
 
 def lone_word_allowed(letter: int, next_letter: int | None) -> bool:
     """Whether Greek writes letter id ``letter`` as a word of one letter when the next word
-    begins with letter id ``next_letter`` (``None``: no next word): a vowel, or an elided
-    consonant before a vowel (module docstring)."""
+    begins with letter id ``next_letter`` (``None``: no next word): a vowel of α ε η ο ω, or
+    an elided consonant before a vowel (module docstring)."""
     if letter in _VOWELS:
         return True
-    return letter in ELIDED and next_letter is not None and next_letter in _VOWELS
+    return letter in ELIDED and next_letter is not None and next_letter in _ANY_VOWEL
 
 
 def no_lone_consonants(
