@@ -896,6 +896,13 @@ def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, mo
     source = Path(str(model.source))
     assert str(source.parent) not in header, "a path of this machine"
     assert "checkpoints/" not in header and ".pt" not in header
+    # the shipped base model says so: a user's own demo has its run name and may have its step
+    from stoicheia.inference.shipped import shipped_dir
+
+    if shipped_dir() is not None:
+        shipped = load_model(shipped_dir(), device="cpu")
+        assert model_identity(shipped).startswith("shipped base model, run ")
+        assert not model_identity(exported).startswith("shipped")
 
 
 def test_a_tei_p4_file_is_refused_as_such_not_for_its_entities(corpus_root):

@@ -5,6 +5,9 @@ machine it was made on: another run may have the same path, and the same weights
 elsewhere. :func:`model_identity` names a model by its run name, its training step and a
 content hash of its weights (:func:`weights_sha256`), which is the same for a checkpoint and
 for its export (the same tensors), wherever they are, and differs as soon as one weight does.
+The base model shipped inside the package is also named as such: a user's own demo run has
+the same run name (``stoicheia-demo``) and may have the same step, and an editor reading the
+file should not have to compare hashes to tell the two apart.
 """
 
 from __future__ import annotations
@@ -46,10 +49,15 @@ def model_identity(model: Any) -> str:
     :class:`~stoicheia.inference.loading.LoadedModel`: its ``config["run_name"]``, ``step`` and
     :func:`weights_sha256` of its ``encoder``, the first :data:`SHOWN_HEX` hex digits).
     ``run unnamed`` / ``step unknown`` where those are not recorded; without an ``encoder``
-    (a stand-in model) the hash part is left out."""
+    (a stand-in model) the hash part is left out. ``shipped base model, run ...`` for the
+    model shipped inside the package (its ``source`` the package's ``base_model`` folder)."""
+    from stoicheia.inference.shipped import is_shipped
+
     run = (getattr(model, "config", None) or {}).get("run_name") or "unnamed"
     step = getattr(model, "step", None)
     parts = [f"run {run}", f"step {step}" if step is not None else "step unknown"]
+    if is_shipped(getattr(model, "source", None)):
+        parts.insert(0, "shipped base model")
     encoder = getattr(model, "encoder", None)
     if encoder is not None and hasattr(encoder, "state_dict"):
         parts.append(f"weights sha256:{weights_sha256(encoder)[:SHOWN_HEX]}")
