@@ -165,7 +165,7 @@ def test_latin_with_leiden_expansions_is_not_taken_for_beta_code():
     for latin in ("D(is) M(anibus) [---] VIXIT", "Aur(elius) Aur(eliae) [...] vixit annos"):
         with pytest.raises(RestoreError, match="^no Greek letter in") as err:
             read_input(latin)
-        assert "Beta Code goes converted" in str(err.value), err.value
+        assert "convert Beta Code to Unicode Greek first" in str(err.value), err.value
         assert "looks like Beta Code" not in str(err.value)
     with pytest.raises(RestoreError, match="no Greek letter") as err:
         read_input("[....]")  # no Latin letter: no word about Latin

@@ -97,7 +97,7 @@ def _line_as_leiden(text: str) -> str | None:
 
     try:
         root = etree.fromstring(f'<ab xmlns="http://www.tei-c.org/ns/1.0">{text}</ab>')
-    except etree.XMLSyntaxError:
+    except (etree.XMLSyntaxError, ValueError):  # ValueError: a control character
         return None
     opts = EpiDocOptions(orig_case="as written")
     parts = [root.text or ""]

@@ -275,8 +275,8 @@ def _working_sequence(
             f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) "
             "with its lacunae"
             + (
-                "; Latin letters are not read (restore is for Greek; Beta Code goes converted "
-                "to Unicode Greek)"
+                "; Latin letters are not read (restore is for Greek; convert Beta Code to "
+                "Unicode Greek first)"
                 if re.search("[A-Za-z]", text)
                 else ""
             )
