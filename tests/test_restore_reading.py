@@ -162,7 +162,11 @@ def test_a_text_in_beta_code_is_named_and_given_back_in_unicode():
 def test_latin_with_leiden_expansions_is_not_taken_for_beta_code():
     """``D(is) M(anibus) [---] VIXIT`` was refused as Beta Code (a capital before ``(``) with
     'δ(ις) μ(ανιβυς) [‐‐‐] ϝιχιτ' to give instead: Latin gets "no Greek letter", saying why."""
-    for latin in ("D(is) M(anibus) [---] VIXIT", "Aur(elius) Aur(eliae) [...] vixit annos"):
+    for latin in (
+        "D(is) M(anibus) [---] VIXIT",
+        "Aur(elius) Aur(eliae) [...] vixit annos",
+        "Iuliae Felici/ssimae co/niugi [---]",  # line divisions inside words
+    ):
         with pytest.raises(RestoreError, match="^no Greek letter in") as err:
             read_input(latin)
         assert "convert Beta Code to Unicode Greek first" in str(err.value), err.value

@@ -15,7 +15,8 @@ refusal is one :class:`RestoreError` line that names what was seen and gives the
 * **Beta Code** (:func:`beta_code_signs`): no Greek letter, and Latin letters with at least
   two of Beta Code's own signs, on a third of the words or more: an accent ``/ \\ =`` or a
   breathing ``) (`` after a vowel (a breathing also on ρ, ``r(``), ``*`` before a capital,
-  ``|`` (iota subscript) after ``a h w``; TLG capitals (``KAI\\ E)/DWKE``) alike. A Leiden
+  ``|`` (iota subscript) after ``a h w``; one of them neither ``/`` nor ``|``, which may be
+  line divisions (``co/niugi``); TLG capitals (``KAI\\ E)/DWKE``) alike. A Leiden
   parenthesis of Latin letters (``D(is)``, ``Aur(elius)``) is an expansion, not a breathing,
   so Latin is never taken for Beta Code: it gets the "no Greek letter" line. The Greek to give
   instead converts only the Beta Code (:func:`stoicheia.sources.betacode.beta_to_unicode`);
@@ -158,14 +159,14 @@ _LATIN_WORD = re.compile(r"\S*[A-Za-z]\S*")
 
 def beta_code_signs(text: str) -> int:
     """How many of Beta Code's own signs ``text`` holds (module docstring), or 0 when they
-    are too few to call it Beta Code: fewer than two, or on fewer than a third of its words
-    with Latin letters, or any Greek letter in it."""
+    are too few to call it Beta Code: fewer than two, only ``/`` and ``|``, on fewer than a
+    third of its words with Latin letters, or any Greek letter in the text."""
     if _GREEK.search(text):
         return 0
     leiden = {i for m in _LATIN_EXPANSION.finditer(text) for i in (m.start(), m.end() - 1)}
     signs = [m.start() for m in _BETA_SIGN.finditer(text) if m.start() not in leiden]
-    if len(signs) < 2:
-        return 0
+    if len(signs) < 2 or all(text[s] in "/|" for s in signs):
+        return 0  # "/" and "|" alone may be line divisions (co/niugi, ANNA|E)
     words = [(m.start(), m.end()) for m in _LATIN_WORD.finditer(text)]
     marked = sum(any(a <= s < b for s in signs) for a, b in words)
     return len(signs) if 3 * marked >= len(words) else 0
