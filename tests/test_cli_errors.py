@@ -697,6 +697,23 @@ def test_an_xml_file_given_as_checkpoint_or_text_points_to_epidoc(tmp_path, caps
     )
 
 
+def test_xml_pasted_as_text_is_one_line_with_the_fix(capsys):
+    """XML pasted inline (not a file): once 'internal: 6 letters encoded but 3 found', or the
+    tags restored as letters; now one line, before the checkpoint is looked at."""
+    one_error(
+        ["restore", MISSING, '<?xml version="1.0"?><TEI>καὶ</TEI>'],
+        capsys,
+        "holds XML markup (first tag '<?xml version=\"1.0\"?>')",
+        "save the document to a file and run: stoicheia restore --epidoc FILE --out FOLDER",
+    )
+    line = one_error(
+        ["restore", MISSING, 'καὶ <gap reason="lost" extent="unknown" unit="character"/> ἔδωκε'],
+        capsys,
+        "not EpiDoc elements; give it as 'καὶ [---] ἔδωκε'",
+    )
+    assert "internal" not in line and MISSING not in line
+
+
 def test_an_unquoted_text_is_answered_with_the_command_quoted(capsys):
     one_error(
         ["restore", MISSING, "ἐνθάδε", "κεῖ[..]αι", "--top-k", "2"],

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from stoicheia.inference.restore.foreign_input import refuse_foreign_input
 from stoicheia.inference.restore.gap_widths import (
     check_options,
     check_widths,
@@ -52,6 +53,7 @@ from stoicheia.text.leiden import parse_leiden
 from stoicheia.text.leiden_segments import (
     DOT_BELOW,
     MAX_LACUNA_WIDTH,
+    Comment,
     Editorial,
     Lacuna,
     LacunaTooWideError,
@@ -193,14 +195,15 @@ def read_input(
 
     Raises :class:`RestoreError` for notation the Leiden parser rejects (with the position; a
     counted width above :data:`~stoicheia.text.leiden_segments.MAX_LACUNA_WIDTH` among them),
-    an option out of range (:func:`check_options`), a text without Greek letters (one in Beta
-    Code named as such, with its Unicode form), or a gap of
+    an option out of range (:func:`check_options`), XML markup or Beta Code (named as such, with
+    the fix: :mod:`~stoicheia.inference.restore.foreign_input`), a text without Greek letters,
+    letters of other scripts mixed with Greek ones past aligning them, or a gap of
     more than ``max_slots`` slots (``limit_why`` says where that limit comes from); the widths
     are checked before any slot is made."""
     if supplements not in ("keep", "repredict"):
         raise RestoreError(f"supplements={supplements!r}: use 'keep' or 'repredict'")
     check_options(unknown_width=unknown_width, about_margin=about_margin)
-    _refuse_beta_code(text)
+    refuse_foreign_input(text)
     segments = _parse(text, unknown_width, about_margin, max_slots, limit_why)
     try:
         enc = encode_text(text, strict=True)
@@ -222,24 +225,38 @@ def read_input(
     )
 
 
-#: a Latin letter with a Beta Code accent, breathing or iota subscript beside it (``e)/``,
-#: ``h=|``, ``*)a``)
-_BETA_CODE = re.compile(r"[A-Za-z][)(/\\=|]|[*][)(/\\=]*[A-Za-z]")
-_GREEK = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]")
+#: bracket signs of an editorial segment, which the encoder does not see (ἔδωκ[E]: the E
+#: touches the κ), and the ? of a doubtful supplement
+_EDITORIAL_SIGNS = frozenset("[](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺\\/?")
+#: a letter of another script that the encoder may read as Greek (Latin, Cyrillic, Coptic),
+#: or the καί ligature
+_OTHER_SCRIPT = re.compile("[A-Za-z\u0400-\u04ff\u2c80-\u2cff\u03d7\u03cf]")
 
 
-def _refuse_beta_code(text: str) -> None:
-    """Raise :class:`RestoreError` for a text in Beta Code (no Greek letter, Latin letters with
-    Beta Code's diacritics), naming it and giving it in Unicode Greek to paste instead: its
-    ``)`` and ``(`` would otherwise be read as Leiden brackets and refused as such."""
-    if _GREEK.search(text) or not _BETA_CODE.search(text):
-        return
-    from stoicheia.sources.betacode import beta_to_unicode
-
-    greek = beta_to_unicode(text)
-    raise RestoreError(
-        f"{text[:40]!r} looks like Beta Code: restore reads Unicode Greek; give it as {greek!r}"
-    )
+def _folded(text: str, segments: list[Any]) -> str:
+    """``text`` with its look-alikes folded (:func:`fold_lookalikes`, same offsets) as the
+    encoder sees them: the letters of the segments without their bracket signs, a lacuna as no
+    letter, a remark as a space, a surplus ``{ }`` not at all, the ligature ϗ as a Greek
+    letter (so ``ΚΑ[I]``, ``ἔδωκ<E>``, ``ϗT`` fold their Latin look-alike as the encoder
+    reads it)."""
+    view: list[str] = []
+    where: list[int] = []
+    for seg in segments:
+        if isinstance(seg, Text) or (isinstance(seg, Editorial) and seg.reason != "surplus"):
+            for i in range(seg.start, seg.end):
+                if isinstance(seg, Editorial) and text[i] in _EDITORIAL_SIGNS:
+                    continue
+                view.append("κ" if text[i] in "\u03d7\u03cf" else text[i])
+                where.append(i)
+        elif not isinstance(seg, Editorial):  # a lacuna (no letter) or a remark (a space)
+            view.append(" " if isinstance(seg, Comment) else "\x00")
+            where.append(-1)
+    raw = "".join(view)
+    out = list(text)
+    for i, before, after in zip(where, raw, fold_lookalikes(raw), strict=True):
+        if i >= 0 and after != before:
+            out[i] = after
+    return "".join(out)
 
 
 def _working_sequence(
@@ -257,12 +274,21 @@ def _working_sequence(
         raise RestoreError(
             f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) "
             "with its lacunae"
+            + (
+                "; Latin letters are not read (restore is for Greek; convert Beta Code to "
+                "Unicode Greek first)"
+                if re.search("[A-Za-z]", text)
+                else ""
+            )
         )
-    spans, uncertain, group = _letter_slots(fold_lookalikes(text), segments)
+    spans, uncertain, group = _letter_slots(_folded(text, segments), segments)
     if len(spans) != letters.size:
+        others = sorted({c for c in text if _OTHER_SCRIPT.match(c)})
         raise RestoreError(
-            f"internal: {letters.size} letters encoded but {len(spans)} found in the "
-            f"characters of {text!r}"
+            f"{text!r} mixes letters of other scripts with Greek ones"
+            + (f" ({' '.join(others)})" if others else "")
+            + f", which restore cannot align ({letters.size} letters read as Greek, "
+            f"{len(spans)} typed in Greek); type every letter of the text in Greek script"
         )
     brackets = square_brackets(text)
     lacunae = [s for s in segments if isinstance(s, Lacuna)]
