@@ -16,7 +16,6 @@ from stoicheia.inference.benchmark.ranker_fit import (
     truth_index,
 )
 from stoicheia.inference.restore.reading_ranker import (
-    ADDED_FEATURES,
     FEATURES,
     NULL_FEATURES,
     candidate_features,
@@ -156,48 +155,6 @@ def test_a_ranker_of_other_features_is_refused_with_the_fix():
         )
     with pytest.raises(ValueError, match="not a finite number"):
         check_coefficients({**coef, "rank": float("nan")})
-    # a ranker written before length_mass was a feature: fitted without it, its weight 0
-    old = {k: v for k, v in coef.items() if k not in ADDED_FEATURES}
-    assert check_coefficients(old) == coef
-
-
-def _length_case(rng: np.random.Generator) -> tuple[ReadingCase, str]:
-    """A gap of unknown width: one strong fill of one length and three weaker ones of another
-    that together weigh more; which length is the strong one's is drawn. The truth is the
-    first of the three: its length is the likelier, though no single fill of it is first."""
-    short_strong = rng.random() < 0.5
-    strong = "αβ" if short_strong else "αβγδ"
-    group = ["δεζη", "θικλ", "μνξο"] if short_strong else ["δε", "ζη", "θι"]
-    p_base = np.array([0.3, 0.2, 0.18, 0.16]) * rng.uniform(0.9, 1.1, 4)
-    case = ReadingCase(
-        [_ids(w) for w in [strong, *group]],
-        p_base,
-        np.zeros(4),
-        np.zeros(4, dtype=bool),
-        0.0,
-        [None] * 4,
-        [[]] * 4,
-        kind="unknown",
-    )
-    return case, group[int(np.argmax(p_base[1:]))]
-
-
-def test_the_ranker_learns_the_length_many_candidates_share():
-    """Where the width is not given, the truth has the length most of the candidates' mass
-    has (drawn long or short, so the length itself tells nothing): the ranker learns it from
-    ``length_mass`` and puts the truth first, where the mixture puts the single strong fill."""
-    rng = np.random.default_rng(5)
-    weights = ReadingWeights(0.5, 1.0, 0.0)
-    cases = [_length_case(rng) for _ in range(200)]
-    data = [(c, c.mixture(weights), truth_index(c, t)) for c, t in cases]
-    x = candidate_features(cases[0][0], data[0][1])
-    col = {k: i for i, k in enumerate(FEATURES)}
-    assert x[0, col["length_mass"]] < 0 and np.all(x[1:, col["length_mass"]] == 0)
-    coef, _ = fit_ranker([choice_rows(c, m, t) for c, m, t in data])
-    ranked = ReadingWeights(0.5, 1.0, 0.0, ranker={"unknown": coef})
-    assert top1_share((m, t) for _, m, t in data) == 0.0
-    assert top1_share((c.mixture(ranked), t) for c, _, t in data) == 1.0
-    assert coef["length_mass"] > 0
 
 
 def test_the_benchmark_keeps_a_kinds_ranker_only_where_it_ranks_better_on_the_selection_half():

@@ -35,12 +35,7 @@ probabilities floored at :data:`FLOOR`:
 * ``letters``: its length over 10, and ``short`` 1 for one or two letters (the search's
   product of letter probabilities favours short fills where the width is not given; on a
   gap of known width every candidate has the same length, and these weigh nothing);
-* ``rank``: log of 1 + its place in the mixture's order (0 first);
-* ``length_mass``: log of the mixture's mass of all the candidates of its length over the mass
-  of the heaviest length (0 for the heaviest; 0 for every candidate of a gap of known width).
-  Where the width is not given, a length many candidates share is likelier than the length of
-  a single strong one: the length first, then the fill (the length's marginal probability, as
-  minimum Bayes risk decoding chooses, Kumar & Byrne 2004, for a loss that counts the length).
+* ``rank``: log of 1 + its place in the mixture's order (0 first).
 
 The gap's features for ``∅`` (:data:`NULL_FEATURES`): ``none`` 1, ``none_top`` the log of the
 best mixture probability, ``none_evidence`` log of 1 + the gap's parallels' evidence.
@@ -75,11 +70,7 @@ FEATURES = (
     "letters",
     "short",
     "rank",
-    "length_mass",
 )
-#: features added after rankers were first written to ``fusion.json``: a ranker without one
-#: was fitted without it, its coefficient 0 (:func:`check_coefficients`)
-ADDED_FEATURES = ("length_mass",)
 #: the features of the alternative "none of them" (module docstring)
 NULL_FEATURES = ("none", "none_top", "none_evidence")
 #: the kinds of gap with a ranker of their own (module docstring)
@@ -125,13 +116,6 @@ def candidate_features(case: Any, m: np.ndarray) -> np.ndarray:
     rank = np.empty(n, dtype=np.float64)
     rank[np.argsort(-m, kind="stable")] = np.arange(n)
     x[:, col["rank"]] = np.log1p(rank)
-    mass: dict[float, float] = {}
-    for length, p in zip(lens.tolist(), m.tolist(), strict=True):
-        mass[length] = mass.get(length, 0.0) + p
-    heaviest = max(mass.values())
-    if heaviest > 0:
-        share = np.array([mass[length] / heaviest for length in lens.tolist()])
-        x[:, col["length_mass"]] = np.log(np.maximum(share, FLOOR))
     return x
 
 
@@ -143,13 +127,11 @@ def null_features(case: Any, m: np.ndarray) -> np.ndarray:
 
 def check_coefficients(coef: dict) -> dict[str, float]:
     """``coef`` (``fusion.json``'s ``readings.ranker``) as ``{feature: float}`` with every
-    feature of :data:`FEATURES` and :data:`NULL_FEATURES` (one of :data:`ADDED_FEATURES` left
-    out: 0, the ranker was fitted without it). Raises ``ValueError`` naming the missing or
-    unknown features, or a coefficient that is not a finite number."""
+    feature of :data:`FEATURES` and :data:`NULL_FEATURES`. Raises ``ValueError`` naming the
+    missing or unknown features, or a coefficient that is not a finite number."""
     if not isinstance(coef, dict):
         raise ValueError(f"readings ranker {coef!r}: give {{feature: coefficient}}")
     names = set(FEATURES) | set(NULL_FEATURES)
-    coef = {**dict.fromkeys(ADDED_FEATURES, 0.0), **coef}
     unknown, missing = sorted(set(coef) - names), sorted(names - set(coef))
     if unknown or missing:
         raise ValueError(
@@ -217,7 +199,6 @@ def ranked_probabilities(
 
 
 __all__ = [
-    "ADDED_FEATURES",
     "FEATURES",
     "FLOOR",
     "KINDS",
