@@ -130,10 +130,13 @@ def convert_args(spec: dict[str, Any], corpus: Path, out: Path, workers: int) ->
 def benchmark_figures(bench: dict[str, Any]) -> dict[str, Any]:
     """The figures of a ``benchmark.json`` the card quotes: per protocol, on the report half,
     the gaps and inscriptions, each decoder's top-1, top-20 and CER, and the paired differences
-    fused - n-gram and model - n-gram with their 95 % intervals (fractions, not points)."""
+    fused - n-gram and model - n-gram with their 95 % intervals (fractions, not points), and
+    the sample of the dev set it was run on (``corpus.sample``: its inscriptions; None: the
+    whole set)."""
     out: dict[str, Any] = {
         "corpus": {
-            k: (bench.get("corpus") or {}).get(k) for k in ("set", "inscriptions", "letters")
+            **{k: (bench.get("corpus") or {}).get(k) for k in ("set", "inscriptions", "letters")},
+            "sample": (bench.get("settings") or {}).get("sample"),
         },
         "model": bench.get("model") or {},
         "bootstrap": {
@@ -278,8 +281,13 @@ def card_block(prov: dict[str, Any]) -> str:
         boot = bench.get("bootstrap") or {}
         lines += [
             "",
-            f"Restoration on the {corpus.get('set', 'inscription dev set')}: an even sample "
-            f"of {corpus.get('inscriptions')} inscriptions never trained on "
+            f"Restoration on the {corpus.get('set', 'inscription dev set')}: "
+            + (
+                f"an even sample of {corpus.get('inscriptions')} inscriptions"
+                if corpus.get("sample", True)  # a card written before "sample" was kept
+                else f"all of its {corpus.get('inscriptions')} inscriptions"
+            )
+            + " never trained on "
             f"({corpus.get('letters'):,} letters), benchmark of step "
             f"{(bench.get('model') or {}).get('step')}; the fusion weights were chosen on one "
             "half of them, the figures are those of the other half (the report half). "
