@@ -892,7 +892,7 @@ def test_the_header_names_the_model_by_run_step_and_weights_hash(corpus_root, mo
     xml = restore_epidoc(model, _isicily(corpus_root, name), **FAST).xml.decode("utf-8")
     header = xml[: xml.index("</teiHeader>")]
     assert f'<respStmt><name xml:id="stoicheia">Stoicheia ({ident})</name>' in header
-    assert "Stoicheia restored" in header and f"(model of {ident};" in header
+    assert "Stoicheia restored" in header and f"(model: {ident};" in header
     source = Path(str(model.source))
     assert str(source.parent) not in header, "a path of this machine"
     assert "checkpoints/" not in header and ".pt" not in header

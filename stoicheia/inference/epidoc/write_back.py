@@ -227,7 +227,7 @@ def _header_edits(
     model_id = escape(model_identity(model))
     resp_entry = (
         f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({model_id})</{pre}name>'
-        f"<{pre}resp>machine restoration of lacunae (the model of {model_id}; the hash is "
+        f"<{pre}resp>machine restoration of lacunae (model: {model_id}; the hash is "
         f"the SHA-256 of its weights, stoicheia.inference.model_identity): the supplements marked "
         f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
     )
@@ -239,7 +239,7 @@ def _header_edits(
     )
     change = (
         f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
-        f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model of {model_id}; "
+        f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model: {model_id}; "
         f"top {top_k} restorations, alternatives in certainty/@assertedValue{left})"
         f"</{pre}change>"
     )
