@@ -7,6 +7,8 @@ the noising, the model and the metrics agree on them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 #: The 24 letters of the classical alphabet, in order; index = ``chars`` id.
 LETTERS = "αβγδεζηθικλμνξοπρστυφχψω"
 NUM_LETTERS = 24
@@ -92,3 +94,10 @@ def dia_fields(dia: int) -> tuple[int, int, int, int]:
     breathing = (dia // 4) % 3
     accent = dia // 12
     return accent, breathing, iota, diaeresis
+
+
+def spell(ids: Iterable[int]) -> str:
+    """The base letters (lower case, medial sigma) of letter ids ``ids`` (ints or an int array
+    in ``[0, NUM_LETTERS)``), as one string: how fills, candidates and truths are compared.
+    Raises ``IndexError`` for an id outside ``LETTERS``."""
+    return "".join(LETTERS[int(i)] for i in ids)

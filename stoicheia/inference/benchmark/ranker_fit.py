@@ -100,7 +100,7 @@ def truth_index(case, truth: str) -> int | None:
     from stoicheia.text import alphabet as A
 
     for i, a in enumerate(case.letters):
-        if "".join(A.LETTERS[int(c)] for c in a) == truth:
+        if A.spell(a) == truth:
             return i
     return None
 

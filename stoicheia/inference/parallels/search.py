@@ -107,7 +107,7 @@ class FillParallels:
     _group: int = field(default=-1, repr=False)
 
     def text(self) -> str:
-        return "".join(A.LETTERS[int(i)] for i in self.letters)
+        return A.spell(self.letters)
 
 
 @dataclass

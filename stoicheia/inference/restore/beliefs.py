@@ -135,7 +135,7 @@ def _editor_score(
     shape = GapShape(g.min_letters, g.max_letters, g.fixed_width)
     prior = g.parallels.prior if g.parallels is not None else None
     lp = score_fill(logp, shape, letters, fusion, left, right, prior=prior)
-    reading = "".join(A.LETTERS[int(i)] for i in letters)
+    reading = A.spell(letters)
     ours = [c.text() for c in cands]
     same = [c.text() for c in cands if len(c.letters) == len(letters)]
     rank = (

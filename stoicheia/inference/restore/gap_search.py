@@ -84,7 +84,7 @@ class Candidate:
     source: Any = None
 
     def text(self) -> str:
-        return "".join(A.LETTERS[int(i)] for i in self.letters)
+        return A.spell(self.letters)
 
 
 def _scaled(x: Any, a: float) -> Any:

@@ -253,8 +253,7 @@ def finish(
             for gi, g in enumerate(gaps)
         ]
         base = [
-            "".join(A.LETTERS[int(s)] for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS)
-            for gi in range(len(gaps))
+            A.spell(s for s in fills[k][gi] if 0 <= s < A.NUM_LETTERS) for gi in range(len(gaps))
         ]
         t, m = _rebuilt(letters, chans)
         result.append(Restoration(t, m, scores[k], base, printed))

@@ -28,10 +28,7 @@ def spliced_restoration(
     kept: printed as it is and not marked)."""
     kept = kept or {}
     printed = [kept[gi] if gi in kept else printer(gi, fill[gi]) for gi in range(len(gaps))]
-    base = [
-        "".join(A.LETTERS[int(s)] for s in fill[gi] if 0 <= s < A.NUM_LETTERS)
-        for gi in range(len(gaps))
-    ]
+    base = [A.spell(s for s in fill[gi] if 0 <= s < A.NUM_LETTERS) for gi in range(len(gaps))]
     t, m = _spliced(text, gaps, printed, set(kept))
     return Restoration(t, m, score, base, printed)
 
