@@ -397,6 +397,25 @@ def test_decoder_option_refused_when_unknown_and_ngram_needs_its_file(index):
         restore(_model(), "καὶ τῶι [..]", fusion=_fusion(index), decoder="ngram")
 
 
+def test_the_parallels_decoder_without_an_index_says_it_printed_the_ngrams_readings(index):
+    """``--decoder parallels`` with no index to search gives the n-gram's readings; its note
+    says so and how to get an index, not that the parallels came first."""
+    from stoicheia.inference.restore import restore
+
+    ngram = _ngram(index)
+    alone = _fusion(None, ngram, 0.5)
+    got = restore(_model(), "καὶ τῶι [..]", top_k=1, fusion=alone, decoder="parallels")
+    (note,) = [n for n in got.notes if n.startswith("decoder parallels")]
+    assert "no parallels index was found" in note and "n-gram's readings alone" in note
+    assert "stoicheia parallels --build" in note
+    with_index = restore(
+        _model(), "καὶ τῶι [..]", top_k=1, fusion=_fusion(index, ngram, 0.5), decoder="parallels"
+    )
+    assert any(
+        n.startswith("decoder parallels: the parallels' fills first") for n in with_index.notes
+    )
+
+
 # --- the confidence floor of restore --epidoc -------------------------------------------------
 
 _EDITION = (

@@ -119,6 +119,13 @@ def decoding_notes(
     decoder = getattr(fusion, "decoder", "fused") if fusion is not None else "fused"
     if decoder == "ngram":
         notes.append(f"decoder ngram: the letter n-gram alone ({fusion.source})")
+    elif decoder == "parallels" and getattr(fusion, "parallels", None) is None:
+        # asked for the parallels first, with no index to find them in: say what it printed
+        notes.append(
+            "decoder parallels, but no parallels index was found: these are the letter "
+            "n-gram's readings alone; give --parallels INDEX (`stoicheia index SHARDS` builds "
+            "one; for the shipped model, `stoicheia parallels --build`)"
+        )
     elif decoder == "parallels":
         notes.append(
             "decoder parallels: the parallels' fills first, by their share, then the "
