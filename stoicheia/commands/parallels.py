@@ -127,7 +127,9 @@ def run(args: argparse.Namespace) -> int:
     encoded = encode_text(text)
     planes = encoded.planes
     if planes.n_letters() == 0:
-        return fail("parallels", f"no Greek letter in {text[:40]!r}: give Greek text")
+        from stoicheia.inference.restore.foreign_input import quoted
+
+        return fail("parallels", f"no Greek letter in {quoted(text)}: give Greek text")
     left_out = {k: encoded.dropped[k] for k in LEFT_OUT if encoded.dropped.get(k)}
     if left_out:  # never unsaid: what of the text the search did not see
         said = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in left_out.items())
