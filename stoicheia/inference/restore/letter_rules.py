@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from stoicheia.inference.restore.gaps import Gap, Item
+from stoicheia.inference.restore.word_division import LONE_VOWELS
 from stoicheia.text import alphabet as A
 from stoicheia.text.orthography import DIPHTHONGS
 
@@ -15,6 +16,8 @@ from stoicheia.text.orthography import DIPHTHONGS
 #: letter apostrophe, Greek koronis/psili)
 ELISION = frozenset("’'ʼ᾽᾿")
 _VOWEL_IDS = np.array([c in "αεηιουω" for c in A.LETTERS])
+#: the vowels of a word of one letter (ὁ, ἡ, ἤ, ὦ, ἅ, ἕ; never ι or υ: word_division)
+_LONE_IDS = np.array([c in LONE_VOWELS for c in A.LETTERS])
 #: (first vowel, second vowel) of the diphthongs, whose second vowel takes the breathing
 _DIPHTHONG_FIRST = {
     A.LETTERS.index(second): np.array([f + second in DIPHTHONGS for f in A.LETTERS])
@@ -45,8 +48,8 @@ def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
       υ of a diphthong (``[.]ἱ``, ``ε̣ὐχὴν``): then the last letter is the diphthong's first
       vowel;
     * a word of one letter (a gap of one letter between word breaks, no elision mark after it)
-      is a vowel (ὁ, ἡ, ἤ, ὦ); for a gap of uncertain width between word breaks, a fill of one
-      letter (its ``one_letter``).
+      is a vowel of α ε η ο ω (ὁ, ἡ, ἤ, ὦ; never ι or υ); for a gap of uncertain width between
+      word breaks, a fill of one letter (its ``one_letter``).
     """
     for pos, it in enumerate(items):
         if it.gap is None:
@@ -54,7 +57,7 @@ def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
         g = gaps[it.gap]
         if not g.fixed_width:
             if g.min_letters <= 1 and _whole_word(text, items, pos, g):
-                g.one_letter = _VOWEL_IDS  # ([---] alone was filled [ς])
+                g.one_letter = _LONE_IDS  # ([---] alone was filled [ς])
             continue
         allowed = np.ones(A.NUM_LETTERS, bool)
         elided = text[g.end : g.end + 1] in ELISION
@@ -74,7 +77,7 @@ def letter_rules(text: str, items: list[Item], gaps: list[Gap]) -> None:
             else:
                 g.end_boundary = A.BOUNDARY_WORD
         if g.max_letters == 1 and _whole_word(text, items, pos, g):
-            allowed &= _VOWEL_IDS
+            allowed &= _LONE_IDS
         if not allowed.all() and allowed.any():
             g.last_letters = allowed
 

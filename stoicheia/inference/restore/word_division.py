@@ -38,7 +38,8 @@ import numpy as np
 from stoicheia.text import alphabet as A
 
 #: the vowels Greek writes as a word of one letter (module docstring): not ι, υ
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηοω")
+LONE_VOWELS = "αεηοω"
+_VOWELS = frozenset(A.LETTERS.index(c) for c in LONE_VOWELS)
 _ANY_VOWEL = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
 #: consonants of one-letter elided words (before a vowel only): δ’ τ’ θ’ γ’ μ’
 ELIDED = frozenset(A.LETTERS.index(c) for c in "δτθγμ")
@@ -122,4 +123,4 @@ def lone_in_parallel(index: Any, found: Any, fill: Any) -> int | None:
     return None
 
 
-__all__ = ["ELIDED", "lone_in_parallel", "lone_word_allowed", "no_lone_consonants"]
+__all__ = ["ELIDED", "LONE_VOWELS", "lone_in_parallel", "lone_word_allowed", "no_lone_consonants"]
