@@ -672,7 +672,11 @@ def test_latin_capitals_that_look_greek_and_an_ellipsis_are_noted():
     (note,) = [n for n in res.notes if "left out as Latin" in n]
     assert "AI, ETH" in note and "Marcus" not in note and "ZH" not in note
     greek = restore(STUB, "ΕΝΘΑΔΕ ΚΕΙ[..]ΑΙ ΖΗΣΑΣ ΕΤΗ", top_k=1)
-    assert not any("Latin" in n for n in greek.notes)
+    assert not any("Latin" in n or "read as Greek" in n for n in greek.notes)
+    # Latin capitals inside a Greek word are read as the Greek letters they look like: said
+    res = restore(STUB, "καὶ ἔδωKE [...] τῷ δήμῳ", top_k=1)
+    (note,) = [n for n in res.notes if n.startswith("read as Greek")]
+    assert "2 letter(s)" in note and "(ἔδωKE)" in note
     res = restore(STUB, "ἐνθάδε κεῖ[…]αι", top_k=1)
     assert any(n.startswith("[…] is read as a lacuna of 3 letters") for n in res.notes)
     assert res.gaps[0].min_letters == res.gaps[0].max_letters == 3

@@ -28,7 +28,8 @@ def reading_notes(reading: Reading) -> list[str]:
     """Notes on how ``reading``'s text was read where a scholar may have meant otherwise,
     from what its encoding left out (``reading.encoded.dropped``): letters of another script,
     control characters, Latin letters inside Greek words, words of Latin capitals that look
-    Greek (left out of what the model sees), and ``[…]`` (three letters)."""
+    Greek (left out of what the model sees), look-alike letters of other scripts inside Greek
+    words (read as the Greek letter), and ``[…]`` (three letters)."""
     text, gaps = reading.text, reading.gaps
     notes = []
     dropped = reading.encoded.dropped
@@ -54,6 +55,21 @@ def reading_notes(reading: Reading) -> list[str]:
         notes.append(
             f"left out: Latin letters inside Greek words ({', '.join(dict.fromkeys(mixed))}); "
             "type them in Greek letters if they are Greek"
+        )
+    alike = dropped.get("latin_lookalike", 0) + dropped.get("script_lookalike", 0)
+    if alike:
+        words = [
+            w
+            for w in text.split()
+            if _GREEK_LETTER.search(w)
+            and any(
+                unicodedata.category(c).startswith("L") and not _GREEK_LETTER.match(c) for c in w
+            )
+        ]
+        notes.append(
+            f"read as Greek: {alike} letter(s) of another script that look Greek, inside Greek "
+            f"words ({', '.join(dict.fromkeys(words)) or '?'}); check they are the Greek "
+            "letters meant"
         )
     latin = list(dict.fromkeys(_LATIN_CAPITALS.findall(text)))
     if latin:
