@@ -673,6 +673,10 @@ def test_latin_capitals_that_look_greek_and_an_ellipsis_are_noted():
     assert "AI, ETH" in note and "Marcus" not in note and "ZH" not in note
     greek = restore(STUB, "ΕΝΘΑΔΕ ΚΕΙ[..]ΑΙ ΖΗΣΑΣ ΕΤΗ", top_k=1)
     assert not any("Latin" in n or "read as Greek" in n for n in greek.notes)
+    # invisible formatting characters (zero-width space, right-to-left override, BOM): said
+    res = restore(STUB, "καὶ τῷ\u200b [...] δή\u202eμῳ\ufeff", top_k=1)
+    (note,) = [n for n in res.notes if "invisible" in n]
+    assert note.startswith("3 invisible formatting") and "U+200B, U+202E, U+FEFF" in note
     # Latin capitals inside a Greek word are read as the Greek letters they look like: said
     res = restore(STUB, "καὶ ἔδωKE [...] τῷ δήμῳ", top_k=1)
     (note,) = [n for n in res.notes if n.startswith("read as Greek")]

@@ -28,8 +28,9 @@ def reading_notes(reading: Reading) -> list[str]:
     """Notes on how ``reading``'s text was read where a scholar may have meant otherwise,
     from what its encoding left out (``reading.encoded.dropped``): letters of another script,
     control characters, Latin letters inside Greek words, words of Latin capitals that look
-    Greek (left out of what the model sees), look-alike letters of other scripts inside Greek
-    words (read as the Greek letter), and ``[…]`` (three letters)."""
+    Greek (left out of what the model sees), invisible formatting characters, look-alike
+    letters of other scripts inside Greek words (read as the Greek letter), and ``[…]`` (three
+    letters)."""
     text, gaps = reading.text, reading.gaps
     notes = []
     dropped = reading.encoded.dropped
@@ -49,6 +50,13 @@ def reading_notes(reading: Reading) -> list[str]:
         codes = ", ".join(dict.fromkeys(f"U+{ord(c):04X}" for c in text if c in CONTROLS))
         notes.append(
             f"left out: {dropped['control']} control character(s) ({codes[:40]}), no word break"
+        )
+    invisible = [c for c in text if unicodedata.category(c) == "Cf"]
+    if invisible:  # a zero-width space, a bidirectional override, a byte-order mark...
+        codes = ", ".join(dict.fromkeys(f"U+{ord(c):04X}" for c in invisible))
+        notes.append(
+            f"{len(invisible)} invisible formatting character(s) in the text ({codes[:40]}): "
+            "not read as letters; they stay in the printed text as typed"
         )
     mixed = [w for w in text.split() if re.search("[A-Za-z]", w) and _GREEK_LETTER.search(w)]
     if dropped.get("latin_in_word") and mixed:
