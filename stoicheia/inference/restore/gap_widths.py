@@ -60,20 +60,20 @@ def gap_too_wide(
         )
     if seg.max_width is None:
         fix = f"give --unknown-width {max(1, limit - 2)} or less"
-    elif seg.approximate:
+    elif seg.approximate and seg.max_width + 2 <= limit:
         fix = "give a smaller --about-margin or a narrower lacuna"
-    else:
-        fix = "give a narrower lacuna"
+    else:  # even read as exactly its width it does not fit: a margin cannot help
+        fix = f"restore a narrower lacuna (at most {max(1, limit - 2):,} letters)"
     return GapTooWideError(
         f"the lacuna {notation!r} may hold up to {hi:,} letters "
-        f"({slots:,} slots with the 2 that BLANK may end), more "
+        f"({slots:,} slots: its letters and 2 where it may end), more "
         f"than the model can fill: at most {limit:,} slots at once ({why}); {fix}"
     )
 
 
 def gap_slots(seg: Lacuna, lo: int, hi: int) -> int:
     """MASK slots a lacuna read as ``lo..hi`` letters takes: ``hi`` for a counted width, else
-    ``hi + 2`` (the slots that BLANK may end)."""
+    ``hi + 2`` (2 slots where the gap may end: BLANK)."""
     return hi if (lo == hi and not seg.approximate and seg.max_width is not None) else hi + 2
 
 
