@@ -461,6 +461,8 @@ def test_below_the_floor_the_gap_stays_and_the_edition_is_otherwise_untouched(in
     # without them, the edition is the input's byte for byte (the header declares the model)
     assert re.sub(rb"<certainty match=[^>]*/>", b"", _body(after)) == _body(before)
     assert b"left as gaps" in after and b'who="#stoicheia"' in after
+    # nothing restored: the change says so without promising restorations
+    assert b"Stoicheia restored 0 lacunae" in after and b"top 3 restorations" not in after
     # above the floor: written, the parallels named, the editor's statement of the loss kept
     res = restore_epidoc(model, path, top_k=3, unknown_width=12, min_probability=0.0)
     assert res.count("restored") == 2

@@ -231,16 +231,22 @@ def _header_edits(
         f"the SHA-256 of its weights, stoicheia.inference.model_identity): the supplements marked "
         f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
     )
+    one = proposed == 1
     left = (
-        f"; {proposed} {'lacuna' if proposed == 1 else 'lacunae'} left as gaps, their readings "
-        f"below the confidence floor {floor} proposed in certainty/@assertedValue"
+        f"{proposed} {'lacuna' if one else 'lacunae'} left as {'a gap' if one else 'gaps'}, "
+        f"{'its' if one else 'their'} readings below the confidence floor {floor} proposed in "
+        "certainty/@assertedValue"
         if proposed
         else ""
     )
+    said = (
+        [f"top {top_k} restorations, alternatives in certainty/@assertedValue"] if restored else []
+    )
+    said += [left] if left else []
     change = (
         f'<{pre}change when="{when}" who="#{resp}">Stoicheia restored {restored} '
         f"{'lacuna' if restored == 1 else 'lacunae'} of the Greek edition (model: {model_id}; "
-        f"top {top_k} restorations, alternatives in certainty/@assertedValue{left})"
+        f"{'; '.join(said)})"
         f"</{pre}change>"
     )
     edits = [_append_child(data, spans, title, resp_entry)]
