@@ -879,3 +879,13 @@ def test_accents_on_the_command_line_and_the_api(capsys):
         'send "respace": true to predict word division, accents and punctuation, '
         'or "accents": true for the accents alone'
     )
+
+
+def test_ten_restorations_print_in_one_column():
+    """``--top-k 10``: the tenth restoration's text starts where the first's does."""
+    from stoicheia.inference.restore import format_result
+
+    res = restore(STUB, "καὶ τῶι [...] δήμωι", top_k=10)
+    rows = [ln for ln in format_result(res) if re.match(r"#\d+ ", ln)]
+    assert len(rows) == 10
+    assert len({ln.index("καὶ") for ln in rows}) == 1, rows

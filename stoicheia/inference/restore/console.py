@@ -56,7 +56,8 @@ def format_result(result: RestoreResult) -> list[str]:
     and the probability of each letter of the best fill."""
     lines = _under("input     ", result.input, "")
     for i, r in enumerate(result.restorations, 1):
-        lines += _under(f"#{i} {reading_pct(math.exp(r.logprob)):>8}  ", r.text, r.marks)
+        # "#10" as wide as "#1 ": the restorations stay in one column past the ninth
+        lines += _under(f"{f'#{i}':<3}{reading_pct(math.exp(r.logprob)):>8}  ", r.text, r.marks)
     best = result.restorations[0] if result.restorations else None
     upper_text = input_style(result.input).capitals and not result.respace
     if result.gaps:
