@@ -770,6 +770,14 @@ def test_an_empty_stdin_is_named_as_such(capsys, monkeypatch):
     one_error(["restore", MISSING, "-"], capsys, "stdin was empty", "- < FILE")
 
 
+def test_an_empty_text_is_named_as_such(capsys):
+    """`restore ''` said "the following arguments are required: TEXT" though one was given;
+    it is one line naming the empty text, without loading a model (no shipped-model note)."""
+    one_error(["restore", ""], capsys, "the TEXT is empty", "'-'")
+    one_error(["restore", "   "], capsys, "the TEXT is empty")
+    one_error(["restore", MISSING, " "], capsys, "the TEXT is empty")
+
+
 def test_ctrl_c_while_the_arguments_are_parsed_ends_at_once_and_the_handler_is_given_back(
     monkeypatch,
 ):

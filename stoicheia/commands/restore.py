@@ -259,6 +259,13 @@ def run(args: argparse.Namespace) -> int:
             "--min-probability is the floor of what --epidoc writes into an edition; a TEXT "
             "prints every reading with its probability",
         )
+    blank = [a for a in (args.checkpoint, args.text) if a is not None and not a.strip()]
+    if blank:  # restore '' or restore CHECKPOINT '   ': a text given, but empty
+        return fail(
+            "restore",
+            "the TEXT is empty: give a Greek text with its lacunae in quotes "
+            "(stoicheia restore \"καὶ [...]\"), or '-' to read it from stdin",
+        )
     if args.text is None:
         return fail(
             "restore",
