@@ -227,10 +227,14 @@ def names_a_model(word: str) -> bool:
     return "://" in word or _exists(word)
 
 
-def choose_model(args: argparse.Namespace, command: str, takes_text: bool = False) -> int | None:
+def choose_model(
+    args: argparse.Namespace, command: str, takes_text: bool = False, defer_note: bool = False
+) -> int | None:
     """Settle ``args.checkpoint`` (and, when ``takes_text``, ``args.text``): a lone positional
     that names no existing file or folder but reads as Greek is the text; no checkpoint means
-    the shipped model, said in one note on stderr. A checkpoint that does not exist is left to
+    the shipped model, said in one note on stderr (``defer_note``: kept in
+    ``args.shipped_note`` instead, for the command to print once its input is checked, so
+    that a bad input is one error line). A checkpoint that does not exist is left to
     the loader, which names it (after the text and the options are checked, as before). Returns
     ``None`` to go on, or the exit status 2 after one line on stderr (Greek words typed without
     quotes, no shipped model)."""
@@ -256,5 +260,8 @@ def choose_model(args: argparse.Namespace, command: str, takes_text: bool = Fals
                 "run folder or export folder",
             )
         args.checkpoint = str(folder)
-        print(shipped_note(command), file=sys.stderr)
+        if defer_note:
+            args.shipped_note = shipped_note(command)
+        else:
+            print(shipped_note(command), file=sys.stderr)
     return None

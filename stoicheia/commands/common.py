@@ -40,8 +40,15 @@ def load(args: argparse.Namespace, command: str):
     """The model of ``args.checkpoint`` (with ``args.config``, on ``args.device``, in
     ``args.precision``, fp32 for a command without that option), as
     :func:`stoicheia.inference.loading.load_model` returns it. A checkpoint that does not load
-    prints the one-line error of ``stoicheia COMMAND`` and raises ``SystemExit(2)``."""
+    prints the one-line error of ``stoicheia COMMAND`` and raises ``SystemExit(2)``. The note
+    that the shipped model is used, where the command kept it until its input was checked
+    (``args.shipped_note``, :func:`stoicheia.cli_args.choose_model`), is printed first, once."""
     from stoicheia.inference.loading import ModelLoadError, load_model
+
+    note = getattr(args, "shipped_note", None)
+    if note:
+        print(note, file=sys.stderr)
+        args.shipped_note = None
 
     try:
         return load_model(

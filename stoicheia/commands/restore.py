@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     from stoicheia.inference.restore import (
         GapTooWideError,
         RestoreError,
+        check_something_to_restore,
         format_result,
         read_input,
         restore,
@@ -228,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
     xml = _xml_given_for(args)  # before the checkpoint is looked at: it would say "not a zip"
     if xml is not None:
         return fail("restore", xml)
-    code = choose_model(args, "restore", takes_text=True)
+    # the shipped model's note waits for load(): a bad input is one error line without it
+    code = choose_model(args, "restore", takes_text=True, defer_note=True)
     if code is not None:
         return code
     if args.batch is not None:
@@ -317,6 +319,9 @@ def run(args: argparse.Namespace) -> int:
             supplements="repredict" if args.score_supplements else supplements,
             unknown_width=args.unknown_width,
             about_margin=args.about_margin,
+        )
+        check_something_to_restore(
+            reading, args.respace or args.accents, bool(args.score_supplements)
         )
     except GapTooWideError:
         pass  # said by restore() below, with the limit of the loaded model
