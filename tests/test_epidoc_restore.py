@@ -230,7 +230,8 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
     bad = tmp_path / "cut.xml"
     bad.write_bytes(_isicily(corpus_root, "ISic001375.xml").read_bytes()[:5000])
     with pytest.raises(
-        EpiDocRestoreError, match=r"cut\.xml:\d+: malformed XML .*repair the markup"
+        EpiDocRestoreError,
+        match=r"cut\.xml:\d+: malformed XML .*cut short.*download it again whole",
     ):
         restore_epidoc(None, bad)
     # an empty or blank file is said to be one, not lxml's "malformed XML (Document is empty)"

@@ -543,3 +543,21 @@ def test_iter_source_files_expands_directories(tmp_path):
         iter_source_files([tmp_path / "missing"])
     (tmp_path / "notes.md").write_text("x")
     assert iter_source_files([tmp_path]) == []  # the caller decides whether that is an error
+
+
+def test_an_xml_file_cut_short_is_named_as_such(tmp_path):
+    """A file that ends inside its elements (a download cut short) says so, with the fix,
+    rather than lxml's "Premature end of data" alone."""
+    from stoicheia.sources.xml_entities import XmlReadError, parse_tei
+
+    whole = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">\n'
+        "<text><body>\n<ab>λόγος</ab>\n</body></text>\n</TEI>\n"
+    ).encode()
+    parse_tei(whole)  # whole, it reads
+    with pytest.raises(XmlReadError) as e:
+        parse_tei(whole[: whole.index(b"</ab>") + 2])
+    assert "cut short" in str(e.value) and "download it again whole" in str(e.value)
+    with pytest.raises(XmlReadError) as e:  # a misnested tag is not called cut short
+        parse_tei(whole.replace(b"</ab>", b"</q>"))
+    assert "cut short" not in str(e.value)

@@ -117,6 +117,10 @@ def markup_entities(root: etree._Element) -> list[str]:
     return [e.name for e in dtd.iterentities() if e.content and "<" in e.content]
 
 
+#: libxml2's words for a tag left open, which on the file's last line mean it was cut short
+_CUT_AT_END = ("expected '>'", "Couldn't find end of", "EndTag: '</' not found", "Unescaped '<'")
+
+
 def _explain(data: bytes, msg: str, line: int) -> XmlReadError:
     conflict = re.search(rb"^(<{7}|={7}|>{7})(?: |$)", data, re.M)
     if conflict is not None:
@@ -135,6 +139,15 @@ def _explain(data: bytes, msg: str, line: int) -> XmlReadError:
             "write the text of the entities out, or check where the file came from",
         )
     m = _UNDEFINED.search(msg)
+    ends = data.rstrip().count(b"\n") + 1  # the last line that holds anything
+    at_end = line >= ends and any(k in msg for k in _CUT_AT_END)
+    if m is None and ("Premature end of data" in msg or at_end):  # the data ended in a tag
+        return XmlReadError(
+            line,
+            "malformed XML: it ends before its elements are closed, as a file cut short "
+            f"does; {msg}",
+            "copy or download it again whole, or close its elements",
+        )
     if m is None:
         return XmlReadError(line, f"malformed XML: {msg}", "repair the markup at that line")
     name = m.group(1)
