@@ -227,9 +227,12 @@ def _header_edits(
     model_id = escape(model_identity(model))
     resp_entry = (
         f'<{pre}respStmt><{pre}name xml:id="{resp}">Stoicheia ({model_id})</{pre}name>'
-        f"<{pre}resp>machine restoration of lacunae (model: {model_id}; the hash is "
-        f"the SHA-256 of its weights, stoicheia.inference.model_identity): the supplements marked "
-        f'resp="#{resp}", their probabilities in certainty/@degree</{pre}resp></{pre}respStmt>'
+        f"<{pre}resp>machine restoration of lacunae: each supplement it wrote is marked "
+        f'resp="#{resp}" and cert="low", with its probability in certainty/@degree and its '
+        'alternatives in certainty/@assertedValue; evidence="parallel" where passages of the '
+        "corpus carry the reading, named in certainty/desc; a gap whose readings fall below the "
+        f"confidence floor stays, its proposals in certainty/@assertedValue</{pre}resp>"
+        f"</{pre}respStmt>"
     )
     one = proposed == 1
     left = (
