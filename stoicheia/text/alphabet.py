@@ -12,6 +12,9 @@ from collections.abc import Iterable
 #: The 24 letters of the classical alphabet, in order; index = ``chars`` id.
 LETTERS = "αβγδεζηθικλμνξοπρστυφχψω"
 NUM_LETTERS = 24
+#: The seven vowels, and their ``chars`` ids.
+VOWELS = "αεηιουω"
+VOWEL_IDS = frozenset(LETTERS.index(c) for c in VOWELS)
 #: Their capitals (U+0391..U+03A9 without the unassigned U+03A2).
 CAPITALS = "".join(chr(0x391 + i + (1 if i >= 17 else 0)) for i in range(NUM_LETTERS))
 

@@ -19,7 +19,7 @@ from stoicheia.text.clusters import BREATHABLE, K_APOS, K_YPO
 
 __all__ = ["resolve_context"]
 
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_VOWELS = A.VOWEL_IDS
 _LETTER_IS_BREATHABLE = np.zeros(A.NUM_LETTERS + A.NUM_LACUNA, bool)
 _LETTER_IS_BREATHABLE[list(BREATHABLE)] = True
 _SMOOTH_ONLY = A.dia_id(0, 1, 0, 0)  # the dia id of a smooth breathing alone

@@ -29,7 +29,7 @@ from stoicheia.text import alphabet as A
 
 __all__ = ["DIPHTHONGS", "choose_marks", "possible_marks"]
 
-_VOWELS = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_VOWELS = A.VOWEL_IDS
 _SHORT = frozenset(A.LETTERS.index(c) for c in "εο")
 _IOTA_SUBSCRIPT = frozenset(A.LETTERS.index(c) for c in "αηω")
 _DIAERESIS = frozenset(A.LETTERS.index(c) for c in "ιυ")

@@ -15,7 +15,7 @@ from stoicheia.text.orthography import DIPHTHONGS
 #: the elision mark as scholars type it (right single quotation mark, apostrophe, modifier
 #: letter apostrophe, Greek koronis/psili)
 ELISION = frozenset("’'ʼ᾽᾿")
-_VOWEL_IDS = np.array([c in "αεηιουω" for c in A.LETTERS])
+_VOWEL_IDS = np.array([c in A.VOWELS for c in A.LETTERS])
 #: the vowels of a word of one letter (ὁ, ἡ, ἤ, ὦ, ἅ, ἕ; never ι or υ: word_division)
 _LONE_IDS = np.array([c in LONE_VOWELS for c in A.LETTERS])
 #: (first vowel, second vowel) of the diphthongs, whose second vowel takes the breathing

@@ -40,7 +40,7 @@ from stoicheia.text import alphabet as A
 #: the vowels Greek writes as a word of one letter (module docstring): not ι, υ
 LONE_VOWELS = "αεηοω"
 _VOWELS = frozenset(A.LETTERS.index(c) for c in LONE_VOWELS)
-_ANY_VOWEL = frozenset(A.LETTERS.index(c) for c in "αεηιουω")
+_ANY_VOWEL = A.VOWEL_IDS
 #: consonants of one-letter elided words (before a vowel only): δ’ τ’ θ’ γ’ μ’
 ELIDED = frozenset(A.LETTERS.index(c) for c in "δτθγμ")
 _ENDS = (A.BOUNDARY_WORD, A.BOUNDARY_SENTENCE)
