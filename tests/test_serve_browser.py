@@ -494,6 +494,23 @@ def test_characters_outside_the_bmp_keep_the_restoration_in_place(server, browse
     assert fills == "".join(c for c in letters if unicodedata.category(c).startswith("L"))
 
 
+def test_a_gap_inside_an_editors_brackets_gets_no_brackets_of_its_own(server, browser):
+    """A lacuna typed inside an editor's supplement (``[ι ---]``: its notation is ``---``) and
+    lost letters typed as ``++`` are drawn as ``stoicheia restore`` prints them, ``[ι ἀ]`` and
+    dotted letters, not ``[ι [ἀ]]`` and ``[α̣ὐ̣]``: the restoration above and the list below."""
+    base, _ = server
+    text = "Ἀπόλλων[ι ---] ἀνέθηκε καὶ ++ τοῦ δή[..]"
+    _open(browser, base)
+    _restore(browser, text, top_k=2)
+    assert not browser.find_element("id", "error").is_displayed()
+    want = _api(base, {"text": text, "top_k": 2})
+    assert [g["notation"] for g in want["gaps"]] == ["---", "++", "[..]"]
+    nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
+    assert browser.find_element("id", "restored").text == nfc[0]
+    items = browser.find_elements("css selector", "#restorations li .greek")
+    assert [i.text for i in items] == nfc
+
+
 def test_shares_print_as_percentages_like_the_command_line(server, browser):
     """Probabilities on the page print as ``stoicheia restore`` prints them (50%, <1%), the
     parallels' share of a fill too (not 0.50); the model line says what is fused in."""

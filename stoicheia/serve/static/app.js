@@ -41,6 +41,12 @@ function readingPct(p) {
 const codePoints = (s) => Array.from(s);
 const cut = (cps, a, b) => cps.slice(a, b).join("");
 
+// whether the page draws a gap's fill in brackets of its own: only a gap typed with them
+// ([....], [---], [καὶ] re-predicted); a gap inside an editor's brackets ([ι ---]: its notation
+// is ---) is already in the typed text's, and ++ is printed as dotted letters, as restore prints
+// them (ἀνέθηκε [ι ἀ], not [ι [ἀ]])
+const ownBrackets = (g) => g.kind !== "uncertain" && g.notation.startsWith("[");
+
 // a letter with one dot below (the fill of an uncertain letter may already carry it)
 const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
 
@@ -89,7 +95,7 @@ function letterProbs(g, r) {
 // gaps' letter probabilities when they line up with the gaps (else plain)
 function drawRespaced(box) {
   const text = current.respaced[shown].normalize("NFC");
-  const own = current.gaps.filter((g) => g.kind !== "uncertain").sort((a, b) => a.start - b.start);
+  const own = current.gaps.filter(ownBrackets).sort((a, b) => a.start - b.start);
   const runs = text.split(/(\[[^\[\]]*\])/);
   const bracketed = runs.filter((_, i) => i % 2 === 1);
   if (bracketed.length !== own.length) { box.append(text); return; }
@@ -129,7 +135,8 @@ function drawRestored() {
     const fill = fills[g.index];
     const probs = letterProbs(g, shown);
     const uncertain = g.kind === "uncertain";
-    if (!uncertain) box.append(el("span", { class: "bracket" }, "["));
+    const bracketed = ownBrackets(g);
+    if (bracketed) box.append(el("span", { class: "bracket" }, "["));
     let li = 0;
     for (const c of clusters(fill)) {
       if (!isLetter(c)) { box.append(c); continue; }
@@ -140,7 +147,7 @@ function drawRestored() {
       if (uncertain && baseLetters(c) !== baseLetters(g.notation)) span.classList.add("changed");
       box.append(span);
     }
-    if (!uncertain) box.append(el("span", { class: "bracket" }, "]"));
+    if (bracketed) box.append(el("span", { class: "bracket" }, "]"));
     at = g.end;
   }
   box.append(cut(text, at).normalize("NFC"));
@@ -159,7 +166,8 @@ function withFills(i) {
     out.append(cut(text, at, g.start).normalize("NFC"));
     const fill = current.restorations[i].fills[g.index];
     out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, dotted(fill))
-      : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
+      : ownBrackets(g) ? el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]")
+      : el("span", { class: "alt-fill" }, fill));
     at = g.end;
   }
   out.append(cut(text, at).normalize("NFC"));
