@@ -197,12 +197,33 @@ function widthChart(wp) {
   const [lo, hi] = [entries[0][0], entries[entries.length - 1][0]];
   const top = entries.reduce((a, b) => (b[1] > a[1] ? b : a));
   for (const [n, p] of entries) {
-    // labels only where they fit: the ends, every fifth width and the likeliest
+    // labels where they may fit: the ends, every fifth width and the likeliest (thinLabels
+    // hides those that would overlap in the width the chart has); every column has its label
+    // line, empty or not, so that the bars stand on one line
     const label = entries.length <= 10 || n === lo || n === hi || n % 5 === 0 || n === top[0] ? String(n) : "";
+    const rank = n === top[0] ? 0 : n === lo || n === hi ? 1 : n % 5 === 0 ? 2 : 3;
     box.append(el("div", { class: "col", title: `${n} letters: ${pct(p)}` },
-      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), label));
+      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }),
+      el("span", { class: "n", "data-rank": String(rank) }, label)));
   }
-  return el("div", {}, box, el("span", { class: "muted" }, `likeliest ${top[0]} letters (${pct(top[1])})`));
+  const likeliest = `likeliest ${top[0]} letter${top[0] === 1 ? "" : "s"} (${pct(top[1])})`;
+  return el("div", {}, box, el("span", { class: "muted" }, likeliest));
+}
+
+// hide the width labels that would overlap another in the width each chart has now (a phone's
+// column is narrow): the likeliest first, then the ends, every fifth width, the others
+function thinLabels() {
+  for (const chart of document.querySelectorAll("#gaps .widths")) {
+    const labels = [...chart.querySelectorAll(".n")].filter((l) => l.textContent);
+    labels.forEach((l) => { l.style.visibility = ""; });
+    const kept = [];
+    labels.sort((a, b) => Number(a.dataset.rank) - Number(b.dataset.rank));
+    for (const l of labels) {
+      const r = l.getBoundingClientRect();
+      if (kept.some((k) => r.left < k.right + 3 && k.left < r.right + 3)) l.style.visibility = "hidden";
+      else kept.push(r);
+    }
+  }
 }
 
 function drawGaps() {
@@ -222,6 +243,7 @@ function drawGaps() {
     body.append(el("tr", {}, el("td", {}, String(g.index + 1)), el("td", { class: "greek" }, g.notation),
       el("td", {}, letters), alts, width));
   }
+  thinLabels();
   const notes = $("notes");
   notes.replaceChildren(...current.notes.map((n) => el("li", {}, n)));
   drawParallels();
@@ -515,6 +537,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("epidoc-restore").addEventListener("click", restoreFile);
   $("cancel").addEventListener("click", () => { if (inflight) inflight.abort(); });
   $("epidoc-cancel").addEventListener("click", () => { if (fileInflight) fileInflight.abort(); });
+  window.addEventListener("resize", thinLabels);
   loadExamples();
   loadModel();
 });
