@@ -430,7 +430,7 @@ def test_width_charts_stand_on_one_line_with_labels_apart(server, browser):
     """The width charts of ``[-ca.12-]`` (9 to 15 letters, every width labelled) and ``[---]`` (1
     to 20, some labelled): every bar stands on the same line, labelled or not, and no two labels
     shown overlap, in a phone's 375 pixels as in a desktop's window (the likeliest width's label
-    is always shown); one letter is "1 letter"."""
+    is always shown); one letter is "1 letter"; a gap's notation is not broken across lines."""
     base, _ = server
     size = browser.get_window_size()
     measure = """
@@ -456,6 +456,14 @@ def test_width_charts_stand_on_one_line_with_labels_apart(server, browser):
                     assert a_right <= b_left, (width, a, b, spans)
                 top = re.search(r"likeliest (\d+) letter", chart["likeliest"]).group(1)
                 assert top in [s[0] for s in spans], (width, chart)
+        # each gap's notation as typed on one line ([-ca.12-], not [-/ca.1/2-] in a phone's column)
+        browser.set_window_size(375, 900)
+        lines = browser.execute_script("""
+          return [...document.querySelectorAll('#gaps tbody tr')].map((tr) => {
+            const range = document.createRange();
+            range.selectNodeContents(tr.children[1]);
+            return [tr.children[1].textContent, range.getClientRects().length]; });""")
+        assert lines == [["[-ca.12-]", 1], ["[---]", 1]]
         said = browser.execute_script("return widthChart({1: 0.6, 2: 0.4}).lastChild.textContent")
         assert said == "likeliest 1 letter (60%)"
     finally:

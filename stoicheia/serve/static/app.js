@@ -240,7 +240,9 @@ function drawGaps() {
     const width = el("td");
     if (g.width_probs && Object.keys(g.width_probs).length) width.append(widthChart(g.width_probs));
     else width.append(el("span", { class: "muted" }, "fixed"));
-    body.append(el("tr", {}, el("td", {}, String(g.index + 1)), el("td", { class: "greek" }, g.notation),
+    // a notation without a blank ([-ca.12-]) is one token: never broken inside
+    body.append(el("tr", {}, el("td", {}, String(g.index + 1)),
+      el("td", { class: /\s/.test(g.notation) ? "greek notation" : "greek notation whole" }, g.notation),
       el("td", {}, letters), alts, width));
   }
   thinLabels();
