@@ -300,6 +300,60 @@ def test_bad_input_shows_the_one_line_message(server, browser):
     )
 
 
+def test_options_out_of_range_are_said_in_the_pages_words(server, browser, tmp_path):
+    """top-k or *unknown width ≤* empty, 0, 25, 2.5 or 99999: the page says which box and what
+    it takes, for the text and for the EpiDoc file (not the API's "top_k: Input should be less
+    than or equal to 20; see /openapi.json"), and sends nothing; a right value restores again."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    upload = tmp_path / "t.xml"
+    upload.write_bytes(TWO_PIECES)
+    cases = [
+        ("top-k", "25", "top-k: give a whole number of restorations from 1 to 20, not 25"),
+        ("top-k", "2.5", "top-k: give a whole number of restorations from 1 to 20, not 2.5"),
+        ("top-k", "", "top-k: give a whole number of restorations from 1 to 20; the box is empty"),
+        (
+            "unknown-width",
+            "0",
+            "unknown width ≤: give a whole number of letters from 1 to 10,000, not 0",
+        ),
+        (
+            "unknown-width",
+            "99999",
+            "unknown width ≤: give a whole number of letters from 1 to 10,000, not 99999",
+        ),
+    ]
+    set_box = "document.getElementById(arguments[0]).value = arguments[1]"
+    try:
+        browser.find_element("id", "text").clear()
+        browser.find_element("id", "text").send_keys("καὶ τοῦ δή[..]")
+        browser.find_element("id", "epidoc-file").send_keys(str(upload))
+        for box, value, said in cases:
+            browser.execute_script(set_box, "top-k", "3")
+            browser.execute_script(set_box, "unknown-width", "20")
+            browser.execute_script(set_box, box, value)
+            browser.find_element("id", "restore").click()
+            WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "error").is_displayed())
+            assert browser.find_element("id", "error").text == said
+            assert not browser.find_element("id", "result").is_displayed()
+            assert "bad" in browser.find_element("id", box).get_attribute("class")
+            browser.find_element("id", "epidoc-restore").click()
+            WebDriverWait(browser, 30).until(
+                lambda d: d.find_element("id", "epidoc-error").is_displayed()
+            )
+            assert browser.find_element("id", "epidoc-error").text == said
+            assert browser.find_element("id", "epidoc-status").text == ""
+        browser.execute_script(set_box, "unknown-width", "20")
+        _restore(browser, None, top_k=2)
+        assert not browser.find_element("id", "error").is_displayed()
+        assert "bad" not in browser.find_element("id", "unknown-width").get_attribute("class")
+    finally:
+        browser.execute_script(set_box, "top-k", "3")
+        browser.execute_script(set_box, "unknown-width", "20")
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

@@ -50,18 +50,34 @@ const ownBrackets = (g) => g.kind !== "uncertain" && g.notation.startsWith("[");
 // a letter with one dot below (the fill of an uncertain letter may already carry it)
 const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
 
-function showError(message) {
+// the message under the text area; `field`, the box it is about, gets a red border
+function showError(message, field = $("text")) {
   $("result").hidden = true;  // the last restoration belonged to another text
   const box = $("error");
   box.textContent = message;
   box.hidden = false;
-  $("text").classList.add("bad");
+  field.classList.add("bad");
 }
 
 function clearError() {
   $("error").hidden = true;
   $("error").textContent = "";
-  $("text").classList.remove("bad");
+  for (const id of ["text", "top-k", "unknown-width"]) $(id).classList.remove("bad");
+}
+
+// the options' boxes checked before anything is sent, said in the page's words (the API's own
+// line names its fields: "top_k: Input should be less than or equal to 20; see /openapi.json"):
+// null when both hold a whole number in range, else [message, the box]
+function optionError() {
+  const boxes = [["top-k", "top-k", 1, 20, "restorations"],
+    ["unknown-width", "unknown width ≤", 1, 10000, "letters"]];
+  for (const [id, name, lo, hi, unit] of boxes) {
+    const raw = $(id).value.trim();   // "" too for what a number box cannot read
+    if (/^\d+$/.test(raw) && Number(raw) >= lo && Number(raw) <= hi) continue;
+    const was = raw ? `, not ${raw}` : "; the box is empty";
+    return [`${name}: give a whole number of ${unit} from ${lo} to ${hi.toLocaleString("en")}${was}`, $(id)];
+  }
+  return null;
 }
 
 async function errorOf(resp) {
@@ -312,6 +328,8 @@ async function restoreText() {
     decoder: $("decoder").value,
   };
   if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
+  const bad = optionError();
+  if (bad) { showError(...bad); return; }
   $("restore").disabled = true;
   $("busy").hidden = false;
   $("run-status").textContent = "";
@@ -442,6 +460,9 @@ async function restoreFile() {
   err.hidden = true;
   const file = $("epidoc-file").files[0];
   if (!file) { err.textContent = "choose an EpiDoc .xml file first"; err.hidden = false; return; }
+  const bad = optionError();
+  for (const id of ["top-k", "unknown-width"]) $(id).classList.remove("bad");
+  if (bad) { err.textContent = bad[0]; err.hidden = false; status.textContent = ""; bad[1].classList.add("bad"); return; }
   const form = new FormData();
   form.append("file", file);
   form.append("top_k", $("top-k").value);
