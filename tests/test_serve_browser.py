@@ -354,6 +354,24 @@ def test_options_out_of_range_are_said_in_the_pages_words(server, browser, tmp_p
         browser.execute_script(set_box, "unknown-width", "20")
 
 
+def test_an_epidoc_document_pasted_as_text_points_to_the_file_form(server, browser):
+    """A whole EpiDoc document pasted in the text area: its one line sends the reader to the
+    page's own *An EpiDoc file* form, not to a command (``stoicheia restore --epidoc``)."""
+    base, _ = server
+    _open(browser, base)
+    browser.execute_script(
+        "document.getElementById('text').value = arguments[0]", TWO_PIECES.decode()
+    )
+    _restore(browser, None, top_k=2)
+    said = browser.find_element("id", "error").text
+    assert "holds XML markup" in said and "stoicheia restore" not in said, said
+    assert said.endswith(
+        "save the document as an .xml file and restore it under An EpiDoc file below "
+        "(Restore and download)"
+    ), said
+    assert browser.find_element("id", "epidoc-title").text == "An EpiDoc file"
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

@@ -95,7 +95,10 @@ function pageWording(message) {
     .replace(/(send )?"accents": true/g, "tick accents")
     .replaceAll('send "supplements": "repredict"', "tick re-predict supplements")
     .replace(/send "unknown_width": (\d+)/g, "set unknown width ≤ $1")
-    .replaceAll('"unknown_width"', "unknown width");
+    .replaceAll('"unknown_width"', "unknown width")
+    // an EpiDoc document pasted in the text area: the page restores files itself
+    .replace(/save the document to a file and run: stoicheia restore --epidoc FILE --out FOLDER \([^)]*\)/,
+      "save the document as an .xml file and restore it under An EpiDoc file below (Restore and download)");
 }
 
 // the probabilities of the letters of gap g as filled by restoration r
