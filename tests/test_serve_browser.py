@@ -227,6 +227,10 @@ def test_respace_shows_the_models_text(server, browser):
         shown = browser.find_element("id", "restored").text
         assert shown == unicodedata.normalize("NFC", want["respaced"][0])
         assert "respaced by the model" in browser.find_element("id", "shown-rank").text
+        # its note names the box, not the command line's option, nor the model's "planes"
+        notes = browser.find_element("id", "notes").text
+        assert "respace rebuilds the text from the model's predictions, in lower case" in notes
+        assert "--respace" not in notes and "planes" not in notes, notes
         browser.find_element("id", "copy-leiden").click()
         assert browser.find_element("id", "copied").get_attribute("value") == want["respaced"][0]
     finally:

@@ -101,6 +101,18 @@ function pageWording(message) {
       "save the document as an .xml file and restore it under An EpiDoc file below (Restore and download)");
 }
 
+// a note of the answer (the command line's, word for word) with the options the page has named
+// as its boxes are ("respace", not "--respace") and "the planes" (the model's output heads for
+// letters, word division, accents and punctuation) said as what they are
+function noteWording(note) {
+  return pageWording(note)
+    .replace(/(^|[\s(])--respace(?![\w-])/g, "$1respace")
+    .replace(/(^|[\s(])--accents(?![\w-])/g, "$1accents")
+    .replace(/(^|[\s(])--repredict-supplements(?![\w-])/g, "$1re-predict supplements")
+    .replace(/\(--decoder (\w+)\)/g, "(decoder $1)")
+    .replace("rebuilds the text from the planes", "rebuilds the text from the model's predictions");
+}
+
 // the probabilities of the letters of gap g as filled by restoration r
 function letterProbs(g, r) {
   const fill = current.restorations[r].fills[g.index];
@@ -266,7 +278,7 @@ function drawGaps() {
   }
   thinLabels();
   const notes = $("notes");
-  notes.replaceChildren(...current.notes.map((n) => el("li", {}, n)));
+  notes.replaceChildren(...current.notes.map((n) => el("li", {}, noteWording(n))));
   drawParallels();
 }
 
