@@ -376,6 +376,34 @@ def test_an_epidoc_document_pasted_as_text_points_to_the_file_form(server, brows
     assert browser.find_element("id", "epidoc-title").text == "An EpiDoc file"
 
 
+def test_a_text_or_file_over_the_limit_is_said_in_letters_and_megabytes(server, browser, tmp_path):
+    """A text over the 256 KiB of one request, and an EpiDoc file over 8 MiB: the page says how
+    long the text is in characters and what it may hold, and the file's name and size (not the
+    server's "request body over 262,144 bytes; send a shorter text or a smaller file")."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    text = "καὶ τοῦ δήμου " * 10_000 + "[..]"
+    browser.execute_script("document.getElementById('text').value = arguments[0]", text)
+    _restore(browser, None, top_k=2)
+    said = browser.find_element("id", "error").text
+    assert said.startswith(f"the text is {len(text):,} characters ("), said
+    assert said.endswith(
+        "one restoration takes at most 256 KB, about 100,000 Greek letters; restore it in parts"
+    ), said
+    big = tmp_path / "Big corpus.xml"
+    big.write_bytes(
+        TWO_PIECES.replace(b"<teiHeader>", b"<!--" + b"x" * 9_000_000 + b"--><teiHeader>")
+    )
+    browser.find_element("id", "epidoc-file").send_keys(str(big))
+    browser.find_element("id", "epidoc-restore").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element("id", "epidoc-error").is_displayed())
+    assert browser.find_element("id", "epidoc-error").text == (
+        "Big corpus.xml is 8.6 MB: the page restores EpiDoc files of at most 8 MB (8,388,608 bytes)"
+    )
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

@@ -113,6 +113,15 @@ function noteWording(note) {
     .replace("rebuilds the text from the planes", "rebuilds the text from the model's predictions");
 }
 
+// a text over the server's limit for one request (256 KiB, HTTP 413: "request body over
+// 262,144 bytes"), said in letters, the unit an epigrapher counts
+function tooLong(payload) {
+  const chars = Array.from(payload.text).length.toLocaleString("en");
+  const kb = Math.ceil(new TextEncoder().encode(JSON.stringify(payload)).length / 1024).toLocaleString("en");
+  return `the text is ${chars} characters (${kb} KB as sent): one restoration takes at most 256 KB, ` +
+    "about 100,000 Greek letters; restore it in parts";
+}
+
 // the probabilities of the letters of gap g as filled by restoration r
 function letterProbs(g, r) {
   const fill = current.restorations[r].fills[g.index];
@@ -356,6 +365,7 @@ async function restoreText() {
     const resp = await fetch("/restore", { method: "POST",
       headers: { "Content-Type": "application/json", "X-Stoicheia-Progress": ticket },
       body: JSON.stringify(payload), signal: inflight.signal });
+    if (resp.status === 413) { showError(tooLong(payload)); return; }
     if (!resp.ok) { showError(pageWording(await errorOf(resp))); return; }
     current = await resp.json();
     current.rebuilt = payload.accents ? "accented" : "respaced";
@@ -492,7 +502,10 @@ async function restoreFile() {
   try {
     const resp = await fetch("/restore-epidoc", { method: "POST", body: form,
       headers: { "X-Stoicheia-Progress": ticket }, signal: fileInflight.signal });
-    if (!resp.ok) { err.textContent = await errorOf(resp); err.hidden = false; status.textContent = ""; return; }
+    const said = resp.status === 413
+      ? `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MB: the page restores EpiDoc files of at most 8 MB (8,388,608 bytes)`
+      : resp.ok ? "" : await errorOf(resp);
+    if (said) { err.textContent = said; err.hidden = false; status.textContent = ""; return; }
     const blob = await resp.blob();
     const a = el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.xml$/i, "") + ".restored.xml" });
     document.body.append(a);
