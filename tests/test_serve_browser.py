@@ -404,6 +404,31 @@ def test_a_text_or_file_over_the_limit_is_said_in_letters_and_megabytes(server, 
     )
 
 
+def test_a_files_gaps_left_are_said_in_the_fields_words(server, browser):
+    """The line after an EpiDoc file's download counts its gaps left by reason as the server
+    sends them (X-Stoicheia-Gaps-Left), the plan's short reasons said in words: a gap of whole
+    lines is "lost lines, not letters" (not "lines: 1")."""
+    base, _ = server
+    _open(browser, base)
+    said = browser.execute_script(
+        "return gapsSaid(new Headers({'X-Stoicheia-Gaps': 'restored=2 left=4 refused=1',"
+        " 'X-Stoicheia-Gaps-Left': arguments[0], 'X-Stoicheia-Gaps-Refused': arguments[1]}))",
+        json.dumps(
+            [
+                ["below the confidence floor --min-probability 0.25, readings proposed", 2],
+                ["lines", 1],
+                ["unit cm", 1],
+            ]
+        ),
+        json.dumps([["too wide", 1]]),
+    )
+    assert said == (
+        " (gaps: restored 2, left 4 (below the confidence floor 0.25, readings proposed: 2; "
+        "lost lines, not letters: 1; measured in cm, not letters: 1), refused 1 (wider than "
+        "the model's window: 1))"
+    )
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

@@ -466,8 +466,12 @@ function gapsSaid(headers) {
   const why = (name) => {
     try {
       const pairs = JSON.parse(headers.get(name) || "[]");
-      // the page has no --min-probability: the floor's value is what it says
-      const said = (r) => r.replace("--min-probability ", "");
+      // the page has no --min-probability: the floor's value is what it says; the plan's short
+      // reasons for a gap not filled ("lines": <gap unit="line"/>) said in the field's words
+      const said = (r) => r.replace("--min-probability ", "")
+        .replace(/^lines$/, "lost lines, not letters")
+        .replace(/^unit (.+)$/, "measured in $1, not letters")
+        .replace(/^too wide$/, "wider than the model's window");
       return pairs.length ? ` (${pairs.map(([r, n]) => `${said(r)}: ${n}`).join("; ")})` : "";
     } catch { return ""; }
   };
