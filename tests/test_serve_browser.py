@@ -429,6 +429,56 @@ def test_a_files_gaps_left_are_said_in_the_fields_words(server, browser):
     )
 
 
+def test_the_file_forms_confidence_floor(server, browser, tmp_path):
+    """The EpiDoc form's *confidence floor* (``restore --epidoc --min-probability``): 1 leaves
+    every gap of letters with its readings proposed, 0 restores them all; empty, the model's
+    own floors; 1.5 is said in the page's words and nothing is sent."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables it)")
+    base, _ = server
+    _open(browser, base)
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)}
+    )
+    src = tmp_path / "two-pieces.xml"
+    src.write_bytes(TWO_PIECES)
+    browser.find_element("id", "epidoc-file").send_keys(str(src))
+    floor = browser.find_element("id", "epidoc-floor")
+    said = {}
+    for value in ("1", "0", "1.5"):
+        floor.clear()
+        floor.send_keys(value)
+        browser.execute_script(
+            "document.getElementById('epidoc-status').textContent = '';"
+            "document.getElementById('epidoc-error').hidden = true;"
+        )
+        browser.find_element("id", "epidoc-restore").click()
+        WebDriverWait(browser, 120).until(
+            lambda d: (
+                d.find_element("id", "epidoc-status").text.startswith("downloaded")
+                or d.find_element("id", "epidoc-error").is_displayed()
+            )
+        )
+        said[value] = (
+            browser.find_element("id", "epidoc-status").text
+            or browser.find_element("id", "epidoc-error").text
+        )
+    assert said["1"].startswith(
+        "downloaded (gaps: restored 0, left 4 (below the confidence floor 1"
+    )
+    assert said["0"] == (
+        "downloaded (gaps: restored 3, left 1 (lost lines, not letters: 1), refused 0)"
+    )
+    assert said["1.5"] == (
+        "confidence floor: give a probability from 0 to 1 (such as 0.1), or leave the box "
+        "empty for the model's own floors; not 1.5"
+    )
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

@@ -496,6 +496,18 @@ async function restoreFile() {
   form.append("file", file);
   form.append("top_k", $("top-k").value);
   form.append("unknown_width", $("unknown-width").value);
+  // the confidence floor (restore --epidoc --min-probability): empty, the model's own floors
+  const floor = $("epidoc-floor").value.trim();
+  $("epidoc-floor").classList.remove("bad");
+  const unread = $("epidoc-floor").validity.badInput;   // typed, but not a number: value ""
+  if (unread || (floor && !(Number(floor) >= 0 && Number(floor) <= 1))) {
+    err.textContent = "confidence floor: give a probability from 0 to 1 (such as 0.1), or leave " +
+      `the box empty for the model's own floors${floor ? `; not ${floor}` : ""}`;
+    err.hidden = false;
+    $("epidoc-floor").classList.add("bad");
+    return;
+  }
+  if (floor) form.append("min_probability", floor);
   status.textContent = "";
   fileInflight = new AbortController();
   $("epidoc-cancel").hidden = false;
