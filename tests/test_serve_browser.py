@@ -479,6 +479,29 @@ def test_the_file_forms_confidence_floor(server, browser, tmp_path):
     )
 
 
+def test_the_parallels_decoder_says_when_there_is_no_index(server, browser):
+    """A server without a parallels index offers the *parallels* decoder when it has an n-gram
+    (it answers with the n-gram's readings): its option says so before it is chosen, and is
+    plain *parallels* when the index is there."""
+    base, _ = server
+    _open(browser, base)
+    said = browser.execute_script("""
+      const label = () => [...document.getElementById('decoder').options]
+        .find((o) => o.value === 'parallels');
+      offerDecoders({decoders: ['fused', 'parallels', 'ngram', 'model'], decoder: 'fused',
+                     parallels: false, ngram: true});
+      const without = [label().textContent, label().disabled];
+      offerDecoders({decoders: ['fused', 'parallels', 'ngram', 'model'], decoder: 'parallels',
+                     parallels: true, ngram: true});
+      return [without, [label().textContent, label().disabled],
+              document.getElementById('decoder').value];""")
+    assert said == [
+        ["parallels (no index here: n-gram alone)", False],
+        ["parallels", False],
+        "parallels",
+    ]
+
+
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
     base, _ = server
     _open(browser, base)

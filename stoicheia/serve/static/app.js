@@ -573,14 +573,25 @@ function experts(m) {
   return m.experts_error ? `${line} (${m.experts_error})` : line;
 }
 
+// the decoders whose parts are loaded (GET /model's decoders), the server's default chosen;
+// "parallels" without an index is offered (the server answers with the n-gram's readings and
+// a note), and its option says so before it is chosen
+function offerDecoders(m) {
+  const offered = m.decoders || [];
+  for (const opt of [...$("decoder").options]) {
+    opt.disabled = offered.length > 0 && !offered.includes(opt.value);
+    if (opt.value === "parallels") {
+      opt.textContent = m.parallels ? "parallels" : "parallels (no index here: n-gram alone)";
+    }
+  }
+  if (m.decoder) $("decoder").value = m.decoder;
+}
+
 async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
     $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
-    // the decoders whose parts are loaded, the server's default chosen
-    const offered = m.decoders || [];
-    for (const opt of [...$("decoder").options]) opt.disabled = offered.length > 0 && !offered.includes(opt.value);
-    if (m.decoder) $("decoder").value = m.decoder;
+    offerDecoders(m);
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
       $("epidoc-file").disabled = true;
