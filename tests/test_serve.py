@@ -197,6 +197,24 @@ def test_fragment_maps_each_leiden_sign():
     )
 
 
+def test_fragment_writes_traces_filled_without_leiden_dots():
+    """``++`` outside brackets (traces of letters: restore prints its fill dotted, α̣ὐ̣) is
+    ``<supplied reason="illegible">`` holding the bare letters: no combining dot below inside
+    EpiDoc (the element says what the dot said); ``[+3+]`` stays a lost lacuna."""
+    from stoicheia.serve.fragment import epidoc_ab
+
+    data = {
+        "input": "καὶ ++ τοῦ [+3+]",
+        "gaps": [{"index": 0, "kind": "lacuna"}, {"index": 1, "kind": "lacuna"}],
+        "restorations": [{"fills": ["α\u0323ὐ\u0323", "δήμ"]}],
+    }
+    assert epidoc_ab(data) == (
+        '<ab xml:space="preserve"><lb n="1"/>καὶ '
+        '<supplied reason="illegible" cert="low" resp="#stoicheia">αὐ</supplied> τοῦ '
+        '<supplied reason="lost" cert="low" resp="#stoicheia">δήμ</supplied></ab>'
+    )
+
+
 @pytest.mark.parametrize(
     "body, message",
     [

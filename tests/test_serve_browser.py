@@ -227,6 +227,10 @@ def test_respace_shows_the_models_text(server, browser):
         shown = browser.find_element("id", "restored").text
         assert shown == unicodedata.normalize("NFC", want["respaced"][0])
         assert "respaced by the model" in browser.find_element("id", "shown-rank").text
+        # its note names the box, not the command line's option, nor the model's "planes"
+        notes = browser.find_element("id", "notes").text
+        assert "respace rebuilds the text from the model's predictions, in lower case" in notes
+        assert "--respace" not in notes and "planes" not in notes, notes
         browser.find_element("id", "copy-leiden").click()
         assert browser.find_element("id", "copied").get_attribute("value") == want["respaced"][0]
     finally:
@@ -298,6 +302,204 @@ def test_bad_input_shows_the_one_line_message(server, browser):
         "; tick respace to predict word division, accents and punctuation, or tick accents "
         "for the accents alone"
     )
+
+
+def test_options_out_of_range_are_said_in_the_pages_words(server, browser, tmp_path):
+    """top-k or *unknown width ≤* empty, 0, 25, 2.5 or 99999: the page says which box and what
+    it takes, for the text and for the EpiDoc file (not the API's "top_k: Input should be less
+    than or equal to 20; see /openapi.json"), and sends nothing; a right value restores again."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    upload = tmp_path / "t.xml"
+    upload.write_bytes(TWO_PIECES)
+    cases = [
+        ("top-k", "25", "top-k: give a whole number of restorations from 1 to 20, not 25"),
+        ("top-k", "2.5", "top-k: give a whole number of restorations from 1 to 20, not 2.5"),
+        ("top-k", "", "top-k: give a whole number of restorations from 1 to 20; the box is empty"),
+        (
+            "unknown-width",
+            "0",
+            "unknown width ≤: give a whole number of letters from 1 to 10,000, not 0",
+        ),
+        (
+            "unknown-width",
+            "99999",
+            "unknown width ≤: give a whole number of letters from 1 to 10,000, not 99999",
+        ),
+    ]
+    set_box = "document.getElementById(arguments[0]).value = arguments[1]"
+    try:
+        browser.find_element("id", "text").clear()
+        browser.find_element("id", "text").send_keys("καὶ τοῦ δή[..]")
+        browser.find_element("id", "epidoc-file").send_keys(str(upload))
+        for box, value, said in cases:
+            browser.execute_script(set_box, "top-k", "3")
+            browser.execute_script(set_box, "unknown-width", "20")
+            browser.execute_script(set_box, box, value)
+            browser.find_element("id", "restore").click()
+            WebDriverWait(browser, 30).until(lambda d: d.find_element("id", "error").is_displayed())
+            assert browser.find_element("id", "error").text == said
+            assert not browser.find_element("id", "result").is_displayed()
+            assert "bad" in browser.find_element("id", box).get_attribute("class")
+            browser.find_element("id", "epidoc-restore").click()
+            WebDriverWait(browser, 30).until(
+                lambda d: d.find_element("id", "epidoc-error").is_displayed()
+            )
+            assert browser.find_element("id", "epidoc-error").text == said
+            assert browser.find_element("id", "epidoc-status").text == ""
+        browser.execute_script(set_box, "unknown-width", "20")
+        _restore(browser, None, top_k=2)
+        assert not browser.find_element("id", "error").is_displayed()
+        assert "bad" not in browser.find_element("id", "unknown-width").get_attribute("class")
+    finally:
+        browser.execute_script(set_box, "top-k", "3")
+        browser.execute_script(set_box, "unknown-width", "20")
+
+
+def test_an_epidoc_document_pasted_as_text_points_to_the_file_form(server, browser):
+    """A whole EpiDoc document pasted in the text area: its one line sends the reader to the
+    page's own *An EpiDoc file* form, not to a command (``stoicheia restore --epidoc``)."""
+    base, _ = server
+    _open(browser, base)
+    browser.execute_script(
+        "document.getElementById('text').value = arguments[0]", TWO_PIECES.decode()
+    )
+    _restore(browser, None, top_k=2)
+    said = browser.find_element("id", "error").text
+    assert "holds XML markup" in said and "stoicheia restore" not in said, said
+    assert said.endswith(
+        "save the document as an .xml file and restore it under An EpiDoc file below "
+        "(Restore and download)"
+    ), said
+    assert browser.find_element("id", "epidoc-title").text == "An EpiDoc file"
+
+
+def test_a_text_or_file_over_the_limit_is_said_in_letters_and_megabytes(server, browser, tmp_path):
+    """A text over the 256 KiB of one request, and an EpiDoc file over 8 MiB: the page says how
+    long the text is in characters and what it may hold, and the file's name and size (not the
+    server's "request body over 262,144 bytes; send a shorter text or a smaller file")."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = server
+    _open(browser, base)
+    text = "καὶ τοῦ δήμου " * 10_000 + "[..]"
+    browser.execute_script("document.getElementById('text').value = arguments[0]", text)
+    _restore(browser, None, top_k=2)
+    said = browser.find_element("id", "error").text
+    assert said.startswith(f"the text is {len(text):,} characters ("), said
+    assert said.endswith(
+        "one restoration takes at most 256 KB, about 100,000 Greek letters; restore it in parts"
+    ), said
+    big = tmp_path / "Big corpus.xml"
+    big.write_bytes(
+        TWO_PIECES.replace(b"<teiHeader>", b"<!--" + b"x" * 9_000_000 + b"--><teiHeader>")
+    )
+    browser.find_element("id", "epidoc-file").send_keys(str(big))
+    browser.find_element("id", "epidoc-restore").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element("id", "epidoc-error").is_displayed())
+    assert browser.find_element("id", "epidoc-error").text == (
+        "Big corpus.xml is 8.6 MB: the page restores EpiDoc files of at most 8 MB (8,388,608 bytes)"
+    )
+
+
+def test_a_files_gaps_left_are_said_in_the_fields_words(server, browser):
+    """The line after an EpiDoc file's download counts its gaps left by reason as the server
+    sends them (X-Stoicheia-Gaps-Left), the plan's short reasons said in words: a gap of whole
+    lines is "lost lines, not letters" (not "lines: 1")."""
+    base, _ = server
+    _open(browser, base)
+    said = browser.execute_script(
+        "return gapsSaid(new Headers({'X-Stoicheia-Gaps': 'restored=2 left=4 refused=1',"
+        " 'X-Stoicheia-Gaps-Left': arguments[0], 'X-Stoicheia-Gaps-Refused': arguments[1]}))",
+        json.dumps(
+            [
+                ["below the confidence floor --min-probability 0.25, readings proposed", 2],
+                ["lines", 1],
+                ["unit cm", 1],
+            ]
+        ),
+        json.dumps([["too wide", 1]]),
+    )
+    assert said == (
+        " (gaps: restored 2, left 4 (below the confidence floor 0.25, readings proposed: 2; "
+        "lost lines, not letters: 1; measured in cm, not letters: 1), refused 1 (wider than "
+        "the model's window: 1))"
+    )
+
+
+def test_the_file_forms_confidence_floor(server, browser, tmp_path):
+    """The EpiDoc form's *confidence floor* (``restore --epidoc --min-probability``): 1 leaves
+    every gap of letters with its readings proposed, 0 restores them all; empty, the model's
+    own floors; 1.5 is said in the page's words and nothing is sent."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import stoicheia
+
+    if not hasattr(stoicheia, "restore_epidoc"):
+        pytest.skip("stoicheia.restore_epidoc is not in this checkout (the page disables it)")
+    base, _ = server
+    _open(browser, base)
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)}
+    )
+    src = tmp_path / "two-pieces.xml"
+    src.write_bytes(TWO_PIECES)
+    browser.find_element("id", "epidoc-file").send_keys(str(src))
+    floor = browser.find_element("id", "epidoc-floor")
+    said = {}
+    for value in ("1", "0", "1.5"):
+        floor.clear()
+        floor.send_keys(value)
+        browser.execute_script(
+            "document.getElementById('epidoc-status').textContent = '';"
+            "document.getElementById('epidoc-error').hidden = true;"
+        )
+        browser.find_element("id", "epidoc-restore").click()
+        WebDriverWait(browser, 120).until(
+            lambda d: (
+                d.find_element("id", "epidoc-status").text.startswith("downloaded")
+                or d.find_element("id", "epidoc-error").is_displayed()
+            )
+        )
+        said[value] = (
+            browser.find_element("id", "epidoc-status").text
+            or browser.find_element("id", "epidoc-error").text
+        )
+    assert said["1"].startswith(
+        "downloaded (gaps: restored 0, left 4 (below the confidence floor 1"
+    )
+    assert said["0"] == (
+        "downloaded (gaps: restored 3, left 1 (lost lines, not letters: 1), refused 0)"
+    )
+    assert said["1.5"] == (
+        "confidence floor: give a probability from 0 to 1 (such as 0.1), or leave the box "
+        "empty for the model's own floors; not 1.5"
+    )
+
+
+def test_the_parallels_decoder_says_when_there_is_no_index(server, browser):
+    """A server without a parallels index offers the *parallels* decoder when it has an n-gram
+    (it answers with the n-gram's readings): its option says so before it is chosen, and is
+    plain *parallels* when the index is there."""
+    base, _ = server
+    _open(browser, base)
+    said = browser.execute_script("""
+      const label = () => [...document.getElementById('decoder').options]
+        .find((o) => o.value === 'parallels');
+      offerDecoders({decoders: ['fused', 'parallels', 'ngram', 'model'], decoder: 'fused',
+                     parallels: false, ngram: true});
+      const without = [label().textContent, label().disabled];
+      offerDecoders({decoders: ['fused', 'parallels', 'ngram', 'model'], decoder: 'parallels',
+                     parallels: true, ngram: true});
+      return [without, [label().textContent, label().disabled],
+              document.getElementById('decoder').value];""")
+    assert said == [
+        ["parallels (no index here: n-gram alone)", False],
+        ["parallels", False],
+        "parallels",
+    ]
 
 
 def test_example_buttons_and_the_screenshot(server, browser, tmp_path):
@@ -426,6 +628,50 @@ def test_a_phone_wide_window_does_not_scroll_sideways(server, browser):
         browser.set_window_size(size["width"], size["height"])
 
 
+def test_width_charts_stand_on_one_line_with_labels_apart(server, browser):
+    """The width charts of ``[-ca.12-]`` (9 to 15 letters, every width labelled) and ``[---]`` (1
+    to 20, some labelled): every bar stands on the same line, labelled or not, and no two labels
+    shown overlap, in a phone's 375 pixels as in a desktop's window (the likeliest width's label
+    is always shown); one letter is "1 letter"; a gap's notation is not broken across lines."""
+    base, _ = server
+    size = browser.get_window_size()
+    measure = """
+      return [...document.querySelectorAll('#gaps .widths')].map((chart) => ({
+        bottoms: [...chart.querySelectorAll('.v')].map((v) => v.getBoundingClientRect().bottom),
+        shown: [...chart.querySelectorAll('.n')]
+          .filter((n) => n.textContent && getComputedStyle(n).visibility !== 'hidden')
+          .map((n) => { const r = n.getBoundingClientRect();
+                        return [n.textContent, r.left, r.right]; }),
+        likeliest: chart.nextElementSibling.textContent}));"""
+    try:
+        for width in (375, 1000):
+            browser.set_window_size(width, 900)
+            _open(browser, base)
+            _restore(browser, "καὶ τοῦ δή[-ca.12-] τοῦ ἑαυτοῦ [---] χαῖρε", top_k=1)
+            charts = browser.execute_script(measure)
+            assert len(charts) == 2
+            for chart in charts:
+                assert max(chart["bottoms"]) - min(chart["bottoms"]) < 0.5, (width, chart)
+            for chart in charts:
+                spans = sorted(chart["shown"], key=lambda s: s[1])
+                for (a, _, a_right), (b, b_left, _) in zip(spans, spans[1:], strict=False):
+                    assert a_right <= b_left, (width, a, b, spans)
+                top = re.search(r"likeliest (\d+) letter", chart["likeliest"]).group(1)
+                assert top in [s[0] for s in spans], (width, chart)
+        # each gap's notation as typed on one line ([-ca.12-], not [-/ca.1/2-] in a phone's column)
+        browser.set_window_size(375, 900)
+        lines = browser.execute_script("""
+          return [...document.querySelectorAll('#gaps tbody tr')].map((tr) => {
+            const range = document.createRange();
+            range.selectNodeContents(tr.children[1]);
+            return [tr.children[1].textContent, range.getClientRects().length]; });""")
+        assert lines == [["[-ca.12-]", 1], ["[---]", 1]]
+        said = browser.execute_script("return widthChart({1: 0.6, 2: 0.4}).lastChild.textContent")
+        assert said == "likeliest 1 letter (60%)"
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
 def test_cancel_stops_a_long_restoration(browser, tmp_path_factory):
     """Cancel, shown while a restoration runs, aborts it: the page says so and is ready again,
     the server stops decoding (the model lock is free within a forward pass) and the next
@@ -494,6 +740,23 @@ def test_characters_outside_the_bmp_keep_the_restoration_in_place(server, browse
     assert fills == "".join(c for c in letters if unicodedata.category(c).startswith("L"))
 
 
+def test_a_gap_inside_an_editors_brackets_gets_no_brackets_of_its_own(server, browser):
+    """A lacuna typed inside an editor's supplement (``[ι ---]``: its notation is ``---``) and
+    lost letters typed as ``++`` are drawn as ``stoicheia restore`` prints them, ``[ι ἀ]`` and
+    dotted letters, not ``[ι [ἀ]]`` and ``[α̣ὐ̣]``: the restoration above and the list below."""
+    base, _ = server
+    text = "Ἀπόλλων[ι ---] ἀνέθηκε καὶ ++ τοῦ δή[..]"
+    _open(browser, base)
+    _restore(browser, text, top_k=2)
+    assert not browser.find_element("id", "error").is_displayed()
+    want = _api(base, {"text": text, "top_k": 2})
+    assert [g["notation"] for g in want["gaps"]] == ["---", "++", "[..]"]
+    nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
+    assert browser.find_element("id", "restored").text == nfc[0]
+    items = browser.find_elements("css selector", "#restorations li .greek")
+    assert [i.text for i in items] == nfc
+
+
 def test_shares_print_as_percentages_like_the_command_line(server, browser):
     """Probabilities on the page print as ``stoicheia restore`` prints them (50%, <1%), the
     parallels' share of a fill too (not 0.50); the model line says what is fused in."""
@@ -503,7 +766,7 @@ def test_shares_print_as_percentages_like_the_command_line(server, browser):
     for p in browser.find_elements("css selector", "#gaps .alt .p"):
         assert re.fullmatch(r"\d{1,3}%|<1%", p.text), p.text
     assert re.search(
-        r"likeliest \d+ letters \((\d{1,3}%|<1%)\)", browser.find_element("id", "gaps").text
+        r"likeliest \d+ letters? \((\d{1,3}%|<1%)\)", browser.find_element("id", "gaps").text
     )
     # a gap with parallels, drawn as the API gives them
     shown = browser.execute_script("""

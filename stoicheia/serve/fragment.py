@@ -6,6 +6,8 @@ Guidelines give it (the inverse of the table in :mod:`stoicheia.sources.epidoc_w
 
 ==========================  ====================================================================
 lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoicheia">fill</supplied>``
+``++`` (traces) filled      ``<supplied reason="illegible" cert="low" resp="#stoicheia">αὐ``:
+                            the bare letters (restore prints them dotted, ``α̣ὐ̣``)
 ``[καὶ]`` kept               ``<supplied reason="lost">καὶ</supplied>`` (re-predicted: as a lacuna)
 ``α̣``                       ``<unclear>α</unclear>`` (the model's letter; ``cert="low"
                             resp="#stoicheia"`` when it differs from the reading)
@@ -178,7 +180,15 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
         at = seg.end
         if isinstance(seg, Lacuna):
             fill, _ = fill_of("lacuna")
-            lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
+            if set(text[seg.start : seg.end]) == {"+"}:
+                # ++ outside brackets: traces, whose fill restore prints dotted (α̣ὐ̣); in EpiDoc
+                # the element says it, the letters are bare
+                bare = unicodedata.normalize(
+                    "NFC", unicodedata.normalize("NFD", fill).replace("\u0323", "")
+                )
+                lines.out.append(f'<supplied reason="illegible" {_RESP}>{escape(bare)}</supplied>')
+            else:
+                lines.out.append(f'<supplied reason="lost" {_RESP}>{escape(fill)}</supplied>')
         elif isinstance(seg, Comment):
             remark = seg.text.strip()
             lines.out.append(

@@ -41,21 +41,43 @@ function readingPct(p) {
 const codePoints = (s) => Array.from(s);
 const cut = (cps, a, b) => cps.slice(a, b).join("");
 
+// whether the page draws a gap's fill in brackets of its own: only a gap typed with them
+// ([....], [---], [καὶ] re-predicted); a gap inside an editor's brackets ([ι ---]: its notation
+// is ---) is already in the typed text's, and ++ is printed as dotted letters, as restore prints
+// them (ἀνέθηκε [ι ἀ], not [ι [ἀ]])
+const ownBrackets = (g) => g.kind !== "uncertain" && g.notation.startsWith("[");
+
 // a letter with one dot below (the fill of an uncertain letter may already carry it)
 const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
 
-function showError(message) {
+// the message under the text area; `field`, the box it is about, gets a red border
+function showError(message, field = $("text")) {
   $("result").hidden = true;  // the last restoration belonged to another text
   const box = $("error");
   box.textContent = message;
   box.hidden = false;
-  $("text").classList.add("bad");
+  field.classList.add("bad");
 }
 
 function clearError() {
   $("error").hidden = true;
   $("error").textContent = "";
-  $("text").classList.remove("bad");
+  for (const id of ["text", "top-k", "unknown-width"]) $(id).classList.remove("bad");
+}
+
+// the options' boxes checked before anything is sent, said in the page's words (the API's own
+// line names its fields: "top_k: Input should be less than or equal to 20; see /openapi.json"):
+// null when both hold a whole number in range, else [message, the box]
+function optionError() {
+  const boxes = [["top-k", "top-k", 1, 20, "restorations"],
+    ["unknown-width", "unknown width ≤", 1, 10000, "letters"]];
+  for (const [id, name, lo, hi, unit] of boxes) {
+    const raw = $(id).value.trim();   // "" too for what a number box cannot read
+    if (/^\d+$/.test(raw) && Number(raw) >= lo && Number(raw) <= hi) continue;
+    const was = raw ? `, not ${raw}` : "; the box is empty";
+    return [`${name}: give a whole number of ${unit} from ${lo} to ${hi.toLocaleString("en")}${was}`, $(id)];
+  }
+  return null;
 }
 
 async function errorOf(resp) {
@@ -73,7 +95,31 @@ function pageWording(message) {
     .replace(/(send )?"accents": true/g, "tick accents")
     .replaceAll('send "supplements": "repredict"', "tick re-predict supplements")
     .replace(/send "unknown_width": (\d+)/g, "set unknown width ≤ $1")
-    .replaceAll('"unknown_width"', "unknown width");
+    .replaceAll('"unknown_width"', "unknown width")
+    // an EpiDoc document pasted in the text area: the page restores files itself
+    .replace(/save the document to a file and run: stoicheia restore --epidoc FILE --out FOLDER \([^)]*\)/,
+      "save the document as an .xml file and restore it under An EpiDoc file below (Restore and download)");
+}
+
+// a note of the answer (the command line's, word for word) with the options the page has named
+// as its boxes are ("respace", not "--respace") and "the planes" (the model's output heads for
+// letters, word division, accents and punctuation) said as what they are
+function noteWording(note) {
+  return pageWording(note)
+    .replace(/(^|[\s(])--respace(?![\w-])/g, "$1respace")
+    .replace(/(^|[\s(])--accents(?![\w-])/g, "$1accents")
+    .replace(/(^|[\s(])--repredict-supplements(?![\w-])/g, "$1re-predict supplements")
+    .replace(/\(--decoder (\w+)\)/g, "(decoder $1)")
+    .replace("rebuilds the text from the planes", "rebuilds the text from the model's predictions");
+}
+
+// a text over the server's limit for one request (256 KiB, HTTP 413: "request body over
+// 262,144 bytes"), said in letters, the unit an epigrapher counts
+function tooLong(payload) {
+  const chars = Array.from(payload.text).length.toLocaleString("en");
+  const kb = Math.ceil(new TextEncoder().encode(JSON.stringify(payload)).length / 1024).toLocaleString("en");
+  return `the text is ${chars} characters (${kb} KB as sent): one restoration takes at most 256 KB, ` +
+    "about 100,000 Greek letters; restore it in parts";
 }
 
 // the probabilities of the letters of gap g as filled by restoration r
@@ -89,7 +135,7 @@ function letterProbs(g, r) {
 // gaps' letter probabilities when they line up with the gaps (else plain)
 function drawRespaced(box) {
   const text = current.respaced[shown].normalize("NFC");
-  const own = current.gaps.filter((g) => g.kind !== "uncertain").sort((a, b) => a.start - b.start);
+  const own = current.gaps.filter(ownBrackets).sort((a, b) => a.start - b.start);
   const runs = text.split(/(\[[^\[\]]*\])/);
   const bracketed = runs.filter((_, i) => i % 2 === 1);
   if (bracketed.length !== own.length) { box.append(text); return; }
@@ -129,7 +175,8 @@ function drawRestored() {
     const fill = fills[g.index];
     const probs = letterProbs(g, shown);
     const uncertain = g.kind === "uncertain";
-    if (!uncertain) box.append(el("span", { class: "bracket" }, "["));
+    const bracketed = ownBrackets(g);
+    if (bracketed) box.append(el("span", { class: "bracket" }, "["));
     let li = 0;
     for (const c of clusters(fill)) {
       if (!isLetter(c)) { box.append(c); continue; }
@@ -140,7 +187,7 @@ function drawRestored() {
       if (uncertain && baseLetters(c) !== baseLetters(g.notation)) span.classList.add("changed");
       box.append(span);
     }
-    if (!uncertain) box.append(el("span", { class: "bracket" }, "]"));
+    if (bracketed) box.append(el("span", { class: "bracket" }, "]"));
     at = g.end;
   }
   box.append(cut(text, at).normalize("NFC"));
@@ -159,7 +206,8 @@ function withFills(i) {
     out.append(cut(text, at, g.start).normalize("NFC"));
     const fill = current.restorations[i].fills[g.index];
     out.append(g.kind === "uncertain" ? el("span", { class: "alt-fill" }, dotted(fill))
-      : el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]"));
+      : ownBrackets(g) ? el("span", {}, "[", el("span", { class: "alt-fill" }, fill), "]")
+      : el("span", { class: "alt-fill" }, fill));
     at = g.end;
   }
   out.append(cut(text, at).normalize("NFC"));
@@ -189,12 +237,33 @@ function widthChart(wp) {
   const [lo, hi] = [entries[0][0], entries[entries.length - 1][0]];
   const top = entries.reduce((a, b) => (b[1] > a[1] ? b : a));
   for (const [n, p] of entries) {
-    // labels only where they fit: the ends, every fifth width and the likeliest
+    // labels where they may fit: the ends, every fifth width and the likeliest (thinLabels
+    // hides those that would overlap in the width the chart has); every column has its label
+    // line, empty or not, so that the bars stand on one line
     const label = entries.length <= 10 || n === lo || n === hi || n % 5 === 0 || n === top[0] ? String(n) : "";
+    const rank = n === top[0] ? 0 : n === lo || n === hi ? 1 : n % 5 === 0 ? 2 : 3;
     box.append(el("div", { class: "col", title: `${n} letters: ${pct(p)}` },
-      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }), label));
+      el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }),
+      el("span", { class: "n", "data-rank": String(rank) }, label)));
   }
-  return el("div", {}, box, el("span", { class: "muted" }, `likeliest ${top[0]} letters (${pct(top[1])})`));
+  const likeliest = `likeliest ${top[0]} letter${top[0] === 1 ? "" : "s"} (${pct(top[1])})`;
+  return el("div", {}, box, el("span", { class: "muted" }, likeliest));
+}
+
+// hide the width labels that would overlap another in the width each chart has now (a phone's
+// column is narrow): the likeliest first, then the ends, every fifth width, the others
+function thinLabels() {
+  for (const chart of document.querySelectorAll("#gaps .widths")) {
+    const labels = [...chart.querySelectorAll(".n")].filter((l) => l.textContent);
+    labels.forEach((l) => { l.style.visibility = ""; });
+    const kept = [];
+    labels.sort((a, b) => Number(a.dataset.rank) - Number(b.dataset.rank));
+    for (const l of labels) {
+      const r = l.getBoundingClientRect();
+      if (kept.some((k) => r.left < k.right + 3 && k.left < r.right + 3)) l.style.visibility = "hidden";
+      else kept.push(r);
+    }
+  }
 }
 
 function drawGaps() {
@@ -211,11 +280,14 @@ function drawGaps() {
     const width = el("td");
     if (g.width_probs && Object.keys(g.width_probs).length) width.append(widthChart(g.width_probs));
     else width.append(el("span", { class: "muted" }, "fixed"));
-    body.append(el("tr", {}, el("td", {}, String(g.index + 1)), el("td", { class: "greek" }, g.notation),
+    // a notation without a blank ([-ca.12-]) is one token: never broken inside
+    body.append(el("tr", {}, el("td", {}, String(g.index + 1)),
+      el("td", { class: /\s/.test(g.notation) ? "greek notation" : "greek notation whole" }, g.notation),
       el("td", {}, letters), alts, width));
   }
+  thinLabels();
   const notes = $("notes");
-  notes.replaceChildren(...current.notes.map((n) => el("li", {}, n)));
+  notes.replaceChildren(...current.notes.map((n) => el("li", {}, noteWording(n))));
   drawParallels();
 }
 
@@ -280,6 +352,8 @@ async function restoreText() {
     decoder: $("decoder").value,
   };
   if (!payload.text.trim()) { showError("type a Greek text with its lacunae, e.g. καὶ τοῦ δή[5±3] τοῦ ἑαυτοῦ"); return; }
+  const bad = optionError();
+  if (bad) { showError(...bad); return; }
   $("restore").disabled = true;
   $("busy").hidden = false;
   $("run-status").textContent = "";
@@ -291,6 +365,7 @@ async function restoreText() {
     const resp = await fetch("/restore", { method: "POST",
       headers: { "Content-Type": "application/json", "X-Stoicheia-Progress": ticket },
       body: JSON.stringify(payload), signal: inflight.signal });
+    if (resp.status === 413) { showError(tooLong(payload)); return; }
     if (!resp.ok) { showError(pageWording(await errorOf(resp))); return; }
     current = await resp.json();
     current.rebuilt = payload.accents ? "accented" : "respaced";
@@ -391,8 +466,12 @@ function gapsSaid(headers) {
   const why = (name) => {
     try {
       const pairs = JSON.parse(headers.get(name) || "[]");
-      // the page has no --min-probability: the floor's value is what it says
-      const said = (r) => r.replace("--min-probability ", "");
+      // the page has no --min-probability: the floor's value is what it says; the plan's short
+      // reasons for a gap not filled ("lines": <gap unit="line"/>) said in the field's words
+      const said = (r) => r.replace("--min-probability ", "")
+        .replace(/^lines$/, "lost lines, not letters")
+        .replace(/^unit (.+)$/, "measured in $1, not letters")
+        .replace(/^too wide$/, "wider than the model's window");
       return pairs.length ? ` (${pairs.map(([r, n]) => `${said(r)}: ${n}`).join("; ")})` : "";
     } catch { return ""; }
   };
@@ -410,10 +489,25 @@ async function restoreFile() {
   err.hidden = true;
   const file = $("epidoc-file").files[0];
   if (!file) { err.textContent = "choose an EpiDoc .xml file first"; err.hidden = false; return; }
+  const bad = optionError();
+  for (const id of ["top-k", "unknown-width"]) $(id).classList.remove("bad");
+  if (bad) { err.textContent = bad[0]; err.hidden = false; status.textContent = ""; bad[1].classList.add("bad"); return; }
   const form = new FormData();
   form.append("file", file);
   form.append("top_k", $("top-k").value);
   form.append("unknown_width", $("unknown-width").value);
+  // the confidence floor (restore --epidoc --min-probability): empty, the model's own floors
+  const floor = $("epidoc-floor").value.trim();
+  $("epidoc-floor").classList.remove("bad");
+  const unread = $("epidoc-floor").validity.badInput;   // typed, but not a number: value ""
+  if (unread || (floor && !(Number(floor) >= 0 && Number(floor) <= 1))) {
+    err.textContent = "confidence floor: give a probability from 0 to 1 (such as 0.1), or leave " +
+      `the box empty for the model's own floors${floor ? `; not ${floor}` : ""}`;
+    err.hidden = false;
+    $("epidoc-floor").classList.add("bad");
+    return;
+  }
+  if (floor) form.append("min_probability", floor);
   status.textContent = "";
   fileInflight = new AbortController();
   $("epidoc-cancel").hidden = false;
@@ -424,7 +518,10 @@ async function restoreFile() {
   try {
     const resp = await fetch("/restore-epidoc", { method: "POST", body: form,
       headers: { "X-Stoicheia-Progress": ticket }, signal: fileInflight.signal });
-    if (!resp.ok) { err.textContent = await errorOf(resp); err.hidden = false; status.textContent = ""; return; }
+    const said = resp.status === 413
+      ? `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MB: the page restores EpiDoc files of at most 8 MB (8,388,608 bytes)`
+      : resp.ok ? "" : await errorOf(resp);
+    if (said) { err.textContent = said; err.hidden = false; status.textContent = ""; return; }
     const blob = await resp.blob();
     const a = el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.xml$/i, "") + ".restored.xml" });
     document.body.append(a);
@@ -476,14 +573,25 @@ function experts(m) {
   return m.experts_error ? `${line} (${m.experts_error})` : line;
 }
 
+// the decoders whose parts are loaded (GET /model's decoders), the server's default chosen;
+// "parallels" without an index is offered (the server answers with the n-gram's readings and
+// a note), and its option says so before it is chosen
+function offerDecoders(m) {
+  const offered = m.decoders || [];
+  for (const opt of [...$("decoder").options]) {
+    opt.disabled = offered.length > 0 && !offered.includes(opt.value);
+    if (opt.value === "parallels") {
+      opt.textContent = m.parallels ? "parallels" : "parallels (no index here: n-gram alone)";
+    }
+  }
+  if (m.decoder) $("decoder").value = m.decoder;
+}
+
 async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
     $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
-    // the decoders whose parts are loaded, the server's default chosen
-    const offered = m.decoders || [];
-    for (const opt of [...$("decoder").options]) opt.disabled = offered.length > 0 && !offered.includes(opt.value);
-    if (m.decoder) $("decoder").value = m.decoder;
+    offerDecoders(m);
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
       $("epidoc-file").disabled = true;
@@ -507,6 +615,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("epidoc-restore").addEventListener("click", restoreFile);
   $("cancel").addEventListener("click", () => { if (inflight) inflight.abort(); });
   $("epidoc-cancel").addEventListener("click", () => { if (fileInflight) fileInflight.abort(); });
+  window.addEventListener("resize", thinLabels);
   loadExamples();
   loadModel();
 });
