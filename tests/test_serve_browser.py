@@ -667,7 +667,7 @@ def test_width_charts_stand_on_one_line_with_labels_apart(server, browser):
             return [tr.children[1].textContent, range.getClientRects().length]; });""")
         assert lines == [["[-ca.12-]", 1], ["[---]", 1]]
         said = browser.execute_script("return widthChart({1: 0.6, 2: 0.4}).lastChild.textContent")
-        assert said == "likeliest 1 letter (60%)"
+        assert said == "likeliest 1 letter (60%, its readings together)"
     finally:
         browser.set_window_size(size["width"], size["height"])
 
@@ -766,7 +766,8 @@ def test_shares_print_as_percentages_like_the_command_line(server, browser):
     for p in browser.find_elements("css selector", "#gaps .alt .p"):
         assert re.fullmatch(r"\d{1,3}%|<1%", p.text), p.text
     assert re.search(
-        r"likeliest \d+ letters? \((\d{1,3}%|<1%)\)", browser.find_element("id", "gaps").text
+        r"likeliest \d+ letters? \((\d{1,3}%|<1%), its readings together\)",
+        browser.find_element("id", "gaps").text,
     )
     # a gap with parallels, drawn as the API gives them
     shown = browser.execute_script("""

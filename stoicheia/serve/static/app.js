@@ -246,7 +246,9 @@ function widthChart(wp) {
       el("span", { class: "v", style: `height:${Math.max(2, Math.round(26 * p / max))}px` }),
       el("span", { class: "n", "data-rank": String(rank) }, label)));
   }
-  const likeliest = `likeliest ${top[0]} letter${top[0] === 1 ? "" : "s"} (${pct(top[1])})`;
+  // the width's probability is its readings' together, so the best reading may be of another
+  // width (πρ first, "likeliest 1 letter" from ν, σ, ρ... summed): said, not left to look wrong
+  const likeliest = `likeliest ${top[0]} letter${top[0] === 1 ? "" : "s"} (${pct(top[1])}, its readings together)`;
   return el("div", {}, box, el("span", { class: "muted" }, likeliest));
 }
 
