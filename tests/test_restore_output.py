@@ -456,6 +456,25 @@ def test_dots_in_an_erasure_are_letters_to_restore_dashes_are_not():
     assert "erasure" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "text, printed",
+    [
+        ("καὶ τὸν ⟦...⟧ πατέρα", r"καὶ τὸν ⟦\[[^][]+\]⟧ πατέρα"),
+        ("καὶ τὸν ⟦πα..ρα⟧ ἔθηκε", r"καὶ τὸν ⟦πα\[[^][]+\]ρα⟧ ἔθηκε"),
+        ("καὶ τὸν ⸢..τέρα⸣ ἔθηκε", r"καὶ τὸν ⸢\[[^][]+\]τέρα⸣ ἔθηκε"),
+        ("καὶ τὸν 〚..〛 πατέρα", r"καὶ τὸν 〚\[[^][]+\]〛 πατέρα"),
+    ],
+)
+def test_letters_restored_in_an_erasure_or_half_brackets_keep_both_brackets(text, printed):
+    """The fill of the dots of a ``⟦ ⟧`` or ``⸢ ⸣`` is printed ``[fill]`` inside the brackets,
+    which stay: ``⟦...⟧`` printed ``ντε`` (brackets gone, the letters as if read on the stone)
+    and ``⸢..υλῇ⸣`` printed ``βουλῇ⸣`` (an unbalanced half bracket) were wrong Leiden."""
+    res = restore(STUB, text, top_k=2, beam=2)
+    _check_round_trip(text, res)
+    for r in res.restorations:
+        assert re.fullmatch(printed, r.text), r.text
+
+
 def test_respace_prints_each_fill_one_way_and_says_which_signs_it_leaves_out():
     """--respace rebuilds a capital Leiden text in lowercase with the heads' marks: the gaps'
     fills and letters are listed as the restoration prints them, not in the input's capitals,

@@ -115,6 +115,45 @@ def notation_span(
     return a, b, False
 
 
+#: the brackets whose dots are lost letters (``⟦...⟧``, ``⸢..υλῇ⸣``), kept around a fill
+_DOTTED_OPENERS = ("[[", "⟦", "〚", "⸢", "⌈", "⸤", "⌊", "˹")
+_DOTTED_CLOSERS = ("]]", "⟧", "〛", "⸣", "⌉", "⸥", "⌋", "˺")
+
+
+def dots_in_brackets(text: str, a: int, b: int) -> tuple[int, int, bool]:
+    """For a lacuna of dots inside an erasure or half brackets (``⟦...⟧``, ``⟦βο..ῇ⟧``,
+    ``⸢..υλῇ⸣``; its span ``[a, b)`` of ``text`` may run from the opening bracket or to the
+    closing one): the span of its dots alone and True, its fill to be printed ``[fill]`` inside
+    the brackets, which stay (``⟦[ντε]⟧``, ``⸢[βο]υλῇ⸣``: letters restored where the stone's
+    are lost, never printed as read). Any other span: ``(a, b, False)``."""
+    i, j = a, b
+    for o in _DOTTED_OPENERS:
+        if text.startswith(o, i, j):
+            i += len(o)
+            break
+    for c in _DOTTED_CLOSERS:
+        if j - len(c) >= i and text.startswith(c, j - len(c)):
+            j -= len(c)
+            break
+    while i < j and text[i].isspace():
+        i += 1
+    while j > i and text[j - 1].isspace():
+        j -= 1
+    if _inside_dotted(text, i, j):
+        return i, j, True
+    return a, b, False
+
+
+def _inside_dotted(text: str, a: int, b: int) -> bool:
+    """Is ``text[a:b]`` a run of dots between an open ``⟦``/``⸢``-like bracket and its close?"""
+    if a >= b or text[a:b].strip(".") != "":
+        return False
+    before = text[:a]
+    opened = max(before.rfind(o) for o in _DOTTED_OPENERS)
+    closed = max(before.rfind(c) for c in _DOTTED_CLOSERS)
+    return opened > closed
+
+
 def check_widths(
     text: str,
     segments: list[Any],
@@ -139,6 +178,7 @@ def check_widths(
 __all__ = [
     "check_options",
     "check_widths",
+    "dots_in_brackets",
     "gap_bounds",
     "gap_slots",
     "gap_too_wide",

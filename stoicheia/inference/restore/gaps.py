@@ -62,8 +62,9 @@ class Gap:
 
     Read from the input: ``notation`` what the input had there, as typed (``input[start:end]``;
     the whole bracket ``[ - - - ]`` when the bracket holds only this gap, else the gap's part of
-    it, e.g. ``---`` in ``[καὶ ---]``); ``bracketed``: the notation holds its ``[ ]`` (the fill is
-    printed in brackets); ``min_letters``/``max_letters``: the bounds of its width in letters;
+    it, e.g. ``---`` in ``[καὶ ---]``); ``bracketed``: the fill is printed in ``[ ]``: the
+    notation holds its ``[ ]``, or it is the dots of a ``⟦ ⟧`` or ``⸢ ⸣``, which stay
+    (``⟦[fill]⟧``); ``min_letters``/``max_letters``: the bounds of its width in letters;
     ``slots``: MASK slots it takes (``max_letters`` for a fixed width, else ``max_letters + 2``);
     ``read``: the letters visible to the model (an uncertain letter's reading, an editor's
     supplement), else ``None``; ``read_values``: for a supplement, the planes' values

@@ -39,6 +39,7 @@ from stoicheia.inference.restore.foreign_input import refuse_foreign_input
 from stoicheia.inference.restore.gap_widths import (
     check_options,
     check_widths,
+    dots_in_brackets,
     gap_bounds,
     gap_slots,
     notation_span,
@@ -313,6 +314,8 @@ def _working_sequence(
                 else A.BOUNDARY_INTERNAL
             )
             a, b, br = notation_span(text, brackets, seg.start, seg.end)
+            if not br:  # the dots of a ⟦...⟧ or ⸢..υλῇ⸣: the fill in [ ] inside them
+                a, b, br = dots_in_brackets(text, a, b)
             gaps.append(
                 Gap(
                     text[a:b],
