@@ -949,3 +949,22 @@ def test_ctrl_c_in_a_folder_says_how_far_and_the_same_command_goes_on(
     monkeypatch.setattr(epidoc_restore, "restore_epidoc", real)
     code, stdout, _ = _cli(capsys, *run)
     assert code == 0 and "(1 written, 1 already there, 2 refused)" in stdout
+
+
+def test_a_restored_file_restored_again_keeps_no_stale_proposals(tmp_path, model):
+    """A file restored with its gap left below the floor (its readings proposed after it) and
+    fed again: the earlier run's proposals go with the gap, restored (they pointed, by
+    ``@match``, at the nearest ``<gap>`` before them: another one, or none) or proposed again
+    (they were doubled)."""
+    from stoicheia.inference.epidoc.restore import restore_epidoc
+
+    path = _editors_file(tmp_path, _EDITOR_BODY)
+    first = restore_epidoc(model, path, min_probability=1.0, **FAST).xml
+    match = b"<certainty match="
+    assert first.count(match) == FAST["top_k"]
+    again = restore_epidoc(model, first, min_probability=1.0, **FAST).xml
+    assert again.count(match) == FAST["top_k"]
+    written = restore_epidoc(model, first, min_probability=0.0, **FAST).xml
+    assert written.count(match) == 0 and written.count(b"<supplied") == 1
+    for xml in (again, written):
+        etree.fromstring(xml)

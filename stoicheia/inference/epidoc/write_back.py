@@ -160,10 +160,33 @@ def _proposals_xml(pre: str, resp: str, fill: str, prob: float, alts: list) -> s
     at the gap by ``@match`` (the nearest ``<gap>`` before it), ``@assertedValue`` the reading and
     ``@degree`` its probability."""
     return "".join(
-        f'<{pre}certainty match="preceding-sibling::*[local-name()=\'gap\'][1]" locus="value" '
+        f'<{pre}certainty match="{_PROPOSAL_MATCH}" locus="value" '
         f'assertedValue={quoteattr(f)} degree="{_fmt_prob(p)}" resp="#{resp}"/>'
         for f, p in [(fill, prob), *alts]
     )
+
+
+_PROPOSAL_MATCH = "preceding-sibling::*[local-name()='gap'][1]"
+
+
+def _earlier_proposals_end(gap: etree._Element, spans: dict[Any, ElementSpan], end: int) -> int:
+    """The byte after the proposals an earlier run wrote right after ``gap`` (its
+    ``<certainty match=...>`` entries, ``resp="#stoicheia..."``: the file is a restored one fed
+    again), else ``end`` (the gap's end). A gap restored or proposed again takes them along:
+    left, they would double the new proposals, or point at another ``<gap>`` (``@match`` is the
+    nearest before them) once this one is a ``<supplied>``."""
+    prev = gap
+    for sib in gap.itersiblings():
+        if (prev.tail or "").strip() or not isinstance(sib.tag, str):
+            break
+        if not (
+            etree.QName(sib).localname == "certainty"
+            and sib.get("match") == _PROPOSAL_MATCH
+            and (sib.get("resp") or "").startswith(f"#{RESP_ID}")
+        ):
+            break
+        end, prev = spans[sib].end, sib
+    return end
 
 
 def _append_child(
@@ -309,11 +332,13 @@ def write_restorations(
             xid = own or _unique_id(f"{resp}-{o.index + 1}", taken)
             named = (sources or {}).get(o.index, [])
             xml = _supplied_xml(pre, xid, resp, f, p, alts, kept, named)
-            edits.append((o.start, o.end, xml.encode("utf-8")))
+            end = _earlier_proposals_end(at_byte[o.start], spans, o.end)
+            edits.append((o.start, end, xml.encode("utf-8")))
         elif proposals and o.index in proposals:
             f, p, alts = proposals[o.index]
             xml = _proposals_xml(_prefix(plan.gap_spans[o.index]), resp, f, p, alts)
-            edits.append((o.end, o.end, xml.encode("utf-8")))
+            end = _earlier_proposals_end(at_byte[o.start], spans, o.end)
+            edits.append((o.end, end, xml.encode("utf-8")))
     when = when or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     edits += _header_edits(
         doc,
