@@ -968,3 +968,32 @@ def test_a_restored_file_restored_again_keeps_no_stale_proposals(tmp_path, model
     assert written.count(match) == 0 and written.count(b"<supplied") == 1
     for xml in (again, written):
         etree.fromstring(xml)
+
+
+@pytest.mark.parametrize(
+    "code, fix",
+    [
+        (13, "give an --out folder you may write to"),  # EACCES
+        (30, "give an --out folder you may write to"),  # EROFS
+        (28, "free some space or give another --out"),  # ENOSPC
+    ],
+)
+def test_an_out_folder_that_cannot_be_written_says_why_and_the_fix(
+    corpus_root, trained, tmp_path, capsys, monkeypatch, code, fix
+):
+    """A read-only or forbidden --out said 'free space' (the fix for a full disk only)."""
+    import os
+
+    from stoicheia.inference.epidoc import corpus
+
+    def refuse(*_, **__):
+        raise PermissionError(code, os.strerror(code), str(tmp_path / "out" / "a.xml"))
+
+    monkeypatch.setattr(corpus, "restore_corpus", refuse)
+    inp = tmp_path / "in"
+    inp.mkdir()
+    shutil.copy(_isicily(corpus_root, "ISic001375.xml"), inp / "a.xml")
+    got, _, err = _cli(capsys, str(trained), "--epidoc", str(inp), "--out", str(tmp_path / "out"))
+    (line,) = err.strip().splitlines()
+    assert got == 2 and f"({os.strerror(code)}); {fix} (the files written so far" in line
+    assert code == 28 or "free" not in line

@@ -4,6 +4,7 @@ EpiDoc files (:mod:`stoicheia.inference.epidoc.corpus`; docs/restoring-epidoc.md
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from stoicheia.cli_args import out_dir_problem
@@ -74,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         return fail(
             "restore",
-            f"cannot write {err.filename or args.out} ({err.strerror}); free space or give "
-            "another --out (the files written so far stay; a rerun goes on from there)",
+            f"cannot write {err.filename or args.out} ({err.strerror}); {_write_fix(err.errno)} "
+            "(the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
     if summary.files and summary.refused == summary.files:
@@ -87,3 +88,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def _write_fix(code: int | None) -> str:
+    """What to do when ``--out`` cannot be written (``code``: the ``errno``): free space only
+    where the disk is full; a folder one may write to where permission is missing."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return "free some space or give another --out"
+    if code == errno.EFBIG:
+        return "raise the file size limit (ulimit -f) or give another --out"
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "give an --out folder you may write to"
+    return "give another --out"
