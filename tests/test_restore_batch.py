@@ -115,3 +115,45 @@ def test_batch_refusals_are_one_line(ckpt, tmp_path, capsys):
         assert main(["restore", str(ckpt), "--device", "cpu", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0], (argv, err)
+
+
+def test_ctrl_c_keeps_the_entries_answered_and_says_where_to_go_on(
+    ckpt, tmp_path, capsys, monkeypatch
+):
+    """Ctrl-C in a batch: the entries printed stay, exit 130, and one line counts the texts
+    answered and those not (with the line to go on from); it said only 'interrupted'."""
+    from stoicheia import inference
+    from stoicheia.cli import main
+
+    real = inference.restore.restore
+    calls = []
+
+    def stopped(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(inference.restore, "restore", stopped)
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join([GOOD[0], "", GOOD[1], "καὶ [τοῦ", GOOD[2], GOOD[0]]) + "\n")
+    argv = ["restore", str(ckpt), "--device", "cpu", "--top-k", "2", "--json", "--batch"]
+    assert main([*argv, str(src)]) == 130
+    out, err = capsys.readouterr()
+    assert [json.loads(x)["line"] for x in out.splitlines()] == [1, 3, 4]
+    assert err.strip().splitlines()[-1] == (
+        "stoicheia restore: interrupted (Ctrl-C): 3 of 5 texts answered above (1 of them "
+        f"failed); 2 not restored, from line 5 on (`tail -n +5 {src}` gives them)"
+    )
+
+
+def test_one_failed_text_is_named_as_one_line(ckpt, tmp_path, capsys):
+    from stoicheia.cli import main
+
+    src = tmp_path / "texts.txt"
+    src.write_text(f"{GOOD[2]}\nκαὶ [τοῦ\n", encoding="utf-8")
+    argv = ["restore", str(ckpt), "--device", "cpu", "--top-k", "2", "--json", "--batch"]
+    assert main([*argv, str(src)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "stoicheia restore: restored 1 of 2 texts; 1 failed (line 2; their entries say why)"
+    )

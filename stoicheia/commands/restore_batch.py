@@ -142,47 +142,70 @@ def run_batch(args: argparse.Namespace) -> int:
         transient=True,
     ) as bar:
         task = bar.add_task("batch", total=len(items))
-        for item in items:
-            result, error = None, item.error
-            if error is None:
-                try:
+        answered = 0  # entries printed, in input order
+        try:
+            for item in items:
+                result, error = None, item.error
+                if error is None:
                     try:
-                        reading: Any = read_input(
-                            item.text,
-                            supplements="repredict" if args.score_supplements else supplements,
-                            unknown_width=args.unknown_width,
-                            about_margin=args.about_margin,
+                        try:
+                            reading: Any = read_input(
+                                item.text,
+                                supplements="repredict" if args.score_supplements else supplements,
+                                unknown_width=args.unknown_width,
+                                about_margin=args.about_margin,
+                            )
+                        except GapTooWideError:
+                            reading = item.text  # said by restore(), with the loaded model's limit
+                        result = restore(
+                            model,
+                            reading,
+                            **restore_options(args),
+                            supplements=supplements,
+                            fusion=fusion,
                         )
-                    except GapTooWideError:
-                        reading = item.text  # said by restore(), with the loaded model's limit
-                    result = restore(
-                        model,
-                        reading,
-                        **restore_options(args),
-                        supplements=supplements,
-                        fusion=fusion,
-                    )
-                except RestoreError as err:
-                    error = str(err)
-            if result is not None and result.gaps:
-                said = list(found)
-                used = args.decoder or (fusion.decoder if fusion is not None else "fused")
-                if (fusion is None or fusion.ngram is None) and used == "fused":
-                    said.append(without_ngram_note(fusion, args.ngram_weight))
-                result.notes += [n for n in dict.fromkeys(said) if n not in result.notes]
-            if error is not None:
-                failed.append(item.line)
-            _emit(item, result, error, as_json, format_result)
-            bar.update(task, advance=1)
+                    except RestoreError as err:
+                        error = str(err)
+                if result is not None and result.gaps:
+                    said = list(found)
+                    used = args.decoder or (fusion.decoder if fusion is not None else "fused")
+                    if (fusion is None or fusion.ngram is None) and used == "fused":
+                        said.append(without_ngram_note(fusion, args.ngram_weight))
+                    result.notes += [n for n in dict.fromkeys(said) if n not in result.notes]
+                _emit(item, result, error, as_json, format_result)
+                answered += 1
+                if error is not None:
+                    failed.append(item.line)
+                bar.update(task, advance=1)
+        except KeyboardInterrupt:
+            print(_interrupted(items, answered, failed, args.batch), file=sys.stderr)
+            return 130
     done = len(items) - len(failed)
     summary = f"stoicheia restore: restored {done} of {len(items)} texts"
     if failed:
         shown = ", ".join(map(str, failed[:10])) + (" ..." if len(failed) > 10 else "")
-        summary += f"; {len(failed)} failed (lines {shown}; their entries say why)"
+        lines = "line" if len(failed) == 1 else "lines"
+        summary += f"; {len(failed)} failed ({lines} {shown}; their entries say why)"
     if blank:
         summary += f"; {blank} blank line(s), no text"
     print(summary, file=sys.stderr)
     return 2 if failed else 0
+
+
+def _interrupted(items: list[BatchItem], answered: int, failed: list[int], name: str) -> str:
+    """The line Ctrl-C ends a batch with: how many texts were answered (their entries are out,
+    ``failed`` among them), how many were not, and the input line to go on from."""
+    n = len(items)
+    said = f"interrupted (Ctrl-C): {answered:,} of {n:,} texts answered above"
+    if failed:
+        said += f" ({len(failed):,} of them failed)"
+    if answered >= n:
+        return f"stoicheia restore: {said}"
+    first = items[answered].line
+    rest = f"{n - answered:,} not restored, from line {first:,} on"
+    if name != "-":
+        rest += f" (`tail -n +{first} {name}` gives them)"
+    return f"stoicheia restore: {said}; {rest}"
 
 
 def _emit(item: BatchItem, result: Any, error: str | None, as_json: bool, fmt: Any) -> None:
