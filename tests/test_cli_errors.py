@@ -204,12 +204,18 @@ def test_restore_input_names_the_model_limit():
         ("καὶ [600] τοῦ", "holds 600 letters, more than the model can fill: at most 512 letters"),
         ("καὶ [-ca.500-] τοῦ", "smaller --about-margin"),
         # read as exactly 600 letters it still does not fit: no margin can help
-        ("καὶ [-ca.600-] τοῦ", "restore a narrower lacuna (at most 510 letters)"),
+        (
+            "καὶ [-ca.600-] τοῦ",
+            "restore the text on each side of it on its own (a loss this long is not filled "
+            "whole: at most 510 letters are)",
+        ),
     ):
         with pytest.raises(GapTooWideError) as caught:
             parse_input(text, max_slots=512, limit_why=why)
         assert needle in str(caught.value) and why in str(caught.value)
         assert "--unknown-width" not in str(caught.value) or "---" in text
+        # the width is the stone's: never 'a narrower lacuna'
+        assert "narrower" not in str(caught.value)
     with pytest.raises(GapTooWideError, match=r"give --unknown-width 510 or less"):
         parse_input("καὶ [---] τοῦ", unknown_width=600, max_slots=512, limit_why=why)
     assert parse_input("καὶ [510] τοῦ", max_slots=512)[1][0].slots == 510

@@ -47,6 +47,10 @@ def check_options(
         )
 
 
+#: the fix for a lacuna longer than the model can fill: its width is the stone's, not a choice
+SPLIT_FIX = "restore the text on each side of it on its own (a loss this long is not filled whole)"
+
+
 def gap_too_wide(
     seg: Lacuna, notation: str, lo: int, hi: int, slots: int, limit: int, why: str
 ) -> GapTooWideError:
@@ -56,14 +60,14 @@ def gap_too_wide(
         return GapTooWideError(
             f"the lacuna {notation!r} holds {hi:,} letters, more than the model can fill: "
             f"at most {limit:,} letters "
-            f"at once ({why}); restore a narrower lacuna"
+            f"at once ({why}); {SPLIT_FIX}"
         )
     if seg.max_width is None:
         fix = f"give --unknown-width {max(1, limit - 2)} or less"
     elif seg.approximate and seg.max_width + 2 <= limit:
-        fix = "give a smaller --about-margin or a narrower lacuna"
+        fix = f"give a smaller --about-margin, or {SPLIT_FIX}"
     else:  # even read as exactly its width it does not fit: a margin cannot help
-        fix = f"restore a narrower lacuna (at most {max(1, limit - 2):,} letters)"
+        fix = f"{SPLIT_FIX[:-1]}: at most {max(1, limit - 2):,} letters are)"
     return GapTooWideError(
         f"the lacuna {notation!r} may hold up to {hi:,} letters "
         f"({slots:,} slots: its letters and 2 where it may end), more "
@@ -181,6 +185,7 @@ __all__ = [
     "dots_in_brackets",
     "gap_bounds",
     "gap_slots",
+    "SPLIT_FIX",
     "gap_too_wide",
     "notation_span",
     "square_brackets",

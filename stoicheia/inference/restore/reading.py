@@ -37,6 +37,7 @@ import numpy as np
 
 from stoicheia.inference.restore.foreign_input import refuse_foreign_input
 from stoicheia.inference.restore.gap_widths import (
+    SPLIT_FIX,
     check_options,
     check_widths,
     dots_in_brackets,
@@ -164,8 +165,7 @@ def _parse(
             else f"more than the {MAX_LACUNA_WIDTH:,} letters a counted lacuna may hold"
         )
         raise GapTooWideError(
-            f"the lacuna {err.notation!r} holds up to {err.width:,} letters, {limit}; "
-            "restore a narrower lacuna"
+            f"the lacuna {err.notation!r} holds up to {err.width:,} letters, {limit}; {SPLIT_FIX}"
         ) from None
     except LeidenError as err:
         raise RestoreError(
