@@ -244,3 +244,21 @@ def test_vacat_in_square_brackets_is_no_lacuna(note):
     segs = parse_leiden(f"ἔδοξε {note} τῶι δάμωι")
     assert not [s for s in segs if isinstance(s, Lacuna)]
     assert [s.text for s in segs if isinstance(s, Comment)] == [note]
+
+
+def test_a_width_padded_with_spaced_dashes_on_both_sides_is_one_lacuna():
+    """``[- - ca. 12 - -]`` is one lacuna of about 12 letters: its last ``- -`` was read as a
+    second lacuna of unknown width (restore filled ``[βουλομένο ς]``, a lone final sigma). An
+    unspaced padding keeps a spaced dash run after it apart (``[.3. - - -]``: 3, then unknown)."""
+    from stoicheia.text.leiden import parse_leiden
+    from stoicheia.text.leiden_segments import Lacuna
+
+    for text, widths in (
+        ("καὶ [- - ca. 12 - -] τοῦ", [(12, 12)]),
+        ("καὶ [ - - - ca.5 - - - ] τοῦ", [(5, 5)]),
+        ("καὶ [. . 3 . .] τοῦ", [(3, 3)]),
+        ("καὶ [-ca.5-] τοῦ", [(5, 5)]),
+        ("καὶ [.3. - - -] τοῦ", [(3, 3), (0, None)]),
+    ):
+        got = [(s.min_width, s.max_width) for s in parse_leiden(text) if isinstance(s, Lacuna)]
+        assert got == widths, text
