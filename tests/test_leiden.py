@@ -246,10 +246,11 @@ def test_vacat_in_square_brackets_is_no_lacuna(note):
     assert [s.text for s in segs if isinstance(s, Comment)] == [note]
 
 
-def test_a_width_padded_with_spaced_dashes_on_both_sides_is_one_lacuna():
+def test_a_width_padded_with_spaced_dashes_or_naming_its_unit_is_one_lacuna():
     """``[- - ca. 12 - -]`` is one lacuna of about 12 letters: its last ``- -`` was read as a
     second lacuna of unknown width (restore filled ``[βουλομένο ς]``, a lone final sigma). An
-    unspaced padding keeps a spaced dash run after it apart (``[.3. - - -]``: 3, then unknown)."""
+    unspaced padding keeps a spaced dash run after it apart (``[.3. - - -]``: 3, then unknown).
+    The number may name its unit (``[- - - c. 10 litt. - - -]``)."""
     from stoicheia.text.leiden import parse_leiden
     from stoicheia.text.leiden_segments import Lacuna
 
@@ -259,6 +260,10 @@ def test_a_width_padded_with_spaced_dashes_on_both_sides_is_one_lacuna():
         ("καὶ [. . 3 . .] τοῦ", [(3, 3)]),
         ("καὶ [-ca.5-] τοῦ", [(5, 5)]),
         ("καὶ [.3. - - -] τοῦ", [(3, 3), (0, None)]),
+        # the unit named: it was read as a supplement in Latin ([ca. 3 lit.] -> [αὐ lit.])
+        ("καὶ [- - - c. 10 litt. - - -] τοῦ", [(10, 10)]),
+        ("καὶ [ca. 3 lit.] τοῦ", [(3, 3)]),
+        ("καὶ [3 letters] τοῦ", [(3, 3)]),
     ):
         got = [(s.min_width, s.max_width) for s in parse_leiden(text) if isinstance(s, Lacuna)]
         assert got == widths, text

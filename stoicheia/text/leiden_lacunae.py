@@ -32,11 +32,13 @@ _DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
 _DASH_CLASS = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # for use inside [...] of a regex
 # inside [ ]: a width given by a number ("[.5.]", "[-ca.5-]", "[5±3]", "[.3-6.]"), padded with
 # dots or dashes on either side ("[- - ca. 12 - -]": one lacuna; a padding spaced
-# before the number may be spaced after it, an unspaced one not: "[.3. - - -]" is two)
+# before the number may be spaced after it, an unspaced one not: "[.3. - - -]" is two); the
+# number may name its unit ("[- - - c. 10 litt. - - -]", "[ca. 3 letters]")
 _WIDTH = re.compile(
     rf"(?=(?P<spaced>[.{_DASH_CLASS}\s]*?[.{_DASH_CLASS}]\s+[.{_DASH_CLASS}])?)"
     rf"[.{_DASH_CLASS}\s]*(?P<ca>c(?:a)?\.?\s*)?(?P<n>\d+)\s*"
     rf"(?:(?:±|\+/-|\+-)\s*(?P<pm>\d+)|[{_DASH_CLASS}]\s*(?P<hi>\d+))?"
+    r"(?:\s*(?:litt?\.|(?:litt?|letters?)\b))?"  # "[ca. 3 litt.]": the unit, in Latin or English
     rf"(?(spaced)(?:\s*[.{_DASH_CLASS}])*|\s*[.{_DASH_CLASS}]*)"
 )
 _DOTS = re.compile("[.\u2025\u2026](?:\\s*[.\u2025\u2026])*")
