@@ -94,6 +94,7 @@ def test_jsonl_in_and_out_keeps_the_ids_and_says_bad_lines(ckpt, tmp_path, capsy
         (5, None),
     ]
     assert "restorations" in entries[0] and "restorations" in entries[3]
+    assert entries[3]["input_line"] == 99  # the input's own "line", kept beside the output's
     assert entries[1]["error"].startswith("not JSON")
     assert entries[2]["error"].startswith('no "text" string')
     assert entries[4]["error"].startswith("not UTF-8")
@@ -157,3 +158,14 @@ def test_one_failed_text_is_named_as_one_line(ckpt, tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "stoicheia restore: restored 1 of 2 texts; 1 failed (line 2; their entries say why)"
     )
+
+
+def test_a_jsonl_key_the_output_writes_is_kept_under_another_name():
+    """An input key named as one of the output's (``"line": "A7"``, ``"notes"``) was dropped or
+    overwritten unsaid; it is copied as ``input_KEY``."""
+    from stoicheia.commands.restore_batch import read_batch
+
+    raw = '{"text": "τοῦ [..]ου", "id": 1, "line": "A7", "notes": "SEG 12"}\n'
+    (item,), _ = read_batch(raw.encode(), jsonl=True)
+    assert item.error is None and item.text == "τοῦ [..]ου"
+    assert item.extra == {"id": 1, "input_line": "A7", "input_notes": "SEG 12"}

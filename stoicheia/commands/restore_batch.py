@@ -5,7 +5,8 @@ Input (``FILE``, or ``-`` for stdin), UTF-8:
 * one text per line (Leiden notation, as ``restore TEXT`` takes it); blank lines are no text
   and are counted, not restored;
 * JSON Lines (``--jsonl``, or a file name ending in ``.jsonl``): one object per line with a
-  ``"text"`` string; its other keys (an ``"id"``...) are copied to the output line.
+  ``"text"`` string; its other keys (an ``"id"``...) are copied to the output line (one the
+  output writes itself as ``input_KEY``).
 
 Output on stdout, one entry per input text, in input order: with ``--json`` or JSON Lines input,
 one JSON object per line (``"line"``: the input line number, the input object's other keys, then
@@ -31,6 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from stoicheia.commands.common import fail, load
+
+#: the keys of an output entry: a JSON Lines input's own key of the same name is copied as
+#: ``input_KEY`` (``"line": "A7"`` -> ``"input_line": "A7"``), never overwritten unsaid
+OUTPUT_KEYS = ("line", "error", "input", "gaps", "restorations", "notes")
+
+
+def _own_key(key: str) -> str:
+    """An input object's ``key`` as the output entry copies it (``input_`` before a name the
+    output writes itself; repeated while that is taken too: ``input_input``...)."""
+    while key in OUTPUT_KEYS:
+        key = f"input_{key}"
+    return key
 
 
 @dataclass
@@ -69,7 +82,9 @@ def read_batch(raw: bytes, jsonl: bool) -> tuple[list[BatchItem], int]:
             items.append(BatchItem(n, None, error=f"not JSON ({err})"))
             continue
         text = obj.get("text") if isinstance(obj, dict) else None
-        extra = {k: v for k, v in obj.items() if k != "text"} if isinstance(obj, dict) else {}
+        extra = (
+            {_own_key(k): v for k, v in obj.items() if k != "text"} if isinstance(obj, dict) else {}
+        )
         if not isinstance(text, str):
             why = 'no "text" string: give {"text": "...", ...} per line'
             items.append(BatchItem(n, None, extra, error=why))
@@ -213,7 +228,7 @@ def _emit(item: BatchItem, result: Any, error: str | None, as_json: bool, fmt: A
     each text when it is done."""
     if as_json:
         entry: dict[str, Any] = {"line": item.line}
-        entry.update((k, v) for k, v in item.extra.items() if k != "line")
+        entry.update(item.extra)
         if error is not None:
             entry.update({"text": item.text, "error": error})
         else:
