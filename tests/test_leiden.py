@@ -267,3 +267,18 @@ def test_a_width_padded_with_spaced_dashes_or_naming_its_unit_is_one_lacuna():
     ):
         got = [(s.min_width, s.max_width) for s in parse_leiden(text) if isinstance(s, Lacuna)]
         assert got == widths, text
+
+
+def test_spaced_dots_in_an_erasure_or_half_brackets_are_one_lacuna():
+    """``⟦. . .⟧`` is 3 lost letters in one lacuna, as ``[. . .]`` is: each dot was a lacuna of
+    its own, with a word break between (``⸢. .υλῇ⸣`` was filled ``ἐ συλῇ``)."""
+    from stoicheia.text.leiden import parse_leiden
+    from stoicheia.text.leiden_segments import Lacuna
+
+    for text, widths in (
+        ("καὶ ⟦. . .⟧ τοῦ", [3]),
+        ("καὶ ⸢. .υλῇ⸣ τοῦ", [2]),
+        ("καὶ ⟦..⟧ τοῦ [. . .]", [2, 3]),
+    ):
+        got = [s.min_width for s in parse_leiden(text) if isinstance(s, Lacuna)]
+        assert got == widths, text

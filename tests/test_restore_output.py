@@ -463,6 +463,7 @@ def test_dots_in_an_erasure_are_letters_to_restore_dashes_are_not():
         ("καὶ τὸν ⟦πα..ρα⟧ ἔθηκε", r"καὶ τὸν ⟦πα\[[^][]+\]ρα⟧ ἔθηκε"),
         ("καὶ τὸν ⸢..τέρα⸣ ἔθηκε", r"καὶ τὸν ⸢\[[^][]+\]τέρα⸣ ἔθηκε"),
         ("καὶ τὸν 〚..〛 πατέρα", r"καὶ τὸν 〚\[[^][]+\]〛 πατέρα"),
+        ("καὶ τὸν ⟦. . .⟧ πατέρα", r"καὶ τὸν ⟦\[[^][ ]+\]⟧ πατέρα"),  # spaced: one lacuna
     ],
 )
 def test_letters_restored_in_an_erasure_or_half_brackets_keep_both_brackets(text, printed):

@@ -154,7 +154,8 @@ _SIGNS = frozenset("".join(_PAIRS) + "".join(_CLOSERS) + DOT_BELOW)
 _VACAT = re.compile(r"\(?\bvac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\)?(?![a-z])", re.I)
 #: the whole content of a [ ] that notes an uninscribed space ([vac.], [vacat], [vac. ca. 3])
 _VACAT_ALONE = re.compile(r"\s*vac(?:at|\.)?(?:\s*(?:ca\.?\s*)?\d+)?\s*", re.I)
-_DOTS = re.compile(r"\.+")
+#: lost letters inside ⟦ ⟧ or ⸢ ⸣: a run of dots, spaced or not ("...", ". . .": 3 letters)
+_DOTS = re.compile(r"\.(?:[ \t]*\.)*")
 _GREEK_LETTER = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
 _BRACKET_SIGNS = re.compile("[\\[\\](){}<>⟨⟩⟦⟧〈〉〚〛\u2329\u232a⸢⸣⌈⌉⸤⸥⌊⌋˹˺]")
 
@@ -255,7 +256,8 @@ def _with_illegible_dots(
     text: str, opening: int, body: int, closing: int, end: int, reason: str
 ) -> list[Segment]:
     """The content of a ``⟦ ⟧`` or ``⸢ ⸣`` that holds dots: each ``.`` is a letter that cannot be
-    read (erased past reading, or lost), as inside ``[ ]``: a lacuna of that many letters; the
+    read (erased past reading, or lost), as inside ``[ ]``: a run of them (spaced or not, ``...``
+    ``. . .``) is a lacuna of that many letters; the
     letters between the dots keep the bracket's reason. The first piece's span starts at the
     opening bracket and the last one's ends after the closing bracket."""
     segs: list[Segment] = []
@@ -266,7 +268,7 @@ def _with_illegible_dots(
             segs.append(_editorial(text, pos, m.start(), reason, opening if pos == body else pos))
         a = opening if m.start() == body else m.start()
         b = end if m.end() == closing else m.end()
-        n = m.end() - m.start()
+        n = m.group().count(".")
         segs.append(Lacuna(n, n, False, a, b))
         pos = m.end()
     if pos < closing:

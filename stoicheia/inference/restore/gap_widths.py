@@ -149,8 +149,9 @@ def dots_in_brackets(text: str, a: int, b: int) -> tuple[int, int, bool]:
 
 
 def _inside_dotted(text: str, a: int, b: int) -> bool:
-    """Is ``text[a:b]`` a run of dots between an open ``⟦``/``⸢``-like bracket and its close?"""
-    if a >= b or text[a:b].strip(".") != "":
+    """Is ``text[a:b]`` a run of dots (spaced or not) between an open ``⟦``/``⸢``-like bracket
+    and its close?"""
+    if a >= b or text[a:b].replace(" ", "").replace("\t", "").strip(".") != "":
         return False
     before = text[:a]
     opened = max(before.rfind(o) for o in _DOTTED_OPENERS)
