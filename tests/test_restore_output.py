@@ -909,3 +909,19 @@ def test_ten_restorations_print_in_one_column():
     rows = [ln for ln in format_result(res) if re.match(r"#\d+ ", ln)]
     assert len(rows) == 10
     assert len({ln.index("καὶ") for ln in rows}) == 1, rows
+
+
+def test_a_text_typed_in_coptic_or_cyrillic_letters_is_named_as_such():
+    """A text all in Coptic (or Cyrillic) letters that print like Greek ones was refused as
+    'no Greek letter' with no word of the letters it had."""
+    for text, shown in (
+        ("ⲉⲇⲟⲝⲉ ⲧⲏ [...] ⲕⲁⲓ", "(ⲁ ⲇ ⲉ ⲏ ⲓ ⲕ ⲝ ⲟ ...)"),
+        ("едоксе [...]", "(д е к о с)"),
+    ):
+        with pytest.raises(RestoreError) as err:
+            restore(STUB, text)
+        said = f"letters of another script are not read {shown}: type the text in Greek letters"
+        assert said in str(err.value)
+    with pytest.raises(RestoreError) as err:
+        restore(STUB, "edoxe [...]")
+    assert "another script" not in str(err.value)

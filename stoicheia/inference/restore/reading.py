@@ -260,6 +260,16 @@ def _folded(text: str, segments: list[Any]) -> str:
     return "".join(out)
 
 
+def _other_script_said(text: str) -> str:
+    """``; letters of another script are not read (...)`` naming those of ``text`` (a text
+    typed in Coptic or Cyrillic letters, which print like Greek ones), else ``""``."""
+    others = sorted({c for c in text if _OTHER_SCRIPT.match(c) and not c.isascii()})
+    if not others:
+        return ""
+    shown = " ".join(others[:8]) + (" ..." if len(others) > 8 else "")
+    return f"; letters of another script are not read ({shown}): type the text in Greek letters"
+
+
 def _working_sequence(
     text: str,
     segments: list[Any],
@@ -281,6 +291,7 @@ def _working_sequence(
                 if re.search("[A-Za-z]", text)
                 else ""
             )
+            + _other_script_said(text)
         )
     spans, uncertain, group = _letter_slots(_folded(text, segments), segments)
     if len(spans) != letters.size:
