@@ -925,3 +925,16 @@ def test_a_text_typed_in_coptic_or_cyrillic_letters_is_named_as_such():
     with pytest.raises(RestoreError) as err:
         restore(STUB, "edoxe [...]")
     assert "another script" not in str(err.value)
+
+
+def test_a_text_with_only_supplements_points_to_score_supplements():
+    """'ἔδοξε [τῇ] [βουλῇ]' was refused pointing only to --respace and --accents; an editor who
+    typed supplements is told that --score-supplements scores them."""
+    with pytest.raises(RestoreError) as err:
+        restore(STUB, "ἔδοξε [τῇ] [βουλῇ]")
+    assert "its editor's supplements are kept as read: --score-supplements scores them" in str(
+        err.value
+    )
+    with pytest.raises(RestoreError) as err:
+        restore(STUB, "ἔδοξε τῇ βουλῇ")
+    assert "--score-supplements" not in str(err.value)

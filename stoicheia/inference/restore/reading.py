@@ -417,6 +417,9 @@ def check_something_to_restore(reading: Reading, respace: bool, score_supplement
     if reading.gaps or respace:
         return
     erased = re.search(r"(\[\[|⟦|〚)[\s.\-–—…]+(\]\]|⟧|〛)", reading.text)
+    kept = not score_supplements and any(
+        isinstance(s, Editorial) and s.reason == "lost" for s in reading.segments
+    )
     raise RestoreError(
         f"nothing to restore in {reading.text!r}: no lacuna ([...], [.5.], [5±3], [---]), "
         "no uncertain letter (dot below)"
@@ -427,6 +430,7 @@ def check_something_to_restore(reading: Reading, respace: bool, score_supplement
             if erased
             else ""
         )
+        + ("; its editor's supplements are kept as read: --score-supplements scores them" * kept)
         + "; use --respace to predict word division, accents and punctuation, or --accents "
         "for the accents alone"
     )
