@@ -169,3 +169,20 @@ def test_a_jsonl_key_the_output_writes_is_kept_under_another_name():
     (item,), _ = read_batch(raw.encode(), jsonl=True)
     assert item.error is None and item.text == "τοῦ [..]ου"
     assert item.extra == {"id": 1, "input_line": "A7", "input_notes": "SEG 12"}
+
+
+def test_a_utf16_file_with_its_byte_order_mark_is_read():
+    """A batch saved as UTF-16 (Windows Notepad's "Unicode") gave every line 'not UTF-8', and
+    one more line of its last NUL byte."""
+    from stoicheia.commands.restore_batch import read_batch
+
+    for codec in ("utf-16", "utf-16-be"):
+        raw = "ἔδοξε τῇ [...] καὶ\n\nτοῦ δήμου [..]ου\n".encode(codec)
+        if codec == "utf-16-be":
+            raw = b"\xfe\xff" + raw
+        items, blank = read_batch(raw, jsonl=False)
+        assert [(i.line, i.text, i.error) for i in items] == [
+            (1, "ἔδοξε τῇ [...] καὶ", None),
+            (3, "τοῦ δήμου [..]ου", None),
+        ]
+        assert blank == 1

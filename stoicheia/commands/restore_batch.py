@@ -58,11 +58,18 @@ class BatchItem:
 
 
 def read_batch(raw: bytes, jsonl: bool) -> tuple[list[BatchItem], int]:
-    """The items of a batch file's bytes ``raw`` (a byte-order mark dropped) and the number of
-    blank lines. Each line is decoded on its own, so that one line that is not UTF-8 is that
-    line's error, not the whole file's."""
+    """The items of a batch file's bytes ``raw`` (a byte-order mark dropped; UTF-16 with its
+    byte-order mark read as such) and the number of blank lines. Each line is decoded on its
+    own, so that one line that is not UTF-8 is that line's error, not the whole file's."""
     items: list[BatchItem] = []
     blank = 0
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # UTF-16 with its byte-order mark (Windows Notepad's "Unicode"): every line was
+        # "not UTF-8"; read as what it is (if it is not whole UTF-16, each line says so)
+        try:
+            raw = raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            pass
     lines = raw.removeprefix(b"\xef\xbb\xbf").splitlines()
     for n, data in enumerate(lines, 1):
         try:
