@@ -39,8 +39,8 @@ class Restoration:
     """One restoration of the whole text.
 
     ``text``: the input with each gap's notation replaced by its fill (``[fill]`` where the
-    notation held its brackets), equal to the input character for character everywhere else
-    (control characters aside: left out, as the encoder leaves them out);
+    gap is ``bracketed``: :class:`~.gaps.Gap`), equal to the input character for character
+    everywhere else (control characters aside: left out, as the encoder leaves them out);
     with ``respace`` the text rebuilt from the planes with the heads' word division, accents
     and punctuation, restored letters in square brackets. ``marks``: a line as wide as ``text``
     on screen with ``^`` under every restored letter and ``.`` under a changed uncertain
