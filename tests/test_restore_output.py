@@ -938,3 +938,11 @@ def test_a_text_with_only_supplements_points_to_score_supplements():
     with pytest.raises(RestoreError) as err:
         restore(STUB, "ἔδοξε τῇ βουλῇ")
     assert "--score-supplements" not in str(err.value)
+
+
+def test_the_marks_line_keeps_the_tabs_of_the_text():
+    """A text with tabs (pasted from a table) had its ``^`` marks a tab's width off."""
+    res = restore(STUB, "ἔδοξε\tτῇ\t[...]\tκαὶ", top_k=1)
+    (r,) = res.restorations
+    assert r.marks == "     \t  \t ^^^"
+    assert r.text.split("\t")[:2] == ["ἔδοξε", "τῇ"]

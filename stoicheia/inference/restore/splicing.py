@@ -43,7 +43,7 @@ def _spliced(
     for g, f in sorted(zip(gaps, printed, strict=True), key=lambda t: t[0].start):
         typed = text[pos : g.start].translate(_NO_CONTROLS)
         out.append(typed)
-        marks.append(" " * screen_width(typed))
+        marks.append(_blank(typed))
         piece = f"[{f}]" if g.bracketed else f
         out.append(piece)
         if g.index in kept:
@@ -60,6 +60,12 @@ def _spliced(
         pos = g.end
     out.append(text[pos:].translate(_NO_CONTROLS))
     return "".join(out), "".join(marks).rstrip()
+
+
+def _blank(typed: str) -> str:
+    """The marks line under ``typed`` (no mark): a space per character on screen, a tab under a
+    tab (a terminal widens both alike, so the marks stay under their letters)."""
+    return "".join("\t" if ch == "\t" else " " * screen_width(ch) for ch in typed)
 
 
 #: :data:`~stoicheia.text.clusters.CONTROLS` removed by ``str.translate``
