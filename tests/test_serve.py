@@ -197,6 +197,32 @@ def test_fragment_maps_each_leiden_sign():
     )
 
 
+def test_fragment_keeps_the_lost_letters_of_an_erasure_or_half_brackets_inside_them():
+    """The dots of ``⟦ ⟧`` or ``⸢ ⸣`` filled: the ``<supplied>`` inside the ``<del>`` (or the
+    half brackets' ``<supplied>``), which holds the letters read too. The ``<del>`` was lost
+    (``⟦...⟧``) or split around the fill (``⟦πα..ρα⟧``)."""
+    from stoicheia.serve.fragment import epidoc_ab
+
+    sup = '<supplied reason="lost" cert="low" resp="#stoicheia">'
+    for text, fills, ab in (
+        ("τὸν ⟦...⟧ πατέρα", ["ἐμὸ"], f'τὸν <del rend="erasure">{sup}ἐμὸ</supplied></del> πατέρα'),
+        ("τὸν ⟦πα..ρα⟧", ["τέ"], f'τὸν <del rend="erasure">πα{sup}τέ</supplied>ρα</del>'),
+        (
+            "τὸν ⸢..τέρα⸣ [.]",
+            ["πα", "ν"],
+            f'τὸν <supplied reason="undefined" evidence="previouseditor">{sup}πα</supplied>'
+            f"τέρα</supplied> {sup}ν</supplied>",
+        ),
+        ("⟦καὶ⟧ [..]", ["τὸ"], f'<del rend="erasure">καὶ</del> {sup}τὸ</supplied>'),
+    ):
+        data = {
+            "input": text,
+            "gaps": [{"index": i, "kind": "lacuna"} for i in range(len(fills))],
+            "restorations": [{"fills": fills}],
+        }
+        assert epidoc_ab(data) == f'<ab xml:space="preserve"><lb n="1"/>{ab}</ab>', text
+
+
 def test_fragment_writes_traces_filled_without_leiden_dots():
     """``++`` outside brackets (traces of letters: restore prints its fill dotted, α̣ὐ̣) is
     ``<supplied reason="illegible">`` holding the bare letters: no combining dot below inside

@@ -757,6 +757,26 @@ def test_a_gap_inside_an_editors_brackets_gets_no_brackets_of_its_own(server, br
     assert [i.text for i in items] == nfc
 
 
+def test_lost_letters_in_an_erasure_or_half_brackets_are_drawn_in_brackets_inside_them(
+    server, browser
+):
+    """The dots of ``⟦ ⟧`` and ``⸢ ⸣`` filled are drawn as ``stoicheia restore`` prints them,
+    ``⟦[ντε]⟧`` and ``⸢[βο]υλῇ⸣`` (as if read on the stone, ``⟦ντε⟧``, before), while the dots of
+    a ``[καὶ ...]`` take no brackets of their own."""
+    base, _ = server
+    text = "ἔδοξε τῇ ⟦...⟧ καὶ τῷ ⸢..μῳ⸣ [καὶ ...] τοῦ"
+    _open(browser, base)
+    _restore(browser, text, top_k=2)
+    assert not browser.find_element("id", "error").is_displayed()
+    want = _api(base, {"text": text, "top_k": 2})
+    assert [g["notation"] for g in want["gaps"]] == ["...", "..", "..."]
+    nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
+    assert "⟦[" in nfc[0] and "⸢[" in nfc[0] and "[καὶ " in nfc[0]
+    assert browser.find_element("id", "restored").text == nfc[0]
+    items = browser.find_elements("css selector", "#restorations li .greek")
+    assert [i.text for i in items] == nfc
+
+
 def test_shares_print_as_percentages_like_the_command_line(server, browser):
     """Probabilities on the page print as ``stoicheia restore`` prints them (50%, <1%), the
     parallels' share of a fill too (not 0.50); the model line says what is fused in."""

@@ -12,7 +12,8 @@ lacuna filled by the model  ``<supplied reason="lost" cert="low" resp="#stoichei
 ``α̣``                       ``<unclear>α</unclear>`` (the model's letter; ``cert="low"
                             resp="#stoicheia"`` when it differs from the reading)
 ``⟨ ⟩`` ``⟦ ⟧`` ``{ }``       ``<supplied reason="omitted">``, ``<del rend="erasure">``,
-                            ``<surplus>``
+                            ``<surplus>``; the filled dots of ``⟦ ⟧`` or ``⸢ ⸣`` are a
+                            ``<supplied reason="lost" ...>`` inside that element
 ``⸢ ⸣``                     ``<supplied reason="undefined" evidence="previouseditor">``
 ``α(ὐτοῦ)``                 ``α<ex>ὐτοῦ</ex>`` (inside ``<expan><abbr>``: left to the editor)
 ``vac.`` ``vac. 3``          ``<space extent="unknown" unit="character"/>``, ``<space quantity="3"
@@ -47,6 +48,13 @@ _WRAP = {
     "lost": ('<supplied reason="lost">', "</supplied>"),
 }
 
+#: the brackets whose dots are lost letters (``⟦...⟧``, ``⸢..υλῇ⸣``): opener -> (closer, reason)
+_DOTTED = {
+    "[[": ("]]", "erased"),
+    "⟦": ("⟧", "erased"),
+    "〚": ("〛", "erased"),
+    **{o: (c, "partly_lost") for o, c in zip("⸢⌈⸤⌊˹", "⸣⌉⸥⌋˺", strict=True)},
+}
 
 #: a line division in running text: one or more ``|`` with the blanks around them
 _BAR = re.compile(r"(\s*)\|+(\s*)")
@@ -169,6 +177,7 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
         {i for i, row in enumerate(text.split("\n")) if _LOST_LINE.fullmatch(row.strip())}
     )
     at = 0
+    inside = ""  # the close tag of the ⟦ ⟧ or ⸢ ⸣ with dots whose pieces are being written
     for seg in parse_leiden(text):
         # characters between segments are the [ ] of a lacuna or supplement: the element
         # replaces them
@@ -178,6 +187,21 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
             )  # [ - - - ]: the blanks inside too
             lines.text(between)
         at = seg.end
+        # a ⟦ ⟧ or ⸢ ⸣ holding dots is read in pieces (letters, lacunae): one element holds
+        # them all, the lacunae's <supplied> inside it (⟦βο..ῇ⟧: <del>βο<supplied>υλ</supplied>ῇ)
+        opener = next((o for o in _DOTTED if text.startswith(o, seg.start)), None)
+        closer, reason = _DOTTED.get(opener or "", ("", ""))
+        piece = opener is not None and (
+            isinstance(seg, Lacuna) or not text.startswith(closer, seg.end - len(closer))
+        )
+        if piece and not inside:
+            lines.out.append(_WRAP[reason][0])
+            inside = _WRAP[reason][1]
+        if inside and not isinstance(seg, (Lacuna, Text)):
+            seg = Text(seg.text, seg.uncertain, seg.start, seg.end)  # letters of the element
+            seg_in_element = True
+        else:
+            seg_in_element = False
         if isinstance(seg, Lacuna):
             fill, _ = fill_of("lacuna")
             if set(text[seg.start : seg.end]) == {"+"}:
@@ -225,12 +249,15 @@ def epidoc_ab(data: dict[str, Any], restoration: int = 0) -> str:
                     flags[j] and unicodedata.category(chars[j]).startswith("L")
                 ):
                     j += 1
-                if isinstance(seg, Text):
+                if isinstance(seg, Text) and not seg_in_element:
                     lines.text(chars[i:j])
                 else:
                     lines.out.append(escape(chars[i:j]))
                 i = j
             lines.out.append(close)
+        if inside and any(text.startswith(c, at - len(c)) for c, _ in _DOTTED.values()):
+            lines.out.append(inside)
+            inside = ""
     if at < len(text):
         lines.text(re.sub(r"\[\s*|\s*\]", "", text[at:]))
     return '<ab xml:space="preserve">' + "".join(lines.out) + "</ab>"

@@ -44,8 +44,16 @@ const cut = (cps, a, b) => cps.slice(a, b).join("");
 // whether the page draws a gap's fill in brackets of its own: only a gap typed with them
 // ([....], [---], [καὶ] re-predicted); a gap inside an editor's brackets ([ι ---]: its notation
 // is ---) is already in the typed text's, and ++ is printed as dotted letters, as restore prints
-// them (ἀνέθηκε [ι ἀ], not [ι [ἀ]])
-const ownBrackets = (g) => g.kind !== "uncertain" && g.notation.startsWith("[");
+// them (ἀνέθηκε [ι ἀ], not [ι [ἀ]]); the dots of a ⟦ ⟧ or ⸢ ⸣ are filled in brackets inside
+// them, as restore prints ⟦[ντε]⟧ ([καὶ ...]'s dots are in the typed [ ] already)
+const ownBrackets = (g) =>
+  g.kind !== "uncertain" && (g.notation.startsWith("[") || inDottedBrackets(g));
+// the last bracket opened before gap g (and not closed) is a ⟦ ⟧, ⸢ ⸣ or [[ ]]
+function inDottedBrackets(g) {
+  const before = codePoints(current.input).slice(0, g.start).join("");
+  const m = before.match(/(\[\[|[\[⟦〚⸢⌈⸤⌊˹])[^\[\]⟦⟧〚〛⸢⸣⌈⌉⸤⸥⌊⌋˹˺]*$/u);
+  return Boolean(m) && m[1] !== "[" && /^\.[.\s]*$/.test(g.notation);
+}
 
 // a letter with one dot below (the fill of an uncertain letter may already carry it)
 const dotted = (s) => (s.normalize("NFD").includes("\u0323") ? s : s + "\u0323");
