@@ -946,3 +946,13 @@ def test_the_marks_line_keeps_the_tabs_of_the_text():
     (r,) = res.restorations
     assert r.marks == "     \t  \t ^^^"
     assert r.text.split("\t")[:2] == ["ἔδοξε", "τῇ"]
+
+
+@pytest.mark.parametrize("text", ["[.....]", "[---]", "[...] [...]"])
+def test_a_text_that_is_all_lacuna_says_a_lacuna_needs_letters_around_it(text):
+    """A whole text that is one gap was told only 'no Greek letter ... with its lacunae'."""
+    with pytest.raises(RestoreError) as err:
+        restore(STUB, text)
+    assert str(err.value).endswith(
+        "; a lacuna is restored from the letters around it: give the text on either side"
+    )

@@ -31,7 +31,7 @@ import unicodedata
 
 from stoicheia.inference.restore.gaps import RestoreError
 
-__all__ = ["beta_code_signs", "find_markup", "quoted", "refuse_foreign_input"]
+__all__ = ["beta_code_signs", "find_markup", "no_greek_letter", "quoted", "refuse_foreign_input"]
 
 #: the longest input quoted whole in a message (characters); a longer one ends in "…"
 QUOTE_LIMIT = 80
@@ -220,3 +220,31 @@ def refuse_foreign_input(text: str) -> None:
     (module docstring); return ``None`` for any other text (the Leiden parse judges it)."""
     _refuse_markup(text)
     _refuse_beta_code(text)
+
+
+#: letters of other scripts that print like Greek ones (Cyrillic, Coptic)
+_LOOKALIKE_SCRIPTS = re.compile("[\u0400-\u04ff\u2c80-\u2cff]")
+
+
+def no_greek_letter(text: str, lacunae: bool) -> RestoreError:
+    """The error for a ``text`` in which no Greek letter was read, saying what it holds
+    instead: Latin letters (Beta Code?), letters of another script that print like Greek ones
+    (named), or, for a text of lacunae alone (``lacunae``), that a lacuna is restored from the
+    letters around it."""
+    said = (
+        f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) with its lacunae"
+    )
+    if re.search("[A-Za-z]", text):
+        said += (
+            "; Latin letters are not read (restore is for Greek; convert Beta Code to Unicode "
+            "Greek first)"
+        )
+    others = sorted(set(_LOOKALIKE_SCRIPTS.findall(text)))
+    if others:
+        shown = " ".join(others[:8]) + (" ..." if len(others) > 8 else "")
+        said += (
+            f"; letters of another script are not read ({shown}): type the text in Greek letters"
+        )
+    elif lacunae and not re.search(r"[^\W\d_]", text):
+        said += "; a lacuna is restored from the letters around it: give the text on either side"
+    return RestoreError(said)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from stoicheia.inference.restore.foreign_input import refuse_foreign_input
+from stoicheia.inference.restore.foreign_input import no_greek_letter, refuse_foreign_input
 from stoicheia.inference.restore.gap_widths import (
     SPLIT_FIX,
     check_options,
@@ -260,16 +260,6 @@ def _folded(text: str, segments: list[Any]) -> str:
     return "".join(out)
 
 
-def _other_script_said(text: str) -> str:
-    """``; letters of another script are not read (...)`` naming those of ``text`` (a text
-    typed in Coptic or Cyrillic letters, which print like Greek ones), else ``""``."""
-    others = sorted({c for c in text if _OTHER_SCRIPT.match(c) and not c.isascii()})
-    if not others:
-        return ""
-    shown = " ".join(others[:8]) + (" ..." if len(others) > 8 else "")
-    return f"; letters of another script are not read ({shown}): type the text in Greek letters"
-
-
 def _working_sequence(
     text: str,
     segments: list[Any],
@@ -282,17 +272,7 @@ def _working_sequence(
     p = enc.planes
     letters = np.flatnonzero(p.lacuna == 0)
     if letters.size == 0:
-        raise RestoreError(
-            f"no Greek letter in {text!r}: give Greek text (Unicode, accented or not) "
-            "with its lacunae"
-            + (
-                "; Latin letters are not read (restore is for Greek; convert Beta Code to "
-                "Unicode Greek first)"
-                if re.search("[A-Za-z]", text)
-                else ""
-            )
-            + _other_script_said(text)
-        )
+        raise no_greek_letter(text, lacunae=bool(p.lacuna.any()))
     spans, uncertain, group = _letter_slots(_folded(text, segments), segments)
     if len(spans) != letters.size:
         others = sorted({c for c in text if _OTHER_SCRIPT.match(c)})
