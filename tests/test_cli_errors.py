@@ -851,3 +851,16 @@ def test_a_mistyped_option_or_choice_gets_did_you_mean(capsys):
         capsys,
         "argument --decoder: invalid choice: 'fuse'; did you mean 'fused'?",
     )
+
+
+def test_a_lone_text_file_is_answered_with_batch_and_stdin(tmp_path, capsys):
+    """``restore my_text.txt``: the file was taken for a checkpoint and the answer was 'the
+    following arguments are required: TEXT'; it names the file and the two ways to restore it."""
+    path = tmp_path / "my_text.txt"
+    path.write_text("ἔδοξε τῇ [...] καὶ\n", encoding="utf-8")
+    one_error(
+        ["restore", str(path)],
+        capsys,
+        f"{path} is a text file, not a checkpoint: restore its lines with --batch {path} "
+        f"(one text a line), or its whole text with stoicheia restore - < {path}",
+    )

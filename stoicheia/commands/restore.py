@@ -188,6 +188,22 @@ def _xml_file(name: str) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"<")
 
 
+def _text_file(path: str | None) -> bool:
+    """Is ``path`` a file of UTF-8 text (a user's text given where a checkpoint, a zip
+    archive, is read)?"""
+    try:
+        head = Path(path).read_bytes()[:4096] if path and Path(path).is_file() else b""
+    except OSError:
+        return False
+    if not head.strip() or head.startswith(b"PK"):
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start > len(head) - 4  # a letter cut at the 4,096th byte
+    return True
+
+
 def _xml_given_for(args: argparse.Namespace) -> str | None:
     """The one-line error for an XML file given where the CHECKPOINT or the TEXT goes, with the
     ``--epidoc`` command that restores it; ``None`` when neither is one."""
@@ -269,6 +285,13 @@ def run(args: argparse.Namespace) -> int:
             "(stoicheia restore \"καὶ [...]\"), or '-' to read it from stdin",
         )
     if args.text is None:
+        if _text_file(args.checkpoint):  # restore my_text.txt: the text is in the file
+            return fail(
+                "restore",
+                f"{args.checkpoint} is a text file, not a checkpoint: restore its lines with "
+                f"--batch {args.checkpoint} (one text a line), or its whole text with "
+                f"stoicheia restore - < {args.checkpoint}",
+            )
         return fail(
             "restore",
             "the following arguments are required: TEXT (a Greek text, or '-' to read stdin), "
