@@ -1,6 +1,6 @@
 """``stoicheia restore CHECKPOINT --batch FILE``: many plain texts with one model load.
 
-Input (``FILE``, or ``-`` for stdin), UTF-8:
+Input (``FILE``, or ``-`` for stdin), UTF-8 (or UTF-16 with its byte-order mark):
 
 * one text per line (Leiden notation, as ``restore TEXT`` takes it); blank lines are no text
   and are counted, not restored;
@@ -19,7 +19,8 @@ refused by the restorer (a typo in the notation, no Greek letter, nothing to res
 error entry and is counted; the last line on stderr says how many texts were restored, how many
 failed (and their lines) and how many lines were blank. A progress bar on stderr counts the
 texts (when stderr is a terminal). Exit status 0 when every text was restored, 2 when one or
-more failed (their entries say why) or the file could not be read.
+more failed (their entries say why) or the file could not be read, 130 after Ctrl-C (the
+entries printed stay; one line counts the texts answered and says the line to go on from).
 """
 
 from __future__ import annotations
