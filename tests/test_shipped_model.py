@@ -123,6 +123,21 @@ def test_batch_takes_the_shipped_model_too(bundle, tmp_path, capsys):
     assert [json.loads(line)["line"] for line in out.splitlines()] == [1, 2]
 
 
+def test_epidoc_without_the_index_says_why_so_few_gaps_are_written(
+    bundle, tmp_path, corpus_root, capsys
+):
+    """restore --epidoc with the shipped model before its parallels index is built: the
+    floors were chosen with the parallels, so ISic001255 had every gap left, and the summary
+    line alone did not say why; the note that names the command now follows it, once."""
+    src = corpus_root / "isicily" / "inscriptions" / "ISic001255.xml"
+    assert main(["restore", "--epidoc", str(src), "--out", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith("restore --epidoc: 1 files (1 written")
+    assert lines[1:] == [f"({shipped.missing_index_note()})"]
+    assert err.count(NOTE) == 1
+
+
 @pytest.mark.parametrize(
     "argv, said",
     [

@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             "(the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
+    for note in _missing_parts(model, args.decoder):
+        print(f"({note})")
     if summary.files and summary.refused == summary.files:
         # nothing could be read: a script calling this must not take it for a finished run
         print(
@@ -88,6 +90,23 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def _missing_parts(model: object, decoder: str | None) -> list[str]:
+    """The notes of what the restoration went without (no parallels index, an index that does
+    not open, no n-gram beside the checkpoint), each once for the whole run: the floors of
+    ``fusion.json`` were chosen with them, so without them few gaps are written, and the
+    summary line alone would not say why. Empty when every part is there (or the fusion
+    cannot be read: each file then said so)."""
+    from stoicheia.inference.restore import RestoreError
+    from stoicheia.inference.restore.fusion_file import find_fusion
+
+    notes: list[str] = []
+    try:
+        find_fusion(model, decoder=decoder, notes=notes)
+    except (RestoreError, OSError, ValueError):
+        return []
+    return notes
 
 
 def _write_fix(code: int | None) -> str:
