@@ -744,17 +744,26 @@ def test_a_gap_inside_an_editors_brackets_gets_no_brackets_of_its_own(server, br
     """A lacuna typed inside an editor's supplement (``[ι ---]``: its notation is ``---``) and
     lost letters typed as ``++`` are drawn as ``stoicheia restore`` prints them, ``[ι ἀ]`` and
     dotted letters, not ``[ι [ἀ]]`` and ``[α̣ὐ̣]``: the restoration above and the list below."""
+    _drawn_as_restore_prints(
+        server, browser, "Ἀπόλλων[ι ---] ἀνέθηκε καὶ ++ τοῦ δή[..]", ["---", "++", "[..]"]
+    )
+
+
+def _drawn_as_restore_prints(server, browser, text: str, notations: list[str]) -> list[str]:
+    """Restore ``text`` on the page (top 2): its gaps' notations are ``notations``, and the
+    restoration shown and the list below are the API's texts, as ``stoicheia restore`` prints
+    them; returns those texts (NFC)."""
     base, _ = server
-    text = "Ἀπόλλων[ι ---] ἀνέθηκε καὶ ++ τοῦ δή[..]"
     _open(browser, base)
     _restore(browser, text, top_k=2)
     assert not browser.find_element("id", "error").is_displayed()
     want = _api(base, {"text": text, "top_k": 2})
-    assert [g["notation"] for g in want["gaps"]] == ["---", "++", "[..]"]
+    assert [g["notation"] for g in want["gaps"]] == notations
     nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
     assert browser.find_element("id", "restored").text == nfc[0]
     items = browser.find_elements("css selector", "#restorations li .greek")
     assert [i.text for i in items] == nfc
+    return nfc
 
 
 def test_lost_letters_in_an_erasure_or_half_brackets_are_drawn_in_brackets_inside_them(
@@ -763,18 +772,9 @@ def test_lost_letters_in_an_erasure_or_half_brackets_are_drawn_in_brackets_insid
     """The dots of ``⟦ ⟧`` and ``⸢ ⸣`` filled are drawn as ``stoicheia restore`` prints them,
     ``⟦[ντε]⟧`` and ``⸢[βο]υλῇ⸣`` (as if read on the stone, ``⟦ντε⟧``, before), while the dots of
     a ``[καὶ ...]`` take no brackets of their own."""
-    base, _ = server
     text = "ἔδοξε τῇ ⟦...⟧ καὶ τῷ ⸢..μῳ⸣ [καὶ ...] τοῦ"
-    _open(browser, base)
-    _restore(browser, text, top_k=2)
-    assert not browser.find_element("id", "error").is_displayed()
-    want = _api(base, {"text": text, "top_k": 2})
-    assert [g["notation"] for g in want["gaps"]] == ["...", "..", "..."]
-    nfc = [unicodedata.normalize("NFC", r["text"]) for r in want["restorations"]]
+    nfc = _drawn_as_restore_prints(server, browser, text, ["...", "..", "..."])
     assert "⟦[" in nfc[0] and "⸢[" in nfc[0] and "[καὶ " in nfc[0]
-    assert browser.find_element("id", "restored").text == nfc[0]
-    items = browser.find_elements("css selector", "#restorations li .greek")
-    assert [i.text for i in items] == nfc
 
 
 def test_shares_print_as_percentages_like_the_command_line(server, browser):
