@@ -234,6 +234,16 @@ def test_not_epidoc_not_greek_malformed_are_one_line_errors(corpus_root, tmp_pat
         match=r"cut\.xml:\d+: malformed XML .*cut short.*download it again whole",
     ):
         restore_epidoc(None, bad)
+    # a text file named .xml is said to be plain text, not lxml's "Start tag expected" with
+    # "repair the markup" (there is no markup to repair)
+    plain = tmp_path / "notes.xml"
+    plain.write_bytes("\ufeff\nἔδοξε τῇ βουλῇ [...]\n".encode())
+    with pytest.raises(
+        EpiDocRestoreError,
+        match=r"notes\.xml:2: not XML: it starts with plain text \('ἔδοξε τῇ βουλῇ \[\.\.\.\]'\)"
+        r", not with a tag; give the XML file itself",
+    ):
+        restore_epidoc(None, plain)
     # an empty or blank file is said to be one, not lxml's "malformed XML (Document is empty)"
     for name, data, what in (
         ("empty.xml", b"", r"empty file \(0 bytes\)"),

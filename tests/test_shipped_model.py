@@ -136,6 +136,12 @@ def test_epidoc_without_the_index_says_why_so_few_gaps_are_written(
     assert lines[0].startswith("restore --epidoc: 1 files (1 written")
     assert lines[1:] == [f"({shipped.missing_index_note()})"]
     assert err.count(NOTE) == 1
+    # a run whose every file is refused decoded nothing: no note of what it went without
+    plain = tmp_path / "plain.xml"
+    plain.write_text("not a file of XML\n", encoding="utf-8")
+    assert main(["restore", "--epidoc", str(plain), "--out", str(tmp_path / "out2")]) == 2
+    out, _ = capsys.readouterr()
+    assert out.splitlines() == [out.splitlines()[0]] and "1 refused" in out
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             "(the files written so far stay; a rerun goes on from there)",
         )
     print(summary.line())
-    for note in _missing_parts(model, args.decoder):
+    # said where gaps were decoded (a run whose files were all refused or skipped used none)
+    for note in _missing_parts(model, args.decoder) if summary.restored or summary.left else []:
         print(f"({note})")
     if summary.files and summary.refused == summary.files:
         # nothing could be read: a script calling this must not take it for a finished run

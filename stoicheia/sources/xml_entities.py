@@ -131,6 +131,15 @@ def _explain(data: bytes, msg: str, line: int) -> XmlReadError:
             "git): two versions of the text are mixed in it",
             "resolve the conflict (keep one version, delete the marker lines) and save again",
         )
+    head = data.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head and not head.startswith(b"<"):  # a text file named .xml: no markup at all
+        first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+        shown = first if len(first) <= 40 else first[:40] + "…"
+        return XmlReadError(
+            data[: len(data) - len(head)].count(b"\n") + 1,
+            f"not XML: it starts with plain text ({shown!r}), not with a tag",
+            "give the XML file itself (a text file named .xml is not one)",
+        )
     if "amplification" in msg:
         return XmlReadError(
             line,
