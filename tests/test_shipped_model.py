@@ -283,6 +283,11 @@ def test_serve_with_no_checkpoint_starts_the_page_with_the_shipped_model(
     assert err.count(NOTE) == 1
     assert f"serving {bundle} (step {shipped.read_provenance()['step']})" in out
     assert started["port"] == port
+    # the page's /model says it is the shipped model (the page then names it so)
+    from fastapi.testclient import TestClient
+
+    info = TestClient(started["app"]).get("/model").json()
+    assert info["shipped"] is True and info["step"] == shipped.read_provenance()["step"]
 
 
 def test_load_model_with_no_path_is_the_shipped_model(bundle, monkeypatch):

@@ -182,6 +182,7 @@ def create_app(
         name (``decoders``: those whose parts are loaded) with the default one (``decoder``)."""
         from stoicheia.inference.restore import DECODERS
         from stoicheia.inference.restore.fusion_file import find_fusion
+        from stoicheia.inference.shipped import is_shipped
 
         try:
             # loads the n-gram whatever its weight
@@ -205,6 +206,7 @@ def create_app(
             kind=str(model.kind),
             step=model.step,
             run_name=model.config.get("run_name"),
+            shipped=is_shipped(model.source),
             seq_len=seq_len,
             epidoc_upload=epidoc_upload_available(),
             **experts(model, parallels),

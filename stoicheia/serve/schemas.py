@@ -209,6 +209,10 @@ class ModelInfo(BaseModel):
     kind: str
     step: int | None
     run_name: str | None
+    shipped: bool = Field(
+        False,
+        description="whether it is the base model shipped inside the package (docs/model-card.md)",
+    )
     seq_len: int
     epidoc_upload: bool = Field(description="whether POST /restore-epidoc is available")
     ngram: bool = Field(description="whether a letter n-gram is fused into the search")

@@ -600,7 +600,11 @@ function offerDecoders(m) {
 async function loadModel() {
   try {
     const m = await (await fetch("/model")).json();
-    $("model-line").textContent = `model: ${m.run_name || "unnamed run"} after ${m.step ?? "?"} steps (${m.kind}: ${m.source}); reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
+    // the shipped model by what it is (its card says the rest), a user's own by run and file
+    const which = m.shipped
+      ? `the base model shipped with Stoicheia (run ${m.run_name || "unnamed"}, ${(m.step ?? 0).toLocaleString("en")} training steps; docs/model-card.md)`
+      : `${m.run_name || "unnamed run"} after ${(m.step ?? "?").toLocaleString("en")} steps (${m.kind}: ${m.source})`;
+    $("model-line").textContent = `model: ${which}; reads up to ${m.seq_len} letters around each gap; ${experts(m)}`;
     offerDecoders(m);
     if (!m.epidoc_upload) {
       $("epidoc-restore").disabled = true;
